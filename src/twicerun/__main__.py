@@ -1,0 +1,3 @@
+from twicerun.cli import main
+
+raise SystemExit(main())

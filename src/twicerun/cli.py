@@ -1,0 +1,227 @@
+"""The command line: argument parsing, and the one map from a failure to an exit code.
+
+Nothing below this module prints or exits. Every room raises or returns; this
+module decides what the user sees and which integer the shell gets.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from twicerun import __version__
+from twicerun.errors import BadInput, StepCrashed, TwicerunError
+from twicerun.render.terminal import render_run
+from twicerun.result import Result
+from twicerun.runner.loop import DEFAULT_RUN_DIR, DEFAULT_RUNS, LoopOptions, run_pipeline
+from twicerun.runner.progress import ProgressEvent
+from twicerun.storage.atomic import write_bytes_atomic
+
+EXIT_CLEAN = 0
+EXIT_DIVERGED = 1
+EXIT_BAD_INPUT = 2
+EXIT_CRASHED = 3
+EXIT_INTERRUPTED = 130
+
+RUN_EXIT_CODES = """\b
+Exit codes:
+  0    no step fired
+  1    a step fired: it gave a different answer on the same input
+  2    bad input: the pipeline, a flag or an artifact name is wrong;
+       nothing was measured
+  3    a step raised, or twicerun itself failed; the invocation
+       directory is kept
+  130  interrupted (Ctrl-C); the invocation directory is kept
+"""
+
+
+def exit_code(result: Result) -> int:
+    """The exit code a finished `run` returns. The only place it is decided."""
+    return EXIT_DIVERGED if result.fired_steps else EXIT_CLEAN
+
+
+class _Progress:
+    """One line on stderr, rewritten in place; silent when stderr is not a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.shown = False
+
+    def __call__(self, event: ProgressEvent) -> None:
+        if not self.enabled:
+            return
+        text = (
+            f"{event.phase} run {event.run}/{event.runs}, "
+            f"step {event.step_index + 1}/{event.steps} {event.step_name}"
+        )
+        click.echo(f"\r\033[K{text}", nl=False, err=True)
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            click.echo("\r\033[K", nl=False, err=True)
+            self.shown = False
+
+
+def _parse_seeds(values: Sequence[str]) -> dict[str, int]:
+    seeds = {}
+    for value in values:
+        step, sep, number = value.partition("=")
+        try:
+            seeds[step] = int(number)
+        except ValueError:
+            sep = ""
+        if not sep or not step:
+            raise click.BadParameter(
+                f"{value!r}: write STEP=INTEGER, as in --seed sample_customers=7",
+                param_hint="--seed",
+            )
+    return seeds
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, prog_name="twicerun")
+def cli() -> None:
+    """Run a batch pipeline several times on the same input and report, per step,
+    how often it failed to give the same answer.
+
+    Start with:  twicerun run pipelines/reference.py
+    """
+
+
+@cli.command(epilog=RUN_EXIT_CODES)
+@click.argument("pipeline", type=click.Path(dir_okay=True, path_type=Path))
+@click.option(
+    "--runs",
+    type=int,
+    default=DEFAULT_RUNS,
+    show_default=True,
+    help="How many times to run every step. Run 1 is the reference; each later run is "
+    "compared with it, so each step gets RUNS-1 comparisons.",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="DuckDB threads for every step. Default: what DuckDB picks on this machine.",
+)
+@click.option(
+    "--containment/--no-containment",
+    default=True,
+    show_default=True,
+    help="Contained, runs 2..N read run 1's upstream artifacts, so a difference at one step "
+    "cannot be charged again to the steps after it.",
+)
+@click.option(
+    "--run-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_RUN_DIR,
+    show_default=True,
+    help="Where invocation directories go.",
+)
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Completed invocation directories to keep after a successful invocation (0 keeps "
+    "all). Failed, interrupted and live ones are never removed.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default=None,
+    help="Also write the Result document here ('-' for stdout, which replaces the report).",
+)
+@click.option(
+    "--seed",
+    "seeds",
+    multiple=True,
+    metavar="STEP=INTEGER",
+    help="Hold a seeded step's seed at this value instead of its default (repeatable).",
+)
+def run(
+    pipeline: Path,
+    runs: int,
+    threads: int | None,
+    containment: bool,
+    run_dir: Path,
+    keep: int,
+    json_path: str | None,
+    seeds: tuple[str, ...],
+) -> int:
+    """Run PIPELINE several times and report, per step, how often it fired.
+
+    A step fires in a comparison when any artifact it wrote differs from run 1's
+    (or was written by one run only). Its rate is printed as `k of m`.
+    """
+    options = LoopOptions(
+        runs=runs,
+        threads=threads,
+        containment=containment,
+        run_dir=run_dir,
+        keep=keep,
+        seeds=_parse_seeds(seeds),
+    )
+    progress = _Progress(enabled=sys.stderr.isatty())
+    try:
+        result = run_pipeline(pipeline, options, progress)
+    finally:
+        progress.clear()
+    if json_path == "-":
+        click.echo(result.to_json(), nl=False)
+    else:
+        if json_path:
+            write_bytes_atomic(Path(json_path), result.to_json().encode("utf-8"))
+        click.echo(render_run(result), nl=False)
+    return exit_code(result)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: run the CLI and return its exit code."""
+    try:
+        value = cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="twicerun",
+            standalone_mode=False,
+        )
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.Abort as exc:
+        directory = getattr(exc.__cause__, "directory", None)
+        kept = f"; the invocation directory is kept: {directory}" if directory else ""
+        click.echo(f"twicerun: interrupted{kept}", err=True)
+        return EXIT_INTERRUPTED
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_BAD_INPUT
+    except BadInput as exc:
+        click.echo(f"twicerun: {exc}", err=True)
+        if exc.directory:
+            click.echo(f"twicerun: the invocation directory is kept: {exc.directory}", err=True)
+        return EXIT_BAD_INPUT
+    except StepCrashed as exc:
+        click.echo(f"twicerun: {exc}", err=True)
+        if exc.directory:
+            click.echo(f"twicerun: the invocation directory is kept: {exc.directory}", err=True)
+        return EXIT_CRASHED
+    except TwicerunError as exc:
+        click.echo(f"twicerun: {exc}", err=True)
+        return EXIT_CRASHED
+    except Exception as exc:  # a bug in twicerun: still "crashed", never "diverged"
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+        click.echo(f"twicerun: internal error: {type(exc).__name__}: {exc}", err=True)
+        return EXIT_CRASHED
+    return value if isinstance(value, int) else EXIT_CLEAN
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The compare room: column classes, digests, and the oracle. It knows nothing of runs."""

@@ -1,0 +1,203 @@
+"""Column classes, decided from the schema before a single row is read.
+
+A column is one of:
+
+- exact: integers, DECIMAL, strings, blobs, booleans, bits, dates, times,
+  timestamps, intervals, UUIDs, enums. A correct query run twice cannot give
+  two different values here, so any difference is a finding, and these
+  columns are what rows are matched on.
+- float: FLOAT and DOUBLE. A parallel reduction may add terms in any order,
+  so a difference here is measured (in ulp and relative terms), not assumed
+  to be wrong.
+- nested: LIST, ARRAY, STRUCT, MAP and UNION. One with no float anywhere
+  inside behaves as exact; one with a float inside is compared element by
+  element, so drift inside a list is measured like drift in a column.
+
+A type not named above is refused. Falling through to a generic comparison
+would decide silently what a difference in an unknown type means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import duckdb
+
+from twicerun.errors import UnsupportedColumn
+
+EXACT_IDS = frozenset(
+    {
+        "boolean",
+        "tinyint",
+        "smallint",
+        "integer",
+        "bigint",
+        "hugeint",
+        "utinyint",
+        "usmallint",
+        "uinteger",
+        "ubigint",
+        "uhugeint",
+        "decimal",
+        "varchar",
+        "blob",
+        "bit",
+        "bignum",
+        "varint",
+        "date",
+        "time",
+        "time with time zone",
+        "time_ns",
+        "timestamp",
+        "timestamp_s",
+        "timestamp_ms",
+        "timestamp_ns",
+        "timestamp with time zone",
+        "interval",
+        "uuid",
+        "enum",
+    }
+)
+FLOAT_IDS = frozenset({"float", "double"})
+NESTED_IDS = frozenset({"list", "array", "struct", "map", "union"})
+TIMESTAMP_IDS = frozenset(
+    {"timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns", "timestamp with time zone"}
+)
+
+# The one NaN every NaN is encoded as: payloads are not distinguished.
+CANONICAL_NAN = {"double": 9221120237041090560, "float": 2143289344}
+
+
+class ColumnClass(StrEnum):
+    EXACT = "exact"
+    FLOAT = "float"
+    NESTED_EXACT = "nested exact"
+    NESTED_FLOAT = "nested with float"
+
+    @property
+    def is_key(self) -> bool:
+        """Whether rows may be matched on this column."""
+        return self in (ColumnClass.EXACT, ColumnClass.NESTED_EXACT)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column's name, its DuckDB type as text, and its class."""
+
+    name: str
+    type: str
+    cls: ColumnClass
+
+
+def quote_identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _children(t: duckdb.DuckDBPyType) -> list[tuple[str, Any]]:
+    try:
+        return list(t.children)
+    except Exception:
+        return []
+
+
+def _nested_members(t: duckdb.DuckDBPyType) -> list[tuple[str, duckdb.DuckDBPyType]]:
+    """The typed children of a nested type (the union's tag and the array's size left out)."""
+    if t.id in ("list", "array"):
+        return [(k, v) for k, v in _children(t) if k == "child"]
+    if t.id == "union":
+        return [(k, v) for k, v in _children(t) if k != ""]
+    return [(k, v) for k, v in _children(t)]
+
+
+def _check(t: duckdb.DuckDBPyType, where: str) -> bool:
+    """Validate a type and return whether a float lies anywhere inside it."""
+    if t.id in EXACT_IDS:
+        return False
+    if t.id in FLOAT_IDS:
+        return True
+    if t.id in NESTED_IDS:
+        inner = [_check(child, f"{where}.{key}") for key, child in _nested_members(t)]
+        return any(inner)
+    raise UnsupportedColumn(
+        f"column {where} has type {t}, which twicerun does not know how to compare; "
+        f"cast it in the step to a type it does (VARCHAR, BLOB, an integer or DOUBLE) "
+        f"before ctx.write, or file an issue naming the type"
+    )
+
+
+def classify(name: str, t: duckdb.DuckDBPyType) -> Column:
+    """The class of one column, or UnsupportedColumn for a type not on the lists above."""
+    has_float = _check(t, name)
+    if t.id in FLOAT_IDS:
+        cls = ColumnClass.FLOAT
+    elif t.id in NESTED_IDS:
+        cls = ColumnClass.NESTED_FLOAT if has_float else ColumnClass.NESTED_EXACT
+    else:
+        cls = ColumnClass.EXACT
+    return Column(name=name, type=str(t), cls=cls)
+
+
+def columns_of(relation: duckdb.DuckDBPyRelation) -> list[Column]:
+    return [classify(n, t) for n, t in zip(relation.columns, relation.types, strict=True)]
+
+
+def bits_expr(expr: str, type_id: str) -> str:
+    """The IEEE-754 bits of a float as an integer, every NaN folded into one."""
+    cast = "BIGINT" if type_id == "double" else "INTEGER"
+    nan = CANONICAL_NAN[type_id]
+    return f"(CASE WHEN isnan({expr}) THEN {nan} ELSE ({expr})::BIT::{cast} END)"
+
+
+def canonical_expr(expr: str, t: duckdb.DuckDBPyType, depth: int = 0) -> str:
+    """An expression whose DuckDB hash is equal exactly when the values are equal bit for bit.
+
+    DuckDB's own hash and equality treat -0.0 and 0.0 as one value; floats are
+    therefore encoded as their bits wherever they occur, nested ones included.
+    """
+    if t.id in FLOAT_IDS:
+        return bits_expr(expr, t.id)
+    if t.id in EXACT_IDS or not _contains_float(t):
+        return expr
+    var = f"x{depth}"
+    if t.id in ("list", "array"):
+        ((_, child),) = _nested_members(t)
+        return f"list_transform({expr}, lambda {var}: {canonical_expr(var, child, depth + 1)})"
+    if t.id == "struct":
+        fields = ", ".join(
+            f"{quote_identifier(k)} := {canonical_expr(f'({expr}).{quote_identifier(k)}', v, depth + 1)}"
+            for k, v in _nested_members(t)
+        )
+        return f"(CASE WHEN ({expr}) IS NULL THEN NULL ELSE struct_pack({fields}) END)"
+    if t.id == "map":
+        members = dict(_nested_members(t))
+        key = canonical_expr(f"{var}.key", members["key"], depth + 1)
+        value = canonical_expr(f"{var}.value", members["value"], depth + 1)
+        return (
+            f"list_transform(map_entries({expr}), lambda {var}: "
+            f"struct_pack(k := {key}, v := {value}))"
+        )
+    if t.id == "union":
+        parts = ", ".join(
+            f"{quote_identifier(k)} := "
+            f"{canonical_expr(f'union_extract({expr}, {_sql_string(k)})', v, depth + 1)}"
+            for k, v in _nested_members(t)
+        )
+        return (
+            f"(CASE WHEN ({expr}) IS NULL THEN NULL ELSE "
+            f"struct_pack(tag := union_tag({expr}), {parts}) END)"
+        )
+    raise UnsupportedColumn(f"no canonical encoding for type {t}")  # unreachable after _check
+
+
+def _contains_float(t: duckdb.DuckDBPyType) -> bool:
+    if t.id in FLOAT_IDS:
+        return True
+    if t.id in NESTED_IDS:
+        return any(_contains_float(child) for _, child in _nested_members(t))
+    return False
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

@@ -1,0 +1,76 @@
+"""The two digests every artifact gets, and what each can settle.
+
+bytes: SHA-256 of the Parquet file as written. Equal bytes prove sameness.
+
+canonical: the rows as a multiset, computed in one pass in DuckDB. Each row
+is hashed over a type-aware encoding (floats by their exact bits, so -0.0 and
+0.0 differ; every NaN folded into one), twice with different salts; the
+digest is SHA-256 over the schema (names, types, order), the row count and
+the two 128-bit sums of those hashes. Summing makes row order irrelevant and
+counts a duplicated row twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from twicerun.compare.columns import canonical_expr, classify, quote_identifier
+
+_SALT = "'twicerun/canonical/2'"
+
+
+@dataclass(frozen=True)
+class Digests:
+    """Both digests of one artifact, with the row count and schema read along the way."""
+
+    bytes_digest: str
+    canonical_digest: str
+    rows: int
+    schema: list[list[str]]
+
+
+def bytes_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def parquet_source(path: Path) -> str:
+    return "read_parquet('" + str(path).replace("'", "''") + "')"
+
+
+def canonical_digest(
+    con: duckdb.DuckDBPyConnection, path: Path
+) -> tuple[str, int, list[list[str]]]:
+    """The canonical digest, row count and schema of one Parquet artifact."""
+    relation = con.sql(f"SELECT * FROM {parquet_source(path)}")
+    columns = [classify(n, t) for n, t in zip(relation.columns, relation.types, strict=True)]
+    schema = [[c.name, c.type] for c in columns]
+    encoded = [
+        canonical_expr(quote_identifier(n), t)
+        for n, t in zip(relation.columns, relation.types, strict=True)
+    ]
+    row = ", ".join(encoded)
+    query = (
+        f"SELECT count(*), coalesce(sum(hash({row})::HUGEINT), 0), "
+        f"coalesce(sum(hash({row}, {_SALT})::HUGEINT), 0) FROM {parquet_source(path)}"
+    )
+    count, first, second = con.execute(query).fetchone()
+    material = json.dumps([schema, int(count), str(first), str(second)], separators=(",", ":"))
+    return hashlib.sha256(material.encode()).hexdigest(), int(count), schema
+
+
+def digests(con: duckdb.DuckDBPyConnection, path: Path, *, known: Digests | None = None) -> Digests:
+    """Both digests; when `known` has the same bytes, its canonical digest is reused unread."""
+    b = bytes_digest(path)
+    if known is not None and known.bytes_digest == b:
+        return Digests(b, known.canonical_digest, known.rows, known.schema)
+    c, rows, schema = canonical_digest(con, path)
+    return Digests(b, c, rows, schema)

@@ -1,0 +1,57 @@
+"""The errors twicerun raises, in the two families the exit codes distinguish.
+
+This module is the one leaf every room may import: it holds no behaviour,
+only the types that let `cli` map a failure to its exit code without any
+room below it deciding how the process ends.
+"""
+
+from __future__ import annotations
+
+
+class TwicerunError(Exception):
+    """Base of every error twicerun raises on purpose.
+
+    `directory` is set by the runner when the error stopped an invocation
+    whose directory was kept, so the message can say where to look.
+    """
+
+    directory: str | None = None
+
+
+class BadInput(TwicerunError):
+    """Something the user handed us is wrong; nothing was measured (exit 2)."""
+
+
+class PipelineError(BadInput):
+    """The pipeline file cannot be loaded, or defines no steps."""
+
+
+class InvalidStep(BadInput, TypeError):
+    """A `@step` declaration is wrong; raised while the pipeline is imported."""
+
+
+class ContractError(BadInput):
+    """A step used `ctx` in a way the pipeline contract refuses."""
+
+
+class UnsupportedColumn(BadInput):
+    """An artifact has a column type the oracle does not know how to compare."""
+
+
+class UsageError(BadInput):
+    """A command-line value is wrong (a --key naming no column, say)."""
+
+
+class StepCrashed(TwicerunError):
+    """A step raised; that run stopped and the invocation directory was kept (exit 3)."""
+
+    def __init__(self, *, index: int, name: str, run: int, error: BaseException, where: str):
+        self.index = index
+        self.name = name
+        self.run = run
+        self.error = error
+        self.where = where
+        at = f" (at {where})" if where else ""
+        super().__init__(
+            f"step {index} {name} raised in run {run}{at}: {type(error).__name__}: {error}".rstrip()
+        )

@@ -1,0 +1,22 @@
+"""Statuses: the one word a report gives a step, from its fire counts.
+
+The words belong to the first vocabulary (a measurement of a step over
+repeated runs), and none of them claims more than a fire rate can: a step
+that never fired is NO_DIVERGENCE_OBSERVED, not "stable".
+"""
+
+from __future__ import annotations
+
+DIVERGENT = "DIVERGENT"
+STABLE_ON_THIS_INPUT = "STABLE_ON_THIS_INPUT"
+NO_DIVERGENCE_OBSERVED = "NO_DIVERGENCE_OBSERVED"
+AMPLIFICATION_FAILED = "AMPLIFICATION_FAILED"
+
+STATUSES = (DIVERGENT, STABLE_ON_THIS_INPUT, NO_DIVERGENCE_OBSERVED, AMPLIFICATION_FAILED)
+
+
+def loop_status(fired: int, compared: int) -> str | None:
+    """The status the main loop alone supports; None where nothing could be compared."""
+    if compared == 0:
+        return None
+    return DIVERGENT if fired > 0 else NO_DIVERGENCE_OBSERVED

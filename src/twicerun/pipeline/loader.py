@@ -1,0 +1,243 @@
+"""Loading a pipeline file and finding its steps, exactly as the pipeline contract says.
+
+Steps are the module-level list `STEPS` when the file defines one, otherwise
+every function defined at the top level of the file (not imported into it)
+whose first parameter is named `ctx`, in source order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import re
+import sys
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from twicerun.errors import InvalidStep, PipelineError, UsageError
+from twicerun.pipeline.declarations import (
+    StepDeclaration,
+    declaration_of,
+    refuse_var_positional,
+)
+
+_DEF_LINE = re.compile(r"^\s*(async\s+)?def\s")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a pipeline: its place, its function and what it declared."""
+
+    index: int
+    name: str
+    fn: Callable[..., Any]
+    file: str
+    line: int
+    declaration: StepDeclaration
+    seed_value: int | None = None
+
+    def call(self, ctx: Any) -> None:
+        """Call the step as the contract says: fn(ctx), plus its declared seed."""
+        if self.declaration.seed is not None:
+            self.fn(ctx, **{self.declaration.seed: self.seed_value})
+        else:
+            self.fn(ctx)
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A loaded pipeline file: its steps in run order and the digest of its source."""
+
+    path: Path
+    digest: str
+    discovered_by: str
+    steps: tuple[Step, ...]
+
+    @property
+    def seeds(self) -> dict[str, int]:
+        return {s.name: s.seed_value for s in self.steps if s.seed_value is not None}
+
+
+def load_pipeline(path: str | Path, seed_overrides: Mapping[str, int] | None = None) -> Pipeline:
+    """Import the file once and return its steps; refuse anything the contract refuses."""
+    source_path = Path(path)
+    if not source_path.exists():
+        raise PipelineError(f"pipeline file {path} does not exist{_nearby(source_path)}")
+    if source_path.is_dir():
+        raise PipelineError(f"{path} is a directory; pass the pipeline's Python file")
+    data = source_path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    module = _import(source_path, digest)
+
+    if "STEPS" in vars(module):
+        functions = _listed_steps(module, source_path)
+        how = "STEPS"
+    else:
+        functions = _discovered_steps(module, source_path)
+        how = "functions"
+    if not functions:
+        raise PipelineError(
+            f"{path} defines no steps: define top-level functions whose first parameter is "
+            f"`ctx`, or a list STEPS of step functions"
+        )
+
+    overrides = dict(seed_overrides or {})
+    steps = []
+    for index, fn in enumerate(functions):
+        steps.append(_make_step(index, fn, overrides))
+    if overrides:
+        unknown = ", ".join(sorted(overrides))
+        raise UsageError(
+            f"--seed names {unknown}, which is no step of {path} that declares a seed; "
+            f"seeded steps here: {', '.join(s.name for s in steps if s.seed_value is not None) or 'none'}"
+        )
+    return Pipeline(path=source_path, digest=digest, discovered_by=how, steps=tuple(steps))
+
+
+def _nearby(path: Path) -> str:
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        return ""
+    candidates = sorted(p.name for p in parent.glob("*.py"))
+    return f" (Python files in {parent}: {', '.join(candidates)})" if candidates else ""
+
+
+def _import(path: Path, digest: str) -> ModuleType:
+    stem = re.sub(r"\W", "_", path.stem)
+    module_name = f"_twicerun_pipeline_{stem}_{digest[:12]}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise PipelineError(f"could not import {path}: Python does not recognise it as a module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    directory = str(path.resolve().parent)
+    sys.path.insert(0, directory)
+    try:
+        spec.loader.exec_module(module)
+    except InvalidStep as exc:
+        del sys.modules[module_name]
+        where = _line_in(exc, path)
+        raise InvalidStep(f"{path}{where}: {exc}") from exc
+    except SyntaxError as exc:
+        del sys.modules[module_name]
+        raise PipelineError(
+            f"could not import {path}: SyntaxError at line {exc.lineno}: {exc.msg}"
+        ) from exc
+    except Exception as exc:
+        del sys.modules[module_name]
+        where = _line_in(exc, path)
+        raise PipelineError(f"could not import {path}{where}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        if directory in sys.path:
+            sys.path.remove(directory)
+    return module
+
+
+def _line_in(exc: BaseException, path: Path) -> str:
+    resolved = str(path.resolve())
+    lines = [
+        frame.lineno
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if str(Path(frame.filename).resolve()) == resolved
+    ]
+    return f":{lines[-1]}" if lines else ""
+
+
+def _listed_steps(module: ModuleType, path: Path) -> list[Callable[..., Any]]:
+    listed = module.STEPS
+    if not isinstance(listed, (list, tuple)):
+        raise PipelineError(
+            f"STEPS in {path} is a {type(listed).__name__}; make it a list of step functions"
+        )
+    seen: dict[str, int] = {}
+    for position, item in enumerate(listed):
+        if not callable(item):
+            raise PipelineError(
+                f"STEPS in {path} holds {item!r} ({type(item).__name__}) at position "
+                f"{position}; every entry must be a step function"
+            )
+        name = getattr(item, "__name__", repr(item))
+        if name in seen:
+            raise PipelineError(
+                f"STEPS in {path} lists {name} at positions {seen[name]} and {position}; "
+                f"a step name must be unique, since reports and artifacts are filed under it"
+            )
+        seen[name] = position
+    return list(listed)
+
+
+def _discovered_steps(module: ModuleType, path: Path) -> list[Callable[..., Any]]:
+    resolved = str(path.resolve())
+    found = []
+    for value in vars(module).values():
+        if not inspect.isfunction(value):
+            continue
+        code = value.__code__
+        if (
+            str(Path(code.co_filename).resolve()) != resolved
+            or value.__qualname__ != value.__name__
+        ):
+            continue
+        params = list(inspect.signature(value).parameters)
+        if params and params[0] == "ctx":
+            found.append(value)
+    found.sort(key=lambda f: f.__code__.co_firstlineno)
+    return found
+
+
+def _def_line(fn: Callable[..., Any]) -> tuple[str, int]:
+    """The file and the line of the `def` itself, below any decorators."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ("", 0)
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return (code.co_filename, code.co_firstlineno)
+    for offset, text in enumerate(lines):
+        if _DEF_LINE.match(text):
+            return (code.co_filename, start + offset)
+    return (code.co_filename, start)
+
+
+def _make_step(index: int, fn: Callable[..., Any], overrides: dict[str, int]) -> Step:
+    name = getattr(fn, "__name__", f"step_{index}")
+    declaration = declaration_of(fn)
+    refuse_var_positional(fn)
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    if not parameters:
+        raise PipelineError(
+            f"step {name} takes no parameters; twicerun calls every step as {name}(ctx)"
+        )
+    for p in parameters[1:]:
+        if (
+            p.default is inspect.Parameter.empty
+            and p.kind not in (inspect.Parameter.VAR_KEYWORD,)
+            and p.name != declaration.seed
+        ):
+            raise PipelineError(
+                f"step {name} has a parameter {p.name} with no default; twicerun calls a step "
+                f"as {name}(ctx) plus a declared seed, so give {p.name} a default"
+            )
+    seed_value = None
+    if declaration.seed is not None:
+        default = inspect.signature(fn).parameters[declaration.seed].default
+        seed_value = overrides.pop(name, default)
+    file, line = _def_line(fn)
+    return Step(
+        index=index,
+        name=name,
+        fn=fn,
+        file=file,
+        line=line,
+        declaration=declaration,
+        seed_value=seed_value,
+    )

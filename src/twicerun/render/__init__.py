@@ -1,0 +1,1 @@
+"""The render room: text and tables made from a Result document and nothing else."""

@@ -1,0 +1,77 @@
+"""The report `twicerun run` prints, rendered from a Result and nothing else."""
+
+from __future__ import annotations
+
+from twicerun.result import Result, StepResult
+
+
+def rate(step: StepResult) -> str:
+    """`k of m`: a rate always carries its denominator."""
+    return f"{step.fired} of {step.compared}"
+
+
+def _header(result: Result) -> list[str]:
+    m = result.comparisons_per_step
+    env = result.environment
+    if result.contained:
+        contained = (
+            f"yes: runs 2 to {result.runs} read run 1's upstream artifacts, so a difference "
+            f"cannot travel to the steps after it"
+        )
+    else:
+        contained = (
+            "no (--no-containment): every run reads its own upstream artifacts, so a "
+            "difference upstream is charged again to each step downstream of it"
+        )
+    policy = {
+        "strict": "strict: any difference in any artifact counts",
+    }.get(result.policy, result.policy)
+    return [
+        f"pipeline   {result.pipeline}",
+        f"runs       {result.runs}: run 1 is the reference and each later run is compared "
+        f"with it, {m} comparison{'s' if m != 1 else ''} per step",
+        f"contained  {contained}",
+        f"policy     {policy}",
+        f"duckdb     {env.duckdb} at threads={env.threads}",
+        f"platform   {env.platform}, Python {env.python}, twicerun {env.twicerun}",
+        f"artifacts  {result.artifacts}",
+    ]
+
+
+def _step_lines(result: Result) -> list[str]:
+    width = max((len(s.name) for s in result.steps), default=0)
+    index_width = len(str(len(result.steps) - 1)) if result.steps else 1
+    lines = []
+    for s in result.steps:
+        head = f"  {s.index:>{index_width}} {s.name:<{width}}"
+        if s.status is None:
+            lines.append(f"{head}  not compared: no run wrote an artifact")
+        else:
+            lines.append(f"{head}  {rate(s):>7}  {s.status}")
+        for note in s.notes:
+            lines.append(f"  {'':>{index_width}}   note: {note}")
+    return lines
+
+
+def _footer(result: Result) -> list[str]:
+    fired = len(result.fired_steps)
+    lines = [
+        f"{fired} of {len(result.steps)} step{'s' if len(result.steps) != 1 else ''} fired, "
+        f"in {result.seconds:.1f}s ({result.step_seconds:.1f}s of it inside steps)."
+    ]
+    if result.pruned:
+        n = len(result.pruned)
+        lines.append(f"Removed {n} older invocation director{'ies' if n != 1 else 'y'} (--keep).")
+    if result.kept_failures:
+        n = len(result.kept_failures)
+        lines.append(
+            f"{n} director{'ies' if n != 1 else 'y'} from failed or interrupted invocations "
+            f"{'are' if n != 1 else 'is'} kept beside this one; remove them once read."
+        )
+    return lines
+
+
+def render_run(result: Result) -> str:
+    """The whole terminal report, ending in a newline."""
+    lines = [*_header(result), "", *_step_lines(result), "", *_footer(result)]
+    return "\n".join(lines) + "\n"

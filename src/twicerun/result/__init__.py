@@ -1,0 +1,23 @@
+"""The result room: the Result document, its schema version, loading and saving."""
+
+from twicerun.result.document import (
+    SCHEMA,
+    ArtifactOutcome,
+    Comparison,
+    Environment,
+    Result,
+    ResultFormatError,
+    StepResult,
+    load_result,
+)
+
+__all__ = [
+    "SCHEMA",
+    "ArtifactOutcome",
+    "Comparison",
+    "Environment",
+    "Result",
+    "ResultFormatError",
+    "StepResult",
+    "load_result",
+]

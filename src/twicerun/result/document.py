@@ -1,0 +1,175 @@
+"""The Result: one versioned JSON document that every report is rendered from.
+
+Nothing downstream of a Result re-runs or re-measures anything, so the
+terminal report, a README table and a PR comment about the same invocation
+cannot disagree: they are renderings of this one document.
+
+Versioning: `schema` is "twicerun.result/<major>". Fields are only ever added
+within a major version; a reader refuses a major it does not know rather than
+guessing at what a renamed field meant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "twicerun.result/1"
+SCHEMA_FAMILY = "twicerun.result/"
+
+
+class ResultFormatError(ValueError):
+    """A document is not a Result this version of twicerun can read."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    """The instrument: every figure in a Result is specific to these."""
+
+    duckdb: str
+    threads: int
+    platform: str
+    python: str
+    twicerun: str
+
+
+@dataclass(frozen=True)
+class ArtifactOutcome:
+    """One artifact in one comparison of a later run against run 1."""
+
+    name: str
+    presence: str
+    settled_by: str
+    differs: bool
+    reference_rows: int | None = None
+    later_rows: int | None = None
+    findings: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Run `run` against run 1, for one step."""
+
+    run: int
+    fired: bool
+    artifacts: list[ArtifactOutcome] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One step: its fire rate `fired of compared`, its status, and how it was measured."""
+
+    index: int
+    name: str
+    line: int
+    fired: int
+    compared: int
+    status: str | None
+    classes: list[str] = field(default_factory=list)
+    cause: str | None = None
+    file: str = ""
+    stochastic: bool = False
+    seed: int | None = None
+    wrote: list[str] = field(default_factory=list)
+    rows_read: int = 0
+    seconds: list[float] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Result:
+    """Everything one invocation measured, stamped with the instrument that measured it."""
+
+    pipeline: str
+    runs: int
+    contained: bool
+    policy: str
+    environment: Environment
+    seconds: float
+    steps: list[StepResult]
+    schema: str = SCHEMA
+    pipeline_digest: str = ""
+    artifacts: str = ""
+    started: str = ""
+    step_seconds: float = 0.0
+    disk_bytes: int = 0
+    pruned: list[str] = field(default_factory=list)
+    kept_failures: list[str] = field(default_factory=list)
+
+    @property
+    def comparisons_per_step(self) -> int:
+        return self.runs - 1
+
+    @property
+    def fired_steps(self) -> list[StepResult]:
+        return [s for s in self.steps if s.fired > 0]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        # The schema leads, so a reader sees what it is holding first.
+        return {"schema": d.pop("schema"), **d}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Result:
+        if not isinstance(data, dict):
+            raise ResultFormatError("a Result is a JSON object; this is not one")
+        schema = data.get("schema")
+        if not isinstance(schema, str) or not schema.startswith(SCHEMA_FAMILY):
+            raise ResultFormatError(
+                f"not a twicerun Result (schema {schema!r}); expected {SCHEMA!r}"
+            )
+        if schema != SCHEMA:
+            raise ResultFormatError(
+                f"this Result has schema {schema!r}, and this twicerun reads {SCHEMA!r}; "
+                f"use the twicerun that wrote it, or re-run the pipeline"
+            )
+        try:
+            return _build(cls, data)
+        except (TypeError, KeyError) as exc:
+            raise ResultFormatError(f"malformed Result: {exc}") from exc
+
+
+def load_result(path: str | Path) -> Result:
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultFormatError(f"{path} is not JSON: {exc}") from exc
+    return Result.from_dict(data)
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in data.items():
+        if key not in names:
+            continue  # a field added by a newer minor version: ignore it
+        kwargs[key] = _value(hints[key], value)
+    return cls(**kwargs)
+
+
+def _value(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is list and args and dataclasses.is_dataclass(args[0]):
+        return [_build(args[0], v) for v in value]
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value)
+    if origin in (typing.Union, types.UnionType):
+        for option in args:
+            if option is type(None):
+                continue
+            return _value(option, value)
+    return value

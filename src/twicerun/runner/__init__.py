@@ -1,0 +1,1 @@
+"""The runner room: the loop, containment, and (later) the bisect and the amplifiers."""

@@ -1,0 +1,29 @@
+"""The stamp every Result carries: which DuckDB, how many threads, which machine."""
+
+from __future__ import annotations
+
+import platform
+
+import duckdb
+
+import twicerun
+from twicerun.result import Environment
+
+
+def default_threads() -> int:
+    """The thread count DuckDB picks on this machine when nobody sets one."""
+    con = duckdb.connect(":memory:")
+    try:
+        return int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+    finally:
+        con.close()
+
+
+def stamp(threads: int) -> Environment:
+    return Environment(
+        duckdb=duckdb.__version__,
+        threads=threads,
+        platform=platform.platform(),
+        python=platform.python_version(),
+        twicerun=twicerun.__version__,
+    )

@@ -1,0 +1,139 @@
+"""Executing one step once: a fresh connection, the call, the digests, the receipt.
+
+Only the call itself is timed as the step's seconds; digests and receipts are
+the tool's own overhead, which `bench/loop.py` measures against it.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from pathlib import Path
+from collections.abc import Callable, Mapping
+
+import duckdb
+
+from twicerun.compare.digest import Digests, digests
+from twicerun.errors import BadInput, ContractError, StepCrashed, UnsupportedColumn
+from twicerun.pipeline import Step
+from twicerun.storage.context import ArtifactRef, StepContext, open_connection
+from twicerun.storage.layout import Invocation, RunAddress
+from twicerun.storage.receipts import ArtifactRecord, Receipt, save_receipt
+
+
+def execute_step(
+    *,
+    invocation: Invocation,
+    step: Step,
+    address: RunAddress,
+    threads: int,
+    visible: Mapping[str, ArtifactRef],
+    state_source: Callable[[str], ArtifactRef | None],
+    owners: Mapping[str, tuple[int, str]],
+    reference: Receipt | None,
+    digest_connection: duckdb.DuckDBPyConnection,
+) -> Receipt:
+    """Run `step` once at `address` and return its receipt (already saved)."""
+    out_dir = invocation.step_dir(address, step.index, step.name)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    connection = open_connection(threads, invocation.spill_dir)
+    ctx = StepContext(
+        connection=connection,
+        threads=threads,
+        step_index=step.index,
+        step_name=step.name,
+        out_dir=out_dir,
+        visible=visible,
+        state_source=state_source,
+        owners=owners,
+    )
+    start = time.perf_counter()
+    try:
+        step.call(ctx)
+    except BadInput as exc:
+        if address.run > 1 and isinstance(exc, ContractError):
+            raise ContractError(f"{exc} (in run {address.run})") from exc
+        raise
+    except Exception as exc:
+        seconds = time.perf_counter() - start
+        save_receipt(
+            out_dir,
+            Receipt(
+                series=address.series,
+                run=address.run,
+                step_index=step.index,
+                step_name=step.name,
+                threads=threads,
+                seconds=seconds,
+                outcome="raised",
+                error="".join(traceback.format_exception(exc)).rstrip(),
+                reads=ctx.output.reads,
+                seed=step.seed_value,
+            ),
+        )
+        raise StepCrashed(
+            index=step.index, name=step.name, run=address.run, error=exc, where=_where(exc, step)
+        ) from exc
+    finally:
+        connection.close()
+    seconds = time.perf_counter() - start
+
+    records = []
+    for name, path in ctx.output.written.items():
+        known = None
+        if reference is not None:
+            prior = reference.artifact(name)
+            if prior is not None:
+                known = Digests(
+                    prior.bytes_digest, prior.canonical_digest, prior.rows, prior.schema
+                )
+        try:
+            d = digests(digest_connection, path, known=known)
+        except UnsupportedColumn as exc:
+            raise UnsupportedColumn(
+                f"artifact {name} of step {step.index} {step.name}: {exc}"
+            ) from exc
+        records.append(
+            ArtifactRecord(
+                name=name,
+                file=invocation.relative(path),
+                rows=d.rows,
+                schema=d.schema,
+                bytes_digest=d.bytes_digest,
+                canonical_digest=d.canonical_digest,
+            )
+        )
+    receipt = Receipt(
+        series=address.series,
+        run=address.run,
+        step_index=step.index,
+        step_name=step.name,
+        threads=threads,
+        seconds=seconds,
+        outcome="ok",
+        artifacts=records,
+        reads=ctx.output.reads,
+        seed=step.seed_value,
+        sql_outside_ctx=ctx.output.sql_outside_ctx,
+    )
+    save_receipt(out_dir, receipt)
+    return receipt
+
+
+def _where(exc: BaseException, step: Step) -> str:
+    """The deepest line of the pipeline's own file in the traceback, as file:line."""
+    if not step.file:
+        return ""
+    target = Path(step.file).resolve()
+    lines = [
+        frame.lineno
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if Path(frame.filename).resolve() == target
+    ]
+    if not lines:
+        return ""
+    try:
+        shown = Path(step.file).resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        shown = Path(step.file)
+    return f"{shown}:{lines[-1]}"

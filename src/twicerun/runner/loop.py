@@ -1,0 +1,250 @@
+"""The main loop: N runs of every step, run 1 the reference, each later run compared to it.
+
+Containment (on by default) makes every step of runs 2..N read run 1's
+upstream artifacts, so a divergence at one step cannot reach the next and be
+charged to it. `ctx.state` resolves to the reference run's copy when
+contained (each later run is one rerun on top of run 1) and to the previous
+run's copy when not (the reruns pile up, as they would in production).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from twicerun.compare.pair import settle
+from twicerun.errors import TwicerunError, UsageError
+from twicerun.judge.status import loop_status
+from twicerun.pipeline import Pipeline, load_pipeline
+from twicerun.result import ArtifactOutcome, Comparison, Result, StepResult
+from twicerun.runner.environment import default_threads, stamp
+from twicerun.runner.execute import execute_step
+from twicerun.runner.progress import Progress, ProgressEvent, silent
+from twicerun.runner.records import Records
+from twicerun.storage.atomic import write_bytes_atomic
+from twicerun.storage.context import open_connection
+from twicerun.storage.layout import (
+    COMPLETED,
+    FAILED,
+    INTERRUPTED,
+    LOOP,
+    Invocation,
+    RunAddress,
+)
+from twicerun.storage.retention import kept_failures, prune
+
+DEFAULT_RUNS = 5
+DEFAULT_RUN_DIR = Path(".twicerun")
+
+
+@dataclass(frozen=True)
+class LoopOptions:
+    runs: int = DEFAULT_RUNS
+    threads: int | None = None
+    containment: bool = True
+    run_dir: Path = DEFAULT_RUN_DIR
+    keep: int = 1
+    seeds: Mapping[str, int] = field(default_factory=dict)
+    policy: str = "strict"
+
+
+def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = silent) -> Result:
+    """Load the pipeline, run the loop, compare, and return the Result (also saved)."""
+    if options.runs < 2:
+        raise UsageError(
+            f"--runs {options.runs}: at least 2 runs are needed, since run 1 is the reference "
+            f"and every later run is compared against it"
+        )
+    pipeline = load_pipeline(path, options.seeds)
+    threads = options.threads or default_threads()
+    environment = stamp(threads)
+    invocation = Invocation.create(
+        options.run_dir,
+        {
+            "pipeline": str(path),
+            "pipeline_digest": pipeline.digest,
+            "runs": options.runs,
+            "containment": options.containment,
+            "threads": threads,
+            "duckdb": environment.duckdb,
+            "platform": environment.platform,
+            "python": environment.python,
+            "twicerun": environment.twicerun,
+            "seeds": pipeline.seeds,
+        },
+    )
+    started = time.time()
+    try:
+        result = _loop(pipeline, options, threads, invocation, progress, started)
+    except TwicerunError as exc:
+        exc.directory = str(invocation.root)
+        invocation.finish(FAILED, error=str(exc))
+        raise
+    except KeyboardInterrupt as exc:
+        exc.directory = str(invocation.root)  # type: ignore[attr-defined]
+        with contextlib.suppress(Exception):
+            invocation.finish(INTERRUPTED)
+        raise
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            invocation.finish(FAILED, error=f"{type(exc).__name__}: {exc}")
+        raise
+    return result
+
+
+def _loop(
+    pipeline: Pipeline,
+    options: LoopOptions,
+    threads: int,
+    invocation: Invocation,
+    progress: Progress,
+    started: float,
+) -> Result:
+    reference = RunAddress(LOOP, 1)
+    records = Records(invocation, reference)
+    steps = pipeline.steps
+    comparisons: dict[int, list[Comparison]] = {s.index: [] for s in steps}
+    digest_connection = open_connection(threads, invocation.spill_dir)
+    try:
+        for run in range(1, options.runs + 1):
+            address = RunAddress(LOOP, run)
+            source = reference if (options.containment and run > 1) else address
+            state_from = (
+                None
+                if run == 1
+                else (reference if options.containment else RunAddress(LOOP, run - 1))
+            )
+            for step in steps:
+                progress(
+                    ProgressEvent("loop", run, options.runs, step.index, len(steps), step.name)
+                )
+
+                def state_source(name: str, _step=step, _from=state_from):
+                    return None if _from is None else records.ref(_from, _step.index, name)
+
+                receipt = execute_step(
+                    invocation=invocation,
+                    step=step,
+                    address=address,
+                    threads=threads,
+                    visible=records.visible(source, step.index),
+                    state_source=state_source,
+                    owners=records.owners(reference, address),
+                    reference=records.get(reference, step.index),
+                    digest_connection=digest_connection,
+                )
+                records.add(address, receipt)
+                if run > 1:
+                    comparisons[step.index].append(
+                        _compare(records, reference, address, step.index)
+                    )
+                    if options.containment:
+                        records.prune_identical(address, step.index)
+            if not options.containment and run > 2:
+                # Run run-1 is no longer read by anyone: its state went into this run.
+                for step in steps:
+                    records.prune_identical(RunAddress(LOOP, run - 1), step.index)
+        if not options.containment:
+            for step in steps:
+                records.prune_identical(RunAddress(LOOP, options.runs), step.index)
+    finally:
+        digest_connection.close()
+
+    step_results = []
+    for step in steps:
+        done = comparisons[step.index]
+        compared = sum(1 for c in done if c.artifacts)
+        fired = sum(1 for c in done if c.fired)
+        run1 = records.get(reference, step.index)
+        seconds = [
+            r.seconds
+            for r in (
+                records.get(RunAddress(LOOP, k), step.index) for k in range(1, options.runs + 1)
+            )
+            if r is not None
+        ]
+        notes = []
+        if run1 is not None and run1.sql_outside_ctx:
+            notes.append(
+                "reads rows through ctx.sql that ctx.read does not see, so they are not counted "
+                "or contained: " + run1.sql_outside_ctx[0]
+            )
+        step_results.append(
+            StepResult(
+                index=step.index,
+                name=step.name,
+                line=step.line,
+                fired=fired,
+                compared=compared,
+                status=loop_status(fired, compared),
+                classes=[],
+                cause=None,
+                file=_display_path(step.file),
+                stochastic=step.declaration.stochastic,
+                seed=step.seed_value,
+                wrote=[a.name for a in run1.artifacts] if run1 else [],
+                rows_read=run1.rows_read if run1 else 0,
+                seconds=seconds,
+                comparisons=done,
+                notes=notes,
+            )
+        )
+
+    result = Result(
+        pipeline=str(pipeline.path),
+        pipeline_digest=pipeline.digest,
+        runs=options.runs,
+        contained=options.containment,
+        policy=options.policy,
+        environment=stamp(threads),
+        seconds=round(time.time() - started, 3),
+        steps=step_results,
+        artifacts=str(invocation.root),
+        started=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        step_seconds=round(sum(sum(s.seconds) for s in step_results), 3),
+        disk_bytes=invocation.disk_bytes(),
+        kept_failures=kept_failures(options.run_dir),
+    )
+    # The Result is on disk before the invocation is marked completed, so a
+    # completed invocation always has one; pruning comes last of all.
+    _save(invocation, result)
+    invocation.finish(COMPLETED)
+    removed = prune(options.run_dir, options.keep, invocation)
+    if removed:
+        result = replace(result, pruned=removed)
+        _save(invocation, result)
+    return result
+
+
+def _save(invocation: Invocation, result: Result) -> None:
+    write_bytes_atomic(invocation.result_path, result.to_json().encode("utf-8"))
+
+
+def _compare(records: Records, reference: RunAddress, later: RunAddress, index: int) -> Comparison:
+    ref_sides = records.sides(reference, index)
+    later_sides = records.sides(later, index)
+    outcomes = []
+    for name in list(ref_sides) + [n for n in later_sides if n not in ref_sides]:
+        o = settle(ref_sides.get(name), later_sides.get(name))
+        outcomes.append(
+            ArtifactOutcome(
+                name=o.name,
+                presence=o.presence,
+                settled_by=o.settled_by,
+                differs=o.differs,
+                reference_rows=o.reference_rows,
+                later_rows=o.later_rows,
+                findings=o.findings,
+            )
+        )
+    return Comparison(run=later.run, fired=any(o.differs for o in outcomes), artifacts=outcomes)
+
+
+def _display_path(path: str) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return path

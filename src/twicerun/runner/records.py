@@ -1,0 +1,121 @@
+"""The receipts of one invocation, held in memory, and what they resolve artifacts to.
+
+Every read a step makes goes through here, so containment, state and the
+pruning of artifacts identical to run 1 are decided in one place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+
+from twicerun.compare.pair import Side
+from twicerun.storage.context import ArtifactRef
+from twicerun.storage.layout import Invocation, RunAddress
+from twicerun.storage.receipts import Receipt, save_receipt
+
+
+class Records:
+    def __init__(self, invocation: Invocation, reference: RunAddress):
+        self.invocation = invocation
+        self.reference = reference
+        self._receipts: dict[tuple[RunAddress, int], Receipt] = {}
+
+    def add(self, address: RunAddress, receipt: Receipt) -> None:
+        self._receipts[(address, receipt.step_index)] = receipt
+
+    def get(self, address: RunAddress, index: int) -> Receipt | None:
+        return self._receipts.get((address, index))
+
+    def ref(self, address: RunAddress, index: int, name: str) -> ArtifactRef | None:
+        """Where (address, step, name) lives, following a pruned copy to run 1's."""
+        receipt = self.get(address, index)
+        if receipt is None:
+            return None
+        record = receipt.artifact(name)
+        if record is None:
+            return None
+        if not record.kept:
+            return self.ref(RunAddress.parse(record.same_as or str(self.reference)), index, name)
+        return ArtifactRef(
+            name=name,
+            run=str(address),
+            step_index=index,
+            step_name=receipt.step_name,
+            path=self.invocation.absolute(record.file),
+            rows=record.rows,
+        )
+
+    def visible(self, address: RunAddress, before: int) -> dict[str, ArtifactRef]:
+        """The artifacts of steps 0..before-1 in `address`, as a step there may read them."""
+        found: dict[str, ArtifactRef] = {}
+        for index in range(before):
+            receipt = self.get(address, index)
+            if receipt is None:
+                continue
+            for record in receipt.artifacts:
+                ref = self.ref(address, index, record.name)
+                if ref is not None:
+                    found[record.name] = ref
+        return found
+
+    def owners(self, *addresses: RunAddress) -> dict[str, tuple[int, str]]:
+        found: dict[str, tuple[int, str]] = {}
+        for (address, index), receipt in self._receipts.items():
+            if address in addresses:
+                for record in receipt.artifacts:
+                    found.setdefault(record.name, (index, receipt.step_name))
+        return found
+
+    def sides(self, address: RunAddress, index: int) -> dict[str, Side]:
+        receipt = self.get(address, index)
+        if receipt is None:
+            return {}
+        sides = {}
+        for record in receipt.artifacts:
+            ref = self.ref(address, index, record.name)
+            sides[record.name] = Side(
+                name=record.name,
+                path=ref.path if ref else None,
+                bytes_digest=record.bytes_digest,
+                canonical_digest=record.canonical_digest,
+                rows=record.rows,
+                schema=record.schema,
+            )
+        return sides
+
+    def prune_identical(self, address: RunAddress, index: int) -> int:
+        """Delete this receipt's artifacts whose canonical digest equals the reference's.
+
+        Returns the bytes freed. Readers of a pruned artifact are sent to the
+        reference run's copy, which holds the same rows.
+        """
+        receipt = self.get(address, index)
+        reference = self.get(self.reference, index)
+        if receipt is None or reference is None or address == self.reference:
+            return 0
+        doomed = []
+        records = []
+        for record in receipt.artifacts:
+            prior = reference.artifact(record.name)
+            if (
+                record.kept
+                and prior is not None
+                and prior.canonical_digest == record.canonical_digest
+            ):
+                doomed.append(self.invocation.absolute(record.file))
+                record = replace(record, kept=False, same_as=str(self.reference))
+            records.append(record)
+        if not doomed:
+            return 0
+        # The receipt first: a crash between the two leaves a file nobody needs,
+        # never a receipt pointing at a file that is gone.
+        updated = replace(receipt, artifacts=records)
+        save_receipt(self.invocation.step_dir(address, index, receipt.step_name), updated)
+        self.add(address, updated)
+        freed = 0
+        for path in doomed:
+            with contextlib.suppress(FileNotFoundError):
+                freed += path.stat().st_size
+                path.unlink()
+        return freed

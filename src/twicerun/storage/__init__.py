@@ -1,0 +1,1 @@
+"""The storage room: the run directory, the `ctx` steps receive, atomic writes and receipts."""

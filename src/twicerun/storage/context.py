@@ -1,0 +1,241 @@
+"""The `ctx` a step receives: reads, state, writes and SQL on a fresh DuckDB connection.
+
+The context knows nothing about runs or containment. Whoever builds it hands
+it the artifacts this execution may see (`visible`), where its own earlier
+state comes from (`state_source`), and the names other steps own; the loop,
+the bisect and the amplifiers differ only in what they hand over.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from twicerun.errors import ContractError
+from twicerun.storage.atomic import atomic_path
+from twicerun.storage.receipts import ReadRecord
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+# Statement types whose result is rows; everything else is a statement and returns None.
+_ROW_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA", "CALL"}
+# Ways a query can pull rows in behind ctx.read's back.
+_OUTSIDE_READ = re.compile(
+    r"\b(read_parquet|read_csv\w*|read_json\w*|parquet_scan|read_ndjson\w*|read_text|"
+    r"read_blob|sqlite_scan|postgres_scan|attach)\b|'[^']*\.(parquet|csv|json|ndjson)'",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class ArtifactRef:
+    """Where an artifact this execution may read lives, and how many rows it holds."""
+
+    name: str
+    run: str
+    step_index: int
+    step_name: str
+    path: Path
+    rows: int
+
+
+@dataclass
+class StepOutput:
+    """What an execution wrote and read, gathered while it runs."""
+
+    written: dict[str, Path] = field(default_factory=dict)
+    reads: list[ReadRecord] = field(default_factory=list)
+    sql_outside_ctx: list[str] = field(default_factory=list)
+
+
+def check_name(name: Any, call: str, where: str) -> str:
+    if not isinstance(name, str) or not IDENTIFIER.match(name):
+        raise ContractError(
+            f"{call}({name!r}) in {where}: an artifact name is an identifier "
+            f"(letters, digits and underscores, not starting with a digit), such as "
+            f"{_suggest(name)!r}"
+        )
+    return name
+
+
+def _suggest(name: Any) -> str:
+    text = re.sub(r"\W+", "_", str(name)).strip("_") or "artifact"
+    return f"_{text}" if text[0].isdigit() else text
+
+
+def _quote_path(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+class StepContext:
+    """The `ctx` of one execution of one step."""
+
+    def __init__(
+        self,
+        *,
+        connection: duckdb.DuckDBPyConnection,
+        threads: int,
+        step_index: int,
+        step_name: str,
+        out_dir: Path,
+        visible: Mapping[str, ArtifactRef],
+        state_source: Callable[[str], ArtifactRef | None],
+        owners: Mapping[str, tuple[int, str]],
+    ):
+        self._con = connection
+        self._threads = threads
+        self._index = step_index
+        self._name = step_name
+        self._out_dir = Path(out_dir)
+        self._visible = dict(visible)
+        self._state_source = state_source
+        self._owners = dict(owners)
+        self.output = StepOutput()
+        self._read_names: set[str] = set()
+        self._where = f"step {step_index} {step_name}"
+
+    @property
+    def threads(self) -> int:
+        """The thread count in force for this execution."""
+        return self._threads
+
+    def read(self, name: str) -> duckdb.DuckDBPyRelation:
+        """Expose the artifact `name` of an earlier step as a view and return a relation over it."""
+        check_name(name, "ctx.read", self._where)
+        ref = self._visible.get(name)
+        if ref is None:
+            raise ContractError(self._unknown_read(name))
+        self._con.execute(
+            f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote_path(ref.path)})'
+        )
+        if name not in self._read_names:
+            self._read_names.add(name)
+            self.output.reads.append(
+                ReadRecord(
+                    name=name, via="read", run=ref.run, step_index=ref.step_index, rows=ref.rows
+                )
+            )
+        return self._con.table(name)
+
+    def state(self, name: str, initial: str) -> duckdb.DuckDBPyRelation:
+        """This step's own `name` as its previous run left it, or the rows of `initial`."""
+        check_name(name, "ctx.state", self._where)
+        if not isinstance(initial, str):
+            raise ContractError(
+                f"ctx.state({name!r}, initial): initial is a SQL query string giving the rows "
+                f"to start from, got {type(initial).__name__}"
+            )
+        owner = self._owners.get(name)
+        if owner is not None and owner[0] != self._index:
+            raise ContractError(
+                f"ctx.state({name!r}) in step {self._index} {self._name}: {name} belongs to "
+                f"step {owner[0]} {owner[1]}; a step's state is its own artifact "
+                f"(read another step's with ctx.read)"
+            )
+        ref = self._state_source(name)
+        if ref is not None:
+            self._con.execute(
+                f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote_path(ref.path)})'
+            )
+            rows = ref.rows
+            run, index = ref.run, ref.step_index
+        else:
+            self._con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {initial}')
+            rows, run, index = 0, None, None
+        self.output.reads.append(
+            ReadRecord(name=name, via="state", run=run, step_index=index, rows=rows)
+        )
+        return self._con.table(name)
+
+    def write(self, name: str, data: Any) -> None:
+        """Make `data` (a SQL query, a DuckDB relation or a pyarrow Table) this step's artifact."""
+        check_name(name, "ctx.write", self._where)
+        if name in self.output.written:
+            raise ContractError(
+                f"ctx.write({name!r}) in step {self._index} {self._name}: {name} was already "
+                f"written by this step; write each artifact once"
+            )
+        owner = self._owners.get(name)
+        if owner is not None and owner[0] != self._index:
+            raise ContractError(
+                f"ctx.write({name!r}) in step {self._index} {self._name}: {name} is already "
+                f"written by step {owner[0]} {owner[1]}; give this artifact another name"
+            )
+        final = self._out_dir / f"{name}.parquet"
+        with atomic_path(final) as temporary:
+            self._write_parquet(name, data, temporary)
+        self.output.written[name] = final
+
+    def sql(self, query: str, params: Any = None) -> duckdb.DuckDBPyRelation | None:
+        """Run SQL on this step's connection: a relation for a query, None for a statement."""
+        if _OUTSIDE_READ.search(query):
+            self.output.sql_outside_ctx.append(" ".join(query.split())[:200])
+        statements = self._con.extract_statements(query)
+        last = statements[-1].type.name if statements else "SELECT"
+        if last in _ROW_STATEMENTS:
+            return self._con.sql(query, params=params)
+        self._con.execute(query, params)
+        return None
+
+    def _write_parquet(self, name: str, data: Any, target: Path) -> None:
+        destination = _quote_path(target)
+        if isinstance(data, str):
+            if _OUTSIDE_READ.search(data):
+                self.output.sql_outside_ctx.append(" ".join(data.split())[:200])
+            self._con.execute(f"COPY ({data}) TO {destination} (FORMAT parquet)")
+        elif isinstance(data, duckdb.DuckDBPyRelation):
+            data.to_parquet(str(target))
+        elif _is_arrow(data):
+            view = f"__twicerun_arrow_{name}"
+            self._con.register(view, data)
+            try:
+                self._con.execute(
+                    f'COPY (SELECT * FROM "{view}") TO {destination} (FORMAT parquet)'
+                )
+            finally:
+                self._con.unregister(view)
+        else:
+            raise ContractError(
+                f"ctx.write({name!r}, data) in step {self._index} {self._name}: data must be a SQL "
+                f"query string, a DuckDB relation or a pyarrow Table, got {type(data).__name__}"
+            )
+
+    def _unknown_read(self, name: str) -> str:
+        head = f"ctx.read({name!r}) in step {self._index} {self._name}"
+        owner = self._owners.get(name)
+        if owner is not None and owner[0] == self._index:
+            return f"{head}: {name} is this step's own artifact; use ctx.state to read its earlier copy"
+        if owner is not None and owner[0] > self._index:
+            return (
+                f"{head}: {name} is written by step {owner[0]} {owner[1]}, which runs after this "
+                f"one; a step reads only what earlier steps wrote"
+            )
+        if not self._visible:
+            return f"{head}: no earlier step wrote any artifact"
+        listed = ", ".join(sorted(self._visible))
+        return f"{head}: no earlier step wrote an artifact called {name}; the ones that exist are {listed}"
+
+
+def _is_arrow(data: Any) -> bool:
+    module = type(data).__module__ or ""
+    return module.startswith("pyarrow") and hasattr(data, "schema")
+
+
+def open_connection(threads: int, spill_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
+    """A fresh in-memory DuckDB connection with the run's thread count."""
+    config: dict[str, Any] = {"threads": threads}
+    if spill_dir is not None:
+        config["temp_directory"] = str(spill_dir)
+    return duckdb.connect(":memory:", config=config)
+
+
+def timed(fn: Callable[[], None]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start

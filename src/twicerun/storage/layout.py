@@ -1,0 +1,148 @@
+"""Where everything an invocation writes lives on disk.
+
+    <run-dir>/<invocation>/
+        invocation.json                      the manifest: stamps and outcome
+        result.json                          the Result, once the invocation finished
+        <series>/<run>/<NN>-<step>/          one directory per step per run
+            <artifact>.parquet
+            receipt.json
+        spill/                               DuckDB's temporary directory
+
+A series is a family of runs: `loop` for the main loop (run 1 is the
+reference), and later the bisect and the amplifiers. Artifacts are addressed
+by (series, run, step index, name).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from twicerun.storage.atomic import read_json, write_json_atomic
+from twicerun.storage.receipts import Receipt, load_receipt
+
+MANIFEST_NAME = "invocation.json"
+RESULT_NAME = "result.json"
+LOOP = "loop"
+MANIFEST_SCHEMA = "twicerun.invocation/1"
+
+RUNNING = "running"
+COMPLETED = "completed"
+FAILED = "failed"
+INTERRUPTED = "interrupted"
+
+
+def step_dir_name(index: int, name: str) -> str:
+    return f"{index:02d}-{re.sub(r'[^A-Za-z0-9_]', '_', name)}"
+
+
+@dataclass(frozen=True)
+class RunAddress:
+    """One run of one series, as `loop/1`."""
+
+    series: str
+    run: int
+
+    def __str__(self) -> str:
+        return f"{self.series}/{self.run}"
+
+    @classmethod
+    def parse(cls, text: str) -> RunAddress:
+        series, _, run = text.rpartition("/")
+        return cls(series, int(run))
+
+
+class Invocation:
+    """One invocation's directory, and the only code that knows its layout."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    @classmethod
+    def create(cls, run_dir: Path, manifest: dict[str, Any]) -> Invocation:
+        run_dir = Path(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        while True:
+            root = run_dir / f"{stamp}-{secrets.token_hex(2)}"
+            try:
+                root.mkdir()
+                break
+            except FileExistsError:
+                continue
+        invocation = cls(root)
+        invocation.write_manifest(
+            {
+                "schema": MANIFEST_SCHEMA,
+                "outcome": RUNNING,
+                "pid": os.getpid(),
+                "started": time.time(),
+                **manifest,
+            }
+        )
+        return invocation
+
+    @property
+    def id(self) -> str:
+        return self.root.name
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / MANIFEST_NAME
+
+    @property
+    def result_path(self) -> Path:
+        return self.root / RESULT_NAME
+
+    @property
+    def spill_dir(self) -> Path:
+        return self.root / "spill"
+
+    def manifest(self) -> dict[str, Any]:
+        return read_json(self.manifest_path)
+
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        write_json_atomic(self.manifest_path, manifest)
+
+    def update_manifest(self, **changes: Any) -> None:
+        manifest = self.manifest()
+        manifest.update(changes)
+        self.write_manifest(manifest)
+
+    def finish(self, outcome: str, **changes: Any) -> None:
+        self.update_manifest(outcome=outcome, finished=time.time(), **changes)
+
+    def step_dir(self, address: RunAddress, index: int, name: str) -> Path:
+        return self.root / address.series / str(address.run) / step_dir_name(index, name)
+
+    def relative(self, path: Path) -> str:
+        return str(Path(path).relative_to(self.root))
+
+    def absolute(self, relative: str) -> Path:
+        return self.root / relative
+
+    def receipt(self, address: RunAddress, index: int, name: str) -> Receipt | None:
+        return load_receipt(self.step_dir(address, index, name))
+
+    def disk_bytes(self) -> int:
+        total = 0
+        for dirpath, _, files in os.walk(self.root):
+            for f in files:
+                with contextlib.suppress(FileNotFoundError):
+                    total += os.lstat(os.path.join(dirpath, f)).st_size
+        return total
+
+
+def find_invocations(run_dir: Path) -> list[Invocation]:
+    """Every invocation directory under `run_dir`, oldest first."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        return []
+    found = [Invocation(p) for p in sorted(run_dir.iterdir()) if (p / MANIFEST_NAME).is_file()]
+    return found
