@@ -41,13 +41,14 @@ def _header(result: Result) -> list[str]:
 def _step_lines(result: Result) -> list[str]:
     width = max((len(s.name) for s in result.steps), default=0)
     index_width = len(str(len(result.steps) - 1)) if result.steps else 1
+    rate_width = max((len(rate(s)) for s in result.steps if s.status), default=0)
     lines = []
     for s in result.steps:
         head = f"  {s.index:>{index_width}} {s.name:<{width}}"
         if s.status is None:
             lines.append(f"{head}  not compared: no run wrote an artifact")
         else:
-            lines.append(f"{head}  {rate(s):>7}  {s.status}")
+            lines.append(f"{head}  {rate(s):>{rate_width}}  {s.status}")
         for note in s.notes:
             lines.append(f"  {'':>{index_width}}   note: {note}")
     return lines

@@ -25,7 +25,7 @@ from twicerun.runner.execute import execute_step
 from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
 from twicerun.storage.atomic import write_bytes_atomic
-from twicerun.storage.context import open_connection
+from twicerun.storage.context import Connections, open_connection
 from twicerun.storage.layout import (
     COMPLETED,
     FAILED,
@@ -108,6 +108,7 @@ def _loop(
     steps = pipeline.steps
     comparisons: dict[int, list[Comparison]] = {s.index: [] for s in steps}
     digest_connection = open_connection(threads, invocation.spill_dir)
+    connections = Connections(invocation.spill_dir)
     try:
         for run in range(1, options.runs + 1):
             address = RunAddress(LOOP, run)
@@ -135,6 +136,7 @@ def _loop(
                     owners=records.owners(reference, address),
                     reference=records.get(reference, step.index),
                     digest_connection=digest_connection,
+                    connections=connections,
                 )
                 records.add(address, receipt)
                 if run > 1:
@@ -151,6 +153,7 @@ def _loop(
             for step in steps:
                 records.prune_identical(RunAddress(LOOP, options.runs), step.index)
     finally:
+        connections.shutdown()
         digest_connection.close()
 
     step_results = []

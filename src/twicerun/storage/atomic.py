@@ -29,20 +29,20 @@ def atomic_path(final: Path, *, fsync: bool = True) -> Iterator[Path]:
         if fsync:
             _fsync(temporary)
         os.replace(temporary, final)
-    finally:
-        # Reached with the temporary still present only when something failed.
+    except BaseException:
         with contextlib.suppress(FileNotFoundError):
             temporary.unlink()
+        raise
 
 
-def write_bytes_atomic(final: Path, data: bytes) -> None:
-    with atomic_path(final) as temporary:
+def write_bytes_atomic(final: Path, data: bytes, *, fsync: bool = True) -> None:
+    with atomic_path(final, fsync=fsync) as temporary:
         temporary.write_bytes(data)
 
 
-def write_json_atomic(final: Path, document: Any) -> None:
+def write_json_atomic(final: Path, document: Any, *, fsync: bool = True) -> None:
     text = json.dumps(document, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
-    write_bytes_atomic(final, text.encode("utf-8"))
+    write_bytes_atomic(final, text.encode("utf-8"), fsync=fsync)
 
 
 def read_json(path: Path) -> Any:

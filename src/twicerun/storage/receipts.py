@@ -87,7 +87,8 @@ class Receipt:
 
 
 def save_receipt(step_dir: Path, receipt: Receipt) -> None:
-    write_json_atomic(Path(step_dir) / RECEIPT_NAME, receipt.to_dict())
+    # Atomic but not fsynced: one per step per run, and a power cut costs a rerun.
+    write_json_atomic(Path(step_dir) / RECEIPT_NAME, receipt.to_dict(), fsync=False)
 
 
 def load_receipt(step_dir: Path) -> Receipt | None:

@@ -1,0 +1,181 @@
+"""What the loop costs beyond the steps it runs, on the reference pipeline.
+
+    python -m bench.loop [--repeat 3] [--pipeline pipelines/reference.py] [--json PATH]
+
+Each repetition runs one `twicerun run` invocation in a fresh child process
+(so peak RSS is that invocation's own) and reports, side by side:
+
+- wall: the invocation's wall time, as its Result records it;
+- steps: the summed wall time of step executions inside it (each step's own
+  call, its writes included);
+- overhead: (wall - steps) / steps, the tool's own cost as a ratio;
+- where the overhead went: opening and closing a fresh DuckDB connection per
+  step, computing digests, and everything else (receipts, comparisons, import);
+- peak RSS of the child, and peak bytes on disk under its run directory,
+  sampled every 20 ms while it runs.
+
+Medians over the repetitions are printed last. Nothing here is a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _directory_bytes(root: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            with contextlib.suppress(FileNotFoundError):
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total
+
+
+def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
+    """One invocation, in this process, with the overhead's parts timed."""
+    from twicerun.compare import digest as digest_module
+    from twicerun.runner import execute as execute_module
+    from twicerun.runner.loop import LoopOptions, run_pipeline
+    from twicerun.storage import context as context_module
+
+    timers = {"open": 0.0, "close": 0.0, "digests": 0.0}
+
+    def timed(name, fn):
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                timers[name] += time.perf_counter() - start
+
+        return wrapper
+
+    context_module.Connections.open = timed("open", context_module.Connections.open)
+    context_module.Connections.close = timed("close", context_module.Connections.close)
+    execute_module.digests = timed("digests", digest_module.digests)
+
+    peak = {"disk": 0}
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak["disk"] = max(peak["disk"], _directory_bytes(Path(run_dir)))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    options = LoopOptions(run_dir=Path(run_dir), keep=0, **_options(extra))
+    try:
+        result = run_pipeline(pipeline, options)
+    finally:
+        stop.set()
+        sampler.join()
+    peak["disk"] = max(peak["disk"], _directory_bytes(Path(run_dir)))
+    return {
+        "wall": result.seconds,
+        "steps": result.step_seconds,
+        "open": timers["open"],
+        "close": timers["close"],
+        "digests": timers["digests"],
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "peak_disk_bytes": peak["disk"],
+        "final_disk_bytes": result.disk_bytes,
+        "fired": len(result.fired_steps),
+        "threads": result.environment.threads,
+        "duckdb": result.environment.duckdb,
+    }
+
+
+def _options(extra: list[str]) -> dict:
+    options: dict = {}
+    if "--no-containment" in extra:
+        options["containment"] = False
+    return options
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pipeline", default=str(REPO / "pipelines" / "reference.py"))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", dest="json_path", default=None)
+    parser.add_argument("--no-containment", action="store_true")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--run-dir", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    extra = ["--no-containment"] if args.no_containment else []
+
+    if args.child:
+        print(json.dumps(child(args.pipeline, args.run_dir, extra)))
+        return 0
+
+    rows = []
+    for i in range(args.repeat):
+        with tempfile.TemporaryDirectory(prefix="twicerun-bench-") as run_dir:
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.loop",
+                    "--child",
+                    "--pipeline",
+                    args.pipeline,
+                    "--run-dir",
+                    run_dir,
+                    *extra,
+                ],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+        if done.returncode != 0:
+            sys.stderr.write(done.stderr)
+            return 1
+        row = json.loads(done.stdout.strip().splitlines()[-1])
+        rows.append(row)
+        print(_line(f"run {i + 1}", row), flush=True)
+
+    median = {
+        k: statistics.median(r[k] for r in rows)
+        for k in rows[0]
+        if isinstance(rows[0][k], (int, float))
+    }
+    print(_line("median", median))
+    print(
+        f"\n{Path(args.pipeline).name}, duckdb {rows[0]['duckdb']} at threads={rows[0]['threads']}, "
+        f"{args.repeat} repetitions, containment {'off' if extra else 'on'}"
+    )
+    if args.json_path:
+        Path(args.json_path).write_text(
+            json.dumps({"runs": rows, "median": median}, indent=2) + "\n"
+        )
+    return 0
+
+
+def _line(label: str, r: dict) -> str:
+    overhead = r["wall"] - r["steps"]
+    other = overhead - r["open"] - r["close"] - r["digests"]
+    return (
+        f"{label:>7}: wall {r['wall']:6.2f}s  steps {r['steps']:6.2f}s  "
+        f"overhead {overhead / r['steps']:.2f}x "
+        f"(connections {r['open'] + r['close']:.2f}s, digests {r['digests']:.2f}s, "
+        f"other {other:.2f}s)  peak RSS {r['peak_rss_bytes'] / 2**20:,.0f} MiB  "
+        f"peak disk {r['peak_disk_bytes'] / 2**20:,.0f} MiB"
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""Shared fixtures: write a pipeline from source text, and run the real CLI on it."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from twicerun.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class CliRun:
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def write_pipeline(tmp_path):
+    """Write dedented source to a pipeline file in a temporary directory and return its path."""
+
+    def write(source: str, name: str = "pipeline.py") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture
+def run_dir(tmp_path) -> Path:
+    return tmp_path / ".twicerun"
+
+
+@pytest.fixture
+def twicerun(capsys, run_dir):
+    """Call the CLI's main() in-process, as a user would run it, and capture what it printed."""
+
+    def call(*args: str, with_run_dir: bool = True) -> CliRun:
+        argv = [str(a) for a in args]
+        if with_run_dir and argv and argv[0] == "run" and "--run-dir" not in argv:
+            argv += ["--run-dir", str(run_dir)]
+        capsys.readouterr()
+        code = main(argv)
+        captured = capsys.readouterr()
+        return CliRun(code, captured.out, captured.err)
+
+    return call

@@ -1,0 +1,131 @@
+"""The ctx a step receives: every way to write, what sql() returns, and what it records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from twicerun.errors import ContractError
+from twicerun.storage.context import ArtifactRef, StepContext
+
+
+def make_ctx(tmp_path: Path, visible=None, state=None, threads=2) -> StepContext:
+    return StepContext(
+        connection=duckdb.connect(),
+        threads=threads,
+        step_index=1,
+        step_name="step",
+        out_dir=tmp_path / "out",
+        visible=visible or {},
+        state_source=state or (lambda name: None),
+        owners={},
+    )
+
+
+def rows(path: Path) -> list[tuple]:
+    return duckdb.sql(f"SELECT * FROM read_parquet('{path}') ORDER BY ALL").fetchall()
+
+
+def test_write_takes_a_query_a_relation_or_an_arrow_table(tmp_path):
+    ctx = make_ctx(tmp_path)
+    ctx.write("from_sql", "SELECT 1 AS a")
+    ctx.write("from_relation", ctx.sql("SELECT 2 AS a"))
+    ctx.write("from_arrow", pa.table({"a": [3]}))
+    out = tmp_path / "out"
+    assert rows(out / "from_sql.parquet") == [(1,)]
+    assert rows(out / "from_relation.parquet") == [(2,)]
+    assert rows(out / "from_arrow.parquet") == [(3,)]
+    assert list(ctx.output.written) == ["from_sql", "from_relation", "from_arrow"]
+
+
+def test_sql_returns_a_relation_for_a_query_and_none_for_a_statement(tmp_path):
+    ctx = make_ctx(tmp_path)
+    assert ctx.sql("CREATE TABLE t AS SELECT 1 AS a") is None
+    assert ctx.sql("INSERT INTO t VALUES (2)") is None
+    assert ctx.sql("SET threads = 1") is None
+    relation = ctx.sql("SELECT sum(a) AS s FROM t")
+    assert relation.fetchall() == [(3,)]
+    assert ctx.sql("SELECT ? + 1 AS v", params=[41]).fetchall() == [(42,)]
+
+
+def test_read_exposes_a_view_and_counts_rows_once(tmp_path):
+    source = tmp_path / "orders.parquet"
+    pq.write_table(pa.table({"n": [1, 2, 3]}), source)
+    ref = ArtifactRef("orders", "loop/1", 0, "inputs", source, 3)
+    ctx = make_ctx(tmp_path, visible={"orders": ref})
+    assert ctx.read("orders").fetchall() == [(1,), (2,), (3,)]
+    ctx.read("orders")
+    assert ctx.sql("SELECT count(*) FROM orders").fetchall() == [(3,)]
+    assert [(r.name, r.via, r.run, r.rows) for r in ctx.output.reads] == [
+        ("orders", "read", "loop/1", 3)
+    ]
+
+
+def test_state_without_an_earlier_copy_is_the_initial_query(tmp_path):
+    ctx = make_ctx(tmp_path)
+    assert ctx.state("log", "SELECT 7 AS entry").fetchall() == [(7,)]
+    assert [(r.via, r.run, r.rows) for r in ctx.output.reads] == [("state", None, 0)]
+
+
+def test_state_with_an_earlier_copy_reads_it(tmp_path):
+    earlier = tmp_path / "log.parquet"
+    pq.write_table(pa.table({"entry": [1, 1]}), earlier)
+    ref = ArtifactRef("log", "loop/1", 1, "step", earlier, 2)
+    ctx = make_ctx(tmp_path, state=lambda name: ref if name == "log" else None)
+    assert ctx.state("log", "SELECT 7 AS entry").fetchall() == [(1,), (1,)]
+
+
+def test_threads_is_read_only(tmp_path):
+    ctx = make_ctx(tmp_path, threads=3)
+    assert ctx.threads == 3
+    with pytest.raises(AttributeError):
+        ctx.threads = 4  # type: ignore[misc]
+
+
+def test_state_initial_must_be_a_query(tmp_path):
+    ctx = make_ctx(tmp_path)
+    with pytest.raises(ContractError) as info:
+        ctx.state("log", None)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "ctx.state('log', initial): initial is a SQL query string giving the rows to start "
+        "from, got NoneType"
+    )
+
+
+def test_reads_behind_ctx_reads_back_are_recorded(tmp_path):
+    ctx = make_ctx(tmp_path)
+    pq.write_table(pa.table({"n": [1]}), tmp_path / "side.parquet")
+    ctx.sql(f"SELECT * FROM read_parquet('{tmp_path / 'side.parquet'}')")
+    assert len(ctx.output.sql_outside_ctx) == 1
+    assert ctx.output.sql_outside_ctx[0].startswith("SELECT * FROM read_parquet(")
+
+
+def test_a_pipeline_written_for_another_runner_runs_unchanged(write_pipeline, twicerun):
+    # No twicerun import, a STEPS list, and only the ctx methods of the contract.
+    path = write_pipeline(
+        """
+        import pyarrow as pa
+
+
+        def load(ctx):
+            ctx.write("raw", pa.table({"id": [1, 2, 3], "amount": [1.5, 2.5, 3.5]}))
+
+
+        def transform(ctx):
+            raw = ctx.read("raw")
+            ctx.sql("CREATE TABLE doubled AS SELECT id, amount * 2 AS amount FROM raw")
+            ctx.write("doubled", ctx.sql("SELECT * FROM doubled"))
+            ctx.write("count", raw.aggregate("count(*) AS n"))
+            assert ctx.threads >= 1
+
+
+        STEPS = [load, transform]
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2", "--json", "-")
+    assert outcome.code == 0, outcome.err
+    assert [s["wrote"] for s in outcome.json()["steps"]] == [["raw"], ["doubled", "count"]]

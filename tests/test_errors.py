@@ -1,0 +1,237 @@
+"""Every error a user can cause: one sentence, the documented exit code, and nothing lost."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from twicerun.storage.atomic import atomic_path
+
+
+def only_invocation(run_dir: Path) -> Path:
+    found = [p for p in run_dir.iterdir() if (p / "invocation.json").exists()]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def all_files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def temporaries(root: Path) -> list[str]:
+    return [f for f in all_files(root) if ".tmp-" in f]
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (
+            """
+            def a(ctx):
+                ctx.write("x", "SELECT 1 AS v")
+
+            def b(ctx):
+                ctx.read("y")
+            """,
+            "ctx.read('y') in step 1 b: no earlier step wrote an artifact called y; "
+            "the ones that exist are x",
+        ),
+        (
+            """
+            def a(ctx):
+                ctx.read("later")
+
+            def b(ctx):
+                ctx.write("later", "SELECT 1 AS v")
+            """,
+            "ctx.read('later') in step 0 a: no earlier step wrote any artifact",
+        ),
+        (
+            """
+            def a(ctx):
+                ctx.write("x", "SELECT 1 AS v")
+                ctx.write("x", "SELECT 2 AS v")
+            """,
+            "ctx.write('x') in step 0 a: x was already written by this step; "
+            "write each artifact once",
+        ),
+        (
+            """
+            def a(ctx):
+                ctx.write("x", "SELECT 1 AS v")
+
+            def b(ctx):
+                ctx.write("x", "SELECT 2 AS v")
+            """,
+            "ctx.write('x') in step 1 b: x is already written by step 0 a; "
+            "give this artifact another name",
+        ),
+        (
+            """
+            def a(ctx):
+                ctx.write("daily-revenue", "SELECT 1 AS v")
+            """,
+            "ctx.write('daily-revenue') in step 0 a: an artifact name is an identifier (letters, "
+            "digits and underscores, not starting with a digit), such as 'daily_revenue'",
+        ),
+        (
+            """
+            def a(ctx):
+                ctx.read("2024 orders")
+            """,
+            "ctx.read('2024 orders') in step 0 a: an artifact name is an identifier (letters, "
+            "digits and underscores, not starting with a digit), such as '_2024_orders'",
+        ),
+        (
+            """
+            def a(ctx):
+                ctx.write("x", [1, 2, 3])
+            """,
+            "ctx.write('x', data) in step 0 a: data must be a SQL query string, a DuckDB "
+            "relation or a pyarrow Table, got list",
+        ),
+        (
+            """
+            def a(ctx):
+                ctx.write("x", "SELECT 1 AS v")
+
+            def b(ctx):
+                ctx.state("x", "SELECT 1 AS v")
+            """,
+            "ctx.state('x') in step 1 b: x belongs to step 0 a; a step's state is its own "
+            "artifact (read another step's with ctx.read)",
+        ),
+    ],
+)
+def test_a_contract_error_in_a_step_is_bad_input(
+    write_pipeline, twicerun, run_dir, source, message
+):
+    path = write_pipeline(source)
+    outcome = twicerun("run", path, "--runs", "2")
+    kept = only_invocation(run_dir)
+    assert outcome.code == 2
+    assert outcome.out == ""
+    assert outcome.err == (
+        f"twicerun: {message}\ntwicerun: the invocation directory is kept: {kept}\n"
+    )
+    assert json.loads((kept / "invocation.json").read_text())["outcome"] == "failed"
+
+
+def test_a_step_that_raises_is_named_with_its_line_and_the_directory_is_kept(
+    write_pipeline, twicerun, run_dir
+):
+    path = write_pipeline(
+        """
+        def fine(ctx):
+            ctx.write("x", "SELECT 1 AS v")
+
+        def broken(ctx):
+            ctx.read("x")
+            raise ValueError("the upstream file was empty")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    kept = only_invocation(run_dir)
+    assert outcome.code == 3
+    assert outcome.err == (
+        f"twicerun: step 1 broken raised in run 1 (at {path}:6): ValueError: the upstream file "
+        f"was empty\ntwicerun: the invocation directory is kept: {kept}\n"
+    )
+    receipt = json.loads((kept / "loop" / "1" / "01-broken" / "receipt.json").read_text())
+    assert receipt["outcome"] == "raised"
+    assert receipt["error"].endswith("ValueError: the upstream file was empty")
+    assert (kept / "loop" / "1" / "00-fine" / "x.parquet").exists()
+
+
+def test_a_write_whose_query_fails_leaves_no_file_and_no_temporary(
+    write_pipeline, twicerun, run_dir
+):
+    path = write_pipeline(
+        """
+        def half(ctx):
+            ctx.write("x", "SELECT CASE WHEN range < 100000 THEN range ELSE error('boom') END AS v "
+                           "FROM range(200000)")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 3
+    kept = only_invocation(run_dir)
+    assert all_files(kept / "loop") == ["1/00-half/receipt.json"]
+
+
+def test_ctrl_c_inside_a_step_keeps_the_directory_and_leaves_no_temporary(
+    write_pipeline, twicerun, run_dir
+):
+    path = write_pipeline(
+        """
+        def first(ctx):
+            ctx.write("x", "SELECT range AS v FROM range(1000)")
+
+        def interrupted(ctx):
+            raise KeyboardInterrupt
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    kept = only_invocation(run_dir)
+    assert outcome.code == 130
+    assert outcome.err.endswith(
+        f"twicerun: interrupted; the invocation directory is kept: {kept}\n"
+    )
+    assert json.loads((kept / "invocation.json").read_text())["outcome"] == "interrupted"
+    assert temporaries(kept) == []
+    assert (kept / "loop" / "1" / "00-first" / "x.parquet").exists()
+
+
+def test_an_interrupted_atomic_write_leaves_neither_the_file_nor_its_temporary(tmp_path):
+    final = tmp_path / "artifact.parquet"
+    with pytest.raises(KeyboardInterrupt), atomic_path(final) as temporary:
+        temporary.write_bytes(b"PAR1 half of a file")
+        raise KeyboardInterrupt
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_unimportable_pipeline_is_bad_input_and_creates_no_directory(
+    write_pipeline, twicerun, run_dir
+):
+    path = write_pipeline("import no_such_module_anywhere\n")
+    outcome = twicerun("run", path)
+    assert outcome.code == 2
+    assert outcome.err == (
+        f"twicerun: could not import {path}:1: ModuleNotFoundError: "
+        f"No module named 'no_such_module_anywhere'\n"
+    )
+    assert not run_dir.exists()
+
+
+def test_a_missing_pipeline_file_is_bad_input(tmp_path, twicerun):
+    outcome = twicerun("run", tmp_path / "nope.py")
+    assert outcome.code == 2
+    assert outcome.err == f"twicerun: pipeline file {tmp_path / 'nope.py'} does not exist\n"
+
+
+def test_a_file_with_no_steps_is_bad_input(write_pipeline, twicerun):
+    path = write_pipeline("VALUE = 3\n")
+    outcome = twicerun("run", path)
+    assert outcome.code == 2
+    assert outcome.err == (
+        f"twicerun: {path} defines no steps: define top-level functions whose first parameter "
+        f"is `ctx`, or a list STEPS of step functions\n"
+    )
+
+
+def test_a_malformed_seed_flag_is_a_usage_error(write_pipeline, twicerun):
+    path = write_pipeline("def a(ctx):\n    pass\n")
+    outcome = twicerun("run", path, "--seed", "sample")
+    assert outcome.code == 2
+    assert "--seed" in outcome.err
+    assert "write STEP=INTEGER, as in --seed sample_customers=7" in outcome.err
+
+
+def test_an_unknown_option_is_a_usage_error_with_exit_2(write_pipeline, twicerun):
+    path = write_pipeline("def a(ctx):\n    pass\n")
+    outcome = twicerun("run", path, "--rusn", "3")
+    assert outcome.code == 2
+    assert "No such option '--rusn'" in outcome.err

@@ -1,0 +1,237 @@
+"""The loop: fire rates, containment, ctx.state in both modes, and pruning identical copies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from twicerun.result import load_result
+from twicerun.storage.receipts import load_receipt
+
+# A step whose answer changes on every call (a module-level counter), one that reads
+# it, and a control. Nothing here depends on thread scheduling, so every assertion
+# below is exact.
+DRIFTING = """
+import itertools
+
+_calls = itertools.count()
+
+
+def source(ctx):
+    ctx.write("numbers", f"SELECT range AS n, {next(_calls)} AS mark FROM range(10)")
+
+
+def downstream(ctx):
+    ctx.read("numbers")
+    ctx.write("total", "SELECT sum(mark) AS s, count(*) AS c FROM numbers")
+
+
+def control(ctx):
+    ctx.write("fixed", "SELECT range AS n FROM range(100)")
+
+
+def reads_control(ctx):
+    ctx.read("fixed")
+    ctx.write("fixed_total", "SELECT sum(n) AS s FROM fixed")
+"""
+
+APPEND = """
+def append(ctx):
+    ctx.state("log", "SELECT 1 AS entry WHERE false")
+    ctx.write("log", "SELECT * FROM log UNION ALL SELECT 1 AS entry")
+"""
+
+
+def steps_by_name(result_json):
+    return {s["name"]: s for s in result_json["steps"]}
+
+
+def test_a_divergent_step_fires_and_its_downstream_stays_quiet_when_contained(
+    write_pipeline, twicerun
+):
+    path = write_pipeline(DRIFTING)
+    outcome = twicerun("run", path, "--json", "-")
+    assert outcome.code == 1
+    steps = steps_by_name(outcome.json())
+    assert (steps["source"]["fired"], steps["source"]["compared"]) == (4, 4)
+    assert steps["source"]["status"] == "DIVERGENT"
+    assert (steps["downstream"]["fired"], steps["downstream"]["compared"]) == (0, 4)
+    assert steps["downstream"]["status"] == "NO_DIVERGENCE_OBSERVED"
+    assert steps["control"]["fired"] == 0
+
+
+def test_without_containment_the_downstream_step_inherits_the_divergence(write_pipeline, twicerun):
+    path = write_pipeline(DRIFTING)
+    outcome = twicerun("run", path, "--no-containment", "--json", "-")
+    assert outcome.code == 1
+    steps = steps_by_name(outcome.json())
+    assert outcome.json()["contained"] is False
+    assert steps["downstream"]["fired"] == 4
+    assert steps["reads_control"]["fired"] == 0
+
+
+def test_contained_state_is_always_the_reference_runs_copy(write_pipeline, twicerun, run_dir):
+    path = write_pipeline(APPEND)
+    outcome = twicerun("run", path, "--json", "-")
+    step = outcome.json()["steps"][0]
+    # Run 1 starts from the initial query (1 row); every later run appends once to run 1's copy.
+    assert [c["artifacts"][0]["reference_rows"] for c in step["comparisons"]] == [1, 1, 1, 1]
+    assert [c["artifacts"][0]["later_rows"] for c in step["comparisons"]] == [2, 2, 2, 2]
+    assert step["fired"] == 4
+    root = Path(outcome.json()["artifacts"])
+    reads = [load_receipt(root / "loop" / str(k) / "00-append").reads[0] for k in (1, 2, 5)]
+    assert [(r.via, r.run, r.rows) for r in reads] == [
+        ("state", None, 0),
+        ("state", "loop/1", 1),
+        ("state", "loop/1", 1),
+    ]
+
+
+def test_uncontained_state_is_the_previous_runs_copy_so_reruns_pile_up(write_pipeline, twicerun):
+    path = write_pipeline(APPEND)
+    outcome = twicerun("run", path, "--no-containment", "--json", "-")
+    step = outcome.json()["steps"][0]
+    assert [c["artifacts"][0]["later_rows"] for c in step["comparisons"]] == [2, 3, 4, 5]
+    root = Path(outcome.json()["artifacts"])
+    read = load_receipt(root / "loop" / "4" / "00-append").reads[0]
+    assert (read.via, read.run, read.rows) == ("state", "loop/3", 3)
+
+
+def test_a_deterministic_pipeline_exits_zero_with_every_step_at_zero(write_pipeline, twicerun):
+    path = write_pipeline(
+        """
+        def control(ctx):
+            ctx.write("fixed", "SELECT range AS n, range * 0.5 AS half FROM range(1000)")
+
+        def total(ctx):
+            ctx.read("fixed")
+            ctx.write("total", "SELECT count(*) AS c, min(half) AS lo FROM fixed")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "3", "--json", "-")
+    assert outcome.code == 0
+    assert [(s["fired"], s["compared"], s["status"]) for s in outcome.json()["steps"]] == [
+        (0, 2, "NO_DIVERGENCE_OBSERVED"),
+        (0, 2, "NO_DIVERGENCE_OBSERVED"),
+    ]
+
+
+def test_later_copies_identical_to_run_1_are_pruned_and_recorded(write_pipeline, twicerun):
+    path = write_pipeline(DRIFTING)
+    outcome = twicerun("run", path, "--json", "-")
+    root = Path(outcome.json()["artifacts"])
+    control_2 = load_receipt(root / "loop" / "2" / "02-control")
+    assert control_2.artifacts[0].kept is False
+    assert control_2.artifacts[0].same_as == "loop/1"
+    assert not (root / "loop" / "2" / "02-control" / "fixed.parquet").exists()
+    # A copy that differs is kept, so it can be inspected and judged later.
+    source_2 = load_receipt(root / "loop" / "2" / "00-source")
+    assert source_2.artifacts[0].kept is True
+    assert (root / "loop" / "2" / "00-source" / "numbers.parquet").exists()
+
+
+def test_uncontained_readers_of_a_pruned_copy_are_sent_to_run_1s(write_pipeline, twicerun):
+    path = write_pipeline(DRIFTING)
+    outcome = twicerun("run", path, "--no-containment", "--json", "-")
+    root = Path(outcome.json()["artifacts"])
+    read = load_receipt(root / "loop" / "3" / "03-reads_control").reads[0]
+    assert (read.name, read.run, read.rows) == ("fixed", "loop/3", 100)
+    assert steps_by_name(outcome.json())["reads_control"]["fired"] == 0
+
+
+def test_a_step_that_writes_nothing_gets_no_status(write_pipeline, twicerun):
+    path = write_pipeline(
+        """
+        def silent(ctx):
+            ctx.sql("SELECT 1")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2", "--json", "-")
+    step = outcome.json()["steps"][0]
+    assert (step["fired"], step["compared"], step["status"]) == (0, 0, None)
+    assert outcome.code == 0
+
+
+def test_an_artifact_written_by_one_run_only_fires(write_pipeline, twicerun):
+    path = write_pipeline(
+        """
+        import itertools
+
+        _calls = itertools.count()
+
+
+        def sometimes(ctx):
+            if next(_calls) == 0:
+                ctx.write("only_first", "SELECT 1 AS one")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2", "--json", "-")
+    comparison = outcome.json()["steps"][0]["comparisons"][0]
+    assert comparison["fired"] is True
+    assert comparison["artifacts"][0]["presence"] == "reference only"
+
+
+def test_fewer_than_two_runs_is_refused_before_anything_runs(write_pipeline, twicerun, run_dir):
+    path = write_pipeline(DRIFTING)
+    outcome = twicerun("run", path, "--runs", "1")
+    assert outcome.code == 2
+    assert outcome.err == (
+        "twicerun: --runs 1: at least 2 runs are needed, since run 1 is the reference and "
+        "every later run is compared against it\n"
+    )
+    assert not run_dir.exists()
+
+
+def test_threads_default_to_duckdbs_choice_and_can_be_set(write_pipeline, twicerun):
+    import duckdb
+
+    path = write_pipeline(
+        """
+        def records_threads(ctx):
+            ctx.write("t", f"SELECT {ctx.threads} AS threads, current_setting('threads') AS set")
+        """
+    )
+    default = duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0]
+    assert twicerun("run", path, "--runs", "2", "--json", "-").json()["environment"][
+        "threads"
+    ] == int(default)
+    outcome = twicerun("run", path, "--runs", "2", "--threads", "3", "--json", "-")
+    assert outcome.json()["environment"]["threads"] == 3
+    root = Path(outcome.json()["artifacts"])
+    con = duckdb.connect()
+    rows = con.execute(
+        f"SELECT * FROM read_parquet('{root}/loop/1/00-records_threads/t.parquet')"
+    ).fetchall()
+    assert rows == [(3, 3)]
+
+
+def test_the_manifest_stamps_the_instrument(write_pipeline, twicerun):
+    import platform
+
+    import duckdb
+
+    path = write_pipeline(DRIFTING)
+    outcome = twicerun("run", path, "--runs", "2", "--json", "-")
+    manifest = json.loads((Path(outcome.json()["artifacts"]) / "invocation.json").read_text())
+    assert manifest["outcome"] == "completed"
+    assert manifest["duckdb"] == duckdb.__version__
+    assert manifest["python"] == platform.python_version()
+    assert manifest["containment"] is True
+    assert manifest["pipeline_digest"] == outcome.json()["pipeline_digest"]
+    assert {"threads", "platform", "twicerun", "pipeline", "runs"} <= set(manifest)
+
+
+@pytest.mark.parametrize("runs", [2, 3])
+def test_m_is_runs_minus_one(write_pipeline, twicerun, runs):
+    path = write_pipeline(DRIFTING)
+    step = twicerun("run", path, "--runs", str(runs), "--json", "-").json()["steps"][0]
+    assert (step["fired"], step["compared"]) == (runs - 1, runs - 1)
+
+
+def test_the_saved_result_is_the_one_printed(write_pipeline, twicerun):
+    path = write_pipeline(DRIFTING)
+    outcome = twicerun("run", path, "--runs", "2", "--json", "-")
+    saved = load_result(Path(outcome.json()["artifacts"]) / "result.json")
+    assert saved.to_dict() == outcome.json()

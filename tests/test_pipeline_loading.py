@@ -1,0 +1,213 @@
+"""Finding a pipeline's steps both ways the contract allows, and refusing what it refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from twicerun.errors import InvalidStep, PipelineError, UsageError
+from twicerun.pipeline import load_pipeline
+
+
+def test_steps_are_top_level_functions_taking_ctx_in_source_order(write_pipeline):
+    path = write_pipeline(
+        """
+        from os.path import join  # imported: never a step
+
+        def zeta(ctx):
+            pass
+
+        def helper(x):
+            return x
+
+        def alpha(ctx, n: int = 3):
+            def inner(ctx):
+                pass
+
+        class NotAStep:
+            def method(ctx):
+                pass
+
+        def context_under_another_name(c):
+            pass
+        """
+    )
+    pipeline = load_pipeline(path)
+    assert [s.name for s in pipeline.steps] == ["zeta", "alpha"]
+    assert [s.index for s in pipeline.steps] == [0, 1]
+    assert pipeline.discovered_by == "functions"
+
+
+def test_functions_imported_into_the_file_are_not_steps(write_pipeline):
+    write_pipeline("def shared(ctx):\n    pass\n", name="shared_steps.py")
+    path = write_pipeline(
+        """
+        from shared_steps import shared
+
+        def own(ctx):
+            pass
+        """
+    )
+    assert [s.name for s in load_pipeline(path).steps] == ["own"]
+
+
+def test_a_steps_list_wins_and_sets_the_order(write_pipeline):
+    path = write_pipeline(
+        """
+        def first(ctx):
+            pass
+
+        def second(ctx):
+            pass
+
+        def unlisted(ctx):
+            pass
+
+        STEPS = [second, first]
+        """
+    )
+    pipeline = load_pipeline(path)
+    assert [s.name for s in pipeline.steps] == ["second", "first"]
+    assert pipeline.discovered_by == "STEPS"
+
+
+def test_a_steps_list_may_hold_functions_imported_from_elsewhere(write_pipeline):
+    write_pipeline("def shared(ctx):\n    pass\n", name="library.py")
+    path = write_pipeline(
+        """
+        from library import shared
+
+        def own(ctx):
+            pass
+
+        STEPS = [shared, own]
+        """
+    )
+    assert [s.name for s in load_pipeline(path).steps] == ["shared", "own"]
+
+
+def test_the_line_of_a_step_is_its_def_line_below_any_decorator(write_pipeline):
+    path = write_pipeline(
+        """
+        from twicerun import step
+
+
+        @step
+        def decorated(ctx):
+            pass
+
+
+        def plain(ctx):
+            pass
+        """
+    )
+    steps = load_pipeline(path).steps
+    assert [(s.name, s.line) for s in steps] == [("decorated", 5), ("plain", 9)]
+
+
+def test_the_same_file_gives_the_same_steps_every_time(write_pipeline):
+    path = write_pipeline("def b(ctx):\n    pass\n\ndef a(ctx):\n    pass\n")
+    first = load_pipeline(path)
+    second = load_pipeline(path)
+    assert [s.name for s in first.steps] == [s.name for s in second.steps] == ["b", "a"]
+    assert first.digest == second.digest
+
+
+def test_a_seeded_step_gets_its_default_unless_overridden(write_pipeline):
+    path = write_pipeline(
+        """
+        from twicerun import step
+
+        @step(stochastic=True, seed="seed")
+        def sample(ctx, seed: int = 11):
+            pass
+        """
+    )
+    assert load_pipeline(path).steps[0].seed_value == 11
+    assert load_pipeline(path, {"sample": 5}).steps[0].seed_value == 5
+
+
+def test_a_seed_override_naming_no_seeded_step_is_refused(write_pipeline):
+    path = write_pipeline("def plain(ctx):\n    pass\n")
+    with pytest.raises(UsageError) as info:
+        load_pipeline(path, {"plain": 5})
+    assert str(info.value) == (
+        f"--seed names plain, which is no step of {path} that declares a seed; "
+        f"seeded steps here: none"
+    )
+
+
+def test_a_declaration_refused_at_import_names_the_file_and_line(write_pipeline):
+    path = write_pipeline(
+        """
+        from twicerun import step
+
+        @step(seed="seed")
+        def sample(ctx, seed: int = 3):
+            pass
+        """
+    )
+    with pytest.raises(InvalidStep) as info:
+        load_pipeline(path)
+    assert str(info.value).startswith(f'{path}:3: @step(seed="seed") on sample names a seed')
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (
+            "X = 1\n",
+            "{path} defines no steps: define top-level functions whose first parameter "
+            "is `ctx`, or a list STEPS of step functions",
+        ),
+        (
+            "STEPS = []\n",
+            "{path} defines no steps: define top-level functions whose first "
+            "parameter is `ctx`, or a list STEPS of step functions",
+        ),
+        ("STEPS = 'abc'\n", "STEPS in {path} is a str; make it a list of step functions"),
+        (
+            "STEPS = [1]\n",
+            "STEPS in {path} holds 1 (int) at position 0; every entry must be a step function",
+        ),
+        (
+            "def a(ctx):\n    pass\nSTEPS = [a, a]\n",
+            "STEPS in {path} lists a at positions 0 and "
+            "1; a step name must be unique, since reports and artifacts are filed under it",
+        ),
+        (
+            "def a(ctx, n):\n    pass\n",
+            "step a has a parameter n with no default; twicerun "
+            "calls a step as a(ctx) plus a declared seed, so give n a default",
+        ),
+        (
+            "import no_such_module_here\n",
+            "could not import {path}:1: ModuleNotFoundError: No module named 'no_such_module_here'",
+        ),
+        (
+            "def a(ctx):\n    pass\nraise RuntimeError('setup failed')\n",
+            "could not import {path}:3: RuntimeError: setup failed",
+        ),
+        ("def a(ctx)\n    pass\n", "could not import {path}: SyntaxError at line 1: expected ':'"),
+    ],
+)
+def test_a_pipeline_the_contract_refuses_gets_one_sentence(write_pipeline, source, message):
+    path = write_pipeline(source)
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(path)
+    assert str(info.value) == message.format(path=path)
+
+
+def test_a_missing_file_is_named_with_the_python_files_beside_it(tmp_path):
+    (tmp_path / "reference.py").write_text("")
+    missing = tmp_path / "refrence.py"
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(missing)
+    assert str(info.value) == (
+        f"pipeline file {missing} does not exist (Python files in {tmp_path}: reference.py)"
+    )
+
+
+def test_a_directory_is_not_a_pipeline(tmp_path):
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(tmp_path)
+    assert str(info.value) == f"{tmp_path} is a directory; pass the pipeline's Python file"

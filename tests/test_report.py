@@ -1,0 +1,119 @@
+"""The terminal report is a rendering of the Result and nothing else."""
+
+from __future__ import annotations
+
+import json
+
+from twicerun.render.terminal import render_run
+from twicerun.result import Environment, Result, StepResult, load_result
+
+PIPELINE = """
+import itertools
+
+_calls = itertools.count()
+
+
+def moving(ctx):
+    ctx.write("n", f"SELECT {next(_calls)} AS v")
+
+
+def still(ctx):
+    ctx.write("m", "SELECT 1 AS v")
+"""
+
+
+def test_the_printed_report_is_the_result_json_rendered(write_pipeline, twicerun, tmp_path):
+    path = write_pipeline(PIPELINE)
+    saved = tmp_path / "result.json"
+    outcome = twicerun("run", path, "--runs", "3", "--json", saved)
+    assert outcome.code == 1
+    assert render_run(load_result(saved)) == outcome.out
+
+
+def test_the_result_carries_the_documented_fields(write_pipeline, twicerun):
+    path = write_pipeline(PIPELINE)
+    document = twicerun("run", path, "--runs", "3", "--json", "-").json()
+    assert document["schema"] == "twicerun.result/1"
+    assert {"pipeline", "runs", "contained", "policy", "environment", "seconds", "steps"} <= set(
+        document
+    )
+    assert set(document["environment"]) == {"duckdb", "threads", "platform", "python", "twicerun"}
+    moving, still = document["steps"]
+    assert {k: moving[k] for k in ("index", "name", "line", "fired", "compared", "status")} == {
+        "index": 0,
+        "name": "moving",
+        "line": 6,
+        "fired": 2,
+        "compared": 2,
+        "status": "DIVERGENT",
+    }
+    assert (moving["classes"], moving["cause"]) == ([], None)
+    assert (still["fired"], still["status"], still["line"]) == (0, "NO_DIVERGENCE_OBSERVED", 10)
+
+
+def test_a_result_survives_a_json_round_trip():
+    result = Result(
+        pipeline="p.py",
+        runs=3,
+        contained=True,
+        policy="strict",
+        environment=Environment("2.0.1", 2, "Linux", "3.11.7", "0.1.0"),
+        seconds=1.25,
+        steps=[StepResult(index=0, name="a", line=1, fired=1, compared=2, status="DIVERGENT")],
+    )
+    again = Result.from_dict(json.loads(result.to_json()))
+    assert again == result
+
+
+def test_the_report_has_the_documented_shape_exactly():
+    result = Result(
+        pipeline="pipelines/p.py",
+        runs=5,
+        contained=True,
+        policy="strict",
+        environment=Environment("2.0.1", 2, "Linux-x86_64", "3.11.7", "0.1.0"),
+        seconds=3.04,
+        step_seconds=2.5,
+        artifacts=".twicerun/20261129-000000-abcd",
+        steps=[
+            StepResult(
+                index=0, name="inputs", line=1, fired=0, compared=4, status="NO_DIVERGENCE_OBSERVED"
+            ),
+            StepResult(
+                index=1, name="total_by_day", line=5, fired=3, compared=4, status="DIVERGENT"
+            ),
+            StepResult(index=2, name="nothing", line=9, fired=0, compared=0, status=None),
+        ],
+    )
+    assert render_run(result) == (
+        "pipeline   pipelines/p.py\n"
+        "runs       5: run 1 is the reference and each later run is compared with it, "
+        "4 comparisons per step\n"
+        "contained  yes: runs 2 to 5 read run 1's upstream artifacts, so a difference cannot "
+        "travel to the steps after it\n"
+        "policy     strict: any difference in any artifact counts\n"
+        "duckdb     2.0.1 at threads=2\n"
+        "platform   Linux-x86_64, Python 3.11.7, twicerun 0.1.0\n"
+        "artifacts  .twicerun/20261129-000000-abcd\n"
+        "\n"
+        "  0 inputs        0 of 4  NO_DIVERGENCE_OBSERVED\n"
+        "  1 total_by_day  3 of 4  DIVERGENT\n"
+        "  2 nothing       not compared: no run wrote an artifact\n"
+        "\n"
+        "1 of 3 steps fired, in 3.0s (2.5s of it inside steps).\n"
+    )
+
+
+def test_a_result_with_an_unknown_schema_is_refused(tmp_path):
+    import pytest
+
+    from twicerun.result import ResultFormatError
+
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"schema": "twicerun.result/9"}))
+    with pytest.raises(ResultFormatError) as info:
+        load_result(path)
+    assert str(info.value) == (
+        "this Result has schema 'twicerun.result/9', and this twicerun reads "
+        "'twicerun.result/1'; use the twicerun that wrote it, or re-run the pipeline"
+    )

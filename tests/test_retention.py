@@ -1,0 +1,92 @@
+"""Retention: prune only after success, never a live or failed invocation."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from twicerun.storage.layout import Invocation
+from twicerun.storage.retention import prune
+
+QUIET = "def a(ctx):\n    ctx.write('x', 'SELECT 1 AS v')\n"
+BROKEN = "def a(ctx):\n    raise RuntimeError('no')\n"
+
+
+def invocations(run_dir: Path) -> list[str]:
+    return sorted(p.name for p in run_dir.iterdir() if (p / "invocation.json").exists())
+
+
+def outcome_of(run_dir: Path, name: str) -> str:
+    return json.loads((run_dir / name / "invocation.json").read_text())["outcome"]
+
+
+def test_the_default_keeps_only_the_newest_completed_invocation(write_pipeline, twicerun, run_dir):
+    path = write_pipeline(QUIET)
+    for _ in range(3):
+        assert twicerun("run", path, "--runs", "2").code == 0
+    left = invocations(run_dir)
+    assert len(left) == 1
+    assert outcome_of(run_dir, left[0]) == "completed"
+
+
+def test_keep_n_keeps_n_and_keep_0_keeps_everything(write_pipeline, twicerun, run_dir):
+    path = write_pipeline(QUIET)
+    for _ in range(3):
+        twicerun("run", path, "--runs", "2", "--keep", "2")
+    assert len(invocations(run_dir)) == 2
+    for _ in range(2):
+        twicerun("run", path, "--runs", "2", "--keep", "0")
+    assert len(invocations(run_dir)) == 4
+
+
+def test_a_failed_invocation_is_never_pruned_and_does_not_prune(write_pipeline, twicerun, run_dir):
+    quiet = write_pipeline(QUIET, name="quiet.py")
+    broken = write_pipeline(BROKEN, name="broken.py")
+    twicerun("run", quiet, "--runs", "2")
+    first = invocations(run_dir)
+    assert twicerun("run", broken, "--runs", "2").code == 3
+    # The failure pruned nothing: the earlier completed run is still there.
+    assert set(first) <= set(invocations(run_dir))
+    failed = [n for n in invocations(run_dir) if outcome_of(run_dir, n) == "failed"]
+    assert len(failed) == 1
+    for _ in range(2):
+        twicerun("run", quiet, "--runs", "2")
+    left = invocations(run_dir)
+    assert failed[0] in left
+    assert [outcome_of(run_dir, n) for n in left].count("completed") == 1
+
+
+def test_the_report_mentions_kept_failures(write_pipeline, twicerun, run_dir):
+    twicerun("run", write_pipeline(BROKEN, name="broken.py"), "--runs", "2")
+    outcome = twicerun("run", write_pipeline(QUIET, name="quiet.py"), "--runs", "2")
+    assert outcome.out.splitlines()[-1] == (
+        "1 directory from failed or interrupted invocations is kept beside this one; "
+        "remove them once read."
+    )
+
+
+def test_a_live_invocation_is_never_pruned(tmp_path):
+    run_dir = tmp_path / "runs"
+    live = Invocation.create(run_dir, {"pipeline": "p.py"})
+    assert json.loads(live.manifest_path.read_text())["pid"] == os.getpid()
+    done = []
+    for _ in range(3):
+        inv = Invocation.create(run_dir, {"pipeline": "p.py"})
+        inv.finish("completed")
+        done.append(inv)
+    removed = prune(run_dir, 1, done[-1])
+    assert sorted(removed) == sorted(i.root.name for i in done[:-1])
+    assert live.root.exists()
+    assert done[-1].root.exists()
+
+
+def test_an_unreadable_manifest_is_left_alone(tmp_path):
+    run_dir = tmp_path / "runs"
+    odd = run_dir / "20200101-000000-dead"
+    odd.mkdir(parents=True)
+    (odd / "invocation.json").write_text("{not json")
+    current = Invocation.create(run_dir, {})
+    current.finish("completed")
+    assert prune(run_dir, 1, current) == []
+    assert odd.exists()

@@ -1,0 +1,64 @@
+"""The set-up promises: the README's two lines, .ci/run, and the entry points."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from conftest import REPO
+
+
+def readme_commands() -> list[str]:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    return re.findall(r"```sh\n(.+?)\n```", text)
+
+
+def test_the_readme_has_one_line_that_runs_the_reference_and_one_that_runs_the_tests():
+    commands = readme_commands()
+    runs = [c for c in commands if c.endswith("twicerun run pipelines/reference.py")]
+    tests = [c for c in commands if c.endswith("-m pytest")]
+    assert len(runs) == 1 and len(tests) == 1
+    assert "requirements.lock" in runs[0] and "requirements.lock" in tests[0]
+
+
+def test_ci_runs_the_readmes_test_line_verbatim():
+    test_line = next(c for c in readme_commands() if c.endswith("-m pytest"))
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert test_line in ci
+    assert any(line.startswith(".venv/bin/ruff check") for line in ci)
+
+
+def test_the_lock_pins_every_declared_dependency_exactly():
+    pins = {}
+    for line in (REPO / "requirements.lock").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[name.lower().replace("_", "-")] = version
+    for name in ("duckdb", "pyarrow", "click", "pytest", "pytest-socket", "hypothesis", "ruff"):
+        assert pins.get(name), f"{name} is not pinned in requirements.lock"
+
+
+def test_python_dash_m_twicerun_is_the_cli():
+    done = subprocess.run(
+        [sys.executable, "-m", "twicerun", "--version"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0
+    assert done.stdout.startswith("twicerun, version ")
+
+
+def test_run_help_teaches_the_flags_and_the_exit_codes(twicerun):
+    outcome = twicerun("run", "--help", with_run_dir=False)
+    assert outcome.code == 0
+    for flag in (
+        "--runs",
+        "--threads",
+        "--no-containment",
+        "--run-dir",
+        "--keep",
+        "--json",
+        "--seed",
+    ):
+        assert flag in outcome.out
+    assert "Exit codes:" in outcome.out
+    assert "130  interrupted" in outcome.out
