@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from twicerun import __version__
+from twicerun._version import __version__
 from twicerun.errors import BadInput, StepCrashed, TwicerunError
 from twicerun.render.terminal import render_run
 from twicerun.result import Result
@@ -87,8 +87,8 @@ def _parse_seeds(values: Sequence[str]) -> dict[str, int]:
 )
 @click.version_option(__version__, prog_name="twicerun")
 def cli() -> None:
-    """Run a batch pipeline several times on the same input and report, per step,
-    how often it failed to give the same answer.
+    """Execute a DuckDB batch pipeline repeatedly on identical input and measure,
+    step by step, how often its answer changed, what kind of change it was, and why.
 
     Start with:  twicerun run pipelines/reference.py
     """

@@ -6,7 +6,7 @@ import platform
 
 import duckdb
 
-import twicerun
+from twicerun._version import __version__
 from twicerun.result import Environment
 
 
@@ -25,5 +25,5 @@ def stamp(threads: int) -> Environment:
         threads=threads,
         platform=platform.platform(),
         python=platform.python_version(),
-        twicerun=twicerun.__version__,
+        twicerun=__version__,
     )
