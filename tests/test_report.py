@@ -47,7 +47,7 @@ def test_the_result_carries_the_documented_fields(write_pipeline, twicerun):
         "compared": 2,
         "status": "DIVERGENT",
     }
-    assert (moving["classes"], moving["cause"]) == ([], None)
+    assert (moving["classes"], moving["cause"]) == (["ROW_MISSING", "ROW_EXTRA"], None)
     assert (still["fired"], still["status"], still["line"]) == (0, "NO_DIVERGENCE_OBSERVED", 10)
 
 

@@ -14,9 +14,12 @@ import click
 
 from twicerun._version import __version__
 from twicerun.errors import BadInput, StepCrashed, TwicerunError
+from twicerun.judge.policy import POLICIES, STRICT, Policy
 from twicerun.render.terminal import render_run
 from twicerun.result import Result
+from twicerun.runner.keys import parse_keys
 from twicerun.runner.loop import DEFAULT_RUN_DIR, DEFAULT_RUNS, LoopOptions, run_pipeline
+from twicerun.runner.rescore import rejudge, resolve_invocation
 from twicerun.runner.progress import ProgressEvent
 from twicerun.storage.atomic import write_bytes_atomic
 
@@ -64,6 +67,40 @@ class _Progress:
         if self.shown:
             click.echo("\r\033[K", nl=False, err=True)
             self.shown = False
+
+
+def _policy_options(fn):
+    """--policy, --tolerance-rel and --tolerance-ulps, shared by run and judge."""
+    fn = click.option(
+        "--tolerance-ulps",
+        type=click.IntRange(min=0),
+        default=None,
+        help="Also tolerate float drift of at most this many units in the last place.",
+    )(fn)
+    fn = click.option(
+        "--tolerance-rel",
+        type=click.FloatRange(min=0),
+        default=None,
+        help="Also tolerate float drift of at most this relative difference.",
+    )(fn)
+    fn = click.option(
+        "--policy",
+        type=click.Choice(POLICIES),
+        default=STRICT,
+        show_default=True,
+        help="strict: any difference fires. reduction-order: a comparison whose only "
+        "differences are float drift inside the derived reassociation bound is tolerated.",
+    )(fn)
+    return fn
+
+
+def _emit(result: Result, json_path: str | None) -> None:
+    if json_path == "-":
+        click.echo(result.to_json(), nl=False)
+        return
+    if json_path:
+        write_bytes_atomic(Path(json_path), result.to_json().encode("utf-8"))
+    click.echo(render_run(result), nl=False)
 
 
 def _parse_seeds(values: Sequence[str]) -> dict[str, int]:
@@ -146,6 +183,16 @@ def cli() -> None:
     metavar="STEP=INTEGER",
     help="Hold a seeded step's seed at this value instead of its default (repeatable).",
 )
+@click.option(
+    "--key",
+    "keys",
+    multiple=True,
+    metavar="ARTIFACT=COL[,COL...]",
+    help="Match this artifact's rows on these exact columns only; its other exact columns "
+    "are left out of the comparison (say, a surrogate key that is not part of the answer). "
+    "Repeatable.",
+)
+@_policy_options
 def run(
     pipeline: Path,
     runs: int,
@@ -155,6 +202,10 @@ def run(
     keep: int,
     json_path: str | None,
     seeds: tuple[str, ...],
+    keys: tuple[str, ...],
+    policy: str,
+    tolerance_rel: float | None,
+    tolerance_ulps: int | None,
 ) -> int:
     """Run PIPELINE several times and report, per step, how often it fired.
 
@@ -168,18 +219,44 @@ def run(
         run_dir=run_dir,
         keep=keep,
         seeds=_parse_seeds(seeds),
+        keys=parse_keys(keys),
+        policy=Policy(policy, tolerance_rel, tolerance_ulps),
     )
     progress = _Progress(enabled=sys.stderr.isatty())
     try:
         result = run_pipeline(pipeline, options, progress)
     finally:
         progress.clear()
-    if json_path == "-":
-        click.echo(result.to_json(), nl=False)
-    else:
-        if json_path:
-            write_bytes_atomic(Path(json_path), result.to_json().encode("utf-8"))
-        click.echo(render_run(result), nl=False)
+    _emit(result, json_path)
+    return exit_code(result)
+
+
+@cli.command(epilog=RUN_EXIT_CODES)
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_policy_options
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default=None,
+    help="Also write the re-scored Result here ('-' for stdout, which replaces the report).",
+)
+def judge(
+    run_dir: Path,
+    policy: str,
+    tolerance_rel: float | None,
+    tolerance_ulps: int | None,
+    json_path: str | None,
+) -> int:
+    """Re-score a saved invocation under another policy, executing nothing.
+
+    RUN_DIR is an invocation directory, or a run directory (such as .twicerun), in
+    which case the newest completed invocation is judged. The measurements are the
+    ones recorded; only the verdicts change. The saved result.json is not modified.
+    """
+    invocation = resolve_invocation(run_dir)
+    result = rejudge(invocation, Policy(policy, tolerance_rel, tolerance_ulps))
+    _emit(result, json_path)
     return exit_code(result)
 
 

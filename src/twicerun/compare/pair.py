@@ -49,7 +49,7 @@ class PairOutcome:
     findings: dict[str, Any] | None = field(default=None)
 
 
-Oracle = Callable[[Side, Side], dict[str, Any]]
+Oracle = Callable[[Side | None, Side | None], dict[str, Any]]
 
 
 def settle(reference: Side | None, later: Side | None, oracle: Oracle | None = None) -> PairOutcome:
@@ -66,6 +66,7 @@ def settle(reference: Side | None, later: Side | None, oracle: Oracle | None = N
             differs=True,
             reference_rows=reference.rows if reference else None,
             later_rows=later.rows if later else None,
+            findings=oracle(reference, later) if oracle is not None else None,
         )
     common = dict(
         name=reference.name, presence=BOTH, reference_rows=reference.rows, later_rows=later.rows

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from twicerun.render.evidence import bound_lines, step_evidence
 from twicerun.result import Result, StepResult
 
 
@@ -25,7 +26,16 @@ def _header(result: Result) -> list[str]:
         )
     policy = {
         "strict": "strict: any difference in any artifact counts",
+        "reduction-order": "reduction-order: float drift inside the reassociation bound is "
+        "tolerated, any other difference counts",
     }.get(result.policy, result.policy)
+    manual = []
+    if result.tolerance_rel is not None:
+        manual.append(f"relative drift up to {result.tolerance_rel:g}")
+    if result.tolerance_ulps is not None:
+        manual.append(f"drift up to {result.tolerance_ulps:,} ulp")
+    if manual:
+        policy += f"; also tolerated: {' and '.join(manual)}"
     return [
         f"pipeline   {result.pipeline}",
         f"runs       {result.runs}: run 1 is the reference and each later run is compared "
@@ -47,10 +57,32 @@ def _step_lines(result: Result) -> list[str]:
         head = f"  {s.index:>{index_width}} {s.name:<{width}}"
         if s.status is None:
             lines.append(f"{head}  not compared: no run wrote an artifact")
-        else:
-            lines.append(f"{head}  {rate(s):>{rate_width}}  {s.status}")
+            continue
+        line = f"{head}  {rate(s):>{rate_width}}  {s.status}"
+        if s.classes:
+            line += "  " + " ".join(s.classes)
+        if s.tolerated:
+            line += f" ({s.tolerated} tolerated)"
+        lines.append(line)
+        pad = f"  {'':>{index_width}}     "
+        if s.fired or s.tolerated:
+            lines.extend(pad + line for line in step_evidence(s))
         for note in s.notes:
-            lines.append(f"  {'':>{index_width}}   note: {note}")
+            lines.append(f"{pad}note: {note}")
+    return lines
+
+
+def _bound_section(result: Result) -> list[str]:
+    steps = [s for s in result.steps if s.bounds]
+    if not steps:
+        return []
+    lines = [
+        "",
+        "reassociation bound: two orders of adding n float terms differ by at most 2*gamma_n,",
+        "relative; rows read is the n that decides, terms per output value shows the slack:",
+    ]
+    for s in steps:
+        lines.extend("  " + line for line in bound_lines(s))
     return lines
 
 
@@ -74,5 +106,12 @@ def _footer(result: Result) -> list[str]:
 
 def render_run(result: Result) -> str:
     """The whole terminal report, ending in a newline."""
-    lines = [*_header(result), "", *_step_lines(result), "", *_footer(result)]
+    lines = [
+        *_header(result),
+        "",
+        *_step_lines(result),
+        *_bound_section(result),
+        "",
+        *_footer(result),
+    ]
     return "\n".join(lines) + "\n"

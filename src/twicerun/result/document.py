@@ -58,6 +58,11 @@ class Comparison:
     run: int
     fired: bool
     artifacts: list[ArtifactOutcome] = field(default_factory=list)
+    verdict: str = "same"
+
+    @property
+    def differs(self) -> bool:
+        return any(a.differs for a in self.artifacts)
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,9 @@ class StepResult:
     seconds: list[float] = field(default_factory=list)
     comparisons: list[Comparison] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    tolerated: int = 0
+    bounds: list[dict[str, Any]] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,9 @@ class Result:
     disk_bytes: int = 0
     pruned: list[str] = field(default_factory=list)
     kept_failures: list[str] = field(default_factory=list)
+    tolerance_rel: float | None = None
+    tolerance_ulps: int | None = None
+    keys: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def comparisons_per_step(self) -> int:

@@ -67,6 +67,21 @@ class Records:
                     found.setdefault(record.name, (index, receipt.step_name))
         return found
 
+    def input_columns(self, address: RunAddress, index: int) -> set[str]:
+        """Every column of every artifact this execution read, through ctx.read or ctx.state."""
+        receipt = self.get(address, index)
+        columns: set[str] = set()
+        if receipt is None:
+            return columns
+        for read in receipt.reads:
+            if read.run is None or read.step_index is None:
+                continue
+            source = self.get(RunAddress.parse(read.run), read.step_index)
+            record = source.artifact(read.name) if source else None
+            if record is not None:
+                columns.update(name for name, _ in record.schema)
+        return columns
+
     def sides(self, address: RunAddress, index: int) -> dict[str, Side]:
         receipt = self.get(address, index)
         if receipt is None:

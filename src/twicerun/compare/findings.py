@@ -1,0 +1,138 @@
+"""What the oracle found about one artifact in one comparison: measurements, no verdicts.
+
+Findings say how two copies of an artifact differ and by how much. Whether
+that difference matters is the judge's business; nothing here changes when
+the policy does, which is why a saved run can be re-judged without being
+re-measured.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA = "SCHEMA"
+ROW_MISSING = "ROW_MISSING"
+ROW_EXTRA = "ROW_EXTRA"
+MULTIPLICITY = "MULTIPLICITY"
+VALUE_DRIFT = "VALUE_DRIFT"
+
+CLASS_ORDER = (SCHEMA, ROW_MISSING, ROW_EXTRA, MULTIPLICITY, VALUE_DRIFT)
+
+
+def ordered_classes(classes: set[str] | list[str]) -> list[str]:
+    return [c for c in CLASS_ORDER if c in set(classes)]
+
+
+def json_float(value: float | None) -> float | str | None:
+    """A float JSON can hold: non-finite values become the strings Python's float() reads."""
+    if value is None:
+        return None
+    value = float(value)
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    """Columns added, dropped or retyped between run 1 and a later run, and reordering."""
+
+    added: list[list[str]] = field(default_factory=list)
+    dropped: list[list[str]] = field(default_factory=list)
+    retyped: list[list[str]] = field(default_factory=list)
+    reordered: bool = False
+
+    @property
+    def any(self) -> bool:
+        return bool(self.added or self.dropped or self.retyped or self.reordered)
+
+
+@dataclass(frozen=True)
+class Drift:
+    """How one float column (or one path to a float inside a nested column) moved.
+
+    `unit` is "rows" for a float column and "values" for a path through a list,
+    where every element is counted. `max_ulps` and `max_relative` are maxima over
+    the values that moved; the two values shown are the pair furthest apart in
+    ulp. `incomparable` counts moves with no ulp distance: a NaN or a NULL on
+    one side only.
+    """
+
+    column: str
+    type: str
+    unit: str
+    moved: int
+    compared: int
+    max_ulps: int | None = None
+    max_relative: float | str | None = None
+    reference_value: float | str | None = None
+    later_value: float | str | None = None
+    incomparable: int = 0
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Leave-one-out over the key: which column, dropped, lets the rows pair.
+
+    `before` counts rows on both sides that found no partner; `after` maps each
+    key column to the same count with that column dropped from the key.
+    `chosen_by` is "counts" when one column left the fewest rows unmatched,
+    "invented" when several tied and exactly one of them is a column no input
+    of the step carries, "undecided" when the counts and that preference could
+    not choose, and "none" when no single column helps.
+    """
+
+    column: str | None
+    before: int
+    after: dict[str, int]
+    tied: list[str]
+    chosen_by: str
+    invented: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ArtifactFindings:
+    """Everything measured about one artifact in one comparison with run 1."""
+
+    artifact: str
+    presence: str
+    classes: list[str]
+    reference_rows: int
+    later_rows: int
+    key: list[str]
+    missing: int = 0
+    extra: int = 0
+    multiplicity_missing: int = 0
+    multiplicity_extra: int = 0
+    paired: int = 0
+    drift: list[Drift] = field(default_factory=list)
+    schema: SchemaChange | None = None
+    attribution: Attribution | None = None
+    not_compared: list[str] = field(default_factory=list)
+
+    @property
+    def unmatched(self) -> int:
+        return self.missing + self.extra + self.multiplicity_missing + self.multiplicity_extra
+
+    @property
+    def keyless(self) -> bool:
+        return not self.key
+
+    @property
+    def only_drift(self) -> bool:
+        return self.classes == [VALUE_DRIFT]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ArtifactFindings:
+        d = dict(d)
+        d["drift"] = [Drift(**x) for x in d.get("drift", [])]
+        d["schema"] = SchemaChange(**d["schema"]) if d.get("schema") else None
+        d["attribution"] = Attribution(**d["attribution"]) if d.get("attribution") else None
+        return cls(**d)

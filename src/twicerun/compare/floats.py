@@ -1,0 +1,69 @@
+"""Distances between two floats, computed in DuckDB from their IEEE-754 bits.
+
+ulp distance: the bits of a float read as a signed integer are monotone in the
+float's value for non-negative floats and reversed for negative ones. Mapping
+a negative pattern b to (INT_MIN - b) makes the whole line monotone, with
+-0.0 and +0.0 both at 0, so the distance between two floats in units in the
+last place is the absolute difference of their mapped integers. The
+difference is taken in HUGEINT, since it can exceed the range of BIGINT.
+Infinities are the patterns just past the largest finite value, so they sit
+one ulp beyond it. A NaN has no place on the line: a pair with exactly one
+NaN has no ulp distance (NULL), and two NaNs are the same value.
+
+relative difference: |a - b| / max(|a|, |b|), 0 when a = b (so for ±0), and
+NULL where either side is NaN or infinite.
+
+`tests/test_floats.py` checks both against Python's `struct` on the edge
+cases: signed zeros, subnormals, infinities, NaN, values straddling zero.
+"""
+
+from __future__ import annotations
+
+from twicerun.compare.columns import CANONICAL_NAN
+
+_WIDTH = {
+    "double": ("BIGINT", "-9223372036854775808::HUGEINT"),
+    "float": ("INTEGER", "-2147483648::BIGINT"),
+}
+UNIT_ROUNDOFF = {"double": 2.0**-53, "float": 2.0**-24}
+
+
+def bits(expr: str, type_id: str) -> str:
+    """The raw bits as a signed integer, every NaN folded into one pattern."""
+    cast, _ = _WIDTH[type_id]
+    return f"(CASE WHEN isnan({expr}) THEN {CANONICAL_NAN[type_id]} ELSE ({expr})::BIT::{cast} END)"
+
+
+def ordered(expr: str, type_id: str) -> str:
+    """The bits mapped onto a monotone integer line; -0.0 and 0.0 both map to 0."""
+    _, minimum = _WIDTH[type_id]
+    wide = "HUGEINT" if type_id == "double" else "BIGINT"
+    b = f"(({expr})::BIT::{_WIDTH[type_id][0]})"
+    return f"(CASE WHEN {b} < 0 THEN {minimum} - {b} ELSE {b}::{wide} END)"
+
+
+def moved(a: str, b: str, type_id: str) -> str:
+    """True when two floats differ in their bits (NaNs equal to each other, NULL to NULL)."""
+    return f"({bits(a, type_id)} IS DISTINCT FROM {bits(b, type_id)})"
+
+
+def ulps(a: str, b: str, type_id: str) -> str:
+    """Units in the last place between two floats; NULL when exactly one is NaN or NULL."""
+    return (
+        f"(CASE WHEN isnan({a}) OR isnan({b}) THEN NULL "
+        f"ELSE abs({ordered(a, type_id)}::HUGEINT - {ordered(b, type_id)}::HUGEINT) END)"
+    )
+
+
+def relative(a: str, b: str) -> str:
+    """|a - b| / max(|a|, |b|); 0 when equal; NULL when either is NaN, infinite or NULL."""
+    return (
+        f"(CASE WHEN isnan({a}) OR isnan({b}) OR isinf({a}) OR isinf({b}) THEN NULL "
+        f"WHEN {a} = {b} THEN 0.0 "
+        f"ELSE abs(({a})::DOUBLE - ({b})::DOUBLE) / greatest(abs(({a})::DOUBLE), abs(({b})::DOUBLE)) END)"
+    )
+
+
+def sort_key(expr: str, type_id: str) -> str:
+    """A total order over floats for pairing rows: by value, then by raw bits (so -0.0 first)."""
+    return f"{ordered(expr, type_id)}, {bits(expr, type_id)}"

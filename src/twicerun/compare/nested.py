@@ -1,0 +1,117 @@
+"""Nested values with floats inside, split into what is exact and what is measured.
+
+A nested column holding a float somewhere (a LIST of DOUBLE, a STRUCT with a
+DOUBLE field, a MAP with DOUBLE values) is split in two:
+
+- its skeleton: the same value with every float replaced by whether it is
+  NULL. Lengths, exact fields, map keys and union tags all stay, so the
+  skeleton is exact and takes part in matching rows like any exact column;
+- its leaves: one per path to a float (`scores[]`, `stats.mean`,
+  `prices.value[]`), each an expression giving that float, or a flat list of
+  them when a list lies on the path. Two rows whose skeletons match have
+  leaves of the same shape, so leaves are compared element by element, in
+  ulp and relative terms, like a float column.
+
+A list whose floats come back in another order keeps its skeleton and moves
+its leaves, so it is a difference, measured as drift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from twicerun.compare.columns import FLOAT_IDS, _contains_float, _nested_members, quote_identifier
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One path to a float inside a column: a scalar, or a flat list of floats."""
+
+    path: str
+    expr: str
+    type_id: str
+    is_list: bool
+
+
+def _var(depth: int) -> str:
+    return f"n{depth}"
+
+
+def skeleton(expr: str, t: duckdb.DuckDBPyType, depth: int = 0) -> str:
+    """The exact part of a value: floats replaced by whether they are NULL."""
+    if t.id in FLOAT_IDS:
+        return f"(({expr}) IS NULL)"
+    if not _contains_float(t):
+        return expr
+    v = _var(depth)
+    if t.id in ("list", "array"):
+        ((_, child),) = _nested_members(t)
+        return f"list_transform({expr}, lambda {v}: {skeleton(v, child, depth + 1)})"
+    if t.id == "struct":
+        fields = ", ".join(
+            f"{quote_identifier(k)} := {skeleton(f'({expr}).{quote_identifier(k)}', c, depth + 1)}"
+            for k, c in _nested_members(t)
+        )
+        return f"(CASE WHEN ({expr}) IS NULL THEN NULL ELSE struct_pack({fields}) END)"
+    if t.id == "map":
+        members = dict(_nested_members(t))
+        k = skeleton(f"{v}.key", members["key"], depth + 1)
+        val = skeleton(f"{v}.value", members["value"], depth + 1)
+        return f"list_transform(map_entries({expr}), lambda {v}: struct_pack(k := {k}, v := {val}))"
+    if t.id == "union":
+        parts = ", ".join(
+            f"{quote_identifier(k)} := {skeleton(_union_member(expr, k), c, depth + 1)}"
+            for k, c in _nested_members(t)
+        )
+        return (
+            f"(CASE WHEN ({expr}) IS NULL THEN NULL ELSE "
+            f"struct_pack(tag := union_tag({expr}), {parts}) END)"
+        )
+    return expr
+
+
+def _union_member(expr: str, member: str) -> str:
+    return f"union_extract({expr}, '{member.replace(chr(39), chr(39) * 2)}')"
+
+
+def leaves(expr: str, t: duckdb.DuckDBPyType, path: str, depth: int = 0) -> list[Leaf]:
+    """Every path to a float inside a value of type t."""
+    if t.id in FLOAT_IDS:
+        return [Leaf(path, expr, t.id, False)]
+    if not _contains_float(t):
+        return []
+    v = _var(depth)
+    found: list[Leaf] = []
+    if t.id in ("list", "array"):
+        ((_, child),) = _nested_members(t)
+        for leaf in leaves(v, child, f"{path}[]", depth + 1):
+            inner = f"list_transform({expr}, lambda {v}: {leaf.expr})"
+            found.append(
+                Leaf(leaf.path, f"flatten({inner})" if leaf.is_list else inner, leaf.type_id, True)
+            )
+        return found
+    if t.id == "struct":
+        for k, c in _nested_members(t):
+            found.extend(leaves(f"({expr}).{quote_identifier(k)}", c, f"{path}.{k}", depth + 1))
+        return found
+    if t.id == "map":
+        members = dict(_nested_members(t))
+        for part, getter in (("key", "map_keys"), ("value", "map_values")):
+            for leaf in leaves(v, members[part], f"{path}.{part}[]", depth + 1):
+                inner = f"list_transform({getter}({expr}), lambda {v}: {leaf.expr})"
+                found.append(
+                    Leaf(
+                        leaf.path,
+                        f"flatten({inner})" if leaf.is_list else inner,
+                        leaf.type_id,
+                        True,
+                    )
+                )
+        return found
+    if t.id == "union":
+        for k, c in _nested_members(t):
+            found.extend(leaves(_union_member(expr, k), c, f"{path}.{k}", depth + 1))
+        return found
+    return found

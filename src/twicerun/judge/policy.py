@@ -1,0 +1,125 @@
+"""Policies: what a measured difference is worth. They judge findings and never change them.
+
+- strict (the default): any difference fires.
+- reduction-order: a comparison whose only differences are float drift inside
+  the derived reassociation bound (bound.py) is TOLERATED rather than fired.
+
+Manual tolerances (--tolerance-rel, --tolerance-ulps) work under either
+policy: drift within every tolerance given is tolerated too. A tolerated
+comparison is reported as such and never counts toward a fire rate, so it
+never sets exit code 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from twicerun.compare.findings import VALUE_DRIFT, ArtifactFindings, Drift, ordered_classes
+from twicerun.judge.bound import BoundFigures, figures, reassociation_bound
+
+STRICT = "strict"
+REDUCTION_ORDER = "reduction-order"
+POLICIES = (STRICT, REDUCTION_ORDER)
+
+SAME = "same"
+FIRES = "fires"
+TOLERATED = "tolerated"
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str = STRICT
+    tolerance_rel: float | None = None
+    tolerance_ulps: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in POLICIES:
+            raise ValueError(f"unknown policy {self.name!r}; choose one of {', '.join(POLICIES)}")
+
+
+@dataclass(frozen=True)
+class PairMeasure:
+    """One artifact in one comparison: whether it differed, and what the oracle measured."""
+
+    artifact: str
+    differs: bool
+    findings: ArtifactFindings | None
+
+
+@dataclass(frozen=True)
+class StepJudgement:
+    verdicts: list[str]
+    classes: list[str]
+    bounds: list[BoundFigures] = field(default_factory=list)
+
+    @property
+    def fired(self) -> int:
+        return self.verdicts.count(FIRES)
+
+    @property
+    def tolerated(self) -> int:
+        return self.verdicts.count(TOLERATED)
+
+
+def _number(value: float | str | None) -> float | None:
+    if value is None:
+        return None
+    number = float(value)
+    return None if math.isnan(number) or math.isinf(number) else number
+
+
+def drift_tolerated(drift: Drift, rows_read: int, policy: Policy) -> bool:
+    """Whether one column's drift is inside what the policy (or a manual tolerance) allows."""
+    if drift.moved == 0:
+        return True
+    relative = _number(drift.max_relative)
+    if drift.incomparable or relative is None:
+        return False
+    by_policy = policy.name == REDUCTION_ORDER and relative <= reassociation_bound(
+        rows_read, drift.type
+    )
+    manual = []
+    if policy.tolerance_rel is not None:
+        manual.append(relative <= policy.tolerance_rel)
+    if policy.tolerance_ulps is not None:
+        manual.append(drift.max_ulps is not None and drift.max_ulps <= policy.tolerance_ulps)
+    return by_policy or (bool(manual) and all(manual))
+
+
+def judge_comparison(pairs: Sequence[PairMeasure], rows_read: int, policy: Policy) -> str:
+    differing = [p for p in pairs if p.differs]
+    if not differing:
+        return SAME
+    for pair in differing:
+        f = pair.findings
+        if f is None or f.classes != [VALUE_DRIFT]:
+            return FIRES
+        if not all(drift_tolerated(d, rows_read, policy) for d in f.drift):
+            return FIRES
+    return TOLERATED
+
+
+def judge_step(
+    comparisons: Sequence[Sequence[PairMeasure]], rows_read: int, policy: Policy
+) -> StepJudgement:
+    verdicts = [judge_comparison(pairs, rows_read, policy) for pairs in comparisons]
+    classes: set[str] = set()
+    worst: dict[tuple[str, str], tuple[float, str, int]] = {}
+    for pairs in comparisons:
+        for pair in pairs:
+            if not pair.differs or pair.findings is None:
+                continue
+            classes.update(pair.findings.classes)
+            for d in pair.findings.drift:
+                relative = _number(d.max_relative)
+                if d.moved and relative is not None:
+                    k = (pair.artifact, d.column)
+                    if k not in worst or relative > worst[k][0]:
+                        worst[k] = (relative, d.type, pair.findings.reference_rows)
+    bounds = [
+        figures(artifact, column, type_id, observed, rows_read, output_rows)
+        for (artifact, column), (observed, type_id, output_rows) in worst.items()
+    ]
+    return StepJudgement(verdicts=verdicts, classes=ordered_classes(classes), bounds=bounds)

@@ -1,0 +1,207 @@
+"""The evidence under a step that differed: sentences built from its findings.
+
+Works on the Result's plain dictionaries (render reads only the Result). For
+each artifact that differed, the sentences come from the comparison that
+showed the most: the one with the most unmatched rows, or, for drift, the
+most moved values; the furthest move is the largest over all comparisons.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twicerun.result import StepResult
+
+UNMATCHED = ("missing", "extra", "multiplicity_missing", "multiplicity_extra")
+
+
+def number(n: int | None) -> str:
+    return "?" if n is None else f"{n:,}"
+
+
+def value(v: float | str | None) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, str):
+        return {"nan": "NaN", "inf": "+inf", "-inf": "-inf"}.get(v, v)
+    return repr(float(v))
+
+
+def relative(v: float | str | None) -> str:
+    if v is None:
+        return "no relative figure"
+    if isinstance(v, str):
+        return f"{value(v)} relative"
+    return f"{v:.3g} relative"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def _unmatched(f: dict[str, Any]) -> int:
+    return sum(f.get(k, 0) for k in UNMATCHED)
+
+
+def _per_artifact(step: StepResult) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+    found: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for c in step.comparisons:
+        for a in c.artifacts:
+            if a.differs and a.findings:
+                found.setdefault(a.name, []).append((c.run, a.findings))
+    return found
+
+
+def step_evidence(step: StepResult) -> list[str]:
+    lines: list[str] = []
+    for name, seen in _per_artifact(step).items():
+        lines.extend(_artifact_lines(name, seen, len(step.comparisons)))
+    return lines
+
+
+def _artifact_lines(
+    name: str, seen: list[tuple[int, dict[str, Any]]], comparisons: int
+) -> list[str]:
+    lines: list[str] = []
+    one_sided = [(run, f) for run, f in seen if f["presence"] != "both"]
+    for run, f in one_sided[:1]:
+        if f["presence"] == "reference only":
+            lines.append(
+                f"{name}: written by run 1 and not by run {run}, so its "
+                f"{plural(f['reference_rows'], 'row')} are all missing there"
+            )
+        else:
+            lines.append(
+                f"{name}: written by run {run} and not by run 1, so its "
+                f"{plural(f['later_rows'], 'row')} are all extra"
+            )
+    both = [(run, f) for run, f in seen if f["presence"] == "both"]
+    if not both:
+        return lines
+
+    schema = next((f["schema"] for _, f in both if f.get("schema")), None)
+    if schema:
+        parts = [f"added {n} {t}" for n, t in schema["added"]]
+        parts += [f"dropped {n} {t}" for n, t in schema["dropped"]]
+        parts += [f"retyped {n} from {a} to {b}" for n, a, b in schema["retyped"]]
+        if schema["reordered"]:
+            parts.append("columns reordered")
+        lines.append(f"{name}: schema changed: {'; '.join(parts)}")
+
+    run, worst = max(both, key=lambda item: _unmatched(item[1]))
+    if worst.get("not_compared"):
+        lines.append(
+            f"{name}: matched on {', '.join(worst['key'])} (--key); "
+            f"{', '.join(worst['not_compared'])} not compared"
+        )
+    elif not worst["key"]:
+        lines.append(
+            f"{name}: matched on no key: it has no exact column, so rows were paired by their "
+            f"float values alone"
+        )
+    if worst["missing"] or worst["extra"]:
+        lines.append(
+            f"{name}: {number(worst['missing'])} of {number(worst['reference_rows'])} reference rows "
+            f"and {number(worst['extra'])} of {number(worst['later_rows'])} later rows found no partner"
+        )
+    if worst["multiplicity_extra"]:
+        lines.append(
+            f"{name}: {plural(worst['multiplicity_extra'], 'row')} of run {run} repeat rows that run 1 "
+            f"has fewer times ({number(worst['reference_rows'])} rows in run 1, "
+            f"{number(worst['later_rows'])} in run {run})"
+        )
+    if worst["multiplicity_missing"]:
+        lines.append(
+            f"{name}: {plural(worst['multiplicity_missing'], 'row')} of run 1 appear fewer times in "
+            f"run {run} ({number(worst['reference_rows'])} rows in run 1, "
+            f"{number(worst['later_rows'])} in run {run})"
+        )
+    attribution = next((f["attribution"] for _, f in both if f.get("attribution")), None)
+    if attribution:
+        line = _attribution_line(attribution)
+        if line:
+            lines.append(line)
+    lines.extend(_drift_lines(name, both, comparisons))
+    return lines
+
+
+def _attribution_line(a: dict[str, Any]) -> str | None:
+    column, before, after = a["column"], a["before"], a["after"]
+    if a["chosen_by"] == "none":
+        return None
+    if a["chosen_by"] == "undecided":
+        tied = " or ".join(a["tied"])
+        return (
+            f"dropping {tied} from the key each leave {number(after[a['tied'][0]])} of "
+            f"{number(before)} unmatched rows, and neither is a column the step invented, "
+            f"so the counts could not choose between them"
+        )
+    left = after[column]
+    head = (
+        f"dropping {column} from the key pairs every row"
+        if left == 0
+        else f"dropping {column} from the key takes unmatched rows from {number(before)} to {number(left)}"
+    )
+    if a["chosen_by"] == "invented":
+        others = [t for t in a["tied"] if t != column]
+        return (
+            f"{head}; {' and '.join(others)} {'does' if len(others) == 1 else 'do'} the same, "
+            f"and {column} is named because no input of this step has that column"
+        )
+    return head
+
+
+def _drift_lines(name: str, both: list[tuple[int, dict[str, Any]]], comparisons: int) -> list[str]:
+    lines: list[str] = []
+    columns: dict[str, list[dict[str, Any]]] = {}
+    for _, f in both:
+        for d in f.get("drift", []):
+            if d["moved"]:
+                columns.setdefault(d["column"], []).append(d)
+    for column, drifts in columns.items():
+        most = max(drifts, key=lambda d: d["moved"])
+        lines.append(
+            f"{name}: {number(most['moved'])} of {number(most['compared'])} paired "
+            f"{most['unit']} moved on {column}"
+        )
+        measured = [d for d in drifts if d["max_ulps"] is not None]
+        if measured:
+            far = max(measured, key=lambda d: d["max_ulps"])
+            over = (
+                f"over {plural(comparisons, 'comparison')}"
+                if comparisons > 1
+                else "in this comparison"
+            )
+            lines.append(
+                f"furthest move {over}: {column}, {plural(far['max_ulps'], 'ulp')} and "
+                f"{relative(far['max_relative'])}, {value(far['reference_value'])} against "
+                f"{value(far['later_value'])}"
+            )
+        odd = sum(d["incomparable"] for d in drifts)
+        if odd:
+            lines.append(
+                f"{name}: {plural(odd, 'value')} of {column} moved to or from NaN or NULL, "
+                f"which no ulp count describes"
+            )
+    return lines
+
+
+def bound_lines(step: StepResult) -> list[str]:
+    lines: list[str] = []
+    for b in step.bounds:
+        lines.append(
+            f"{step.index} {step.name}, {b['artifact']}.{b['column']}: observed {b['observed']:.3g}"
+        )
+        for which, label in (("loose", "rows read"), ("tight", "terms per output value")):
+            n, bound, headroom, clears = (
+                b[f"n_{which}"],
+                b[f"bound_{which}"],
+                b[f"headroom_{which}"],
+                b[f"clears_{which}"],
+            )
+            room = f"headroom {headroom:,.0f}x" if headroom is not None else "no drift to measure"
+            lines.append(
+                f"    n = {number(n)} {label}, bound {bound:.3g}, {room}, "
+                f"{'inside' if clears else 'OUTSIDE'}"
+            )
+    return lines

@@ -1,0 +1,139 @@
+"""Checking `--key ARTIFACT=COL,...` as early as anything can be known, so a typo is cheap.
+
+Three moments, earliest first:
+
+1. Before anything runs, the artifact names: every `ctx.write("name", ...)` with
+   a literal name in the steps' source is read statically. If every write in
+   the pipeline has a literal name, a --key naming none of them is refused
+   before a single step executes.
+2. Before anything runs, the columns: if an earlier completed invocation of
+   the same pipeline file is in the run directory, its receipts give each
+   artifact's schema, and a column that is missing or not exact is refused.
+3. Otherwise, in run 1: right after the step that writes the artifact, against
+   its real schema; and at the end of run 1 for an artifact nobody wrote.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import duckdb
+
+from twicerun.compare.columns import classify
+from twicerun.compare.oracle import check_key
+from twicerun.errors import UsageError
+from twicerun.pipeline import Pipeline
+from twicerun.storage.layout import COMPLETED, LOOP, find_invocations
+from twicerun.storage.receipts import ArtifactRecord, load_receipt
+
+
+def parse_keys(values: Iterable[str]) -> dict[str, list[str]]:
+    """`ARTIFACT=COL[,COL...]` flags into a mapping, refusing malformed ones."""
+    keys: dict[str, list[str]] = {}
+    for value in values:
+        artifact, sep, columns = value.partition("=")
+        names = [c.strip() for c in columns.split(",") if c.strip()]
+        if not sep or not artifact.strip() or not names:
+            raise UsageError(
+                f"--key {value!r}: write ARTIFACT=COLUMN[,COLUMN...], "
+                f"as in --key customer_keys=event_id,customer"
+            )
+        if artifact in keys:
+            raise UsageError(f"--key names {artifact} twice; give all its columns in one flag")
+        keys[artifact.strip()] = names
+    return keys
+
+
+def written_names(pipeline: Pipeline) -> set[str] | None:
+    """Artifact names the steps write, read from their source; None if any name is not literal."""
+    names: set[str] = set()
+    for step in pipeline.steps:
+        try:
+            source = textwrap.dedent(inspect.getsource(step.fn))
+            tree = ast.parse(source)
+            params = list(inspect.signature(step.fn).parameters)
+        except (OSError, TypeError, SyntaxError, ValueError):
+            return None
+        ctx_name = params[0] if params else "ctx"
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "write"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == ctx_name
+            ):
+                if (
+                    not node.args
+                    or not isinstance(node.args[0], ast.Constant)
+                    or not isinstance(node.args[0].value, str)
+                ):
+                    return None
+                names.add(node.args[0].value)
+    return names
+
+
+def _classes(schema: Sequence[Sequence[str]]):
+    return [(name, classify(name, duckdb.sqltype(type_text)).cls) for name, type_text in schema]
+
+
+class KeyChecker:
+    def __init__(self, pipeline: Pipeline, keys: Mapping[str, Sequence[str]], run_dir: Path):
+        self.pipeline = pipeline
+        self.keys = {k: list(v) for k, v in keys.items()}
+        self.run_dir = Path(run_dir)
+        self._seen: set[str] = set()
+
+    def check_before_running(self) -> None:
+        if not self.keys:
+            return
+        names = written_names(self.pipeline)
+        if names is not None:
+            for artifact in self.keys:
+                if artifact not in names:
+                    raise UsageError(
+                        f"--key {artifact}=...: no step of {self.pipeline.path} writes an artifact "
+                        f"called {artifact}; it writes {', '.join(sorted(names)) or 'nothing'}"
+                    )
+        schemas = self._earlier_schemas()
+        for artifact, columns in self.keys.items():
+            if artifact in schemas:
+                check_key(artifact, _classes(schemas[artifact]), columns)
+
+    def check_written(self, records: Iterable[ArtifactRecord]) -> None:
+        for record in records:
+            if record.name in self.keys:
+                self._seen.add(record.name)
+                check_key(record.name, _classes(record.schema), self.keys[record.name])
+
+    def check_all_written(self) -> None:
+        missing = [a for a in self.keys if a not in self._seen]
+        if missing:
+            raise UsageError(
+                f"--key {missing[0]}=...: no step wrote an artifact called {missing[0]} in run 1"
+            )
+
+    def _earlier_schemas(self) -> dict[str, list[list[str]]]:
+        """Artifact schemas from the newest completed invocation of this same pipeline file."""
+        target = str(self.pipeline.path.resolve())
+        for invocation in reversed(find_invocations(self.run_dir)):
+            try:
+                manifest = invocation.manifest()
+            except (OSError, ValueError):
+                continue
+            if manifest.get("outcome") != COMPLETED or manifest.get("pipeline_resolved") != target:
+                continue
+            schemas: dict[str, list[list[str]]] = {}
+            run1 = invocation.root / LOOP / "1"
+            if run1.is_dir():
+                for step_dir in sorted(run1.iterdir()):
+                    receipt = load_receipt(step_dir)
+                    if receipt is not None:
+                        for record in receipt.artifacts:
+                            schemas[record.name] = record.schema
+            return schemas
+        return {}

@@ -1,0 +1,117 @@
+"""`twicerun judge`: re-score a saved invocation under another policy, executing nothing.
+
+Findings already recorded in the Result are reused as they are. Only a pair
+that differed and has no findings (a Result written before the oracle ran on
+it) is measured, from the artifacts the invocation kept on disk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import duckdb
+
+from twicerun.compare.oracle import compare_artifacts
+from twicerun.errors import UsageError
+from twicerun.judge.policy import Policy
+from twicerun.result import Result, ResultFormatError, load_result
+from twicerun.runner.scoring import score
+from twicerun.storage.layout import (
+    COMPLETED,
+    LOOP,
+    MANIFEST_NAME,
+    Invocation,
+    find_invocations,
+    step_dir_name,
+)
+from twicerun.storage.receipts import load_receipt
+
+
+def resolve_invocation(path: Path) -> Invocation:
+    """An invocation directory, or the newest completed one inside a run directory."""
+    path = Path(path)
+    if (path / MANIFEST_NAME).is_file():
+        return Invocation(path)
+    if path.is_dir():
+        completed = []
+        for invocation in find_invocations(path):
+            try:
+                if invocation.manifest().get("outcome") == COMPLETED:
+                    completed.append(invocation)
+            except (OSError, ValueError):
+                continue
+        if completed:
+            return completed[-1]
+        raise UsageError(
+            f"{path} holds no completed invocation to judge; run `twicerun run PIPELINE` first"
+        )
+    raise UsageError(f"{path} is not an invocation directory (no {MANIFEST_NAME} in it)")
+
+
+def load_saved(invocation: Invocation) -> Result:
+    if not invocation.result_path.is_file():
+        outcome = invocation.manifest().get("outcome")
+        raise UsageError(
+            f"{invocation.root} has no result.json (its invocation {outcome}); "
+            f"only a completed invocation can be judged"
+        )
+    try:
+        return load_result(invocation.result_path)
+    except ResultFormatError as exc:
+        raise UsageError(f"{invocation.result_path}: {exc}") from exc
+
+
+def rejudge(invocation: Invocation, policy: Policy) -> Result:
+    result = load_saved(invocation)
+    result = _fill_missing_findings(invocation, result)
+    return score(result, policy)
+
+
+def _fill_missing_findings(invocation: Invocation, result: Result) -> Result:
+    con: duckdb.DuckDBPyConnection | None = None
+    steps = []
+    try:
+        for step in result.steps:
+            comparisons = []
+            for comparison in step.comparisons:
+                artifacts = []
+                for a in comparison.artifacts:
+                    if a.differs and a.findings is None:
+                        con = con or duckdb.connect()
+                        ref = _artifact_path(invocation, 1, step.index, step.name, a.name)
+                        later = _artifact_path(
+                            invocation, comparison.run, step.index, step.name, a.name
+                        )
+                        findings = compare_artifacts(
+                            con, a.name, ref, later, key=result.keys.get(a.name)
+                        )
+                        a = replace(a, findings=findings.to_dict())
+                    artifacts.append(a)
+                comparisons.append(replace(comparison, artifacts=artifacts))
+            steps.append(replace(step, comparisons=comparisons))
+    finally:
+        if con is not None:
+            con.close()
+    return replace(result, steps=steps)
+
+
+def _artifact_path(
+    invocation: Invocation, run: int, index: int, step: str, name: str
+) -> Path | None:
+    directory = invocation.root / LOOP / str(run) / step_dir_name(index, name=step)
+    receipt = load_receipt(directory)
+    if receipt is None:
+        return None
+    record = receipt.artifact(name)
+    if record is None:
+        return None
+    if not record.kept:
+        return _artifact_path(invocation, 1, index, step, name)
+    path = invocation.absolute(record.file)
+    if not path.exists():
+        raise UsageError(
+            f"cannot measure {name} of step {index} {step} in run {run}: {path} is gone; "
+            f"re-run the pipeline"
+        )
+    return path
