@@ -10,7 +10,8 @@ Each repetition runs one `twicerun run` invocation in a fresh child process
   call, its writes included);
 - overhead: (wall - steps) / steps, the tool's own cost as a ratio;
 - where the overhead went: opening and closing a fresh DuckDB connection per
-  step, computing digests, and everything else (receipts, comparisons, import);
+  step, computing digests, the oracle (on pairs the digests could not settle),
+  and everything else (receipts, pruning, the Result);
 - peak RSS of the child, and peak bytes on disk under its run directory,
   sampled every 20 ms while it runs.
 
@@ -48,10 +49,11 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
     """One invocation, in this process, with the overhead's parts timed."""
     from twicerun.compare import digest as digest_module
     from twicerun.runner import execute as execute_module
+    from twicerun.runner import loop as loop_module
     from twicerun.runner.loop import LoopOptions, run_pipeline
     from twicerun.storage import context as context_module
 
-    timers = {"open": 0.0, "close": 0.0, "digests": 0.0}
+    timers = {"open": 0.0, "close": 0.0, "digests": 0.0, "oracle": 0.0}
 
     def timed(name, fn):
         def wrapper(*args, **kwargs):
@@ -66,6 +68,7 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
     context_module.Connections.open = timed("open", context_module.Connections.open)
     context_module.Connections.close = timed("close", context_module.Connections.close)
     execute_module.digests = timed("digests", digest_module.digests)
+    loop_module.compare_artifacts = timed("oracle", loop_module.compare_artifacts)
 
     peak = {"disk": 0}
     stop = threading.Event()
@@ -90,6 +93,7 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
         "open": timers["open"],
         "close": timers["close"],
         "digests": timers["digests"],
+        "oracle": timers["oracle"],
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "peak_disk_bytes": peak["disk"],
         "final_disk_bytes": result.disk_bytes,
@@ -167,11 +171,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _line(label: str, r: dict) -> str:
     overhead = r["wall"] - r["steps"]
-    other = overhead - r["open"] - r["close"] - r["digests"]
+    other = overhead - r["open"] - r["close"] - r["digests"] - r["oracle"]
     return (
         f"{label:>7}: wall {r['wall']:6.2f}s  steps {r['steps']:6.2f}s  "
         f"overhead {overhead / r['steps']:.2f}x "
         f"(connections {r['open'] + r['close']:.2f}s, digests {r['digests']:.2f}s, "
+        f"oracle {r['oracle']:.2f}s, "
         f"other {other:.2f}s)  peak RSS {r['peak_rss_bytes'] / 2**20:,.0f} MiB  "
         f"peak disk {r['peak_disk_bytes'] / 2**20:,.0f} MiB"
     )

@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 
 from twicerun.compare import floats
-from twicerun.compare.columns import ColumnClass, classify, quote_identifier
+from twicerun.compare.columns import ColumnClass, canonical_expr, classify, quote_identifier
 from twicerun.compare.digest import parquet_source
 from twicerun.compare.findings import (
     MULTIPLICITY,
@@ -144,8 +144,14 @@ def compare_artifacts(
     for c in nested_float:
         leaf_list.extend(leaves(c.sql, c.type, c.name))
 
+    key_sql = [e for _, e in key_exprs]
     try:
-        groups = _group_counts(con, reference, later, [e for _, e in key_exprs], cache)
+        if leaf_list:
+            groups, drift = _measure_with_floats(
+                con, reference, later, key_sql, leaf_list, float_cols, nested_float, cache
+            )
+        else:
+            groups, drift = _group_counts(con, reference, later, key_sql, cache), []
         unmatched = (
             groups["missing"] + groups["extra"] + groups["mult_missing"] + groups["mult_extra"]
         )
@@ -153,12 +159,8 @@ def compare_artifacts(
         if attribute and unmatched and 0 < len(key_exprs) <= MAX_ATTRIBUTION_COLUMNS:
             attribution = _attribute(con, key_exprs, set(input_columns), unmatched)
     finally:
-        con.execute(f"DROP TABLE IF EXISTS {IMBALANCE}")
-    drift = []
-    if leaf_list and groups["paired"]:
-        drift = _drift(
-            con, reference, later, [e for _, e in key_exprs], leaf_list, float_cols, nested_float
-        )
+        for table in (IMBALANCE, ROWS, PAIRS):
+            con.execute(f"DROP TABLE IF EXISTS {table}")
 
     classes = set()
     if change.any:
@@ -219,6 +221,14 @@ def _row_count(con: duckdb.DuckDBPyConnection, path: Path) -> int:
 
 
 IMBALANCE = "__twicerun_imbalance"
+ROWS = "__twicerun_rows"
+PAIRS = "__twicerun_pairs"
+
+
+def _side(cache: ReferenceCache | None, reference: Path, template: str) -> str:
+    """The reference side of a grouping query, from the cache when there is one."""
+    query = template.format(source=parquet_source(reference))
+    return f"SELECT * FROM {cache.side(reference, query)}" if cache is not None else query
 
 
 class ReferenceCache:
@@ -227,17 +237,16 @@ class ReferenceCache:
     def __init__(self, con: duckdb.DuckDBPyConnection):
         self.con = con
         self._tables: dict[tuple[str, tuple[str, ...]], str] = {}
+        # Findings already computed for a pair of canonical digests, for the caller to reuse.
+        self.memo: dict[tuple, dict] = {}
 
-    def groups(self, reference: Path, key: Sequence[str]) -> str:
-        """The name of a table holding (k0.., n) for the reference side."""
-        slot = (str(reference), tuple(key))
+    def side(self, reference: Path, query: str) -> str:
+        """The name of a table holding the result of `query` over the reference side."""
+        slot = (str(reference), (query,))
         table = self._tables.get(slot)
         if table is None:
             table = f"__twicerun_reference_{len(self._tables)}"
-            self.con.execute(
-                f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {_aliases('k', key)}, count(*) AS n "
-                f"FROM {parquet_source(reference)} GROUP BY ALL"
-            )
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {query}")
             self._tables[slot] = table
         return table
 
@@ -245,6 +254,7 @@ class ReferenceCache:
         for table in self._tables.values():
             self.con.execute(f"DROP TABLE IF EXISTS {table}")
         self._tables.clear()
+        self.memo.clear()
 
 
 def _group_counts(
@@ -262,11 +272,7 @@ def _group_counts(
     ref_rows, later_rows = _row_count(con, reference), _row_count(con, later)
     if key:
         select = _aliases("k", key)
-        r = (
-            f"SELECT * FROM {cache.groups(reference, key)}"
-            if cache is not None
-            else f"SELECT {select}, count(*) AS n FROM {parquet_source(reference)} GROUP BY ALL"
-        )
+        r = _side(cache, reference, f"SELECT {select}, count(*) AS n FROM {{source}} GROUP BY ALL")
         con.execute(
             f"""
             CREATE OR REPLACE TEMP TABLE {IMBALANCE} AS
@@ -283,6 +289,98 @@ def _group_counts(
             f"CREATE OR REPLACE TEMP TABLE {IMBALANCE} AS "
             f"SELECT {ref_rows}::BIGINT AS rn, {later_rows}::BIGINT AS ln WHERE rn <> ln"
         )
+    return _imbalance_totals(con, ref_rows, later_rows)
+
+
+def _measure_with_floats(
+    con: duckdb.DuckDBPyConnection,
+    reference: Path,
+    later: Path,
+    key: Sequence[str],
+    leaf_list: Sequence[Leaf],
+    float_cols: Sequence[_Column],
+    nested_float: Sequence[_Column],
+    cache: ReferenceCache | None,
+) -> tuple[dict[str, int], list[Drift]]:
+    """Group counts and drift for an artifact with floats, in two levels.
+
+    Rows identical in every compared column, floats by their bits, pair first:
+    they can neither drift nor be anything but a copy. Only the rows left over
+    are paired inside their key group, sorted to sorted, and measured. Pairing
+    everything sorted to sorted instead would let one duplicated row shift the
+    pairing of its whole group and report drift that is not there.
+    """
+    bits = [floats.bits(c.sql, c.type.id) for c in float_cols]
+    bits += [canonical_expr(c.sql, c.type) for c in nested_float]
+    n_key, n_bits, n_leaf = len(key), len(bits), len(leaf_list)
+    ks = [f"k{i}" for i in range(n_key)]
+    bs = [f"b{i}" for i in range(n_bits)]
+    vs = [f"v{i}" for i in range(n_leaf)]
+    template = (
+        f"SELECT {_aliases('k', [*key])}{', ' if key else ''}{_aliases('b', bits)}, "
+        f"{', '.join(f'any_value({leaf.expr}) AS v{i}' for i, leaf in enumerate(leaf_list))}, "
+        f"count(*) AS n FROM {{source}} GROUP BY {', '.join([*key, *bits])}"
+    )
+    on = " AND ".join(f"r.{c} IS NOT DISTINCT FROM l.{c}" for c in [*ks, *bs])
+    merged = ", ".join(f"coalesce(r.{c}, l.{c}) AS {c}" for c in [*ks, *bs, *vs])
+    con.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE {ROWS} AS
+        WITH r AS ({_side(cache, reference, template)}),
+             l AS ({template.format(source=parquet_source(later))})
+        SELECT {merged}, coalesce(r.n, 0) AS rn, coalesce(l.n, 0) AS ln
+        FROM r FULL OUTER JOIN l ON {on}
+        """
+    )
+    if key:
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {IMBALANCE} AS SELECT {', '.join(ks)}, "
+            f"sum(rn) AS rn, sum(ln) AS ln FROM {ROWS} GROUP BY ALL HAVING sum(rn) <> sum(ln)"
+        )
+    else:
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {IMBALANCE} AS SELECT sum(rn) AS rn, sum(ln) AS ln "
+            f"FROM {ROWS} HAVING sum(rn) <> sum(ln)"
+        )
+    ref_rows, later_rows = (
+        int(v or 0) for v in con.execute(f"SELECT sum(rn), sum(ln) FROM {ROWS}").fetchone()
+    )
+    groups = _imbalance_totals(con, ref_rows, later_rows)
+
+    # Leftover rows, one per unmatched copy, paired inside their key group by value.
+    order = [
+        f"{floats.ordered(f'v{i}', leaf.type_id)}, b{i}"
+        for i, leaf in enumerate(leaf_list[: len(float_cols)])
+    ] + [f"b{len(float_cols) + j}" for j in range(len(nested_float))]
+    partition = f"PARTITION BY {', '.join(ks)}" if key else ""
+    carried = ", ".join([*ks, *bs, *vs])
+    pair_on = " AND ".join([*(f"r.{k} IS NOT DISTINCT FROM l.{k}" for k in ks), "r.__i = l.__i"])
+    con.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE {PAIRS} AS
+        WITH lr AS (SELECT {carried}, unnest(range(rn - ln)) FROM {ROWS} WHERE rn > ln),
+             ll AS (SELECT {carried}, unnest(range(ln - rn)) FROM {ROWS} WHERE ln > rn),
+             ro AS (SELECT *, row_number() OVER ({partition} ORDER BY {", ".join(order)}) AS __i FROM lr),
+             lo AS (SELECT *, row_number() OVER ({partition} ORDER BY {", ".join(order)}) AS __i FROM ll)
+        SELECT {", ".join(f"r.v{i} AS a{i}, l.v{i} AS b{i}" for i in range(n_leaf))}
+        FROM ro r JOIN lo l ON {pair_on}
+        """
+    )
+    identical = con.execute(
+        "SELECT "
+        + ", ".join(
+            f"sum(least(rn, ln) * {f'coalesce(len(v{i}), 0)' if leaf.is_list else '1'})"
+            for i, leaf in enumerate(leaf_list)
+        )
+        + f" FROM {ROWS}"
+    ).fetchone()
+    drift = [_leaf_drift(con, i, leaf, int(identical[i] or 0)) for i, leaf in enumerate(leaf_list)]
+    return groups, drift
+
+
+def _imbalance_totals(
+    con: duckdb.DuckDBPyConnection, ref_rows: int, later_rows: int
+) -> dict[str, int]:
     row = con.execute(
         f"""
         SELECT sum(CASE WHEN ln = 0 THEN rn ELSE 0 END),
@@ -304,53 +402,12 @@ def _group_counts(
     }
 
 
-def _sort_exprs(float_cols: Sequence[_Column], nested_float: Sequence[_Column]) -> list[str]:
-    from twicerun.compare.columns import canonical_expr
-
-    order = [floats.sort_key(c.sql, c.type.id) for c in float_cols]
-    order += [canonical_expr(c.sql, c.type) for c in nested_float]
-    return order
-
-
-def _drift(
-    con: duckdb.DuckDBPyConnection,
-    reference: Path,
-    later: Path,
-    key: Sequence[str],
-    leaf_list: Sequence[Leaf],
-    float_cols: Sequence[_Column],
-    nested_float: Sequence[_Column],
-) -> list[Drift]:
-    partition = f"PARTITION BY {', '.join(key)}" if key else ""
-    order = ", ".join(_sort_exprs(float_cols, nested_float))
-    keys = f"{_aliases('k', key)}, " if key else ""
-    values = _aliases("v", [leaf.expr for leaf in leaf_list])
-    side = (
-        "SELECT {keys}{values}, row_number() OVER ({partition} ORDER BY {order}) AS __i "
-        "FROM {source}"
-    )
-    on = (_on(key) + " AND " if key else "") + "r.__i = l.__i"
-    pair_columns = ", ".join(f"r.v{i} AS a{i}, l.v{i} AS b{i}" for i in range(len(leaf_list)))
-    con.execute(
-        f"""
-        CREATE OR REPLACE TEMP TABLE __twicerun_pairs AS
-        WITH r AS ({side.format(keys=keys, values=values, partition=partition, order=order, source=parquet_source(reference))}),
-             l AS ({side.format(keys=keys, values=values, partition=partition, order=order, source=parquet_source(later))})
-        SELECT {pair_columns} FROM r JOIN l ON {on}
-        """
-    )
-    try:
-        return [_leaf_drift(con, i, leaf) for i, leaf in enumerate(leaf_list)]
-    finally:
-        con.execute("DROP TABLE IF EXISTS __twicerun_pairs")
-
-
-def _leaf_drift(con: duckdb.DuckDBPyConnection, i: int, leaf: Leaf) -> Drift:
+def _leaf_drift(con: duckdb.DuckDBPyConnection, i: int, leaf: Leaf, identical: int) -> Drift:
     t = leaf.type_id
     if leaf.is_list:
-        source = f"(SELECT unnest(a{i}) AS a, unnest(b{i}) AS b FROM __twicerun_pairs)"
+        source = f"(SELECT unnest(a{i}) AS a, unnest(b{i}) AS b FROM {PAIRS})"
     else:
-        source = f"(SELECT a{i} AS a, b{i} AS b FROM __twicerun_pairs)"
+        source = f"(SELECT a{i} AS a, b{i} AS b FROM {PAIRS})"
     moved = floats.moved("a", "b", t)
     ulps = floats.ulps("a", "b", t)
     rel = floats.relative("a", "b")
@@ -373,7 +430,7 @@ def _leaf_drift(con: duckdb.DuckDBPyConnection, i: int, leaf: Leaf) -> Drift:
         type=t,
         unit="values" if leaf.is_list else "rows",
         moved=int(moved_n or 0),
-        compared=int(compared or 0),
+        compared=int(compared or 0) + identical,
         max_ulps=int(max_ulps) if max_ulps is not None else None,
         max_relative=json_float(max_rel),
         reference_value=json_float(at[0]) if at else None,

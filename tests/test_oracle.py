@@ -1,0 +1,294 @@
+"""The oracle: properties that must hold on any table, and the cases the report relies on."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from twicerun.compare.oracle import ReferenceCache, compare_artifacts
+
+CON = duckdb.connect()
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+rows = st.lists(
+    st.tuples(
+        st.integers(min_value=0, max_value=50),
+        st.sampled_from(["a", "b", "c"]),
+        st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_subnormal=False),
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+def table(data) -> pa.Table:
+    k, s, x = (list(c) for c in zip(*data, strict=True)) if data else ([], [], [])
+    return pa.table(
+        {
+            "k": pa.array(k, pa.int64()),
+            "s": pa.array(s, pa.string()),
+            "x": pa.array(x, pa.float64()),
+        }
+    )
+
+
+def measure(reference: pa.Table | None, later: pa.Table | None, **kwargs):
+    with tempfile.TemporaryDirectory() as d:
+        paths = []
+        for label, t in (("r", reference), ("l", later)):
+            if t is None:
+                paths.append(None)
+                continue
+            path = Path(d) / f"{label}.parquet"
+            pq.write_table(t, path)
+            paths.append(path)
+        return compare_artifacts(CON, "t", paths[0], paths[1], **kwargs)
+
+
+def no_finding(f) -> bool:
+    return f.classes == [] and f.unmatched == 0 and all(d.moved == 0 for d in f.drift)
+
+
+# Properties ---------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(rows)
+def test_identical_tables_give_no_finding(data):
+    assert no_finding(measure(table(data), table(data)))
+
+
+@SETTINGS
+@given(rows, st.randoms())
+def test_any_permutation_of_rows_gives_no_finding(data, rnd):
+    shuffled = list(data)
+    rnd.shuffle(shuffled)
+    assert no_finding(measure(table(data), table(shuffled)))
+
+
+@SETTINGS
+@given(rows, st.data())
+def test_duplicating_one_row_gives_exactly_one_multiplicity_row(data, draw):
+    i = draw.draw(st.integers(0, len(data) - 1))
+    f = measure(table(data), table([*data, data[i]]))
+    assert f.classes == ["MULTIPLICITY"]
+    assert (f.multiplicity_extra, f.multiplicity_missing, f.missing, f.extra) == (1, 0, 0, 0)
+
+
+@SETTINGS
+@given(rows, st.data())
+def test_changing_one_float_by_one_ulp_gives_one_drift_of_one_ulp(data, draw):
+    i = draw.draw(st.integers(0, len(data) - 1))
+    k, s, x = data[i]
+    # Keep the changed row's key unique, so sorted pairing has exactly one candidate.
+    data = [row for j, row in enumerate(data) if j == i or row[:2] != (k, s)]
+    i = data.index((k, s, x))
+    moved = math.nextafter(x, math.inf)
+    changed = list(data)
+    changed[i] = (k, s, moved)
+    f = measure(table(data), table(changed))
+    assert f.classes == ["VALUE_DRIFT"]
+    (drift,) = f.drift
+    assert (drift.column, drift.moved, drift.max_ulps) == ("x", 1, 1)
+    assert (drift.reference_value, drift.later_value) == (x, moved)
+
+
+@SETTINGS
+@given(rows, st.data())
+def test_changing_one_exact_value_gives_one_missing_and_one_extra_row(data, draw):
+    # One row per key, so the changed row leaves a group empty rather than smaller.
+    data = list({row[:2]: row for row in data}.values())
+    i = draw.draw(st.integers(0, len(data) - 1))
+    changed = list(data)
+    k, s, x = changed[i]
+    changed[i] = (max(r[0] for r in data) + 1, s, x)  # a key no other row has
+    f = measure(table(data), table(changed))
+    assert f.classes == ["ROW_MISSING", "ROW_EXTRA"]
+    assert (f.missing, f.extra, f.multiplicity_missing, f.multiplicity_extra) == (1, 1, 0, 0)
+
+
+@SETTINGS
+@given(rows)
+def test_adding_a_column_gives_schema(data):
+    later = table(data).append_column("added", pa.array([1] * len(data), pa.int32()))
+    f = measure(table(data), later)
+    assert "SCHEMA" in f.classes
+    assert f.schema.added == [["added", "INTEGER"]]
+
+
+# Cases --------------------------------------------------------------------------------
+
+
+def test_a_dropped_and_a_retyped_column_are_named():
+    ref = pa.table({"k": pa.array([1], pa.int64()), "gone": ["x"], "n": pa.array([1], pa.int32())})
+    later = pa.table({"k": pa.array([1], pa.int64()), "n": pa.array([1], pa.int64())})
+    f = measure(ref, later)
+    assert f.classes == ["SCHEMA"]
+    assert f.schema.dropped == [["gone", "VARCHAR"]]
+    assert f.schema.retyped == [["n", "INTEGER", "BIGINT"]]
+
+
+def test_an_artifact_written_by_one_run_only_is_all_missing_or_all_extra():
+    t = table([(1, "a", 1.0), (2, "b", 2.0)])
+    missing = measure(t, None)
+    assert (missing.presence, missing.classes, missing.missing) == (
+        "reference only",
+        ["ROW_MISSING"],
+        2,
+    )
+    extra = measure(None, t)
+    assert (extra.presence, extra.classes, extra.extra) == ("later only", ["ROW_EXTRA"], 2)
+
+
+def test_an_artifact_with_no_exact_column_is_matched_on_no_key():
+    ref = pa.table({"x": [1.0, 2.0, 3.0]})
+    later = pa.table({"x": [3.0, 1.0, math.nextafter(2.0, 3.0)]})
+    f = measure(ref, later)
+    assert f.key == [] and f.keyless
+    assert f.classes == ["VALUE_DRIFT"]
+    assert (f.drift[0].moved, f.drift[0].max_ulps) == (1, 1)
+
+
+def test_within_a_key_group_rows_pair_sorted_to_sorted():
+    ref = pa.table({"g": [1, 1, 1], "x": [1.0, 2.0, 3.0]})
+    later = pa.table({"g": [1, 1, 1], "x": [3.0, math.nextafter(1.0, 2.0), 2.0]})
+    f = measure(ref, later)
+    assert (f.drift[0].moved, f.drift[0].max_ulps, f.paired) == (1, 1, 3)
+
+
+def test_a_null_against_a_value_is_a_move_no_ulp_count_describes():
+    ref = pa.table({"g": [1], "x": pa.array([1.5], pa.float64())})
+    later = pa.table({"g": [1], "x": pa.array([None], pa.float64())})
+    (drift,) = measure(ref, later).drift
+    assert (drift.moved, drift.incomparable, drift.max_ulps) == (1, 1, None)
+
+
+def test_drift_is_measured_in_float32_units_for_a_float_column():
+    ref = pa.table({"g": [1], "x": pa.array([1.0], pa.float32())})
+    later = pa.table({"g": [1], "x": pa.array([1.0000001192092896], pa.float32())})
+    (drift,) = measure(ref, later).drift
+    assert (drift.type, drift.max_ulps) == ("float", 1)
+
+
+def test_the_reference_cache_gives_the_same_findings():
+    ref = table([(1, "a", 1.0), (2, "b", 2.0), (2, "b", 2.0)])
+    later = table([(1, "a", 1.0), (2, "b", 2.0), (3, "c", 2.0)])
+    with tempfile.TemporaryDirectory() as d:
+        r, l = Path(d) / "r.parquet", Path(d) / "l.parquet"
+        pq.write_table(ref, r)
+        pq.write_table(later, l)
+        cache = ReferenceCache(CON)
+        cached = [compare_artifacts(CON, "t", r, l, cache=cache) for _ in range(2)]
+        cache.clear()
+        plain = compare_artifacts(CON, "t", r, l)
+    assert cached[0] == cached[1] == plain
+
+
+# Attribution --------------------------------------------------------------------------
+
+
+def test_attribution_names_the_column_whose_removal_pairs_the_rows():
+    ref = pa.table({"product": [1, 2, 3], "price": [10, 20, 30]})
+    later = pa.table({"product": [1, 2, 3], "price": [10, 25, 30]})
+    a = measure(ref, later).attribution
+    assert (a.column, a.before, a.after, a.chosen_by) == (
+        "price",
+        2,
+        {"product": 2, "price": 0},
+        "counts",
+    )
+
+
+def test_a_tie_goes_to_the_column_the_step_invented():
+    # event and surrogate are a bijection whose pairing moved: dropping either pairs every row.
+    ref = pa.table({"event": [1, 2], "cust": [7, 7], "surrogate": [1, 2]})
+    later = pa.table({"event": [1, 2], "cust": [7, 7], "surrogate": [2, 1]})
+    a = measure(ref, later, input_columns={"event", "cust"}).attribution
+    assert (a.column, a.chosen_by, sorted(a.tied)) == (
+        "surrogate",
+        "invented",
+        ["event", "surrogate"],
+    )
+
+
+def test_a_tie_the_inputs_cannot_break_is_said_to_be_undecided():
+    ref = pa.table({"event": [1, 2], "cust": [7, 7], "surrogate": [1, 2]})
+    later = pa.table({"event": [1, 2], "cust": [7, 7], "surrogate": [2, 1]})
+    a = measure(ref, later, input_columns={"event", "cust", "surrogate"}).attribution
+    assert (a.column, a.chosen_by) == (None, "undecided")
+
+
+# Nested -------------------------------------------------------------------------------
+
+
+def test_float_drift_inside_a_list_a_struct_and_a_map_is_value_drift(tmp_path):
+    up = math.nextafter(2.0, 3.0)
+    ref = tmp_path / "r.parquet"
+    later = tmp_path / "l.parquet"
+    CON.execute(
+        f"COPY (SELECT 1 AS id, [1.0::DOUBLE, 2.0] AS l, {{'a': 'x', 'v': 2.0::DOUBLE}} AS s, "
+        f"map(['k'], [2.0::DOUBLE]) AS m) TO '{ref}' (FORMAT parquet)"
+    )
+    CON.execute(
+        f"COPY (SELECT 1 AS id, [1.0::DOUBLE, {up!r}] AS l, {{'a': 'x', 'v': {up!r}::DOUBLE}} AS s, "
+        f"map(['k'], [{up!r}::DOUBLE]) AS m) TO '{later}' (FORMAT parquet)"
+    )
+    f = compare_artifacts(CON, "t", ref, later)
+    assert f.classes == ["VALUE_DRIFT"]
+    by_path = {d.column: (d.unit, d.moved, d.max_ulps) for d in f.drift}
+    assert by_path == {
+        "l[]": ("values", 1, 1),
+        "s.v": ("rows", 1, 1),
+        "m.value[]": ("values", 1, 1),
+    }
+
+
+def test_a_reordered_list_of_floats_is_a_difference(tmp_path):
+    ref, later = tmp_path / "r.parquet", tmp_path / "l.parquet"
+    CON.execute(f"COPY (SELECT 1 AS id, [1.0::DOUBLE, 2.0] AS l) TO '{ref}' (FORMAT parquet)")
+    CON.execute(f"COPY (SELECT 1 AS id, [2.0::DOUBLE, 1.0] AS l) TO '{later}' (FORMAT parquet)")
+    f = compare_artifacts(CON, "t", ref, later)
+    assert f.classes == ["VALUE_DRIFT"]
+    assert f.drift[0].moved == 2
+
+
+def test_an_exact_field_inside_a_float_struct_is_part_of_the_key(tmp_path):
+    ref, later = tmp_path / "r.parquet", tmp_path / "l.parquet"
+    CON.execute(f"COPY (SELECT {{'a': 'x', 'v': 1.0::DOUBLE}} AS s) TO '{ref}' (FORMAT parquet)")
+    CON.execute(f"COPY (SELECT {{'a': 'y', 'v': 1.0::DOUBLE}} AS s) TO '{later}' (FORMAT parquet)")
+    f = compare_artifacts(CON, "t", ref, later)
+    assert f.classes == ["ROW_MISSING", "ROW_EXTRA"]
+
+
+def test_a_reordered_list_of_integers_is_a_missing_and_an_extra_row(tmp_path):
+    ref, later = tmp_path / "r.parquet", tmp_path / "l.parquet"
+    CON.execute(f"COPY (SELECT 1 AS g, [1, 2] AS l) TO '{ref}' (FORMAT parquet)")
+    CON.execute(f"COPY (SELECT 1 AS g, [2, 1] AS l) TO '{later}' (FORMAT parquet)")
+    f = compare_artifacts(CON, "t", ref, later)
+    assert f.classes == ["ROW_MISSING", "ROW_EXTRA"]
+    assert f.attribution.column == "l"
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "[1.0::DOUBLE, NULL]",
+        "[[1.5::DOUBLE], [2.5]]",
+        "union_value(d := 1.5::DOUBLE)::UNION(d DOUBLE, s VARCHAR)",
+        "[1.5::DOUBLE, 2.5]::DOUBLE[2]",
+        "map([1.5::DOUBLE], ['v'])",
+    ],
+)
+def test_every_nested_shape_compares_equal_to_itself(tmp_path, expr):
+    ref, later = tmp_path / "r.parquet", tmp_path / "l.parquet"
+    for path in (ref, later):
+        CON.execute(f"COPY (SELECT {expr} AS v, 1 AS id) TO '{path}' (FORMAT parquet)")
+    assert no_finding(compare_artifacts(CON, "t", ref, later))
