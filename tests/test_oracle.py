@@ -108,7 +108,7 @@ def test_changing_one_exact_value_gives_one_missing_and_one_extra_row(data, draw
     data = list({row[:2]: row for row in data}.values())
     i = draw.draw(st.integers(0, len(data) - 1))
     changed = list(data)
-    k, s, x = changed[i]
+    _, s, x = changed[i]
     changed[i] = (max(r[0] for r in data) + 1, s, x)  # a key no other row has
     f = measure(table(data), table(changed))
     assert f.classes == ["ROW_MISSING", "ROW_EXTRA"]
@@ -182,13 +182,13 @@ def test_the_reference_cache_gives_the_same_findings():
     ref = table([(1, "a", 1.0), (2, "b", 2.0), (2, "b", 2.0)])
     later = table([(1, "a", 1.0), (2, "b", 2.0), (3, "c", 2.0)])
     with tempfile.TemporaryDirectory() as d:
-        r, l = Path(d) / "r.parquet", Path(d) / "l.parquet"
-        pq.write_table(ref, r)
-        pq.write_table(later, l)
+        ref_path, later_path = Path(d) / "r.parquet", Path(d) / "l.parquet"
+        pq.write_table(ref, ref_path)
+        pq.write_table(later, later_path)
         cache = ReferenceCache(CON)
-        cached = [compare_artifacts(CON, "t", r, l, cache=cache) for _ in range(2)]
+        cached = [compare_artifacts(CON, "t", ref_path, later_path, cache=cache) for _ in range(2)]
         cache.clear()
-        plain = compare_artifacts(CON, "t", r, l)
+        plain = compare_artifacts(CON, "t", ref_path, later_path)
     assert cached[0] == cached[1] == plain
 
 

@@ -19,8 +19,8 @@ from twicerun.render.terminal import render_run
 from twicerun.result import Result
 from twicerun.runner.keys import parse_keys
 from twicerun.runner.loop import DEFAULT_RUN_DIR, DEFAULT_RUNS, LoopOptions, run_pipeline
-from twicerun.runner.rescore import rejudge, resolve_invocation
 from twicerun.runner.progress import ProgressEvent
+from twicerun.runner.rescore import rejudge, resolve_invocation
 from twicerun.storage.atomic import write_bytes_atomic
 
 EXIT_CLEAN = 0

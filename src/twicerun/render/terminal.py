@@ -15,8 +15,9 @@ def _header(result: Result) -> list[str]:
     m = result.comparisons_per_step
     env = result.environment
     if result.contained:
+        later = "run 2 reads" if result.runs == 2 else f"runs 2 to {result.runs} read"
         contained = (
-            f"yes: runs 2 to {result.runs} read run 1's upstream artifacts, so a difference "
+            f"yes: {later} run 1's upstream artifacts, so a difference "
             f"cannot travel to the steps after it"
         )
     else:

@@ -288,13 +288,13 @@ def compare_step(
     later_sides = records.sides(later, index)
     inputs = records.input_columns(later, index)
 
-    def oracle(r: Side | None, l: Side | None) -> dict:
-        name = (r or l).name  # type: ignore[union-attr]
+    def oracle(ref: Side | None, lat: Side | None) -> dict:
+        name = (ref or lat).name  # type: ignore[union-attr]
         # Two later runs that wrote the same rows get the same findings: measure once.
         slot = (
             name,
-            r.canonical_digest if r else None,
-            l.canonical_digest if l else None,
+            ref.canonical_digest if ref else None,
+            lat.canonical_digest if lat else None,
             attribute,
         )
         if cache is not None and slot in cache.memo:
@@ -302,8 +302,8 @@ def compare_step(
         findings = compare_artifacts(
             con,
             name,
-            r.path if r else None,
-            l.path if l else None,
+            ref.path if ref else None,
+            lat.path if lat else None,
             key=keys.get(name),
             input_columns=inputs,
             cache=cache,

@@ -1,0 +1,181 @@
+"""Policies and `twicerun judge`: same measurements, a different verdict, nothing executed."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from twicerun.compare.findings import ArtifactFindings, Drift
+from twicerun.judge.bound import reassociation_bound
+from twicerun.judge.policy import FIRES, SAME, TOLERATED, PairMeasure, Policy, judge_comparison
+
+# A float sum whose terms arrive in a different order on every run (a counter picks the
+# order), beside a step that loses a row on every later run. Deterministic on purpose.
+PIPELINE = """
+import itertools
+
+_calls = itertools.count()
+
+
+def terms(ctx):
+    ctx.write("terms", "SELECT i, i % 4 AS g, (1.0 / (i + 1))::DOUBLE AS v FROM range(2000) r(i)")
+
+
+def sums(ctx):
+    shift = next(_calls)
+    ctx.read("terms")
+    ctx.write("totals", f"SELECT g, sum(v ORDER BY hash(i + {shift})) AS total FROM terms GROUP BY g")
+
+
+def loses_a_row(ctx):
+    n = 10 if next(_calls) == 1 else 9
+    ctx.write("rows", f"SELECT range AS id FROM range({n})")
+"""
+
+
+def by_name(document):
+    return {s["name"]: s for s in document["steps"]}
+
+
+@pytest.fixture
+def saved(write_pipeline, twicerun, run_dir):
+    outcome = twicerun("run", write_pipeline(PIPELINE), "--runs", "3", "--json", "-")
+    assert outcome.code == 1
+    return outcome.json()
+
+
+def test_reduction_order_tolerates_float_drift_and_nothing_else(saved, twicerun, run_dir):
+    strict = by_name(saved)
+    assert strict["sums"]["classes"] == ["VALUE_DRIFT"] and strict["sums"]["fired"] == 2
+    judged = twicerun("judge", run_dir, "--policy", "reduction-order", "--json", "-")
+    steps = by_name(judged.json())
+    assert (steps["sums"]["fired"], steps["sums"]["tolerated"]) == (0, 2)
+    assert steps["sums"]["status"] == "NO_DIVERGENCE_OBSERVED"
+    assert steps["sums"]["classes"] == ["VALUE_DRIFT"]  # the measurement is unchanged
+    assert steps["loses_a_row"]["fired"] == strict["loses_a_row"]["fired"] == 2
+    assert judged.json()["policy"] == "reduction-order"
+    assert judged.code == 1
+
+
+def test_judge_changes_verdicts_and_no_measurement(saved, twicerun, run_dir):
+    judged = twicerun("judge", run_dir, "--policy", "reduction-order", "--json", "-").json()
+    for before, after in zip(saved["steps"], judged["steps"], strict=True):
+        assert [[a["findings"] for a in c["artifacts"]] for c in before["comparisons"]] == [
+            [a["findings"] for a in c["artifacts"]] for c in after["comparisons"]
+        ]
+
+
+def test_judge_reuses_recorded_findings_and_executes_nothing(saved, twicerun, run_dir, monkeypatch):
+    from twicerun.runner import loop, rescore
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("judge measured again")
+
+    monkeypatch.setattr(rescore, "compare_artifacts", refuse)
+    monkeypatch.setattr(loop, "execute_step", refuse)
+    assert twicerun("judge", run_dir, "--policy", "reduction-order").code == 1
+
+
+def test_judge_measures_a_pair_whose_findings_are_missing(saved, twicerun, run_dir):
+    path = Path(saved["artifacts"]) / "result.json"
+    document = json.loads(path.read_text())
+    for step in document["steps"]:
+        for comparison in step["comparisons"]:
+            for artifact in comparison["artifacts"]:
+                artifact["findings"] = None
+    path.write_text(json.dumps(document))
+    judged = by_name(twicerun("judge", run_dir, "--json", "-").json())
+    assert judged["sums"]["classes"] == ["VALUE_DRIFT"]
+    assert judged["loses_a_row"]["classes"] == ["ROW_MISSING"]
+
+
+def test_a_manual_tolerance_works_under_strict_and_never_sets_exit_1(write_pipeline, twicerun):
+    path = write_pipeline(PIPELINE.split("\n\ndef loses_a_row")[0])
+    outcome = twicerun("run", path, "--runs", "3", "--tolerance-ulps", "1000000", "--json", "-")
+    step = by_name(outcome.json())["sums"]
+    assert (step["fired"], step["tolerated"]) == (0, 2)
+    assert outcome.code == 0
+
+
+def test_the_report_prints_the_bound_at_both_term_counts(saved, twicerun, run_dir):
+    out = twicerun("judge", run_dir, "--policy", "reduction-order").out
+    assert "n = 2,000 rows read, bound " in out
+    assert "n = 500 terms per output value, bound " in out
+    assert "(2 tolerated)" in out
+
+
+def test_judge_of_a_directory_without_a_completed_invocation_is_bad_input(tmp_path, twicerun):
+    (tmp_path / "empty").mkdir()
+    outcome = twicerun("judge", tmp_path / "empty")
+    assert outcome.code == 2
+    assert outcome.err == (
+        f"twicerun: {tmp_path / 'empty'} holds no completed invocation to judge; "
+        f"run `twicerun run PIPELINE` first\n"
+    )
+
+
+def drift_findings(relative, ulps=3, incomparable=0, classes=("VALUE_DRIFT",)):
+    drift = Drift("x", "double", "rows", 1, 10, ulps, relative, 1.0, 1.0, incomparable)
+    return ArtifactFindings("t", "both", list(classes), 10, 10, ["k"], drift=[drift])
+
+
+@pytest.mark.parametrize(
+    ("policy", "findings", "verdict"),
+    [
+        (Policy("strict"), drift_findings(1e-15), FIRES),
+        (Policy("reduction-order"), drift_findings(1e-15), TOLERATED),
+        (Policy("reduction-order"), drift_findings(1e-3), FIRES),
+        (Policy("reduction-order"), drift_findings(1e-15, incomparable=1), FIRES),
+        (
+            Policy("reduction-order"),
+            drift_findings(1e-15, classes=("ROW_MISSING", "VALUE_DRIFT")),
+            FIRES,
+        ),
+        (Policy("strict", tolerance_rel=1e-12), drift_findings(1e-15), TOLERATED),
+        (Policy("strict", tolerance_ulps=2), drift_findings(1e-15, ulps=3), FIRES),
+        (
+            Policy("strict", tolerance_rel=1e-12, tolerance_ulps=2),
+            drift_findings(1e-15, ulps=3),
+            FIRES,
+        ),
+    ],
+)
+def test_policy_verdicts(policy, findings, verdict):
+    assert judge_comparison([PairMeasure("t", True, findings)], 1000, policy) == verdict
+
+
+def test_a_pair_with_nothing_found_in_its_compared_columns_is_the_same():
+    empty = ArtifactFindings("t", "both", [], 10, 10, ["k"], not_compared=["surrogate"])
+    assert judge_comparison([PairMeasure("t", True, empty)], 10, Policy()) == SAME
+
+
+def test_the_bound_is_twice_gamma_n():
+    u = 2.0**-53
+    for n in (1, 2, 1000, 2_000_000):
+        assert reassociation_bound(n, "double") == pytest.approx(2 * n * u / (1 - n * u), rel=1e-12)
+    assert math.isinf(reassociation_bound(2**53, "double"))
+
+
+def test_an_artifact_with_no_exact_column_says_it_was_matched_on_no_key(write_pipeline, twicerun):
+    path = write_pipeline(
+        """
+        import itertools
+
+        _calls = itertools.count()
+
+
+        def floats_only(ctx):
+            shift = next(_calls)
+            ctx.write("x", f"SELECT sum(v ORDER BY hash(i + {shift})) AS total "
+                           f"FROM (SELECT i, (1.0 / (i + 1))::DOUBLE AS v FROM range(3000) r(i))")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 1
+    assert (
+        "x: matched on no key: it has no exact column, so rows were paired by their float "
+        "values alone" in outcome.out
+    )
