@@ -49,6 +49,9 @@ def twicerun(capsys, run_dir):
         argv = [str(a) for a in args]
         if with_run_dir and argv and argv[0] == "run" and "--run-dir" not in argv:
             argv += ["--run-dir", str(run_dir)]
+        # Amplifiers multiply a test's runtime; tests about them ask with --amplify.
+        if argv and argv[0] == "run" and "--amplify" not in argv and "--help" not in argv:
+            argv.append("--no-amplify")
         capsys.readouterr()
         code = main(argv)
         captured = capsys.readouterr()

@@ -47,7 +47,11 @@ def test_the_result_carries_the_documented_fields(write_pipeline, twicerun):
         "compared": 2,
         "status": "DIVERGENT",
     }
-    assert (moving["classes"], moving["cause"]) == (["ROW_MISSING", "ROW_EXTRA"], None)
+    # A module-level counter moves the answer, so one thread does not stop it.
+    assert (moving["classes"], moving["cause"]) == (
+        ["ROW_MISSING", "ROW_EXTRA"],
+        "PERSISTS_SINGLE_THREADED",
+    )
     assert (still["fired"], still["status"], still["line"]) == (0, "NO_DIVERGENCE_OBSERVED", 10)
 
 
@@ -76,14 +80,14 @@ def test_the_report_has_the_documented_shape_exactly():
         step_seconds=2.5,
         artifacts=".twicerun/20261129-000000-abcd",
         steps=[
-            StepResult(
-                index=0, name="inputs", line=1, fired=0, compared=4, status="NO_DIVERGENCE_OBSERVED"
-            ),
-            StepResult(
-                index=1, name="total_by_day", line=5, fired=3, compared=4, status="DIVERGENT"
-            ),
+            StepResult(index=0, name="inputs", line=1, fired=0, compared=4,
+                       status="NO_DIVERGENCE_OBSERVED", zero_bound=0.5271),
+            StepResult(index=1, name="total_by_day", line=5, fired=3, compared=4,
+                       status="DIVERGENT"),
             StepResult(index=2, name="nothing", line=9, fired=0, compared=0, status=None),
         ],
+        amplified=False,
+        not_varied=["DuckDB version", "wall clock", "every amplifier (--no-amplify)"],
     )
     assert render_run(result) == (
         "pipeline   pipelines/p.py\n"
@@ -100,7 +104,17 @@ def test_the_report_has_the_documented_shape_exactly():
         "  1 total_by_day  3 of 4  DIVERGENT\n"
         "  2 nothing       not compared: no run wrote an artifact\n"
         "\n"
-        "1 of 3 steps fired, in 3.0s (2.5s of it inside steps).\n"
+        "amplification: not run (--no-amplify), so every quiet step below is quiet on this "
+        "input only.\n"
+        "\n"
+        "NO_DIVERGENCE_OBSERVED is a fire rate and two lists, not a verdict about the code:\n"
+        "  0 inputs  varied: run repetition 0 of 4; not varied: every amplifier\n"
+        "  4 clean comparisons leave the per-comparison rate anywhere up to 53 percent "
+        "(95 percent, one-sided; runs on one machine are not independent).\n"
+        "\n"
+        "1 of 3 steps diverged, in 3.0s (2.5s of it inside step executions).\n"
+        "Not varied by this invocation, whatever a step's status says: DuckDB version, "
+        "wall clock, every amplifier (--no-amplify).\n"
     )
 
 

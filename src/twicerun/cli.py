@@ -15,6 +15,7 @@ import click
 from twicerun._version import __version__
 from twicerun.errors import BadInput, StepCrashed, TwicerunError
 from twicerun.judge.policy import POLICIES, STRICT, Policy
+from twicerun.judge.status import AMPLIFICATION_FAILED, DIVERGENT, STABLE_ON_THIS_INPUT
 from twicerun.render.terminal import render_run
 from twicerun.result import Result
 from twicerun.runner.keys import parse_keys
@@ -27,23 +28,39 @@ EXIT_CLEAN = 0
 EXIT_DIVERGED = 1
 EXIT_BAD_INPUT = 2
 EXIT_CRASHED = 3
+EXIT_ONLY_AMPLIFIED = 4
+EXIT_AMPLIFIER_FAILED = 5
 EXIT_INTERRUPTED = 130
 
 RUN_EXIT_CODES = """\b
 Exit codes:
-  0    no step fired
-  1    a step fired: it gave a different answer on the same input
-  2    bad input: the pipeline, a flag or an artifact name is wrong;
-       nothing was measured
-  3    a step raised, or twicerun itself failed; the invocation
-       directory is kept
+  0    nothing diverged
+  1    a step diverged on the real input
+  2    bad input: the pipeline, a flag or an artifact name is wrong,
+       or a column type twicerun does not compare
+  3    a step raised in the loop, or twicerun itself failed; the
+       invocation directory is kept
+  4    a step diverged only under an amplifier
+  5    an amplifier raised, so a zero was not tightened
   130  interrupted (Ctrl-C); the invocation directory is kept
 """
 
 
 def exit_code(result: Result) -> int:
-    """The exit code a finished `run` returns. The only place it is decided."""
-    return EXIT_DIVERGED if result.fired_steps else EXIT_CLEAN
+    """The exit code a finished `run` or `judge` returns. The only place it is decided.
+
+    Divergence on the user's own input outranks divergence on an input twicerun
+    made up, which outranks a check that could not run: each integer carries one
+    claim, and the most serious one present wins.
+    """
+    statuses = {s.status for s in result.steps}
+    if DIVERGENT in statuses:
+        return EXIT_DIVERGED
+    if STABLE_ON_THIS_INPUT in statuses:
+        return EXIT_ONLY_AMPLIFIED
+    if AMPLIFICATION_FAILED in statuses:
+        return EXIT_AMPLIFIER_FAILED
+    return EXIT_CLEAN
 
 
 class _Progress:
@@ -192,6 +209,13 @@ def cli() -> None:
     "are left out of the comparison (say, a surrogate key that is not part of the answer). "
     "Repeatable.",
 )
+@click.option(
+    "--amplify/--no-amplify",
+    default=True,
+    show_default=True,
+    help="Stress the steps the loop found quiet (tie collapse, more threads, more rows, "
+    "another arrival order). --no-amplify skips this, and the report says so.",
+)
 @_policy_options
 def run(
     pipeline: Path,
@@ -203,14 +227,18 @@ def run(
     json_path: str | None,
     seeds: tuple[str, ...],
     keys: tuple[str, ...],
+    amplify: bool,
     policy: str,
     tolerance_rel: float | None,
     tolerance_ulps: int | None,
 ) -> int:
     """Run PIPELINE several times and report, per step, how often it fired.
 
-    A step fires in a comparison when any artifact it wrote differs from run 1's
-    (or was written by one run only). Its rate is printed as `k of m`.
+    A step fires in a comparison when an artifact it wrote differs from run 1's
+    (or was written by one run only) and the policy does not tolerate it. Its rate
+    is printed as `k of m`. Each step that fired is re-executed at threads=1 to
+    tell a parallel-order cause from one that persists; each step that stayed quiet
+    is handed stressed inputs, since a clean loop only speaks for the input it got.
     """
     options = LoopOptions(
         runs=runs,
@@ -221,6 +249,7 @@ def run(
         seeds=_parse_seeds(seeds),
         keys=parse_keys(keys),
         policy=Policy(policy, tolerance_rel, tolerance_ulps),
+        amplify=amplify,
     )
     progress = _Progress(enabled=sys.stderr.isatty())
     try:

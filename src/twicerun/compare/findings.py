@@ -113,6 +113,7 @@ class ArtifactFindings:
     schema: SchemaChange | None = None
     attribution: Attribution | None = None
     not_compared: list[str] = field(default_factory=list)
+    timestamps: list[str] = field(default_factory=list)
 
     @property
     def unmatched(self) -> int:

@@ -23,7 +23,13 @@ from pathlib import Path
 import duckdb
 
 from twicerun.compare import floats
-from twicerun.compare.columns import ColumnClass, canonical_expr, classify, quote_identifier
+from twicerun.compare.columns import (
+    TIMESTAMP_IDS,
+    ColumnClass,
+    canonical_expr,
+    classify,
+    quote_identifier,
+)
 from twicerun.compare.digest import parquet_source
 from twicerun.compare.findings import (
     MULTIPLICITY,
@@ -43,6 +49,8 @@ from twicerun.compare.pair import BOTH, LATER_ONLY, REFERENCE_ONLY
 from twicerun.errors import UsageError
 
 MAX_ATTRIBUTION_COLUMNS = 32
+# Column types a clock read writes; a step whose rows split on one of these gets a hint.
+CLOCK_TYPES = TIMESTAMP_IDS | {"time", "time with time zone", "time_ns"}
 
 
 @dataclass(frozen=True)
@@ -108,12 +116,17 @@ def compare_artifacts(
     key: Sequence[str] | None = None,
     input_columns: Iterable[str] = (),
     cache: ReferenceCache | None = None,
-    attribute: bool = True,
+    attribute_above: int | None = 0,
+    keep_imbalance_as: str | None = None,
 ) -> ArtifactFindings:
     """Measure how `later` differs from `reference` (either may be absent).
 
     With a `cache`, the reference side's group counts are computed once and reused
-    by every later run compared with the same reference.
+    by every later run compared with the same reference. Attribution is computed
+    when more than `attribute_above` rows are unmatched (never when it is None):
+    it explains rather than measures, so a caller comparing several runs may
+    instead keep each comparison's disagreeing groups (`keep_imbalance_as`, a
+    table name) and attribute only the worst with `attribute_table`.
     """
     if reference is None or later is None:
         return _one_side(con, name, reference, later)
@@ -156,8 +169,15 @@ def compare_artifacts(
             groups["missing"] + groups["extra"] + groups["mult_missing"] + groups["mult_extra"]
         )
         attribution = None
-        if attribute and unmatched and 0 < len(key_exprs) <= MAX_ATTRIBUTION_COLUMNS:
-            attribution = _attribute(con, key_exprs, set(input_columns), unmatched)
+        wanted = attribute_above is not None and unmatched > attribute_above
+        attributable = 0 < len(key_exprs) <= MAX_ATTRIBUTION_COLUMNS
+        if wanted and attributable:
+            attribution = attribute_table(
+                con, IMBALANCE, [n for n, _ in key_exprs], set(input_columns), unmatched
+            )
+        if keep_imbalance_as and unmatched and attributable:
+            con.execute(f"DROP TABLE IF EXISTS {keep_imbalance_as}")
+            con.execute(f"ALTER TABLE {IMBALANCE} RENAME TO {keep_imbalance_as}")
     finally:
         for table in (IMBALANCE, ROWS, PAIRS):
             con.execute(f"DROP TABLE IF EXISTS {table}")
@@ -189,6 +209,7 @@ def compare_artifacts(
         schema=change if change.any else None,
         attribution=attribution,
         not_compared=ignored,
+        timestamps=[c.name for c in shared if c.cls.is_key and c.type.id in CLOCK_TYPES],
     )
 
 
@@ -439,9 +460,10 @@ def _leaf_drift(con: duckdb.DuckDBPyConnection, i: int, leaf: Leaf, identical: i
     )
 
 
-def _attribute(
+def attribute_table(
     con: duckdb.DuckDBPyConnection,
-    key_exprs: Sequence[tuple[str, str]],
+    table: str,
+    key_names: Sequence[str],
     input_columns: set[str],
     before: int,
 ) -> Attribution:
@@ -452,17 +474,17 @@ def _attribute(
     disagreeing groups need to be read. (One query per column measured faster here
     than a single GROUPING SETS pass.)
     """
-    n = len(key_exprs)
+    n = len(key_names)
     after: dict[str, int] = {}
-    for j, (name, _) in enumerate(key_exprs):
+    for j, name in enumerate(key_names):
         rest = [f"k{i}" for i in range(n) if i != j]
         group = f"GROUP BY {', '.join(rest)}" if rest else ""
         (remaining,) = con.execute(
-            f"SELECT coalesce(sum(abs(s)), 0) FROM (SELECT sum(rn - ln) AS s FROM {IMBALANCE} {group})"
+            f"SELECT coalesce(sum(abs(s)), 0) FROM (SELECT sum(rn - ln) AS s FROM {table} {group})"
         ).fetchone()
         after[name] = int(remaining)
 
-    invented = [name for name, _ in key_exprs if name not in input_columns]
+    invented = [name for name in key_names if name not in input_columns]
     best = min(after.values())
     if best >= before:
         return Attribution(None, before, after, [], "none", invented)

@@ -20,3 +20,23 @@ def loop_status(fired: int, compared: int) -> str | None:
     if compared == 0:
         return None
     return DIVERGENT if fired > 0 else NO_DIVERGENCE_OBSERVED
+
+
+def final_status(
+    fired: int, compared: int, amplified_fired: int, amplifier_failed: bool
+) -> str | None:
+    """The status from the loop and the amplifiers together.
+
+    A divergence on the real input outranks one found only under stress, which
+    outranks an amplifier that could not run; a quiet step whose amplifiers all
+    ran and stayed quiet is the only one left NO_DIVERGENCE_OBSERVED.
+    """
+    if compared == 0:
+        return None
+    if fired:
+        return DIVERGENT
+    if amplified_fired:
+        return STABLE_ON_THIS_INPUT
+    if amplifier_failed:
+        return AMPLIFICATION_FAILED
+    return NO_DIVERGENCE_OBSERVED

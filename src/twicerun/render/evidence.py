@@ -116,7 +116,8 @@ def _artifact_lines(
             f"run {run} ({number(worst['reference_rows'])} rows in run 1, "
             f"{number(worst['later_rows'])} in run {run})"
         )
-    attribution = next((f["attribution"] for _, f in both if f.get("attribution")), None)
+    explained = [f for _, f in both if f.get("attribution")]
+    attribution = max(explained, key=_unmatched)["attribution"] if explained else None
     if attribution:
         line = _attribution_line(attribution)
         if line:

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from twicerun.render.evidence import bound_lines, step_evidence
+from twicerun.render.sections import (
+    amplification_section,
+    cause_section,
+    not_varied_line,
+    status_section,
+)
 from twicerun.result import Result, StepResult
 
 
@@ -64,10 +70,19 @@ def _step_lines(result: Result) -> list[str]:
             line += "  " + " ".join(s.classes)
         if s.tolerated:
             line += f" ({s.tolerated} tolerated)"
+        if s.cause:
+            line += f"  cause {s.cause}"
+        for hint in s.hints:
+            line += f"  hint {hint}"
         lines.append(line)
         pad = f"  {'':>{index_width}}     "
         if s.fired or s.tolerated:
             lines.extend(pad + line for line in step_evidence(s))
+        if s.fired and s.seed is not None:
+            lines.append(
+                f"{pad}the seed was held at {s.seed} in every run and the result moved anyway, "
+                f"so the seed does not control this step"
+            )
         for note in s.notes:
             lines.append(f"{pad}note: {note}")
     return lines
@@ -89,9 +104,11 @@ def _bound_section(result: Result) -> list[str]:
 
 def _footer(result: Result) -> list[str]:
     fired = len(result.fired_steps)
+    stable = sum(1 for s in result.steps if s.status == "STABLE_ON_THIS_INPUT")
+    more = f", {stable} more only under an amplifier" if stable else ""
     lines = [
-        f"{fired} of {len(result.steps)} step{'s' if len(result.steps) != 1 else ''} fired, "
-        f"in {result.seconds:.1f}s ({result.step_seconds:.1f}s of it inside steps)."
+        f"{fired} of {len(result.steps)} step{'s' if len(result.steps) != 1 else ''} diverged{more}, "
+        f"in {result.seconds:.1f}s ({result.step_seconds:.1f}s of it inside step executions)."
     ]
     if result.pruned:
         n = len(result.pruned)
@@ -111,8 +128,12 @@ def render_run(result: Result) -> str:
         *_header(result),
         "",
         *_step_lines(result),
+        *cause_section(result),
+        *amplification_section(result),
+        *status_section(result),
         *_bound_section(result),
         "",
         *_footer(result),
+        *not_varied_line(result),
     ]
     return "\n".join(lines) + "\n"

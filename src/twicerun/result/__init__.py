@@ -7,6 +7,7 @@ from twicerun.result.document import (
     Environment,
     Result,
     ResultFormatError,
+    Series,
     StepResult,
     load_result,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "Environment",
     "Result",
     "ResultFormatError",
+    "Series",
     "StepResult",
     "load_result",
 ]

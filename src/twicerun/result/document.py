@@ -66,6 +66,34 @@ class Comparison:
 
 
 @dataclass(frozen=True)
+class Series:
+    """A step re-executed on its own: the single-threaded bisect, or one amplifier.
+
+    `declined` says why an amplifier did not run (nothing to change); `error` why
+    one failed. Neither is ever a clean zero: `compared` stays 0 and the report
+    lists the amplifier as not varied.
+    """
+
+    kind: str
+    threads: int
+    runs: int = 0
+    comparisons: list[Comparison] = field(default_factory=list)
+    fired: int = 0
+    compared: int = 0
+    tolerated: int = 0
+    rows_read: int = 0
+    declined: str | None = None
+    error: str | None = None
+    detail: str | None = None
+    seconds: float = 0.0
+    zero_bound: float | None = None
+
+    @property
+    def ran(self) -> bool:
+        return self.declined is None and self.error is None
+
+
+@dataclass(frozen=True)
 class StepResult:
     """One step: its fire rate `fired of compared`, its status, and how it was measured."""
 
@@ -88,6 +116,10 @@ class StepResult:
     tolerated: int = 0
     bounds: list[dict[str, Any]] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
+    bisect: Series | None = None
+    amplifiers: list[Series] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+    zero_bound: float | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +144,8 @@ class Result:
     tolerance_rel: float | None = None
     tolerance_ulps: int | None = None
     keys: dict[str, list[str]] = field(default_factory=dict)
+    amplified: bool = True
+    not_varied: list[str] = field(default_factory=list)
 
     @property
     def comparisons_per_step(self) -> int:

@@ -16,25 +16,30 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import duckdb
 
-from twicerun.compare.oracle import ReferenceCache, compare_artifacts
+from twicerun.compare.oracle import ReferenceCache, attribute_table, compare_artifacts
 from twicerun.compare.pair import Side, settle
 from twicerun.errors import TwicerunError, UsageError
 from twicerun.judge.policy import Policy
-from twicerun.pipeline import Pipeline, load_pipeline
+from twicerun.judge.status import NO_DIVERGENCE_OBSERVED
+from twicerun.pipeline import Pipeline, Step, load_pipeline
 from twicerun.result import ArtifactOutcome, Comparison, Result, StepResult
+from twicerun.runner.amplification import AMPLIFIED_DIR, Stressed, amplify
+from twicerun.runner.bisect import bisect
 from twicerun.runner.environment import default_threads, stamp
 from twicerun.runner.execute import execute_step
 from twicerun.runner.keys import KeyChecker
 from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
-from twicerun.runner.scoring import score_step
+from twicerun.runner.scoring import not_varied, score_step
+from twicerun.runner.series import Workbench, discard_directory
 from twicerun.storage.atomic import write_bytes_atomic
 from twicerun.storage.context import Connections, open_connection
+from twicerun.storage.janitor import Janitor
 from twicerun.storage.layout import (
     COMPLETED,
     FAILED,
@@ -59,6 +64,7 @@ class LoopOptions:
     seeds: Mapping[str, int] = field(default_factory=dict)
     policy: Policy = field(default_factory=Policy)
     keys: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    amplify: bool = True
 
 
 def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = silent) -> Result:
@@ -119,7 +125,8 @@ def _loop(
     keys: KeyChecker,
 ) -> Result:
     reference = RunAddress(LOOP, 1)
-    records = Records(invocation, reference)
+    janitor = Janitor()
+    records = Records(invocation, reference, janitor)
     steps = pipeline.steps
     comparisons: dict[int, list[Comparison]] = {s.index: [] for s in steps}
     digest_connection = open_connection(threads, invocation.spill_dir)
@@ -175,65 +182,44 @@ def _loop(
                 progress(
                     ProgressEvent("compare", run, options.runs, step.index, len(steps), step.name)
                 )
-                comparisons[step.index].append(
-                    compare_step(
-                        records,
-                        digest_connection,
-                        reference,
-                        RunAddress(LOOP, run),
-                        step.index,
-                        options.keys,
-                        cache,
-                    )
+                comparison = compare_step(
+                    records,
+                    digest_connection,
+                    reference,
+                    RunAddress(LOOP, run),
+                    step.index,
+                    options.keys,
+                    cache,
+                    keep_prefix=f"{KEEP_PREFIX}{run}_",
                 )
+                comparisons[step.index].append(comparison)
             comparisons[step.index] = attribute_worst(
-                records,
-                digest_connection,
-                reference,
-                step.index,
-                comparisons[step.index],
-                options.keys,
-                cache,
+                records, digest_connection, step.index, comparisons[step.index]
             )
             cache.clear()
+
+        step_results = [
+            score_step(
+                _measured(records, step, comparisons[step.index], options.runs), options.policy
+            )
+            for step in steps
+        ]
+        bench = Workbench(
+            invocation=invocation,
+            records=records,
+            connections=connections,
+            con=digest_connection,
+            keys=options.keys,
+            policy=options.policy,
+            progress=progress,
+            steps=len(steps),
+            janitor=janitor,
+        )
+        step_results = _cause_and_amplify(bench, pipeline, step_results, options, threads)
     finally:
         connections.shutdown()
         digest_connection.close()
-
-    step_results = []
-    for step in steps:
-        run1 = records.get(reference, step.index)
-        seconds = [
-            r.seconds
-            for r in (
-                records.get(RunAddress(LOOP, k), step.index) for k in range(1, options.runs + 1)
-            )
-            if r is not None
-        ]
-        notes = []
-        if run1 is not None and run1.sql_outside_ctx:
-            notes.append(
-                "reads rows through ctx.sql that ctx.read does not see, so they are not counted "
-                "or contained: " + run1.sql_outside_ctx[0]
-            )
-        measured = StepResult(
-            index=step.index,
-            name=step.name,
-            line=step.line,
-            fired=0,
-            compared=0,
-            status=None,
-            file=_display_path(step.file),
-            stochastic=step.declaration.stochastic,
-            seed=step.seed_value,
-            wrote=[a.name for a in run1.artifacts] if run1 else [],
-            rows_read=run1.rows_read if run1 else 0,
-            seconds=seconds,
-            comparisons=comparisons[step.index],
-            notes=notes,
-            inputs=sorted({r.name for r in run1.reads}) if run1 else [],
-        )
-        step_results.append(score_step(measured, options.policy))
+        janitor.shutdown()
 
     result = Result(
         pipeline=str(pipeline.path),
@@ -249,9 +235,11 @@ def _loop(
         steps=step_results,
         artifacts=str(invocation.root),
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
-        step_seconds=round(sum(sum(s.seconds) for s in step_results), 3),
+        step_seconds=round(records.step_seconds(), 3),
         disk_bytes=invocation.disk_bytes(),
         kept_failures=kept_failures(options.run_dir),
+        amplified=options.amplify,
+        not_varied=not_varied(step_results, options.amplify),
     )
     # The Result is on disk before the invocation is marked completed, so a
     # completed invocation always has one; pruning comes last of all.
@@ -262,6 +250,75 @@ def _loop(
         result = replace(result, pruned=removed)
         save_result(invocation, result)
     return result
+
+
+def _measured(records: Records, step: Step, comparisons: list[Comparison], runs: int) -> StepResult:
+    """A step's loop measurements, before any policy has judged them."""
+    run1 = records.get(RunAddress(LOOP, 1), step.index)
+    seconds = [
+        r.seconds
+        for r in (records.get(RunAddress(LOOP, k), step.index) for k in range(1, runs + 1))
+        if r is not None
+    ]
+    notes = []
+    if run1 is not None and run1.sql_outside_ctx:
+        notes.append(
+            "reads rows through ctx.sql that ctx.read does not see, so they are not counted "
+            "or contained: " + run1.sql_outside_ctx[0]
+        )
+    return StepResult(
+        index=step.index,
+        name=step.name,
+        line=step.line,
+        fired=0,
+        compared=0,
+        status=None,
+        file=_display_path(step.file),
+        stochastic=step.declaration.stochastic,
+        seed=step.seed_value,
+        wrote=[a.name for a in run1.artifacts] if run1 else [],
+        rows_read=run1.rows_read if run1 else 0,
+        seconds=seconds,
+        comparisons=comparisons,
+        notes=notes,
+        inputs=sorted({r.name for r in run1.reads}) if run1 else [],
+    )
+
+
+def _cause_and_amplify(
+    bench: Workbench,
+    pipeline: Pipeline,
+    scored: list[StepResult],
+    options: LoopOptions,
+    threads: int,
+) -> list[StepResult]:
+    """Bisect every step whose loop measured a difference; amplify every quiet one."""
+    by_index = {s.index: s for s in pipeline.steps}
+    stressed = Stressed(bench)
+    final = []
+    try:
+        for result in scored:
+            step = by_index[result.index]
+            measured_difference = result.fired or result.tolerated
+            if measured_difference and threads > 1:
+                result = replace(result, bisect=bisect(bench, step, options.runs))
+            elif measured_difference:
+                result = replace(
+                    result,
+                    notes=[
+                        *result.notes,
+                        "not bisected: the loop already ran at threads=1, so one thread cannot "
+                        "separate the causes",
+                    ],
+                )
+            if options.amplify and result.status == NO_DIVERGENCE_OBSERVED:
+                result = replace(
+                    result, amplifiers=amplify(bench, step, stressed, options.runs, threads)
+                )
+            final.append(score_step(result, options.policy))
+    finally:
+        discard_directory(bench, AMPLIFIED_DIR)
+    return final
 
 
 def save_result(invocation: Invocation, result: Result) -> None:
@@ -276,13 +333,13 @@ def compare_step(
     index: int,
     keys: Mapping[str, Sequence[str]],
     cache: ReferenceCache | None = None,
-    attribute: bool = False,
+    keep_prefix: str | None = None,
 ) -> Comparison:
     """Compare one step's artifacts in `later` with the reference run's.
 
-    Attribution is left out here: it explains rather than measures, and
-    `attribute_worst` computes it once, for the comparison that left the most
-    rows unmatched.
+    Attribution explains rather than measures, so it is not computed here. With a
+    `keep_prefix`, each artifact's disagreeing groups are kept in a temporary
+    table, and `attribute_worst` attributes the comparison that left the most.
     """
     ref_sides = records.sides(reference, index)
     later_sides = records.sides(later, index)
@@ -295,7 +352,6 @@ def compare_step(
             name,
             ref.canonical_digest if ref else None,
             lat.canonical_digest if lat else None,
-            attribute,
         )
         if cache is not None and slot in cache.memo:
             return cache.memo[slot]
@@ -307,7 +363,8 @@ def compare_step(
             key=keys.get(name),
             input_columns=inputs,
             cache=cache,
-            attribute=attribute,
+            attribute_above=None,
+            keep_imbalance_as=f"{keep_prefix}{_table_safe(name)}" if keep_prefix else None,
         ).to_dict()
         if cache is not None:
             cache.memo[slot] = findings
@@ -330,39 +387,60 @@ def compare_step(
     return Comparison(run=later.run, fired=any(o.differs for o in outcomes), artifacts=outcomes)
 
 
+KEEP_PREFIX = "__twicerun_keep_"
+_UNMATCHED = ("missing", "extra", "multiplicity_missing", "multiplicity_extra")
+
+
+def _table_safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+
+
 def attribute_worst(
     records: Records,
     con: duckdb.DuckDBPyConnection,
-    reference: RunAddress,
     index: int,
     comparisons: list[Comparison],
-    keys: Mapping[str, Sequence[str]],
-    cache: ReferenceCache | None,
 ) -> list[Comparison]:
-    """Add leave-one-out attribution to the comparison with the most unmatched rows."""
+    """Attribute, per artifact, the comparison that left the most rows unmatched.
 
-    def unmatched(c: Comparison) -> int:
-        total = 0
-        for a in c.artifacts:
-            f = a.findings or {}
-            total += sum(
-                f.get(k, 0)
-                for k in ("missing", "extra", "multiplicity_missing", "multiplicity_extra")
-            )
-        return total
-
-    candidates = [
-        c
-        for c in comparisons
-        if unmatched(c) and all(a.presence == "both" for a in c.artifacts if a.differs)
-    ]
-    if not candidates:
-        return comparisons
-    worst = max(candidates, key=unmatched)
-    again = compare_step(
-        records, con, reference, RunAddress(LOOP, worst.run), index, keys, cache, attribute=True
-    )
-    return [again if c is worst else c for c in comparisons]
+    Every comparison kept its disagreeing groups; only the worst one's are read
+    again, and all are dropped afterwards.
+    """
+    kept = {
+        row[0]
+        for row in con.execute(
+            f"SELECT table_name FROM duckdb_tables() WHERE table_name LIKE '{KEEP_PREFIX}%'"
+        ).fetchall()
+    }
+    try:
+        worst: dict[str, tuple[int, int]] = {}
+        for i, comparison in enumerate(comparisons):
+            for a in comparison.artifacts:
+                count = sum((a.findings or {}).get(k, 0) for k in _UNMATCHED)
+                table = f"{KEEP_PREFIX}{comparison.run}_{_table_safe(a.name)}"
+                if count and table in kept and count > worst.get(a.name, (0, -1))[0]:
+                    worst[a.name] = (count, i)
+        updated = list(comparisons)
+        for name, (count, i) in worst.items():
+            comparison = updated[i]
+            inputs = records.input_columns(RunAddress(LOOP, comparison.run), index)
+            artifacts = []
+            for a in comparison.artifacts:
+                if a.name == name and a.findings:
+                    attribution = attribute_table(
+                        con,
+                        f"{KEEP_PREFIX}{comparison.run}_{_table_safe(name)}",
+                        a.findings["key"],
+                        inputs,
+                        count,
+                    )
+                    a = replace(a, findings={**a.findings, "attribution": asdict(attribution)})
+                artifacts.append(a)
+            updated[i] = replace(comparison, artifacts=artifacts)
+        return updated
+    finally:
+        for table in kept:
+            con.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def _display_path(path: str) -> str:

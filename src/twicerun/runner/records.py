@@ -11,18 +11,26 @@ from dataclasses import replace
 
 from twicerun.compare.pair import Side
 from twicerun.storage.context import ArtifactRef
+from twicerun.storage.janitor import Janitor, remove_now
 from twicerun.storage.layout import Invocation, RunAddress
 from twicerun.storage.receipts import Receipt, save_receipt
 
 
 class Records:
-    def __init__(self, invocation: Invocation, reference: RunAddress):
+    def __init__(
+        self, invocation: Invocation, reference: RunAddress, janitor: Janitor | None = None
+    ):
         self.invocation = invocation
         self.reference = reference
+        self.janitor = janitor
         self._receipts: dict[tuple[RunAddress, int], Receipt] = {}
 
     def add(self, address: RunAddress, receipt: Receipt) -> None:
         self._receipts[(address, receipt.step_index)] = receipt
+
+    def step_seconds(self) -> float:
+        """Seconds spent inside step executions, across the loop and every series."""
+        return sum(r.seconds for r in self._receipts.values())
 
     def get(self, address: RunAddress, index: int) -> Receipt | None:
         return self._receipts.get((address, index))
@@ -76,7 +84,12 @@ class Records:
         for read in receipt.reads:
             if read.run is None or read.step_index is None:
                 continue
-            source = self.get(RunAddress.parse(read.run), read.step_index)
+            try:
+                address = RunAddress.parse(read.run)
+            except ValueError:
+                # A stressed copy made by an amplifier: same columns as the reference's.
+                address = self.reference
+            source = self.get(address, read.step_index)
             record = source.artifact(read.name) if source else None
             if record is not None:
                 columns.update(name for name, _ in record.schema)
@@ -99,15 +112,20 @@ class Records:
             )
         return sides
 
-    def prune_identical(self, address: RunAddress, index: int) -> int:
+    def prune_identical(
+        self, address: RunAddress, index: int, against: RunAddress | None = None
+    ) -> int:
         """Delete this receipt's artifacts whose canonical digest equals the reference's.
 
-        Returns the bytes freed. Readers of a pruned artifact are sent to the
-        reference run's copy, which holds the same rows.
+        `against` is the run compared with (run 1 of the loop by default, run 1 of
+        a series for the bisect and the amplifiers). Returns the bytes freed.
+        Readers of a pruned artifact are sent to that run's copy, which holds
+        the same rows.
         """
+        against = against or self.reference
         receipt = self.get(address, index)
-        reference = self.get(self.reference, index)
-        if receipt is None or reference is None or address == self.reference:
+        reference = self.get(against, index)
+        if receipt is None or reference is None or address == against:
             return 0
         doomed = []
         records = []
@@ -119,7 +137,7 @@ class Records:
                 and prior.canonical_digest == record.canonical_digest
             ):
                 doomed.append(self.invocation.absolute(record.file))
-                record = replace(record, kept=False, same_as=str(self.reference))
+                record = replace(record, kept=False, same_as=str(against))
             records.append(record)
         if not doomed:
             return 0
@@ -132,5 +150,8 @@ class Records:
         for path in doomed:
             with contextlib.suppress(FileNotFoundError):
                 freed += path.stat().st_size
-                path.unlink()
+            if self.janitor is not None:
+                self.janitor.remove(path)
+            else:
+                remove_now(path)
         return freed

@@ -1,8 +1,10 @@
 """Turning measured comparisons into a step's verdict under a policy.
 
-The same function scores a step right after the loop measured it and again
-when `twicerun judge` re-scores a saved invocation, so the two cannot drift
-apart: only the policy differs, never the findings.
+The same functions score a step right after `run` measured it and again when
+`twicerun judge` re-scores a saved invocation, so the two cannot drift apart:
+only the policy differs, never the findings. The loop, the single-threaded
+bisect and every amplifier are scored alike; the cause comes from the bisect's
+rate and the status from the loop's and the amplifiers'.
 """
 
 from __future__ import annotations
@@ -10,9 +12,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 from twicerun.compare.findings import ArtifactFindings
+from twicerun.judge.cause import WALL_CLOCK, cause, upper_bound
 from twicerun.judge.policy import FIRES, PairMeasure, Policy, judge_step
-from twicerun.judge.status import loop_status
-from twicerun.result import Comparison, Result, StepResult
+from twicerun.judge.status import final_status
+from twicerun.result import Comparison, Result, Series, StepResult
+
+# What no run of twicerun varies, whatever a step's status says.
+ALWAYS_NOT_VARIED = (
+    "DuckDB version",
+    "memory limit and spilling",
+    "input distribution beyond what the amplifiers changed",
+    "wall clock",
+    "filesystem",
+)
 
 
 def measures(comparison: Comparison) -> list[PairMeasure]:
@@ -26,32 +38,91 @@ def measures(comparison: Comparison) -> list[PairMeasure]:
     ]
 
 
-def score_step(step: StepResult, policy: Policy) -> StepResult:
-    """The step with its fire count, tolerated count, classes, bounds and status set."""
-    judgement = judge_step([measures(c) for c in step.comparisons], step.rows_read, policy)
-    comparisons = [
+def _judged(comparisons: list[Comparison], rows_read: int, policy: Policy):
+    judgement = judge_step([measures(c) for c in comparisons], rows_read, policy)
+    scored = [
         replace(c, verdict=v, fired=v == FIRES)
-        for c, v in zip(step.comparisons, judgement.verdicts, strict=True)
+        for c, v in zip(comparisons, judgement.verdicts, strict=True)
     ]
+    return judgement, scored
+
+
+def score_series(series: Series, policy: Policy) -> Series:
+    judgement, comparisons = _judged(series.comparisons, series.rows_read, policy)
     compared = sum(1 for c in comparisons if c.artifacts)
     return replace(
-        step,
+        series,
         comparisons=comparisons,
         fired=judgement.fired,
         tolerated=judgement.tolerated,
         compared=compared,
+        zero_bound=upper_bound(0, compared) if compared and not judgement.fired else None,
+    )
+
+
+def _hints(step: StepResult) -> list[str]:
+    for comparison in step.comparisons:
+        for artifact in comparison.artifacts:
+            f = artifact.findings or {}
+            attribution = f.get("attribution") or {}
+            if comparison.fired and attribution.get("column") in f.get("timestamps", []):
+                return [WALL_CLOCK]
+    return []
+
+
+def score_step(step: StepResult, policy: Policy) -> StepResult:
+    """The step with its fire counts, classes, bounds, cause and status set."""
+    judgement, comparisons = _judged(step.comparisons, step.rows_read, policy)
+    compared = sum(1 for c in comparisons if c.artifacts)
+    bisect = score_series(step.bisect, policy) if step.bisect else None
+    amplifiers = [score_series(a, policy) for a in step.amplifiers]
+    fired = judgement.fired
+    step = replace(
+        step,
+        comparisons=comparisons,
+        fired=fired,
+        tolerated=judgement.tolerated,
+        compared=compared,
         classes=judgement.classes,
         bounds=[b.to_dict() for b in judgement.bounds],
-        status=loop_status(judgement.fired, compared),
+        bisect=bisect,
+        amplifiers=amplifiers,
     )
+    return replace(
+        step,
+        cause=cause(bisect.fired, bisect.compared) if fired and bisect and bisect.ran else None,
+        status=final_status(
+            fired,
+            compared,
+            sum(a.fired for a in amplifiers if a.ran),
+            any(a.error for a in amplifiers),
+        ),
+        zero_bound=upper_bound(0, compared) if compared and not fired else None,
+        hints=_hints(step) if fired else [],
+    )
+
+
+def not_varied(steps: list[StepResult], amplified: bool) -> list[str]:
+    """The axes this invocation did not touch, for the end of every report."""
+    axes = list(ALWAYS_NOT_VARIED)
+    if not amplified:
+        axes.append("every amplifier (--no-amplify)")
+    declined = sorted({a.kind for s in steps for a in s.amplifiers if a.declined})
+    if declined:
+        axes.append(
+            f"and, on the steps where it declined, {' and '.join(declined) if len(declined) < 3 else ', '.join(declined[:-1]) + ' and ' + declined[-1]}"
+        )
+    return axes
 
 
 def score(result: Result, policy: Policy) -> Result:
     """Re-score every step of a Result under `policy`; measurements are untouched."""
+    steps = [score_step(s, policy) for s in result.steps]
     return replace(
         result,
         policy=policy.name,
         tolerance_rel=policy.tolerance_rel,
         tolerance_ulps=policy.tolerance_ulps,
-        steps=[score_step(s, policy) for s in result.steps],
+        steps=steps,
+        not_varied=not_varied(steps, result.amplified),
     )

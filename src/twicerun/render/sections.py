@@ -1,0 +1,164 @@
+"""The parts of the report after the step lines: cause, amplification, what a status
+means for the steps that carry it, and what was not varied."""
+
+from __future__ import annotations
+
+from twicerun.render.evidence import plural
+from twicerun.result import Result, Series, StepResult
+
+AMPLIFIER_ORDER = ("tie collapse", "thread count", "row multiplication", "arrival order")
+
+
+def percent(p: float | None) -> str:
+    return "?" if p is None else f"{100 * p:.0f} percent"
+
+
+def series_rate(series: Series) -> str:
+    return f"{series.fired} of {series.compared}"
+
+
+def cause_section(result: Result) -> list[str]:
+    steps = [s for s in result.steps if s.bisect is not None and (s.fired or s.tolerated)]
+    if not steps:
+        return []
+    threads = result.environment.threads
+    width = max(len(s.name) for s in steps)
+    runs = max(s.bisect.runs for s in steps)
+    lines = [
+        "",
+        f"cause, from re-executing each step that fired {plural(runs, 'time')} at threads=1 on run 1's inputs:",
+    ]
+    labels = set()
+    for s in steps:
+        b = s.bisect
+        if b.error:
+            lines.append(
+                f"  {s.index} {s.name:<{width}}  no cause: it raised at threads=1: {b.error}"
+            )
+            continue
+        label = s.cause or "tolerated"
+        labels.add(label)
+        lines.append(
+            f"  {s.index} {s.name:<{width}}  {label:<24}  {s.fired} of {s.compared} at threads={threads}, "
+            f"{series_rate(b)} at threads=1"
+        )
+    if "PARALLEL_ORDER" in labels:
+        b = max((s.bisect for s in steps if s.cause == "PARALLEL_ORDER"), key=lambda b: b.compared)
+        lines.append(
+            f"  PARALLEL_ORDER: the step stopped firing with one thread. That is {plural(b.compared, 'clean comparison')}, "
+            f"which leaves the per-comparison rate at threads=1 anywhere up to {percent(b.zero_bound)} "
+            f"(95 percent, one-sided), and runs sharing a process and a machine are not independent draws."
+        )
+    if "PERSISTS_SINGLE_THREADED" in labels:
+        lines.append(
+            "  PERSISTS_SINGLE_THREADED: one thread did not stop it, so the thread count is not the "
+            "explanation; twicerun does not guess among what is left (state the step appends to, a "
+            "clock, a data-dependent branch, something outside the pipeline)."
+        )
+    return lines
+
+
+def amplification_section(result: Result) -> list[str]:
+    steps = [s for s in result.steps if s.amplifiers]
+    if not steps:
+        if not result.amplified:
+            return [
+                "",
+                "amplification: not run (--no-amplify), so every quiet step below is quiet on this input only.",
+            ]
+        return []
+    lines = [
+        "",
+        "amplification, on the steps the loop found quiet (3 runs each, continuing to "
+        f"{result.runs} when one fires):",
+    ]
+    for s in steps:
+        lines.append(f"  {s.index} {s.name}")
+        for a in sorted(s.amplifiers, key=lambda a: AMPLIFIER_ORDER.index(a.kind)):
+            if a.declined:
+                text = f"not run: {a.declined}"
+            elif a.error:
+                text = f"FAILED after {plural(a.runs, 'run')}: {a.error}"
+            else:
+                text = f"{series_rate(a)}: {a.detail}" if a.detail else series_rate(a)
+                if a.tolerated:
+                    text += f" ({a.tolerated} tolerated)"
+            lines.append(f"      {a.kind:<19} {text}")
+    return lines
+
+
+def _varied(s: StepResult) -> tuple[list[str], list[str]]:
+    varied = [f"run repetition {s.fired} of {s.compared}"]
+    missing = []
+    for a in sorted(s.amplifiers, key=lambda a: AMPLIFIER_ORDER.index(a.kind)):
+        if a.ran:
+            varied.append(f"{a.kind} {series_rate(a)}")
+        else:
+            missing.append(a.kind)
+    if not s.amplifiers:
+        missing.append("every amplifier")
+    return varied, missing
+
+
+def status_section(result: Result) -> list[str]:
+    lines: list[str] = []
+    stable = [s for s in result.steps if s.status == "STABLE_ON_THIS_INPUT"]
+    if stable:
+        lines += [
+            "",
+            "STABLE_ON_THIS_INPUT: agreed with itself on the input it was handed, and stopped "
+            "agreeing once that input was stressed:",
+        ]
+        for s in stable:
+            fired = [f"{series_rate(a)} under {a.kind}" for a in s.amplifiers if a.ran and a.fired]
+            lines.append(f"  {s.index} {s.name}: {', '.join(fired)}")
+        lines.append(
+            "  This is the case a plain repeat loop reports as a clean zero. It is not a milder "
+            "DIVERGENT; it says the step broke under the stresses named, and nothing beyond them."
+        )
+    failed = [s for s in result.steps if s.status == "AMPLIFICATION_FAILED"]
+    if failed:
+        lines += [
+            "",
+            "AMPLIFICATION_FAILED: an amplifier could not run, so these zeros were not tightened:",
+        ]
+        for s in failed:
+            errors = [f"{a.kind}: {a.error}" for a in s.amplifiers if a.error]
+            lines.append(f"  {s.index} {s.name}: {'; '.join(errors)}")
+    quiet = [s for s in result.steps if s.status == "NO_DIVERGENCE_OBSERVED"]
+    if quiet:
+        lines += [
+            "",
+            "NO_DIVERGENCE_OBSERVED is a fire rate and two lists, not a verdict about the code:",
+        ]
+        width = max(len(s.name) for s in quiet)
+        for s in quiet:
+            varied, missing = _varied(s)
+            text = f"varied: {', '.join(varied)}"
+            if missing:
+                text += f"; not varied: {', '.join(missing)}"
+            lines.append(f"  {s.index} {s.name:<{width}}  {text}")
+        known = {s.compared: s.zero_bound for s in quiet}
+        known.update(
+            {
+                a.compared: a.zero_bound
+                for s in quiet
+                for a in s.amplifiers
+                if a.ran and a.compared and not a.fired
+            }
+        )
+        bounds = [
+            f"{plural(m, 'clean comparison')} leave the per-comparison rate anywhere up to {percent(b)}"
+            for m, b in sorted(known.items())
+            if b is not None
+        ]
+        lines.append(
+            f"  {'; '.join(bounds)} (95 percent, one-sided; runs on one machine are not independent)."
+        )
+    return lines
+
+
+def not_varied_line(result: Result) -> list[str]:
+    return [
+        f"Not varied by this invocation, whatever a step's status says: {', '.join(result.not_varied)}."
+    ]

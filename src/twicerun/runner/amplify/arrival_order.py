@@ -1,0 +1,66 @@
+"""Arrival order: the same rows, in another order.
+
+A step that pins itself to one thread is deterministic only for as long as its
+input keeps arriving in the same order; rerunning it cannot show that, but
+handing it the same rows reordered can. Variant 1 is the input as it is,
+variant 2 its row groups in reverse (rows inside each group kept in order;
+with a single row group, the rows reversed), and every later variant a
+shuffle seeded by the variant number.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from twicerun.runner.amplify.base import Applied, Declined, Outcome, copy_ordered, numbered
+
+
+def _row_groups(con: duckdb.DuckDBPyConnection, source: Path) -> list[tuple[int, int]]:
+    path = str(source).replace("'", "''")
+    sizes = con.execute(
+        f"SELECT row_group_id, any_value(row_group_num_rows) FROM parquet_metadata('{path}') "
+        f"GROUP BY row_group_id ORDER BY row_group_id"
+    ).fetchall()
+    spans, start = [], 0
+    for _, size in sizes:
+        spans.append((start, start + int(size)))
+        start += int(size)
+    return spans
+
+
+def reorder(
+    con: duckdb.DuckDBPyConnection, source: Path, target: Path, *, artifact: str, variant: int
+) -> Outcome:
+    path = str(source).replace("'", "''")
+    (rows,) = con.execute(f"SELECT count(*) FROM read_parquet('{path}')").fetchone()
+    if rows <= 1:
+        return Declined(f"{artifact} has {rows} row{'s' if rows != 1 else ''}, so no other order")
+    source_rows = f"(SELECT * FROM {numbered(source)})"
+    if variant <= 1:
+        query, what = (
+            f"SELECT * EXCLUDE (file_row_number) FROM {source_rows} ORDER BY file_row_number",
+            "as written",
+        )
+    elif variant == 2 and len(spans := _row_groups(con, source)) > 1:
+        values = ", ".join(f"({i}, {lo}, {hi})" for i, (lo, hi) in enumerate(spans))
+        query = (
+            f"SELECT s.* EXCLUDE (file_row_number) FROM {source_rows} s "
+            f"JOIN (VALUES {values}) g(gid, lo, hi) ON s.file_row_number >= g.lo AND s.file_row_number < g.hi "
+            f"ORDER BY g.gid DESC, s.file_row_number"
+        )
+        what = f"its {len(spans)} row groups in reverse"
+    elif variant == 2:
+        query = (
+            f"SELECT * EXCLUDE (file_row_number) FROM {source_rows} ORDER BY file_row_number DESC"
+        )
+        what = "reversed"
+    else:
+        query = (
+            f"SELECT * EXCLUDE (file_row_number) FROM {source_rows} "
+            f"ORDER BY hash(file_row_number, {variant}), file_row_number"
+        )
+        what = f"shuffled with seed {variant}"
+    copy_ordered(con, query, target)
+    return Applied(f"{artifact}: the same {rows:,} rows, {what}")

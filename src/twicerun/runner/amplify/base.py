@@ -1,0 +1,70 @@
+"""What an amplifier's transform returns, and the column facts they share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from twicerun.compare.columns import ColumnClass, classify, quote_identifier
+from twicerun.compare.digest import parquet_source
+
+
+@dataclass(frozen=True)
+class Applied:
+    """The transform wrote its output; `detail` says what it changed."""
+
+    detail: str
+
+
+@dataclass(frozen=True)
+class Declined:
+    """The transform had nothing to change; `reason` says why."""
+
+    reason: str
+
+
+Outcome = Applied | Declined
+
+
+@dataclass(frozen=True)
+class ColumnFacts:
+    name: str
+    type: duckdb.DuckDBPyType
+    cls: ColumnClass
+    distinct: int
+
+    @property
+    def sql(self) -> str:
+        return quote_identifier(self.name)
+
+
+def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> tuple[int, list[ColumnFacts]]:
+    """Row count, and each column's class and exact count of distinct non-NULL values."""
+    relation = con.sql(f"SELECT * FROM {parquet_source(source)}")
+    names, types = relation.columns, relation.types
+    counts = ", ".join(f"count(DISTINCT {quote_identifier(n)})" for n in names)
+    row = con.execute(f"SELECT count(*), {counts} FROM {parquet_source(source)}").fetchone()
+    facts = [
+        ColumnFacts(n, t, classify(n, t).cls, int(d))
+        for n, t, d in zip(names, types, row[1:], strict=True)
+    ]
+    return int(row[0]), facts
+
+
+def most_distinct(facts: list[ColumnFacts]) -> ColumnFacts | None:
+    """The column with the most distinct values; the first one on a tie."""
+    return max(facts, key=lambda c: c.distinct, default=None)
+
+
+def copy_ordered(con: duckdb.DuckDBPyConnection, query: str, target: Path) -> None:
+    """Write `query` (which ends in ORDER BY) to `target`, keeping that order in the file."""
+    con.execute("SET preserve_insertion_order = true")
+    con.execute(f"COPY ({query}) TO '{str(target).replace(chr(39), chr(39) * 2)}' (FORMAT parquet)")
+
+
+def numbered(source: Path) -> str:
+    """The source with its exact position in the file as `file_row_number`."""
+    path = str(source).replace("'", "''")
+    return f"read_parquet('{path}', file_row_number = true)"

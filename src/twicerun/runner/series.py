@@ -1,0 +1,148 @@
+"""A step re-executed on its own, as a series of runs compared with its own first run.
+
+The bisect and every amplifier are series. A series mirrors the contained loop
+for one step: its run 1 starts from the same state the loop's run 1 did (the
+`initial` rows of any ctx.state), every later run reads run 1's copy as its
+state, and every later run is compared with run 1 exactly as the loop compares,
+digests first and the oracle only where they disagree. Inputs come from the
+caller, which is how an amplifier substitutes a stressed artifact.
+
+A series may start as a probe of a few runs and continue, not restart, up to the
+full count as soon as a comparison fires.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import duckdb
+
+from twicerun.compare.oracle import ReferenceCache
+from twicerun.errors import BadInput, StepCrashed
+from twicerun.judge.policy import Policy, judge_step
+from twicerun.pipeline import Step
+from twicerun.result import Comparison, Series
+from twicerun.runner.execute import execute_step
+from twicerun.runner.progress import Progress, ProgressEvent
+from twicerun.runner.records import Records
+from twicerun.runner.scoring import measures
+from twicerun.storage.context import ArtifactRef, Connections
+from twicerun.storage.janitor import Janitor
+from twicerun.storage.layout import LOOP, Invocation, RunAddress
+
+
+@dataclass
+class Workbench:
+    """What every series needs from the invocation it belongs to."""
+
+    invocation: Invocation
+    records: Records
+    connections: Connections
+    con: duckdb.DuckDBPyConnection
+    keys: Mapping[str, Sequence[str]]
+    policy: Policy
+    progress: Progress
+    steps: int
+    janitor: Janitor
+
+
+def run_series(
+    bench: Workbench,
+    step: Step,
+    *,
+    kind: str,
+    label: str,
+    threads: int,
+    runs: int,
+    inputs_for: Callable[[int], Mapping[str, ArtifactRef]],
+    probe: int | None = None,
+    detail: str | None = None,
+) -> Series:
+    from twicerun.runner.loop import compare_step  # one comparison, shared with the loop
+
+    records = bench.records
+    reference = RunAddress(label, 1)
+    loop_reference = RunAddress(LOOP, 1)
+    comparisons: list[Comparison] = []
+    cache = ReferenceCache(bench.con)
+    target = min(probe, runs) if probe else runs
+    started = time.perf_counter()
+    executed = 0
+    rows_read = 0
+    try:
+        k = 1
+        while k <= target:
+            bench.progress(ProgressEvent(kind, k, target, step.index, bench.steps, step.name))
+            address = RunAddress(label, k)
+
+            def state_source(name: str, _k=k):
+                return None if _k == 1 else records.ref(reference, step.index, name)
+
+            receipt = execute_step(
+                invocation=bench.invocation,
+                step=step,
+                address=address,
+                threads=threads,
+                visible=inputs_for(k),
+                state_source=state_source,
+                owners=records.owners(loop_reference),
+                reference=records.get(reference, step.index),
+                digest_connection=bench.con,
+                connections=bench.connections,
+            )
+            executed += 1
+            records.add(address, receipt)
+            if k == 1:
+                rows_read = receipt.rows_read
+            else:
+                comparisons.append(
+                    compare_step(
+                        records, bench.con, reference, address, step.index, bench.keys, cache
+                    )
+                )
+                records.prune_identical(address, step.index, against=reference)
+            if k == target < runs and _fires(comparisons, rows_read, bench.policy):
+                target = runs
+            k += 1
+    except (StepCrashed, BadInput) as exc:
+        return Series(
+            kind=kind,
+            threads=threads,
+            runs=executed,
+            comparisons=comparisons,
+            rows_read=rows_read,
+            error=str(exc),
+            detail=detail,
+            seconds=round(time.perf_counter() - started, 3),
+        )
+    finally:
+        cache.clear()
+        _discard_artifacts(bench, label)
+    return Series(
+        kind=kind,
+        threads=threads,
+        runs=executed,
+        comparisons=comparisons,
+        rows_read=rows_read,
+        detail=detail,
+        seconds=round(time.perf_counter() - started, 3),
+    )
+
+
+def _fires(comparisons: list[Comparison], rows_read: int, policy: Policy) -> bool:
+    return judge_step([measures(c) for c in comparisons], rows_read, policy).fired > 0
+
+
+def _discard_artifacts(bench: Workbench, label: str) -> None:
+    """A series' findings are recorded; its Parquet files are not needed past them."""
+    root = bench.invocation.root / label
+    if not root.is_dir():
+        return
+    for path in root.rglob("*.parquet"):
+        bench.janitor.remove(path)
+
+
+def discard_directory(bench: Workbench, name: str) -> None:
+    bench.janitor.remove_tree(bench.invocation.root / name)
