@@ -129,3 +129,20 @@ def test_a_pipeline_written_for_another_runner_runs_unchanged(write_pipeline, tw
     outcome = twicerun("run", path, "--runs", "2", "--json", "-")
     assert outcome.code == 0, outcome.err
     assert [s["wrote"] for s in outcome.json()["steps"]] == [["raw"], ["doubled", "count"]]
+
+
+def test_sql_runs_a_query_once_so_setseed_takes_effect_and_rows_stay_put(tmp_path):
+    ctx = make_ctx(tmp_path)
+    ctx.sql("SELECT setseed(0.25)")
+    drawn = ctx.sql("SELECT random() AS r FROM range(3)")
+    assert drawn.fetchall() == drawn.fetchall()  # read twice, the same rows
+    again = make_ctx(tmp_path)
+    again.sql("SELECT setseed(0.25)")
+    assert again.sql("SELECT random() AS r FROM range(3)").fetchall() == drawn.fetchall()
+
+
+def test_sql_returns_rows_for_pragma_and_runs_every_statement_of_a_script(tmp_path):
+    ctx = make_ctx(tmp_path)
+    assert ctx.sql("PRAGMA version").fetchall()
+    relation = ctx.sql("CREATE TABLE t AS SELECT 1 AS a; INSERT INTO t VALUES (2); SELECT sum(a) FROM t")
+    assert relation.fetchall() == [(3,)]

@@ -99,6 +99,7 @@ class StepContext:
         self._owners = dict(owners)
         self.output = StepOutput()
         self._read_names: set[str] = set()
+        self._results = 0
         self._where = f"step {step_index} {step_name}"
 
     @property
@@ -176,14 +177,31 @@ class StepContext:
         self.output.written[name] = final
 
     def sql(self, query: str, params: Any = None) -> duckdb.DuckDBPyRelation | None:
-        """Run SQL on this step's connection: a relation for a query, None for a statement."""
+        """Run SQL on this step's connection: a relation for a query, None for a statement.
+
+        The SQL runs now, once. A DuckDB relation on its own is lazy and runs its
+        query again on every use, so `ctx.sql("SELECT setseed(0.5)")` would never
+        seed anything and a query calling random() would give new rows each time
+        it was read. A query's rows are therefore kept in a temporary table and the
+        relation returned reads that.
+        """
         if _OUTSIDE_READ.search(query):
             self.output.sql_outside_ctx.append(" ".join(query.split())[:200])
         statements = self._con.extract_statements(query)
-        last = statements[-1].type.name if statements else "SELECT"
-        if last in _ROW_STATEMENTS:
-            return self._con.sql(query, params=params)
-        self._con.execute(query, params)
+        if not statements:
+            return None
+        *before, last = statements
+        for statement in before:
+            self._con.execute(statement.query)
+        kind = last.type.name
+        if kind == "SELECT":
+            self._results += 1
+            table = f"__twicerun_sql_{self._results}"
+            self._con.execute(f"CREATE TEMP TABLE {table} AS {last.query}", params)
+            return self._con.table(table)
+        if kind in _ROW_STATEMENTS:
+            return self._con.from_arrow(self._con.execute(last.query, params).to_arrow_table())
+        self._con.execute(last.query, params)
         return None
 
     def _write_parquet(self, name: str, data: Any, target: Path) -> None:

@@ -1,0 +1,145 @@
+"""Each amplifier is a pure function from one Parquet file to another: tested as such."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from twicerun.compare.digest import bytes_digest, canonical_digest
+from twicerun.runner.amplify.arrival_order import reorder
+from twicerun.runner.amplify.base import Applied, Declined
+from twicerun.runner.amplify.row_multiplication import multiply_rows
+from twicerun.runner.amplify.tie_collapse import collapse_ties
+
+CON = duckdb.connect()
+
+
+def events(tmp_path: Path, rows: int = 2000, customers: int = 1000, name="events.parquet") -> Path:
+    path = tmp_path / name
+    CON.execute(
+        f"COPY (SELECT range AS event_id, hash(range) % {customers} AS customer, "
+        f"(range % 7)::DOUBLE AS amount FROM range({rows})) TO '{path}' (FORMAT parquet)"
+    )
+    return path
+
+
+def rows_of(path: Path, order: str = "") -> list[tuple]:
+    return CON.execute(f"SELECT * FROM read_parquet('{path}') {order}").fetchall()
+
+
+# Tie collapse ---------------------------------------------------------------------------
+
+
+def test_tie_collapse_raises_density_with_real_values_and_leaves_the_most_distinct_column(tmp_path):
+    source = events(tmp_path)
+    target = tmp_path / "out.parquet"
+    outcome = collapse_ties(CON, source, target, artifact="events", rows_per_value=500)
+    assert isinstance(outcome, Applied)
+    assert "events.customer into 4 values" in outcome.detail
+    before, after = rows_of(source), rows_of(target)
+    assert len(after) == len(before)
+    assert [r[0] for r in after] == [r[0] for r in before]  # ids intact and in the same order
+    assert [r[2] for r in after] == [r[2] for r in before]  # floats are never tie columns
+    customers_before = {r[1] for r in before}
+    customers_after = {r[1] for r in after}
+    assert customers_after <= customers_before  # only real values of the same column
+    assert len(customers_after) == 4
+
+
+def test_tie_collapse_declines_when_the_column_is_already_dense(tmp_path):
+    source = events(tmp_path, rows=2000, customers=2)
+    outcome = collapse_ties(CON, source, tmp_path / "out.parquet", artifact="events", rows_per_value=500)
+    assert outcome == Declined(
+        "every column of events that could tie already has 1,000 or more rows per value, at or "
+        "past the 500 this amplifier aims for"
+    )
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_tie_collapse_declines_when_only_the_most_distinct_column_is_exact(tmp_path):
+    path = tmp_path / "ids.parquet"
+    pq.write_table(pa.table({"id": [1, 2, 3], "x": [0.5, 1.5, 2.5]}), path)
+    outcome = collapse_ties(CON, path, tmp_path / "out.parquet", artifact="ids")
+    assert outcome == Declined("ids has no exact column besides its most distinct one (id), so nothing could tie")
+
+
+def test_tie_collapse_is_a_pure_function(tmp_path):
+    source = events(tmp_path)
+    first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    collapse_ties(CON, source, first, artifact="events", rows_per_value=500)
+    collapse_ties(CON, source, second, artifact="events", rows_per_value=500)
+    assert bytes_digest(first) == bytes_digest(second)
+
+
+# Row multiplication -----------------------------------------------------------------------
+
+
+def test_row_multiplication_doubles_the_rows_and_keeps_the_id_unique(tmp_path):
+    source = events(tmp_path, rows=100)
+    target = tmp_path / "out.parquet"
+    assert multiply_rows(CON, source, target, artifact="events") == Applied("events 100 rows to 200")
+    after = rows_of(target)
+    assert len(after) == 200
+    assert len({r[0] for r in after}) == 200
+    assert sorted(r[1:] for r in after) == sorted(r[1:] for r in rows_of(source) * 2)
+    assert pq.read_schema(target).names == pq.read_schema(source).names
+
+
+def test_row_multiplication_declines_an_empty_input(tmp_path):
+    source = events(tmp_path, rows=0)
+    assert multiply_rows(CON, source, tmp_path / "out.parquet", artifact="events") == Declined(
+        "events has no rows to multiply"
+    )
+
+
+# Arrival order ------------------------------------------------------------------------------
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(min_value=2, max_value=9))
+def test_arrival_order_keeps_the_rows_and_changes_their_order(tmp_path, variant):
+    source = events(tmp_path, rows=300_000, name=f"events-{variant}.parquet")
+    target = tmp_path / f"v{variant}.parquet"
+    outcome = reorder(CON, source, target, artifact="events", variant=variant)
+    assert isinstance(outcome, Applied)
+    assert canonical_digest(CON, target)[0] == canonical_digest(CON, source)[0]
+    assert [r[0] for r in rows_of(target)] != [r[0] for r in rows_of(source)]
+
+
+def test_arrival_order_variant_1_is_the_input_as_written(tmp_path):
+    source = events(tmp_path, rows=50)
+    target = tmp_path / "v1.parquet"
+    reorder(CON, source, target, artifact="events", variant=1)
+    assert rows_of(target) == rows_of(source)
+
+
+def test_arrival_order_variant_2_reverses_the_row_groups(tmp_path):
+    path = tmp_path / "groups.parquet"
+    pq.write_table(pa.table({"n": list(range(10))}), path, row_group_size=4)
+    target = tmp_path / "out.parquet"
+    outcome = reorder(CON, path, target, artifact="groups", variant=2)
+    assert outcome == Applied("groups: the same 10 rows, its 3 row groups in reverse")
+    assert [r[0] for r in rows_of(target)] == [8, 9, 4, 5, 6, 7, 0, 1, 2, 3]
+
+
+def test_arrival_order_declines_a_single_row(tmp_path):
+    path = tmp_path / "one.parquet"
+    pq.write_table(pa.table({"n": [1]}), path)
+    assert reorder(CON, path, tmp_path / "o.parquet", artifact="one", variant=3) == Declined(
+        "one has 1 row, so no other order"
+    )
+
+
+@pytest.mark.parametrize("variant", [2, 3, 4])
+def test_arrival_order_is_a_pure_function(tmp_path, variant):
+    source = events(tmp_path, rows=1000)
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    reorder(CON, source, a, artifact="events", variant=variant)
+    reorder(CON, source, b, artifact="events", variant=variant)
+    assert bytes_digest(a) == bytes_digest(b)

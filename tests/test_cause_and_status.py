@@ -1,0 +1,278 @@
+"""Cause, amplification, statuses and every exit code, through the real CLI.
+
+The pipelines here diverge on purpose and deterministically (a module counter,
+a branch on ctx.threads, an order that depends on arrival), so every assertion
+is exact; real thread-scheduling divergence is covered by the slow reference tests.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from twicerun.judge.cause import upper_bound
+
+
+def by_name(document):
+    return {s["name"]: s for s in document["steps"]}
+
+
+INPUTS = """
+def events(ctx):
+    ctx.write("events", "SELECT range AS event_id, range % 50 AS customer FROM range(2000)")
+"""
+
+# Keeps the first event per customer with one thread and no tiebreak: deterministic for as
+# long as the rows arrive in the same order, which rerunning never changes.
+FIRST_PER_CUSTOMER = INPUTS + """
+
+def first_event(ctx):
+    ctx.read("events")
+    ctx.sql("SET threads = 1")
+    ctx.write("firsts", "SELECT customer, first(event_id) AS event_id FROM events GROUP BY customer")
+"""
+
+FIRST_WITH_TIEBREAK = INPUTS + """
+
+def first_event(ctx):
+    ctx.read("events")
+    ctx.sql("SET threads = 1")
+    ctx.write(
+        "firsts",
+        "SELECT customer, first(event_id ORDER BY event_id) AS event_id FROM events GROUP BY customer",
+    )
+"""
+
+
+def test_first_row_per_key_without_a_tiebreak_is_stable_on_this_input(write_pipeline, twicerun):
+    outcome = twicerun("run", write_pipeline(FIRST_PER_CUSTOMER), "--amplify", "--json", "-")
+    step = by_name(outcome.json())["first_event"]
+    assert (step["fired"], step["compared"]) == (0, 4)
+    assert step["status"] == "STABLE_ON_THIS_INPUT"
+    fired = {a["kind"]: a["fired"] for a in step["amplifiers"]}
+    assert fired["arrival order"] > 0
+    assert fired["thread count"] == fired["tie collapse"] == fired["row multiplication"] == 0
+    assert outcome.code == 4
+
+
+def test_the_same_step_with_a_tiebreak_is_no_divergence_observed(write_pipeline, twicerun):
+    outcome = twicerun("run", write_pipeline(FIRST_WITH_TIEBREAK), "--amplify", "--json", "-")
+    step = by_name(outcome.json())["first_event"]
+    assert step["status"] == "NO_DIVERGENCE_OBSERVED"
+    assert all(a["fired"] == 0 for a in step["amplifiers"])
+    assert outcome.code == 0
+
+
+def test_a_stable_step_names_the_amplifier_that_broke_it(write_pipeline, twicerun):
+    out = twicerun("run", write_pipeline(FIRST_PER_CUSTOMER), "--amplify").out
+    assert "STABLE_ON_THIS_INPUT: agreed with itself on the input it was handed" in out
+    assert "  1 first_event: 4 of 4 under arrival order" in out
+    assert "arrival order       4 of 4: events: run 1 as written" in out
+
+
+PARALLEL_ONLY = """
+import itertools
+
+_calls = itertools.count()
+
+
+def threaded(ctx):
+    # Changes between runs only when more than one thread runs it.
+    mark = next(_calls) if ctx.threads > 1 else 0
+    ctx.write("t", f"SELECT {mark} AS mark")
+
+
+def always(ctx):
+    ctx.write("a", f"SELECT {next(_calls)} AS mark")
+"""
+
+
+def test_the_bisect_names_parallel_order_and_a_cause_that_persists(write_pipeline, twicerun):
+    outcome = twicerun("run", write_pipeline(PARALLEL_ONLY), "--threads", "2", "--json", "-")
+    steps = by_name(outcome.json())
+    assert steps["threaded"]["cause"] == "PARALLEL_ORDER"
+    assert steps["always"]["cause"] == "PERSISTS_SINGLE_THREADED"
+    for step in steps.values():
+        bisect = step["bisect"]
+        assert bisect["threads"] == 1 and bisect["runs"] == 5
+        assert bisect["compared"] == step["compared"] == 4  # the same denominator
+    assert (steps["threaded"]["bisect"]["fired"], steps["always"]["bisect"]["fired"]) == (0, 4)
+    out = twicerun("run", write_pipeline(PARALLEL_ONLY), "--threads", "2").out
+    assert "  0 threaded  PARALLEL_ORDER            4 of 4 at threads=2, 0 of 4 at threads=1" in out
+    assert "anywhere up to 53 percent (95 percent, one-sided)" in out
+
+
+def test_a_loop_already_at_one_thread_is_not_bisected(write_pipeline, twicerun):
+    outcome = twicerun("run", write_pipeline(PARALLEL_ONLY), "--threads", "1", "--json", "-")
+    always = by_name(outcome.json())["always"]
+    assert (always["cause"], always["bisect"]) == (None, None)
+    assert any("not bisected: the loop already ran at threads=1" in n for n in always["notes"])
+
+
+@pytest.mark.parametrize("m", range(1, 11))
+def test_the_one_sided_bound_on_a_zero_is_the_closed_form(m):
+    assert upper_bound(0, m) == pytest.approx(1 - 0.05 ** (1 / m), rel=1e-12)
+
+
+@pytest.mark.parametrize(("k", "m"), [(1, 4), (2, 10), (5, 9)])
+def test_the_bound_above_zero_leaves_five_percent_in_the_lower_tail(k, m):
+    import math
+
+    p = upper_bound(k, m)
+    tail = sum(math.comb(m, i) * p**i * (1 - p) ** (m - i) for i in range(k + 1))
+    assert tail == pytest.approx(0.05, abs=1e-9)
+
+
+THREADS_DRIFT = """
+import itertools
+
+_calls = itertools.count()
+
+
+def terms(ctx):
+    ctx.write("terms", "SELECT i, (1.0 / (i + 1))::DOUBLE AS v FROM range(3000) r(i)")
+
+
+def total(ctx):
+    ctx.read("terms")
+    # Sums in another order on every run, but only with more threads than the loop's two.
+    shift = next(_calls) if ctx.threads > 2 else 0
+    ctx.write("total", f"SELECT 1 AS id, sum(v ORDER BY hash(i + {shift})) AS s FROM terms")
+"""
+
+
+def test_the_policy_judges_amplified_findings_too(write_pipeline, twicerun):
+    path = write_pipeline(THREADS_DRIFT)
+    strict = twicerun("run", path, "--threads", "2", "--amplify", "--json", "-")
+    step = by_name(strict.json())["total"]
+    assert step["status"] == "STABLE_ON_THIS_INPUT"
+    assert strict.code == 4
+    tolerant = twicerun(
+        "run", path, "--threads", "2", "--amplify", "--policy", "reduction-order", "--json", "-"
+    )
+    step = by_name(tolerant.json())["total"]
+    threads = next(a for a in step["amplifiers"] if a["kind"] == "thread count")
+    assert (threads["fired"], threads["tolerated"]) == (0, 2)
+    assert step["status"] == "NO_DIVERGENCE_OBSERVED"
+    assert tolerant.code == 0
+
+
+def test_a_step_that_raises_under_an_amplifier_is_amplification_failed(write_pipeline, twicerun):
+    path = write_pipeline(
+        INPUTS
+        + """
+
+def strict_count(ctx):
+    ctx.read("events")
+    ((n,),) = ctx.sql("SELECT count(*) FROM events").fetchall()
+    if n != 2000:
+        raise ValueError(f"expected 2000 events, got {n}")
+    ctx.write("count", f"SELECT {n} AS n")
+"""
+    )
+    outcome = twicerun("run", path, "--amplify", "--json", "-")
+    step = by_name(outcome.json())["strict_count"]
+    assert step["status"] == "AMPLIFICATION_FAILED"
+    failed = [a for a in step["amplifiers"] if a["error"]]
+    assert [a["kind"] for a in failed] == ["row multiplication"]
+    assert "expected 2000 events, got 4000" in failed[0]["error"]
+    assert outcome.code == 5
+
+
+def test_a_declined_amplifier_is_listed_as_not_varied_never_as_a_zero(write_pipeline, twicerun):
+    outcome = twicerun("run", write_pipeline(INPUTS), "--amplify", "--json", "-")
+    step = by_name(outcome.json())["events"]
+    declined = {a["kind"]: a["declined"] for a in step["amplifiers"] if a["declined"]}
+    assert set(declined) == {"tie collapse", "row multiplication", "arrival order"}
+    assert all(a["compared"] == 0 for a in step["amplifiers"] if a["declined"])
+    out = twicerun("run", write_pipeline(INPUTS), "--amplify").out
+    assert (
+        "  0 events  varied: run repetition 0 of 4, thread count 0 of 2; not varied: tie collapse, "
+        "row multiplication, arrival order"
+    ) in out
+    assert "tie collapse        not run: this step reads no artifact through ctx.read" in out
+
+
+def test_every_report_ends_with_what_was_not_varied(write_pipeline, twicerun):
+    out = twicerun("run", write_pipeline(INPUTS), "--amplify").out
+    assert out.splitlines()[-1].startswith(
+        "Not varied by this invocation, whatever a step's status says: DuckDB version, memory "
+        "limit and spilling, input distribution beyond what the amplifiers changed, wall clock, "
+        "filesystem"
+    )
+    no_amp = twicerun("run", write_pipeline(INPUTS), "--no-amplify").out
+    assert "every amplifier (--no-amplify)" in no_amp.splitlines()[-1]
+    assert "amplification: not run (--no-amplify)" in no_amp
+
+
+def test_a_timestamp_column_that_moved_gets_a_wall_clock_hint(write_pipeline, twicerun):
+    path = write_pipeline(
+        """
+        import itertools
+
+        _calls = itertools.count()
+
+
+        def stamped(ctx):
+            ctx.write(
+                "stamped",
+                f"SELECT range AS id, TIMESTAMP '2026-01-01' + INTERVAL ({next(_calls)}) SECOND "
+                f"AS loaded_at FROM range(5)",
+            )
+        """
+    )
+    outcome = twicerun("run", path, "--json", "-")
+    step = outcome.json()["steps"][0]
+    assert step["hints"] == ["WALL_CLOCK"]
+    assert "hint WALL_CLOCK" in twicerun("run", path).out
+
+
+SEEDED = """
+import itertools
+
+from twicerun import step
+
+_calls = itertools.count()
+
+
+@step(stochastic=True, seed="seed")
+def sample(ctx, seed: int = 7):
+    ctx.sql(f"SELECT setseed({seed} / 100.0)")
+    ctx.write("sample", "SELECT range AS id FROM range(100) WHERE random() < 0.5")
+
+
+@step(stochastic=True, seed="seed")
+def ignores_its_seed(ctx, seed: int = 7):
+    ctx.write("drawn", f"SELECT {next(_calls)} AS value")
+"""
+
+
+def test_a_seeded_step_holds_its_seed_and_says_when_the_seed_does_not_control_it(
+    write_pipeline, twicerun
+):
+    path = write_pipeline(SEEDED)
+    outcome = twicerun("run", path, "--seed", "sample=11", "--json", "-")
+    steps = by_name(outcome.json())
+    assert (steps["sample"]["seed"], steps["sample"]["stochastic"]) == (11, True)
+    assert steps["sample"]["fired"] == 0
+    assert steps["ignores_its_seed"]["seed"] == 7
+    assert steps["ignores_its_seed"]["fired"] == 4
+    out = twicerun("run", path).out
+    assert (
+        "the seed was held at 7 in every run and the result moved anyway, so the seed does not "
+        "control this step"
+    ) in out
+
+
+@pytest.mark.parametrize(
+    ("source", "code"),
+    [
+        (INPUTS, 0),
+        (PARALLEL_ONLY, 1),
+        ("X = 1\n", 2),
+        ("def boom(ctx):\n    raise RuntimeError('no')\n", 3),
+        (FIRST_PER_CUSTOMER, 4),
+    ],
+)
+def test_each_exit_code_through_the_real_cli(write_pipeline, twicerun, source, code):
+    outcome = twicerun("run", write_pipeline(source), "--threads", "2", "--amplify")
+    assert outcome.code == code, outcome.err
