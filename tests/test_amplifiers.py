@@ -54,7 +54,9 @@ def test_tie_collapse_raises_density_with_real_values_and_leaves_the_most_distin
 
 def test_tie_collapse_declines_when_the_column_is_already_dense(tmp_path):
     source = events(tmp_path, rows=2000, customers=2)
-    outcome = collapse_ties(CON, source, tmp_path / "out.parquet", artifact="events", rows_per_value=500)
+    outcome = collapse_ties(
+        CON, source, tmp_path / "out.parquet", artifact="events", rows_per_value=500
+    )
     assert outcome == Declined(
         "every column of events that could tie already has 1,000 or more rows per value, at or "
         "past the 500 this amplifier aims for"
@@ -66,7 +68,9 @@ def test_tie_collapse_declines_when_only_the_most_distinct_column_is_exact(tmp_p
     path = tmp_path / "ids.parquet"
     pq.write_table(pa.table({"id": [1, 2, 3], "x": [0.5, 1.5, 2.5]}), path)
     outcome = collapse_ties(CON, path, tmp_path / "out.parquet", artifact="ids")
-    assert outcome == Declined("ids has no exact column besides its most distinct one (id), so nothing could tie")
+    assert outcome == Declined(
+        "ids has no exact column besides its most distinct one (id), so nothing could tie"
+    )
 
 
 def test_tie_collapse_is_a_pure_function(tmp_path):
@@ -83,7 +87,9 @@ def test_tie_collapse_is_a_pure_function(tmp_path):
 def test_row_multiplication_doubles_the_rows_and_keeps_the_id_unique(tmp_path):
     source = events(tmp_path, rows=100)
     target = tmp_path / "out.parquet"
-    assert multiply_rows(CON, source, target, artifact="events") == Applied("events 100 rows to 200")
+    assert multiply_rows(CON, source, target, artifact="events") == Applied(
+        "events 100 rows to 200"
+    )
     after = rows_of(target)
     assert len(after) == 200
     assert len({r[0] for r in after}) == 200
@@ -101,7 +107,9 @@ def test_row_multiplication_declines_an_empty_input(tmp_path):
 # Arrival order ------------------------------------------------------------------------------
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.integers(min_value=2, max_value=9))
 def test_arrival_order_keeps_the_rows_and_changes_their_order(tmp_path, variant):
     source = events(tmp_path, rows=300_000, name=f"events-{variant}.parquet")

@@ -23,15 +23,20 @@ def events(ctx):
 
 # Keeps the first event per customer with one thread and no tiebreak: deterministic for as
 # long as the rows arrive in the same order, which rerunning never changes.
-FIRST_PER_CUSTOMER = INPUTS + """
+FIRST_PER_CUSTOMER = (
+    INPUTS
+    + """
 
 def first_event(ctx):
     ctx.read("events")
     ctx.sql("SET threads = 1")
     ctx.write("firsts", "SELECT customer, first(event_id) AS event_id FROM events GROUP BY customer")
 """
+)
 
-FIRST_WITH_TIEBREAK = INPUTS + """
+FIRST_WITH_TIEBREAK = (
+    INPUTS
+    + """
 
 def first_event(ctx):
     ctx.read("events")
@@ -41,6 +46,7 @@ def first_event(ctx):
         "SELECT customer, first(event_id ORDER BY event_id) AS event_id FROM events GROUP BY customer",
     )
 """
+)
 
 
 def test_first_row_per_key_without_a_tiebreak_is_stable_on_this_input(write_pipeline, twicerun):

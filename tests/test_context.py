@@ -144,5 +144,7 @@ def test_sql_runs_a_query_once_so_setseed_takes_effect_and_rows_stay_put(tmp_pat
 def test_sql_returns_rows_for_pragma_and_runs_every_statement_of_a_script(tmp_path):
     ctx = make_ctx(tmp_path)
     assert ctx.sql("PRAGMA version").fetchall()
-    relation = ctx.sql("CREATE TABLE t AS SELECT 1 AS a; INSERT INTO t VALUES (2); SELECT sum(a) FROM t")
+    relation = ctx.sql(
+        "CREATE TABLE t AS SELECT 1 AS a; INSERT INTO t VALUES (2); SELECT sum(a) FROM t"
+    )
     assert relation.fetchall() == [(3,)]

@@ -88,3 +88,33 @@ def test_the_twins_exit_zero_with_every_step_at_zero(twicerun):
     outcome = twicerun("run", REPO / "pipelines" / "twins.py", "--json", "-")
     assert outcome.code == 0, outcome.out
     assert [(s["fired"], s["compared"]) for s in outcome.json()["steps"]] == [(0, 4)] * 7
+
+
+def test_causes_statuses_and_lists_on_the_reference(reference):
+    _, document, _ = reference
+    steps = by_name(document)
+    assert steps["append_audit_log"]["cause"] == "PERSISTS_SINGLE_THREADED"
+    for name in ("revenue_by_day", "assign_customer_keys", "average_basket"):
+        assert steps[name]["cause"] == "PARALLEL_ORDER"
+    for name in ("merge_price_updates", "assign_sparse_keys"):
+        if steps[name]["fired"]:
+            assert steps[name]["cause"] == "PARALLEL_ORDER"
+    for name in ("make_inputs", "summarise_key_batches"):
+        assert steps[name]["status"] == "NO_DIVERGENCE_OBSERVED"
+        assert {a["kind"] for a in steps[name]["amplifiers"]} == {
+            "tie collapse",
+            "thread count",
+            "row multiplication",
+            "arrival order",
+        }
+    declined = {a["kind"] for a in steps["make_inputs"]["amplifiers"] if a["declined"]}
+    assert declined == {"tie collapse", "row multiplication", "arrival order"}
+    assert steps["assign_sparse_keys"]["status"] in ("DIVERGENT", "STABLE_ON_THIS_INPUT")
+
+
+def test_the_twins_stay_quiet_under_every_amplifier(twicerun):
+    outcome = twicerun("run", REPO / "pipelines" / "twins.py", "--amplify", "--json", "-")
+    assert outcome.code == 0, outcome.out
+    for step in outcome.json()["steps"]:
+        assert step["status"] == "NO_DIVERGENCE_OBSERVED"
+        assert all(a["fired"] == 0 and a["error"] is None for a in step["amplifiers"])

@@ -80,10 +80,18 @@ def test_the_report_has_the_documented_shape_exactly():
         step_seconds=2.5,
         artifacts=".twicerun/20261129-000000-abcd",
         steps=[
-            StepResult(index=0, name="inputs", line=1, fired=0, compared=4,
-                       status="NO_DIVERGENCE_OBSERVED", zero_bound=0.5271),
-            StepResult(index=1, name="total_by_day", line=5, fired=3, compared=4,
-                       status="DIVERGENT"),
+            StepResult(
+                index=0,
+                name="inputs",
+                line=1,
+                fired=0,
+                compared=4,
+                status="NO_DIVERGENCE_OBSERVED",
+                zero_bound=0.5271,
+            ),
+            StepResult(
+                index=1, name="total_by_day", line=5, fired=3, compared=4, status="DIVERGENT"
+            ),
             StepResult(index=2, name="nothing", line=9, fired=0, compared=0, status=None),
         ],
         amplified=False,

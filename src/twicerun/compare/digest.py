@@ -69,10 +69,37 @@ def canonical_digest(
     return hashlib.sha256(material.encode()).hexdigest(), int(count), schema
 
 
-def digests(con: duckdb.DuckDBPyConnection, path: Path, *, known: Digests | None = None) -> Digests:
-    """Both digests; when `known` has the same bytes, its canonical digest is reused unread."""
+NOT_COMPUTED = ""
+
+
+def shape(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, list[list[str]]]:
+    """Row count and schema from the Parquet footer, without reading rows."""
+    relation = con.sql(f"SELECT * FROM {parquet_source(path)}")
+    schema = [
+        [c.name, c.type]
+        for c in (classify(n, t) for n, t in zip(relation.columns, relation.types, strict=True))
+    ]
+    (rows,) = con.execute(f"SELECT count(*) FROM {parquet_source(path)}").fetchone()
+    return int(rows), schema
+
+
+def digests(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    *,
+    known: Digests | None = None,
+    canonical: bool = True,
+) -> Digests:
+    """Both digests; when `known` has the same bytes, its canonical digest is reused unread.
+
+    With `canonical=False` the canonical digest is left NOT_COMPUTED, for a caller
+    that computes it only if a comparison ever needs it.
+    """
     b = bytes_digest(path)
     if known is not None and known.bytes_digest == b:
         return Digests(b, known.canonical_digest, known.rows, known.schema)
+    if not canonical:
+        rows, schema = shape(con, path)
+        return Digests(b, NOT_COMPUTED, rows, schema)
     c, rows, schema = canonical_digest(con, path)
     return Digests(b, c, rows, schema)

@@ -86,9 +86,17 @@ class Stressed:
 
 
 def amplify(
-    bench: Workbench, step: Step, stressed: Stressed, runs: int, threads: int
+    bench: Workbench,
+    step: Step,
+    stressed: Stressed,
+    runs: int,
+    threads: int,
+    probe: int | None = PROBE_RUNS,
 ) -> list[Series]:
-    """Every amplifier on one quiet step, each probing first and escalating when it fires."""
+    """Every amplifier on one quiet step, each probing first and escalating when it fires.
+
+    `probe=None` runs every amplifier to the full count from the start.
+    """
     loop_run1 = RunAddress(LOOP, 1)
     original = bench.records.visible(loop_run1, step.index)
     receipt = bench.records.get(loop_run1, step.index)
@@ -97,7 +105,7 @@ def amplify(
     found = []
     for amplifier in (TIE_COLLAPSE, THREAD_COUNT, ROW_MULTIPLICATION, ARRIVAL_ORDER):
         series_label = f"{label}-{SLUG[amplifier]}"
-        common = dict(kind=amplifier, label=series_label, runs=runs, probe=PROBE_RUNS)
+        common = dict(kind=amplifier, label=series_label, runs=runs, probe=probe)
         if amplifier == THREAD_COUNT:
             raised = raised_threads(threads)
             found.append(

@@ -33,6 +33,7 @@ def execute_step(
     reference: Receipt | None,
     digest_connection: duckdb.DuckDBPyConnection,
     connections: Connections,
+    eager_canonical: bool = True,
 ) -> Receipt:
     """Run `step` once at `address` and return its receipt (already saved)."""
     out_dir = invocation.step_dir(address, step.index, step.name)
@@ -91,7 +92,7 @@ def execute_step(
                     prior.bytes_digest, prior.canonical_digest, prior.rows, prior.schema
                 )
         try:
-            d = digests(digest_connection, path, known=known)
+            d = digests(digest_connection, path, known=known, canonical=eager_canonical)
         except UnsupportedColumn as exc:
             raise UnsupportedColumn(
                 f"artifact {name} of step {step.index} {step.name}: {exc}"

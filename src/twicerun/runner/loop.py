@@ -343,6 +343,17 @@ def compare_step(
     """
     ref_sides = records.sides(reference, index)
     later_sides = records.sides(later, index)
+    if any(
+        name in ref_sides
+        and side.bytes_digest != ref_sides[name].bytes_digest
+        and not (side.canonical_digest and ref_sides[name].canonical_digest)
+        for name, side in later_sides.items()
+    ):
+        # A series left canonical digests out; bytes differ, so now they are needed.
+        records.ensure_canonical(con, reference, index)
+        records.ensure_canonical(con, later, index)
+        ref_sides = records.sides(reference, index)
+        later_sides = records.sides(later, index)
     inputs = records.input_columns(later, index)
 
     def oracle(ref: Side | None, lat: Side | None) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import replace
 
+from twicerun.compare.digest import canonical_digest
 from twicerun.compare.pair import Side
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.janitor import Janitor, remove_now
@@ -94,6 +95,22 @@ class Records:
             if record is not None:
                 columns.update(name for name, _ in record.schema)
         return columns
+
+    def ensure_canonical(self, con, address: RunAddress, index: int) -> None:
+        """Compute canonical digests this receipt left out (a series computes them lazily)."""
+        receipt = self.get(address, index)
+        if receipt is None or all(r.canonical_digest for r in receipt.artifacts):
+            return
+        records = []
+        for record in receipt.artifacts:
+            if not record.canonical_digest:
+                ref = self.ref(address, index, record.name)
+                digest, _, _ = canonical_digest(con, ref.path)
+                record = replace(record, canonical_digest=digest)
+            records.append(record)
+        updated = replace(receipt, artifacts=records)
+        save_receipt(self.invocation.step_dir(address, index, receipt.step_name), updated)
+        self.add(address, updated)
 
     def sides(self, address: RunAddress, index: int) -> dict[str, Side]:
         receipt = self.get(address, index)

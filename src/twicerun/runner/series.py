@@ -91,6 +91,7 @@ def run_series(
                 reference=records.get(reference, step.index),
                 digest_connection=bench.con,
                 connections=bench.connections,
+                eager_canonical=False,
             )
             executed += 1
             records.add(address, receipt)

@@ -200,7 +200,7 @@ class StepContext:
             self._con.execute(f"CREATE TEMP TABLE {table} AS {last.query}", params)
             return self._con.table(table)
         if kind in _ROW_STATEMENTS:
-            return self._con.from_arrow(self._con.execute(last.query, params).to_arrow_table())
+            return self._con.from_arrow(self._con.sql(last.query, params=params).to_arrow_table())
         self._con.execute(last.query, params)
         return None
 

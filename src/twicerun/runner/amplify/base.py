@@ -40,8 +40,23 @@ class ColumnFacts:
         return quote_identifier(self.name)
 
 
+_FACTS: dict[tuple[str, int, int], tuple[int, list[ColumnFacts]]] = {}
+
+
 def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> tuple[int, list[ColumnFacts]]:
-    """Row count, and each column's class and exact count of distinct non-NULL values."""
+    """Row count, and each column's class and exact count of distinct non-NULL values.
+
+    Remembered per file (path, size, modification time), since two amplifiers ask
+    about the same input and counting distinct values is the costly part.
+    """
+    stat = Path(source).stat()
+    slot = (str(source), stat.st_size, stat.st_mtime_ns)
+    if slot not in _FACTS:
+        _FACTS[slot] = _count(con, source)
+    return _FACTS[slot]
+
+
+def _count(con: duckdb.DuckDBPyConnection, source: Path) -> tuple[int, list[ColumnFacts]]:
     relation = con.sql(f"SELECT * FROM {parquet_source(source)}")
     names, types = relation.columns, relation.types
     counts = ", ".join(f"count(DISTINCT {quote_identifier(n)})" for n in names)
