@@ -1,4 +1,4 @@
-"""Each amplifier is a pure function from one Parquet file to another: tested as such."""
+"""Amplifier transforms map an input file to a stressed file and touch nothing else."""
 
 from __future__ import annotations
 

@@ -192,8 +192,8 @@ def test_a_declined_amplifier_is_listed_as_not_varied_never_as_a_zero(write_pipe
     assert all(a["compared"] == 0 for a in step["amplifiers"] if a["declined"])
     out = twicerun("run", write_pipeline(INPUTS), "--amplify").out
     assert (
-        "  0 events  varied: run repetition 0 of 4, thread count 0 of 2; not varied: tie collapse, "
-        "row multiplication, arrival order"
+        "  0 events  varied: the loop 0 of 4, thread count 0 of 2; not varied (declined or "
+        "not run): tie collapse, row multiplication, arrival order"
     ) in out
     assert "tie collapse        not run: this step reads no artifact through ctx.read" in out
 

@@ -34,14 +34,14 @@ EXIT_INTERRUPTED = 130
 
 RUN_EXIT_CODES = """\b
 Exit codes:
-  0    nothing diverged
-  1    a step diverged on the real input
+  0    every step agreed with itself wherever it was tested
+  1    a step gave a different answer on the pipeline's own input
   2    bad input: the pipeline, a flag or an artifact name is wrong,
        or a column type twicerun does not compare
   3    a step raised in the loop, or twicerun itself failed; the
        invocation directory is kept
-  4    a step diverged only under an amplifier
-  5    an amplifier raised, so a zero was not tightened
+  4    a step gave a different answer only on an input an amplifier built
+  5    an amplifier failed, so a quiet step went without its stress test
   130  interrupted (Ctrl-C); the invocation directory is kept
 """
 

@@ -88,7 +88,7 @@ def amplification_section(result: Result) -> list[str]:
 
 
 def _varied(s: StepResult) -> tuple[list[str], list[str]]:
-    varied = [f"run repetition {s.fired} of {s.compared}"]
+    varied = [f"the loop {s.fired} of {s.compared}"]
     missing = []
     for a in sorted(s.amplifiers, key=lambda a: AMPLIFIER_ORDER.index(a.kind)):
         if a.ran:
@@ -129,14 +129,14 @@ def status_section(result: Result) -> list[str]:
     if quiet:
         lines += [
             "",
-            "NO_DIVERGENCE_OBSERVED is a fire rate and two lists, not a verdict about the code:",
+            "NO_DIVERGENCE_OBSERVED counts what was tried and lists what was not; it does not say the code is right:",
         ]
         width = max(len(s.name) for s in quiet)
         for s in quiet:
             varied, missing = _varied(s)
             text = f"varied: {', '.join(varied)}"
             if missing:
-                text += f"; not varied: {', '.join(missing)}"
+                text += f"; not varied (declined or not run): {', '.join(missing)}"
             lines.append(f"  {s.index} {s.name:<{width}}  {text}")
         known = {s.compared: s.zero_bound for s in quiet}
         known.update(
