@@ -13,7 +13,8 @@ Each repetition runs one `twicerun run` invocation in a fresh child process
   step, computing digests, the oracle (on pairs the digests could not settle),
   and everything else (receipts, pruning, the Result);
 - peak RSS of the child, and peak bytes on disk under its run directory,
-  sampled every 20 ms while it runs.
+  sampled every 20 ms while it runs, also as a multiple of what run 1's
+  artifacts take (one run's worth).
 
 Medians over the repetitions are printed last. Nothing here is a test.
 """
@@ -70,12 +71,15 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
     execute_module.digests = timed("digests", digest_module.digests)
     loop_module.compare_artifacts = timed("oracle", loop_module.compare_artifacts)
 
-    peak = {"disk": 0}
+    peak = {"disk": 0, "without_amplified": 0}
     stop = threading.Event()
 
     def sample():
         while not stop.is_set():
-            peak["disk"] = max(peak["disk"], _directory_bytes(Path(run_dir)))
+            total = _directory_bytes(Path(run_dir))
+            amplified = sum(_directory_bytes(p) for p in Path(run_dir).glob("*/amplified"))
+            peak["disk"] = max(peak["disk"], total)
+            peak["without_amplified"] = max(peak["without_amplified"], total - amplified)
             time.sleep(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -87,7 +91,9 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
         stop.set()
         sampler.join()
     peak["disk"] = max(peak["disk"], _directory_bytes(Path(run_dir)))
+    one_run = _directory_bytes(Path(result.artifacts) / "loop" / "1")
     return {
+        "one_run_bytes": one_run,
         "wall": result.seconds,
         "steps": result.step_seconds,
         "open": timers["open"],
@@ -96,6 +102,7 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
         "oracle": timers["oracle"],
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "peak_disk_bytes": peak["disk"],
+        "peak_disk_without_amplified_bytes": peak["without_amplified"],
         "final_disk_bytes": result.disk_bytes,
         "fired": len(result.fired_steps),
         "threads": result.environment.threads,
@@ -178,7 +185,9 @@ def _line(label: str, r: dict) -> str:
         f"(connections {r['open'] + r['close']:.2f}s, digests {r['digests']:.2f}s, "
         f"oracle {r['oracle']:.2f}s, "
         f"other {other:.2f}s)  peak RSS {r['peak_rss_bytes'] / 2**20:,.0f} MiB  "
-        f"peak disk {r['peak_disk_bytes'] / 2**20:,.0f} MiB"
+        f"peak disk {r['peak_disk_bytes'] / 2**20:,.0f} MiB "
+        f"({r['peak_disk_bytes'] / r['one_run_bytes']:.1f} runs' worth; "
+        f"{r['peak_disk_without_amplified_bytes'] / r['one_run_bytes']:.1f} without amplified inputs)"
     )
 
 

@@ -126,10 +126,16 @@ def test_later_copies_identical_to_run_1_are_pruned_and_recorded(write_pipeline,
     assert control_2.artifacts[0].kept is False
     assert control_2.artifacts[0].same_as == "loop/1"
     assert not (root / "loop" / "2" / "02-control" / "fixed.parquet").exists()
-    # A copy that differs is kept, so it can be inspected and judged later.
+    # Of the copies that differ, only the last run's stays to be opened; earlier ones go
+    # once compared, and their findings stay in the Result.
     source_2 = load_receipt(root / "loop" / "2" / "00-source")
-    assert source_2.artifacts[0].kept is True
-    assert (root / "loop" / "2" / "00-source" / "numbers.parquet").exists()
+    assert (source_2.artifacts[0].kept, source_2.artifacts[0].same_as) == (False, None)
+    assert not (root / "loop" / "2" / "00-source" / "numbers.parquet").exists()
+    source_5 = load_receipt(root / "loop" / "5" / "00-source")
+    assert source_5.artifacts[0].kept is True
+    assert (root / "loop" / "5" / "00-source" / "numbers.parquet").exists()
+    comparison_2 = outcome.json()["steps"][0]["comparisons"][0]["artifacts"][0]
+    assert comparison_2["findings"]["classes"] == ["ROW_MISSING", "ROW_EXTRA"]
 
 
 def test_uncontained_readers_of_a_pruned_copy_are_sent_to_run_1s(write_pipeline, twicerun):

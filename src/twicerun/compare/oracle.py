@@ -16,6 +16,7 @@ Everything is a query over the two Parquet files; no row crosses into Python.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -252,6 +253,9 @@ def _side(cache: ReferenceCache | None, reference: Path, template: str) -> str:
     return f"SELECT * FROM {cache.side(reference, query)}" if cache is not None else query
 
 
+_TABLE_NUMBERS = itertools.count()
+
+
 class ReferenceCache:
     """Reference-side group counts kept as temporary tables between comparisons."""
 
@@ -266,7 +270,7 @@ class ReferenceCache:
         slot = (str(reference), (query,))
         table = self._tables.get(slot)
         if table is None:
-            table = f"__twicerun_reference_{len(self._tables)}"
+            table = f"__twicerun_reference_{next(_TABLE_NUMBERS)}"
             self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {query}")
             self._tables[slot] = table
         return table

@@ -131,6 +131,10 @@ def _loop(
     comparisons: dict[int, list[Comparison]] = {s.index: [] for s in steps}
     digest_connection = open_connection(threads, invocation.spill_dir)
     connections = Connections(invocation.spill_dir)
+    # One cache per step: the reference side of each artifact is grouped once, then
+    # reused by every later run compared with it.
+    caches = {s.index: ReferenceCache(digest_connection) for s in steps}
+    worst = WorstComparisons(digest_connection)
     try:
         for run in range(1, options.runs + 1):
             address = RunAddress(LOOP, run)
@@ -163,8 +167,26 @@ def _loop(
                 records.add(address, receipt)
                 if run == 1:
                     keys.check_written(receipt.artifacts)
-                elif options.containment:
+                    continue
+                comparison = compare_step(
+                    records,
+                    digest_connection,
+                    reference,
+                    address,
+                    step.index,
+                    options.keys,
+                    caches[step.index],
+                    keep_prefix=f"{KEEP_PREFIX}{run}_",
+                )
+                comparisons[step.index].append(comparison)
+                worst.consider(step.index, comparison)
+                if options.containment:
+                    # Nothing reads a contained later run's copies again: identical ones
+                    # go at once, and of the differing ones only the latest run's stay,
+                    # for a person to open.
                     records.prune_identical(address, step.index)
+                    if run > 2:
+                        records.discard(RunAddress(LOOP, run - 1), step.index)
             if run == 1:
                 keys.check_all_written()
             if not options.containment and run > 2:
@@ -174,29 +196,9 @@ def _loop(
         if not options.containment:
             for step in steps:
                 records.prune_identical(RunAddress(LOOP, options.runs), step.index)
-        # Compared step by step once every run is done, so the reference side of
-        # each artifact is grouped once for all the runs compared with it.
-        cache = ReferenceCache(digest_connection)
         for step in steps:
-            for run in range(2, options.runs + 1):
-                progress(
-                    ProgressEvent("compare", run, options.runs, step.index, len(steps), step.name)
-                )
-                comparison = compare_step(
-                    records,
-                    digest_connection,
-                    reference,
-                    RunAddress(LOOP, run),
-                    step.index,
-                    options.keys,
-                    cache,
-                    keep_prefix=f"{KEEP_PREFIX}{run}_",
-                )
-                comparisons[step.index].append(comparison)
-            comparisons[step.index] = attribute_worst(
-                records, digest_connection, step.index, comparisons[step.index]
-            )
-            cache.clear()
+            caches[step.index].clear()
+            comparisons[step.index] = worst.attribute(records, step.index, comparisons[step.index])
 
         step_results = [
             score_step(
@@ -406,52 +408,57 @@ def _table_safe(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
 
 
-def attribute_worst(
-    records: Records,
-    con: duckdb.DuckDBPyConnection,
-    index: int,
-    comparisons: list[Comparison],
-) -> list[Comparison]:
-    """Attribute, per artifact, the comparison that left the most rows unmatched.
+class WorstComparisons:
+    """Per step and artifact, the comparison that left the most rows unmatched.
 
-    Every comparison kept its disagreeing groups; only the worst one's are read
-    again, and all are dropped afterwards.
+    Each comparison keeps its disagreeing groups in a temporary table; only the
+    worst one per artifact is kept, and at the end it is the one attributed.
+    Attribution explains rather than measures, so it is computed once, there.
     """
-    kept = {
-        row[0]
-        for row in con.execute(
-            f"SELECT table_name FROM duckdb_tables() WHERE table_name LIKE '{KEEP_PREFIX}%'"
-        ).fetchall()
-    }
-    try:
-        worst: dict[str, tuple[int, int]] = {}
-        for i, comparison in enumerate(comparisons):
-            for a in comparison.artifacts:
-                count = sum((a.findings or {}).get(k, 0) for k in _UNMATCHED)
-                table = f"{KEEP_PREFIX}{comparison.run}_{_table_safe(a.name)}"
-                if count and table in kept and count > worst.get(a.name, (0, -1))[0]:
-                    worst[a.name] = (count, i)
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+        self._worst: dict[tuple[int, str], tuple[int, int, str]] = {}
+
+    def consider(self, index: int, comparison: Comparison) -> None:
+        for a in comparison.artifacts:
+            table = f"{KEEP_PREFIX}{comparison.run}_{_table_safe(a.name)}"
+            count = sum((a.findings or {}).get(k, 0) for k in _UNMATCHED)
+            previous = self._worst.get((index, a.name))
+            if count and self._exists(table) and (previous is None or count > previous[0]):
+                if previous is not None:
+                    self.con.execute(f"DROP TABLE IF EXISTS {previous[2]}")
+                self._worst[(index, a.name)] = (count, comparison.run, table)
+            elif previous is None or previous[2] != table:
+                self.con.execute(f"DROP TABLE IF EXISTS {table}")
+
+    def _exists(self, table: str) -> bool:
+        return bool(
+            self.con.execute(
+                "SELECT 1 FROM duckdb_tables() WHERE table_name = ?", [table]
+            ).fetchall()
+        )
+
+    def attribute(
+        self, records: Records, index: int, comparisons: list[Comparison]
+    ) -> list[Comparison]:
         updated = list(comparisons)
-        for name, (count, i) in worst.items():
+        for (step, name), (count, run, table) in list(self._worst.items()):
+            if step != index:
+                continue
+            i = next(i for i, c in enumerate(updated) if c.run == run)
             comparison = updated[i]
-            inputs = records.input_columns(RunAddress(LOOP, comparison.run), index)
+            inputs = records.input_columns(RunAddress(LOOP, run), index)
             artifacts = []
             for a in comparison.artifacts:
                 if a.name == name and a.findings:
-                    attribution = attribute_table(
-                        con,
-                        f"{KEEP_PREFIX}{comparison.run}_{_table_safe(name)}",
-                        a.findings["key"],
-                        inputs,
-                        count,
-                    )
+                    attribution = attribute_table(self.con, table, a.findings["key"], inputs, count)
                     a = replace(a, findings={**a.findings, "attribution": asdict(attribution)})
                 artifacts.append(a)
             updated[i] = replace(comparison, artifacts=artifacts)
+            self.con.execute(f"DROP TABLE IF EXISTS {table}")
+            del self._worst[(step, name)]
         return updated
-    finally:
-        for table in kept:
-            con.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def _display_path(path: str) -> str:

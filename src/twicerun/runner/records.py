@@ -45,7 +45,9 @@ class Records:
         if record is None:
             return None
         if not record.kept:
-            return self.ref(RunAddress.parse(record.same_as or str(self.reference)), index, name)
+            if record.same_as is None:
+                return None  # discarded after it was compared: its findings remain
+            return self.ref(RunAddress.parse(record.same_as), index, name)
         return ArtifactRef(
             name=name,
             run=str(address),
@@ -75,6 +77,26 @@ class Records:
                 for record in receipt.artifacts:
                     found.setdefault(record.name, (index, receipt.step_name))
         return found
+
+    def discard(self, address: RunAddress, index: int) -> None:
+        """Delete a compared copy that differed; its receipt and findings stay."""
+        receipt = self.get(address, index)
+        if receipt is None or not any(r.kept for r in receipt.artifacts):
+            return
+        doomed = [self.invocation.absolute(r.file) for r in receipt.artifacts if r.kept]
+        updated = replace(
+            receipt,
+            artifacts=[
+                replace(r, kept=False, same_as=None) if r.kept else r for r in receipt.artifacts
+            ],
+        )
+        save_receipt(self.invocation.step_dir(address, index, receipt.step_name), updated)
+        self.add(address, updated)
+        for path in doomed:
+            if self.janitor is not None:
+                self.janitor.remove(path)
+            else:
+                remove_now(path)
 
     def input_columns(self, address: RunAddress, index: int) -> set[str]:
         """Every column of every artifact this execution read, through ctx.read or ctx.state."""
