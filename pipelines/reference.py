@@ -23,7 +23,8 @@ ORDERS = 2_000_000
 DAYS = 1_000
 CUSTOMERS = 1_000
 EVENTS = 500_000
-SPARSE_CUSTOMERS = 250_000
+SPARSE_EVENTS = 400_000
+SPARSE_CUSTOMERS = 200_000  # two events per customer: few ties, so it fires only sometimes
 PRODUCTS = 500_000
 PRICE_UPDATES = 500_000
 AUDIT_ENTRIES = 4_000
@@ -48,7 +49,7 @@ def make_inputs(ctx):
         "sparse_events",
         f"""
         SELECT i AS event_id, hash(i * 11 + 2) % {SPARSE_CUSTOMERS} AS customer
-        FROM range({EVENTS}) r(i)
+        FROM range({SPARSE_EVENTS}) r(i)
         """,
     )
     ctx.write(

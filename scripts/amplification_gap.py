@@ -27,75 +27,10 @@ sys.path.insert(0, str(REPO / "src"))
 
 from twicerun.judge.policy import Policy  # noqa: E402
 from twicerun.pipeline import load_pipeline  # noqa: E402
-from twicerun.runner.amplification import Stressed, amplify  # noqa: E402
 from twicerun.runner.environment import default_threads, stamp  # noqa: E402
-from twicerun.runner.execute import execute_step  # noqa: E402
-from twicerun.runner.records import Records  # noqa: E402
-from twicerun.runner.scoring import score_series  # noqa: E402
-from twicerun.runner.series import Workbench, run_series  # noqa: E402
-from twicerun.storage.context import Connections, open_connection  # noqa: E402
-from twicerun.storage.janitor import Janitor  # noqa: E402
-from twicerun.storage.layout import LOOP, Invocation, RunAddress  # noqa: E402
+from twicerun.runner.gap import LOOP_SOURCE, one_pass  # noqa: E402
 
 SCHEMA = "twicerun.gap/1"
-LOOP_SOURCE = "the loop"
-
-
-def one_pass(pipeline, target, runs: int, threads: int, policy: Policy, run_dir: Path) -> dict:
-    invocation = Invocation.create(
-        run_dir, {"pipeline": str(pipeline.path), "purpose": "amplification gap"}
-    )
-    janitor = Janitor()
-    records = Records(invocation, RunAddress(LOOP, 1), janitor)
-    con = open_connection(threads, invocation.spill_dir)
-    connections = Connections(invocation.spill_dir)
-    bench = Workbench(
-        invocation,
-        records,
-        connections,
-        con,
-        {},
-        policy,
-        lambda _e: None,
-        len(pipeline.steps),
-        janitor,
-    )
-    try:
-        # Run 1 of everything up to and including the target: its inputs, and its own receipt
-        # (the amplifiers read from it which artifacts the step reads).
-        for step in pipeline.steps[: target.index + 1]:
-            address = RunAddress(LOOP, 1)
-            receipt = execute_step(
-                invocation=invocation,
-                step=step,
-                address=address,
-                threads=threads,
-                visible=records.visible(address, step.index),
-                state_source=lambda _n: None,
-                owners=records.owners(address),
-                reference=None,
-                digest_connection=con,
-                connections=connections,
-            )
-            records.add(address, receipt)
-        inputs = records.visible(RunAddress(LOOP, 1), target.index)
-        found = [
-            run_series(
-                bench,
-                target,
-                kind=LOOP_SOURCE,
-                label="gap-loop",
-                threads=threads,
-                runs=runs,
-                inputs_for=lambda _run: inputs,
-            )
-        ]
-        found += amplify(bench, target, Stressed(bench), runs, threads, probe=None)
-        return {s.kind: score_series(s, policy) for s in found}
-    finally:
-        connections.shutdown()
-        con.close()
-        janitor.shutdown()
 
 
 def main(argv: list[str] | None = None) -> int:

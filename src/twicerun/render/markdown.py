@@ -1,0 +1,61 @@
+"""Markdown tables, and escaping that keeps anything a pipeline wrote from becoming markup.
+
+One renderer for every caller: the README's generated tables, the PR comment and
+the job summary all go through `table`. Text from outside twicerun (step names,
+artifact names, values, error messages) goes through `code` or `plain` first:
+
+- `code` puts an identifier in a code span, with a fence longer than any run of
+  backticks inside it, pipes escaped (GFM splits cells on them even in code)
+  and line breaks flattened.
+- `plain` escapes every ASCII punctuation character with a backslash (which
+  CommonMark defines as literal for all of them) after turning &, < and > into
+  entities, so no emphasis, link, HTML tag, comment or table cell can start.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+
+_PUNCTUATION = re.compile(r"([!\"#$%'()*+,\-./:;=?@\[\\\]^_`{|}~])")
+_BACKTICKS = re.compile(r"`+")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def plain(text: object) -> str:
+    """Text that renders as exactly itself: no markup, no HTML, no cell breaks."""
+    escaped = html.escape(_one_line(str(text)), quote=False)
+    # html.escape produced &amp; &lt; &gt;; their & and ; must survive the next pass.
+    parts = re.split(r"(&(?:amp|lt|gt);)", escaped)
+    return "".join(
+        p if p in ("&amp;", "&lt;", "&gt;") else _PUNCTUATION.sub(r"\\\1", p) for p in parts
+    )
+
+
+def code(text: object) -> str:
+    """An identifier in a code span that no content can break out of."""
+    body = _one_line(str(text)).replace("|", "\\|")
+    longest = max((len(m) for m in _BACKTICKS.findall(body)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") or not body.strip() else ""
+    return f"{fence}{pad}{body}{pad}{fence}"
+
+
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str] | None = None
+) -> str:
+    """A GFM table. Cells are used as given: escape outside text before it gets here."""
+    align = list(align or ["left"] * len(headers))
+    marks = {"left": "---", "right": "--:", "center": ":-:"}
+    lines = [
+        "| " + " | ".join(headers) + " |",
+        "|" + "|".join(marks[a] for a in align) + "|",
+    ]
+    for row in rows:
+        cells = [str(c).replace("\n", " ") for c in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

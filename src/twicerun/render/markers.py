@@ -1,0 +1,175 @@
+"""Generated regions of a Markdown file, between marker comments on their own lines:
+
+    <!-- twicerun:NAME -->
+    ...rendered by twicerun report; edits here are overwritten...
+    <!-- /twicerun:NAME -->
+
+Markers are found by parsing the file with markdown-it-py rather than by
+searching text, so a marker shown inside a fenced or indented code block (as
+this docstring's would be in a README) is not a marker. A marker inside a
+paragraph is refused, as are nested, duplicated, unclosed and stray markers,
+each with its line number.
+
+Updating rewrites only the lines between a pair of markers, keeps the file's
+line endings (CRLF stays CRLF) and whether it ends in a newline, and leaves a
+file whose blocks already match untouched.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from markdown_it import MarkdownIt
+
+MARKER = re.compile(r"<!--\s*(/?)twicerun:([A-Za-z0-9_.-]+)\s*-->")
+
+
+class MarkerError(ValueError):
+    """The markers in a file cannot be paired; `line` is 1-based."""
+
+    def __init__(self, path: str, line: int, message: str):
+        self.path = path
+        self.line = line
+        super().__init__(f"{path}:{line}: {message}")
+
+
+@dataclass(frozen=True)
+class Block:
+    """A generated region: its name and the 0-based lines of its two markers."""
+
+    name: str
+    open_line: int
+    close_line: int
+
+
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable("table")
+
+
+def find_blocks(text: str, path: str = "<text>") -> list[Block]:
+    lines = text.splitlines()
+    events: list[tuple[int, bool, str]] = []
+    for token in _parser().parse(text):
+        if token.type == "html_block" and token.map:
+            for offset, line in enumerate(token.content.splitlines()):
+                found = MARKER.search(line)
+                if not found:
+                    continue
+                number = token.map[0] + offset
+                if line.strip() != found.group(0):
+                    raise MarkerError(
+                        path, number + 1, f"{found.group(0)} must be alone on its line"
+                    )
+                events.append((number, found.group(1) == "/", found.group(2)))
+        elif token.type == "inline" and token.children and token.map:
+            for child in token.children:
+                found = MARKER.search(child.content) if child.type == "html_inline" else None
+                if found:
+                    number = _line_of(lines, token.map, found.group(0))
+                    raise MarkerError(
+                        path,
+                        number + 1,
+                        f"{found.group(0)} is inside a paragraph; put it on a line of its own, "
+                        f"with a blank line before it",
+                    )
+    blocks: list[Block] = []
+    seen: dict[str, int] = {}
+    open_: tuple[int, str] | None = None
+    for number, closing, name in events:
+        if not closing:
+            if open_ is not None:
+                raise MarkerError(
+                    path,
+                    number + 1,
+                    f"<!-- twicerun:{name} --> opens inside twicerun:{open_[1]}, which opened at "
+                    f"line {open_[0] + 1} and is not closed yet; blocks cannot nest",
+                )
+            if name in seen:
+                raise MarkerError(
+                    path,
+                    number + 1,
+                    f"twicerun:{name} appears twice (first at line {seen[name] + 1}); "
+                    f"each table is generated into one block",
+                )
+            open_ = (number, name)
+            seen[name] = number
+        else:
+            if open_ is None or open_[1] != name:
+                expected = f"; twicerun:{open_[1]} is the one open" if open_ else ""
+                raise MarkerError(
+                    path, number + 1, f"<!-- /twicerun:{name} --> closes nothing{expected}"
+                )
+            blocks.append(Block(name, open_[0], number))
+            open_ = None
+    if open_ is not None:
+        raise MarkerError(
+            path,
+            open_[0] + 1,
+            f"twicerun:{open_[1]} is never closed; add <!-- /twicerun:{open_[1]} --> after it",
+        )
+    return blocks
+
+
+def _line_of(lines: list[str], span: list[int], needle: str) -> int:
+    for number in range(span[0], span[1]):
+        if needle in lines[number]:
+            return number
+    return span[0]
+
+
+def newline_of(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def _inner(content: str, newline: str) -> list[str]:
+    """The lines a block holds: a blank line, the content, a blank line."""
+    body = content.strip("\n").split("\n")
+    return [newline, *(line + newline for line in body), newline]
+
+
+def current(text: str, block: Block) -> str:
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[block.open_line + 1 : block.close_line])
+
+
+def expected(content: str, newline: str) -> str:
+    return "".join(_inner(content, newline))
+
+
+def update(text: str, rendered: dict[str, str], path: str = "<text>") -> tuple[str, list[str]]:
+    """The text with every block whose content differs rewritten; and the names rewritten."""
+    blocks = find_blocks(text, path)
+    newline = newline_of(text)
+    lines = text.splitlines(keepends=True)
+    changed = []
+    # From the bottom up, so earlier line numbers stay valid.
+    for block in sorted(blocks, key=lambda b: b.open_line, reverse=True):
+        if block.name not in rendered:
+            continue
+        want = _inner(rendered[block.name], newline)
+        if lines[block.open_line + 1 : block.close_line] != want:
+            lines[block.open_line + 1 : block.close_line] = want
+            changed.append(block.name)
+    return "".join(lines), sorted(changed)
+
+
+def stale(text: str, rendered: dict[str, str], path: str = "<text>") -> dict[str, str]:
+    """Blocks whose content does not match what would be rendered, each with a unified diff."""
+    newline = newline_of(text)
+    found = {}
+    for block in find_blocks(text, path):
+        if block.name not in rendered:
+            continue
+        have = current(text, block)
+        want = expected(rendered[block.name], newline)
+        if have != want:
+            diff = difflib.unified_diff(
+                have.replace("\r\n", "\n").splitlines(keepends=True),
+                want.replace("\r\n", "\n").splitlines(keepends=True),
+                fromfile=f"{path} (twicerun:{block.name})",
+                tofile="rendered now",
+            )
+            found[block.name] = "".join(diff)
+    return found
