@@ -170,10 +170,34 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.repeat} repetitions, containment {'off' if extra else 'on'}"
     )
     if args.json_path:
-        Path(args.json_path).write_text(
-            json.dumps({"runs": rows, "median": median}, indent=2) + "\n"
-        )
+        pipeline = Path(args.pipeline).resolve()
+        document = {
+            "schema": "twicerun.bench-loop/1",
+            "written": time.strftime("%Y-%m-%d"),
+            "command": "python -m bench.loop "
+            + " ".join(argv if argv is not None else sys.argv[1:]),
+            "environment": _environment(rows[0]["threads"]),
+            "pipeline": str(pipeline.relative_to(REPO))
+            if pipeline.is_relative_to(REPO)
+            else str(pipeline),
+            "runs": rows,
+            "median": median,
+        }
+        Path(args.json_path).write_text(json.dumps(document, indent=2) + "\n")
     return 0
+
+
+def _environment(threads: int) -> dict:
+    from twicerun.runner.environment import stamp
+
+    env = stamp(threads)
+    return {
+        "duckdb": env.duckdb,
+        "threads": env.threads,
+        "platform": env.platform,
+        "python": env.python,
+        "twicerun": env.twicerun,
+    }
 
 
 def _line(label: str, r: dict) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -146,6 +147,11 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json_path).write_text(
             json.dumps(
                 {
+                    "schema": "twicerun.bench-oracle/1",
+                    "written": time.strftime("%Y-%m-%d"),
+                    "command": "python -m bench.oracle "
+                    + " ".join(argv if argv is not None else sys.argv[1:]),
+                    "environment": _environment(int(threads)),
                     "rows": args.rows,
                     "threads": int(threads),
                     "duckdb": duckdb.__version__,
@@ -159,6 +165,19 @@ def main(argv: list[str] | None = None) -> int:
             + "\n"
         )
     return 0
+
+
+def _environment(threads: int) -> dict:
+    from twicerun.runner.environment import stamp
+
+    env = stamp(threads)
+    return {
+        "duckdb": env.duckdb,
+        "threads": env.threads,
+        "platform": env.platform,
+        "python": env.python,
+        "twicerun": env.twicerun,
+    }
 
 
 def _optional(reference: Path, later: Path, repeat: int) -> dict[str, float]:

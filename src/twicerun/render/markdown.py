@@ -36,6 +36,11 @@ def plain(text: object) -> str:
     )
 
 
+def cell(text: object) -> str:
+    """Text twicerun wrote itself, made safe for a table cell: one line, pipes escaped."""
+    return _one_line(str(text)).replace("|", "\\|")
+
+
 def code(text: object) -> str:
     """An identifier in a code span that no content can break out of."""
     body = _one_line(str(text)).replace("|", "\\|")

@@ -1,0 +1,157 @@
+"""The pre-commit hook, through the real `pre-commit try-repo`, on a repository made for the test.
+
+pre-commit installs the hook into a fresh virtualenv with pip. The network is not
+touched: pip is told to use no index and to find every dependency in
+.venv/wheelhouse, which the README's test line builds before the tests run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from twicerun.result import Environment, Result, StepResult
+
+pytestmark = pytest.mark.slow
+
+WHEELHOUSE = REPO / ".venv" / "wheelhouse"
+GIT = [
+    "git",
+    "-c",
+    "user.name=twicerun tests",
+    "-c",
+    "user.email=tests@twicerun.invalid",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "init.defaultBranch=main",
+]
+
+
+def run(args, cwd, env=None, check=True):
+    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if check and done.returncode != 0:
+        raise AssertionError(f"{args} failed:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+@pytest.fixture(scope="module")
+def hook_repo(tmp_path_factory) -> Path:
+    """This project as it stands in the working tree, committed once into a scratch repository."""
+    if not any(WHEELHOUSE.glob("duckdb-*.whl")):
+        pytest.fail(
+            f"{WHEELHOUSE} has no wheels: run the README's test line, which builds it, so that "
+            f"pre-commit can install the hook without the network"
+        )
+    target = tmp_path_factory.mktemp("hook-repo")
+    listed = run(["git", "ls-files", "-co", "--exclude-standard"], REPO).stdout.splitlines()
+    for name in listed:
+        source = REPO / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    run([*GIT, "init", "-q"], target)
+    run([*GIT, "add", "-A"], target)
+    run([*GIT, "commit", "-q", "-m", "snapshot for the hook test"], target)
+    return target
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory) -> dict[str, str]:
+    home = tmp_path_factory.mktemp("pre-commit-home")
+    return {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(home),
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(WHEELHOUSE),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+
+
+def twicerun_cli(*args, cwd):
+    return run([sys.executable, "-m", "twicerun", *args], cwd, check=False)
+
+
+def try_repo(hook_repo: Path, consumer: Path, env: dict[str, str]):
+    return run(
+        [
+            sys.executable,
+            "-m",
+            "pre_commit",
+            "try-repo",
+            str(hook_repo),
+            "twicerun-readme",
+            "--all-files",
+        ],
+        consumer,
+        env=env,
+        check=False,
+    )
+
+
+def test_the_hook_passes_a_clean_readme_and_fails_every_way_it_can_go_stale(
+    hook_repo, env, tmp_path
+):
+    consumer = tmp_path / "consumer"
+    (consumer / "results").mkdir(parents=True)
+    result = Result(
+        pipeline="pipelines/p.py",
+        runs=3,
+        contained=True,
+        policy="strict",
+        environment=Environment("2.0.1", 2, "Linux", "3.11.7", "0.1.0"),
+        seconds=1.0,
+        steps=[
+            StepResult(
+                index=0, name="load", line=1, fired=0, compared=2, status="NO_DIVERGENCE_OBSERVED"
+            )
+        ],
+    )
+    artifact = consumer / "results" / "result.json"
+    artifact.write_text(result.to_json())
+    other = consumer / "results" / "other.json"
+    other_result = Result(**{**result.__dict__, "pipeline": "pipelines/q.py"})
+    other.write_text(other_result.to_json())
+    readme = consumer / "README.md"
+    readme.write_text(
+        "# Consumer\n\n<!-- twicerun:steps-p -->\n<!-- /twicerun:steps-p -->\n\n"
+        "<!-- twicerun:steps-q -->\n<!-- /twicerun:steps-q -->\n"
+    )
+    assert twicerun_cli("report", "--update", "README.md", cwd=consumer).returncode == 0
+    run([*GIT, "init", "-q"], consumer)
+    run([*GIT, "add", "-A"], consumer)
+    run([*GIT, "commit", "-q", "-m", "tables"], consumer)
+
+    clean = try_repo(hook_repo, consumer, env)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "twicerun README tables" in clean.stdout and "Passed" in clean.stdout
+
+    generated = readme.read_text()
+    readme.write_text(generated.replace("| 0 of 2 |", "| 2 of 2 |", 1))
+    edited = try_repo(hook_repo, consumer, env)
+    assert edited.returncode == 1
+    assert "twicerun:steps-p is stale" in edited.stdout
+
+    readme.write_text(generated)
+    other.unlink()
+    orphaned = try_repo(hook_repo, consumer, env)
+    assert orphaned.returncode == 1
+    assert "no artifact renders steps-q" in orphaned.stdout
+
+    other.write_text(other_result.to_json())
+    readme.write_text(generated.replace("| 0 of 2 |", "| 2 of 2 |"))
+    assert twicerun_cli("report", "--update", "README.md", cwd=consumer).returncode == 0
+    regenerated = try_repo(hook_repo, consumer, env)
+    assert regenerated.returncode == 0, regenerated.stdout + regenerated.stderr
+    assert readme.read_text() == generated
+
+
+def test_the_project_passes_its_own_hook_on_its_own_readme(hook_repo, env):
+    own = try_repo(hook_repo, hook_repo, env)
+    assert own.returncode == 0, own.stdout + own.stderr

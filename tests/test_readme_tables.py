@@ -1,0 +1,28 @@
+"""The README's generated tables match the committed artifacts: a hand edit fails the build."""
+
+from __future__ import annotations
+
+from conftest import REPO
+
+
+def test_every_readme_table_matches_the_committed_artifacts(twicerun, monkeypatch):
+    monkeypatch.chdir(REPO)
+    outcome = twicerun("report", "--check", "README.md")
+    assert (outcome.code, outcome.err) == (0, "")
+
+
+def test_the_readme_names_the_hook_it_offers():
+    hooks = (REPO / ".pre-commit-hooks.yaml").read_text()
+    assert "id: twicerun-readme" in hooks
+    assert "twicerun-readme" in (REPO / "README.md").read_text()
+
+
+def test_the_eval_wall_time_for_ten_trials_is_in_the_readme_and_generated():
+    import json
+
+    readme = (REPO / "README.md").read_text()
+    evals = sorted((REPO / "results").glob("eval-*.json"))
+    document = json.loads(evals[-1].read_text())
+    assert document["trials"] == 10
+    block = readme.split("<!-- twicerun:eval-cost -->")[1].split("<!-- /twicerun:eval-cost -->")[0]
+    assert f"| 10 | {document['seconds']:,.0f}s |" in block

@@ -1,0 +1,148 @@
+"""`twicerun report`: tables from artifacts, into marker blocks, checked, with its exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from twicerun.result import Environment, Result, StepResult
+
+README = """# A project
+
+Some prose.
+
+<!-- twicerun:steps-p -->
+<!-- /twicerun:steps-p -->
+
+More prose.
+"""
+
+
+@pytest.fixture
+def artifact(tmp_path) -> Path:
+    result = Result(
+        pipeline="pipelines/p.py",
+        runs=3,
+        contained=True,
+        policy="strict",
+        environment=Environment("2.0.1", 2, "Linux-x86_64", "3.11.7", "0.1.0"),
+        seconds=1.5,
+        steps=[
+            StepResult(
+                index=0, name="inputs", line=1, fired=0, compared=2, status="NO_DIVERGENCE_OBSERVED"
+            ),
+            StepResult(
+                index=1,
+                name="totals|evil<b>",
+                line=4,
+                fired=2,
+                compared=2,
+                status="DIVERGENT",
+                classes=["VALUE_DRIFT"],
+                cause="PARALLEL_ORDER",
+            ),
+        ],
+    )
+    path = tmp_path / "results" / "result.json"
+    path.parent.mkdir()
+    path.write_text(result.to_json())
+    return path
+
+
+@pytest.fixture
+def readme(tmp_path) -> Path:
+    path = tmp_path / "README.md"
+    path.write_text(README)
+    return path
+
+
+def test_update_fills_the_block_and_check_then_passes(twicerun, artifact, readme):
+    outcome = twicerun("report", artifact, "--update", readme)
+    assert outcome.code == 0
+    assert outcome.out == f"{readme}: rewrote steps-p\n"
+    text = readme.read_text()
+    assert "| 1 | `totals\\|evil<b>` | 2 of 2 | DIVERGENT | VALUE_DRIFT | PARALLEL_ORDER |" in text
+    assert text.startswith(
+        "# A project\n\nSome prose.\n\n<!-- twicerun:steps-p -->\n\nRendered by "
+    )
+    assert text.endswith("\n<!-- /twicerun:steps-p -->\n\nMore prose.\n")
+    check = twicerun("report", artifact, "--check", readme)
+    assert (check.code, check.out, check.err) == (0, "", "")
+    again = twicerun("report", artifact, "--update", readme)
+    assert (again.code, again.out) == (0, "")
+
+
+def test_a_cell_edited_by_hand_is_stale(twicerun, artifact, readme):
+    twicerun("report", artifact, "--update", readme)
+    readme.write_text(readme.read_text().replace("| 2 of 2 |", "| 0 of 2 |"))
+    outcome = twicerun("report", artifact, "--check", readme)
+    assert outcome.code == 1
+    assert outcome.err.startswith(
+        f"{readme}: twicerun:steps-p is stale; run `twicerun report --update {readme}`\n"
+    )
+    assert "-| 1 | `totals\\|evil<b>` | 0 of 2 |" in outcome.err
+    assert "+| 1 | `totals\\|evil<b>` | 2 of 2 |" in outcome.err
+
+
+def test_a_block_nothing_renders_is_refused(twicerun, artifact, readme):
+    twicerun("report", artifact, "--update", readme)
+    readme.write_text(
+        readme.read_text() + "\n<!-- twicerun:invented -->\n<!-- /twicerun:invented -->\n"
+    )
+    outcome = twicerun("report", artifact, "--check", readme)
+    assert outcome.code == 2
+    assert outcome.err == (
+        f"twicerun: {readme}: no artifact renders invented; remove those marker pairs or name the "
+        f"artifact that renders them\n"
+    )
+
+
+def test_a_table_the_file_lost_is_refused(twicerun, artifact, readme):
+    readme.write_text("# Only prose now\n")
+    outcome = twicerun("report", artifact, "--check", readme)
+    assert outcome.code == 2
+    assert outcome.err == (
+        f"twicerun: {readme}: the artifacts render steps-p, which the file has no marker pair "
+        f"for; add <!-- twicerun:NAME --> and <!-- /twicerun:NAME --> for each\n"
+    )
+    # --update refuses the same mismatch rather than writing half the tables.
+    assert twicerun("report", artifact, "--update", readme).code == 2
+    assert readme.read_text() == "# Only prose now\n"
+
+
+def test_markers_that_do_not_pair_are_bad_input(twicerun, artifact, readme):
+    readme.write_text("<!-- twicerun:steps-p -->\n")
+    outcome = twicerun("report", artifact, "--check", readme)
+    assert outcome.code == 2
+    assert outcome.err == (
+        f"twicerun: {readme}:1: twicerun:steps-p is never closed; add <!-- /twicerun:steps-p --> "
+        f"after it\n"
+    )
+
+
+def test_without_artifacts_the_newest_of_each_kind_in_results_is_used(
+    twicerun, artifact, readme, monkeypatch
+):
+    monkeypatch.chdir(readme.parent)
+    assert twicerun("report", "--update", "README.md").code == 0
+    assert twicerun("report", "--check", "README.md").code == 0
+
+
+def test_text_and_json_formats(twicerun, artifact):
+    text = twicerun("report", artifact, "--format", "text").out
+    assert "steps-p:" in text and "totals|evil<b>" in text
+    document = json.loads(twicerun("report", artifact, "--format", "json").out)
+    assert document[0]["name"] == "steps-p"
+    assert document[0]["headers"] == ["", "step", "fired", "status", "classes", "cause"]
+
+
+def test_an_artifact_of_an_unknown_kind_is_refused(twicerun, tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"schema": "someone.else/1"}))
+    outcome = twicerun("report", path)
+    assert outcome.code == 2
+    assert outcome.err.startswith(
+        f"twicerun: {path} has schema 'someone.else/1', which no table renders; known: "
+    )
