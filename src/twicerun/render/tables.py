@@ -290,7 +290,7 @@ def eval_baselines(a: Artifact) -> Table:
         ],
     ]
     return Table(
-        "eval-baselines", _stamp(a, _eval_what(d)), ["baseline", "what it is", "what it gave"], rows
+        "eval-baselines", _stamp(a, _eval_what(d)), ["baseline", "how it compares", "result"], rows
     )
 
 
