@@ -69,7 +69,7 @@ CONDITIONS = (
     (
         "oracle",
         "comparing by bit-exact multiset equality never fired on correct float code, "
-        "so the oracle is more machinery than the problem needs",
+        "which would leave the oracle with nothing to add",
     ),
     (
         "amplifiers",

@@ -62,7 +62,7 @@ def test_each_room_imports_only_what_the_house_plan_allows():
 def test_nothing_below_the_cli_prints_or_exits():
     offenders = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.name in ("cli.py", "__main__.py"):
+        if path.name == "__main__.py" or "cli" in path.relative_to(PACKAGE).parts[:1]:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):

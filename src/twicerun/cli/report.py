@@ -1,0 +1,165 @@
+"""`twicerun report`: tables from artifacts, and the marker blocks of a Markdown file."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from twicerun.cli.app import EXIT_CLEAN, EXIT_DIVERGED, cli
+from twicerun.errors import UsageError
+from twicerun.render.markers import MarkerError, find_blocks, stale, update
+from twicerun.render.tables import BUILDERS, Artifact, render_tables
+from twicerun.storage.atomic import write_bytes_atomic
+
+REPORT_EXIT_CODES = """\b
+Exit codes:
+  0  rendered; with --check, every block matches; with --update, done
+  1  --check: a block is stale (it is named, with a diff)
+  2  bad input: an artifact unreadable, markers that do not pair, or
+     the marker blocks in the file and the tables the artifacts render
+     differ (both sides are named)
+"""
+
+
+def _read_text(path: Path) -> str:
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def _load_artifacts(paths: Sequence[str], results: Path) -> list[Artifact]:
+    if not paths:
+        newest: dict[str, tuple[str, str, Artifact]] = {}
+        for candidate in sorted(results.glob("*.json")):
+            try:
+                document = json.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            schema = document.get("schema") if isinstance(document, dict) else None
+            if schema in BUILDERS:
+                # One of each kind, and for Results one per pipeline: the newest.
+                kind = f"{schema} {document.get('pipeline', '')}"
+                key = (str(document.get("written", document.get("started", ""))), candidate.name)
+                if kind not in newest or key > newest[kind][:2]:
+                    newest[kind] = (*key, Artifact(str(candidate), document))
+        return [a for _, _, a in newest.values()]
+    artifacts = []
+    for path in paths:
+        try:
+            document = json.loads(Path(path).read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise UsageError(
+                f"{path} is not JSON ({exc}); give the artifact a script wrote"
+            ) from exc
+        schema = document.get("schema") if isinstance(document, dict) else None
+        if schema not in BUILDERS:
+            known = ", ".join(sorted(BUILDERS))
+            raise UsageError(
+                f"{path} has schema {schema!r}, which no table renders; known: {known}"
+            )
+        artifacts.append(Artifact(str(path), document))
+    return artifacts
+
+
+@cli.command(epilog=REPORT_EXIT_CODES)
+@click.argument("artifacts", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "text", "json"]),
+    default="md",
+    show_default=True,
+    help="How to print the tables (ignored with --check and --update, which write Markdown).",
+)
+@click.option("--table", "names", multiple=True, help="Print only this table (repeatable).")
+@click.option(
+    "--update",
+    "update_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Rewrite the blocks of this Markdown file whose content changed.",
+)
+@click.option(
+    "--check",
+    "check_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Change nothing; fail if a block of this Markdown file is stale.",
+)
+@click.option(
+    "--results",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Where to find artifacts when none are named: the newest of each kind is used.",
+)
+def report(
+    artifacts: tuple[str, ...],
+    fmt: str,
+    names: tuple[str, ...],
+    update_path: Path | None,
+    check_path: Path | None,
+    results: Path,
+) -> int:
+    """Render named tables from Result documents and eval artifacts.
+
+    In a Markdown file, a table NAME lives between `<!-- twicerun:NAME -->` and
+    `<!-- /twicerun:NAME -->`, each on its own line. --update fills those blocks;
+    --check fails when one no longer matches what the artifacts render, so a
+    figure edited by hand, or left behind by a newer artifact, fails the build.
+    """
+    if update_path and check_path:
+        raise UsageError("--update and --check: give one; --check never writes")
+    loaded = _load_artifacts(artifacts, results)
+    if not loaded:
+        raise UsageError(f"no artifacts: name them, or put the JSON a script wrote in {results}/")
+    tables = render_tables(loaded)
+    target = update_path or check_path
+    if target is None:
+        chosen = [tables[n] for n in names] if names else list(tables.values())
+        unknown = [n for n in names if n not in tables]
+        if unknown:
+            raise UsageError(
+                f"no table called {', '.join(unknown)}; these render: {', '.join(tables)}"
+            )
+        if fmt == "json":
+            click.echo(json.dumps([t.json() for t in chosen], indent=2))
+        else:
+            click.echo(
+                "\n".join(t.markdown() if fmt == "md" else t.text() for t in chosen), nl=False
+            )
+        return EXIT_CLEAN
+    text = _read_text(target)
+    try:
+        blocks = find_blocks(text, str(target))
+    except MarkerError as exc:
+        raise UsageError(str(exc)) from exc
+    in_file = {b.name for b in blocks}
+    lost = sorted(set(tables) - in_file)
+    orphaned = sorted(in_file - set(tables))
+    if lost or orphaned:
+        lines = []
+        if orphaned:
+            lines.append(
+                f"{target}: no artifact renders {', '.join(orphaned)}; remove those marker pairs or name the artifact that renders them"
+            )
+        if lost:
+            lines.append(
+                f"{target}: the artifacts render {', '.join(lost)}, which the file has no marker pair for; add <!-- twicerun:NAME --> and <!-- /twicerun:NAME --> for each"
+            )
+        raise UsageError("\n".join(lines))
+    rendered = {name: t.markdown() for name, t in tables.items()}
+    if check_path:
+        old = stale(text, rendered, str(target))
+        for name, diff in old.items():
+            click.echo(
+                f"{target}: twicerun:{name} is stale; run `twicerun report --update {target}`",
+                err=True,
+            )
+            click.echo(diff, err=True, nl=False)
+        return EXIT_DIVERGED if old else EXIT_CLEAN
+    new_text, changed = update(text, rendered, str(target))
+    if changed:
+        write_bytes_atomic(target, new_text.encode("utf-8"))
+        click.echo(f"{target}: rewrote {', '.join(changed)}")
+    return EXIT_CLEAN

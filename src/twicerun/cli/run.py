@@ -1,0 +1,163 @@
+"""`twicerun run` and `twicerun judge`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from twicerun.cli.app import (
+    RUN_EXIT_CODES,
+    _emit,
+    _parse_seeds,
+    _policy_options,
+    _Progress,
+    cli,
+    exit_code,
+)
+from twicerun.judge.policy import Policy
+from twicerun.runner.keys import parse_keys
+from twicerun.runner.loop import DEFAULT_RUN_DIR, DEFAULT_RUNS, LoopOptions, run_pipeline
+from twicerun.runner.rescore import rejudge, resolve_invocation
+
+
+@cli.command(epilog=RUN_EXIT_CODES)
+@click.argument("pipeline", type=click.Path(dir_okay=True, path_type=Path))
+@click.option(
+    "--runs",
+    type=int,
+    default=DEFAULT_RUNS,
+    show_default=True,
+    help="How many times to run every step. Run 1 is the reference; each later run is "
+    "compared with it, so each step gets RUNS-1 comparisons.",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="DuckDB threads for every step. Default: what DuckDB picks on this machine.",
+)
+@click.option(
+    "--containment/--no-containment",
+    default=True,
+    show_default=True,
+    help="Contained, runs 2..N read run 1's upstream artifacts, so a difference at one step "
+    "cannot be charged again to the steps after it.",
+)
+@click.option(
+    "--run-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_RUN_DIR,
+    show_default=True,
+    help="Where invocation directories go.",
+)
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Completed invocation directories to keep after a successful invocation (0 keeps "
+    "all). Failed, interrupted and live ones are never removed.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default=None,
+    help="Also write the Result document here ('-' for stdout, which replaces the report).",
+)
+@click.option(
+    "--seed",
+    "seeds",
+    multiple=True,
+    metavar="STEP=INTEGER",
+    help="Hold a seeded step's seed at this value instead of its default (repeatable).",
+)
+@click.option(
+    "--key",
+    "keys",
+    multiple=True,
+    metavar="ARTIFACT=COL[,COL...]",
+    help="Match this artifact's rows on these exact columns only; its other exact columns "
+    "are left out of the comparison (say, a surrogate key that is not part of the answer). "
+    "Repeatable.",
+)
+@click.option(
+    "--amplify/--no-amplify",
+    default=True,
+    show_default=True,
+    help="Stress the steps the loop found quiet (tie collapse, more threads, more rows, "
+    "another arrival order). --no-amplify skips this, and the report says so.",
+)
+@_policy_options
+def run(
+    pipeline: Path,
+    runs: int,
+    threads: int | None,
+    containment: bool,
+    run_dir: Path,
+    keep: int,
+    json_path: str | None,
+    seeds: tuple[str, ...],
+    keys: tuple[str, ...],
+    amplify: bool,
+    policy: str,
+    tolerance_rel: float | None,
+    tolerance_ulps: int | None,
+) -> int:
+    """Run PIPELINE several times and report, per step, how often it fired.
+
+    A step fires in a comparison when an artifact it wrote differs from run 1's
+    (or was written by one run only) and the policy does not tolerate it. Its rate
+    is printed as `k of m`. Each step that fired is re-executed at threads=1 to
+    tell a parallel-order cause from one that persists; each step that stayed quiet
+    is handed stressed inputs, since a clean loop only speaks for the input it got.
+    """
+    options = LoopOptions(
+        runs=runs,
+        threads=threads,
+        containment=containment,
+        run_dir=run_dir,
+        keep=keep,
+        seeds=_parse_seeds(seeds),
+        keys=parse_keys(keys),
+        policy=Policy(policy, tolerance_rel, tolerance_ulps),
+        amplify=amplify,
+    )
+    progress = _Progress(enabled=sys.stderr.isatty())
+    try:
+        result = run_pipeline(pipeline, options, progress)
+    finally:
+        progress.clear()
+    _emit(result, json_path)
+    return exit_code(result)
+
+
+@cli.command(epilog=RUN_EXIT_CODES)
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_policy_options
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default=None,
+    help="Also write the re-scored Result here ('-' for stdout, which replaces the report).",
+)
+def judge(
+    run_dir: Path,
+    policy: str,
+    tolerance_rel: float | None,
+    tolerance_ulps: int | None,
+    json_path: str | None,
+) -> int:
+    """Re-score a saved invocation under another policy, executing nothing.
+
+    RUN_DIR is an invocation directory, or a run directory (such as .twicerun), in
+    which case the newest completed invocation is judged. The measurements are the
+    ones recorded; only the verdicts change. The saved result.json is not modified.
+    """
+    invocation = resolve_invocation(run_dir)
+    result = rejudge(invocation, Policy(policy, tolerance_rel, tolerance_ulps))
+    _emit(result, json_path)
+    return exit_code(result)

@@ -1,0 +1,74 @@
+"""Workflow commands: annotations on the lines of the steps that changed, and step outputs.
+
+GitHub reads `::error file=F,line=L,title=T::message` from a step's standard
+output. The message (data) and the properties are escaped differently: data
+escapes %, CR and LF; a property value also escapes ':' and ',', which would
+otherwise end it. At most ten annotations per severity are emitted (GitHub
+shows ten per step anyway); the rest are counted in one more line.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+LIMIT = 10
+SEVERITIES = ("error", "warning", "notice")
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+@dataclass(frozen=True)
+class Annotation:
+    severity: str
+    message: str
+    title: str
+    file: str | None = None
+    line: int | None = None
+
+    def command(self) -> str:
+        properties = []
+        if self.file:
+            properties.append(f"file={escape_property(self.file)}")
+        if self.line:
+            properties.append(f"line={self.line}")
+        properties.append(f"title={escape_property(self.title)}")
+        return f"::{self.severity} {','.join(properties)}::{escape_data(self.message)}"
+
+
+def commands(annotations: Sequence[Annotation]) -> list[str]:
+    """The workflow commands to print, ten per severity and a count of the rest."""
+    lines = []
+    for severity in SEVERITIES:
+        chosen = [a for a in annotations if a.severity == severity]
+        lines.extend(a.command() for a in chosen[:LIMIT])
+        if len(chosen) > LIMIT:
+            rest = len(chosen) - LIMIT
+            lines.append(
+                f"::{severity} title={escape_property('twicerun')}::"
+                + escape_data(
+                    f"{rest} more {severity}{'s' if rest != 1 else ''} not shown; see the job summary"
+                )
+            )
+    return lines
+
+
+def write_outputs(path: Path, outputs: dict[str, str]) -> None:
+    """Append step outputs to GITHUB_OUTPUT, each value between a random delimiter."""
+    with open(path, "a", encoding="utf-8") as f:
+        for name, value in outputs.items():
+            delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+            f.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+
+
+def append_summary(path: Path, markdown: str) -> None:
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(markdown if markdown.endswith("\n") else markdown + "\n")

@@ -1,0 +1,194 @@
+"""The sticky pull-request comment: one per pipeline set, found again and edited in place.
+
+The comment carries a hidden marker naming the pipeline set. On every run the
+comments of the pull request are read, every page of them, and the one with the
+marker written by the same account is edited, or left alone when its body would
+not change; only when there is none is a comment created. A token that cannot
+write (a pull request from a fork) gets the body written to a file instead, for
+a `workflow_run` workflow to post.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from github import Auth, Github, GithubException
+
+from twicerun.github.baseline import (
+    ADDED,
+    FIXED,
+    NEW,
+    RATE_DOWN,
+    RATE_UP,
+    REMOVED,
+    RENAMED,
+    StepDecision,
+)
+from twicerun.render.markdown import code, plain, table
+
+LIMIT = 65_536
+BUDGET = 60_000  # well under GitHub's limit, leaving room for the tail
+DEFAULT_AUTHOR = "github-actions[bot]"
+
+
+def marker(pipelines: str) -> str:
+    digest = hashlib.sha256(pipelines.encode("utf-8")).hexdigest()[:12]
+    return f"<!-- twicerun:comment:{digest} -->"
+
+
+def _rate(fired: int | None, compared: int | None) -> str:
+    return "n/a" if fired is None or compared is None else f"{fired} of {compared}"
+
+
+def _p(p: float | None) -> str:
+    return "" if p is None else (f"{p:.2g}" if p >= 0.001 else "< 0.001")
+
+
+def _line(d: StepDecision) -> str:
+    where = f"{code(d.name)} in {code(d.pipeline)}"
+    if d.verdict == RENAMED:
+        return f"{where}: {d.verdict} (was {code(d.renamed_from)})"
+    if d.verdict in (ADDED, REMOVED):
+        return f"{where}: {d.verdict}"
+    return (
+        f"{where}: {d.verdict}, {_rate(d.baseline_fired, d.baseline_compared)} over "
+        f"{d.baseline_trials} baseline trials, {_rate(d.now_fired, d.now_compared)} now "
+        f"(p = {_p(d.p_value)})"
+    )
+
+
+def render(
+    decisions: list[StepDecision],
+    *,
+    pipelines: str,
+    regressions: list[StepDecision],
+    environment: list[str],
+    stamp: str,
+    baseline_error: str | None = None,
+    summary_url: str | None = None,
+    budget: int = BUDGET,
+) -> str:
+    """The comment body, headline first; everything from a pipeline escaped."""
+    worse = [d for d in decisions if d in regressions]
+    better = [d for d in decisions if d.verdict in (FIXED, RATE_DOWN)]
+    notable = [
+        d
+        for d in decisions
+        if d.verdict in (NEW, RATE_UP, ADDED, REMOVED, RENAMED) and d not in worse
+    ]
+    parts = [marker(pipelines)]
+    if baseline_error:
+        parts.append(f"### twicerun: no baseline to compare with\n\n{plain(baseline_error)}")
+    elif worse:
+        parts.append(f"### twicerun: {len(worse)} step{'s' if len(worse) != 1 else ''} got worse")
+    else:
+        parts.append("### twicerun: no step got worse")
+    if worse:
+        parts.append("**Worse**\n\n" + "\n".join(f"- {_line(d)}" for d in worse))
+    if better:
+        parts.append("**Better**\n\n" + "\n".join(f"- {_line(d)}" for d in better))
+    if notable:
+        parts.append(
+            "**Changed, not failing this check**\n\n" + "\n".join(f"- {_line(d)}" for d in notable)
+        )
+    if environment:
+        parts.append(
+            "**The instrument changed** (beside the verdicts, not one of them): "
+            + "; ".join(plain(e) for e in environment)
+        )
+    rows = [
+        [
+            code(d.pipeline),
+            code(d.name),
+            plain(d.verdict),
+            _rate(d.baseline_fired, d.baseline_compared),
+            _rate(d.now_fired, d.now_compared),
+            _p(d.p_value),
+            plain(d.status or ""),
+            plain(" ".join(d.classes)),
+            plain(d.cause or ""),
+        ]
+        for d in decisions
+    ]
+    headers = ["pipeline", "step", "verdict", "baseline", "now", "p", "status", "classes", "cause"]
+    tail = f"\n\n{plain(stamp)}"
+    details = _details(
+        f"Every step ({len(decisions)})",
+        headers,
+        rows,
+        budget - sum(len(p) for p in parts) - len(tail),
+        summary_url,
+    )
+    return "\n\n".join([*parts, details]) + tail + "\n"
+
+
+def _details(
+    summary: str, headers: list[str], rows: list[list[str]], budget: int, summary_url: str | None
+) -> str:
+    kept = list(rows)
+    while True:
+        cut = len(rows) - len(kept)
+        note = ""
+        if cut:
+            where = f"the [job summary]({summary_url})" if summary_url else "the job summary"
+            note = f"\n\n{cut} more row{'s' if cut != 1 else ''} cut to keep this comment under GitHub's size limit; {where} has every step."
+        block = (
+            f"<details><summary>{summary}</summary>\n\n{table(headers, kept)}{note}\n\n</details>"
+        )
+        if len(block) <= budget or not kept:
+            return block
+        kept = kept[: max(0, len(kept) - max(1, len(kept) // 10))]
+
+
+@dataclass(frozen=True)
+class Posted:
+    action: str  # created, edited, unchanged, or written-to-file
+    url: str | None = None
+    path: str | None = None
+    reason: str | None = None
+
+
+def post_sticky(
+    *,
+    api_url: str,
+    token: str,
+    repository: str,
+    number: int,
+    body: str,
+    fallback: Path,
+) -> Posted:
+    """Create or edit the one comment carrying this body's marker; fall back to a file on 403."""
+    mark = body.split("\n", 1)[0]
+    gh = Github(base_url=api_url, auth=Auth.Token(token), retry=None, lazy=True)
+    try:
+        try:
+            login = gh.get_user().login
+        except GithubException:
+            login = DEFAULT_AUTHOR  # the workflow token cannot read /user; it posts as the bot
+        issue = gh.get_repo(repository).get_issue(number)
+        existing = None
+        for comment in issue.get_comments():
+            if comment.user.login == login and (comment.body or "").startswith(mark):
+                existing = comment
+                break
+        if existing is not None:
+            if existing.body == body:
+                return Posted("unchanged", existing.html_url)
+            existing.edit(body)
+            return Posted("edited", existing.html_url)
+        created = issue.create_comment(body)
+        return Posted("created", created.html_url)
+    except GithubException as exc:
+        if exc.status in (401, 403, 404):
+            fallback.parent.mkdir(parents=True, exist_ok=True)
+            fallback.write_text(body, encoding="utf-8")
+            return Posted(
+                "written-to-file",
+                path=str(fallback),
+                reason=f"{exc.status}: {exc.data.get('message') if isinstance(exc.data, dict) else exc.data}",
+            )
+        raise
+    finally:
+        gh.close()

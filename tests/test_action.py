@@ -1,0 +1,167 @@
+"""action.yml end to end: its steps run the way a runner runs them, against a fake GitHub."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from actionrunner import base_env, run_action
+from conftest import REPO
+from fakegithub import WORKFLOW_TOKEN, FakeGitHub
+
+from twicerun.cli import main
+
+BEFORE = """
+def inputs(ctx):
+    ctx.write("rows", "SELECT range AS id, range % 3 AS g FROM range(30)")
+
+
+def drifts(ctx):
+    ctx.read("rows")
+    ctx.write("counts", "SELECT g, count(*) AS n FROM rows GROUP BY g")
+"""
+
+# The pull request: `drifts` now depends on a counter, so it fires on every comparison.
+AFTER = """
+import itertools
+
+_calls = itertools.count()
+
+
+def inputs(ctx):
+    ctx.write("rows", "SELECT range AS id, range % 3 AS g FROM range(30)")
+
+
+def drifts(ctx):
+    ctx.read("rows")
+    ctx.write("counts", f"SELECT g, count(*) + {next(_calls)} AS n FROM rows GROUP BY g")
+"""
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch) -> Path:
+    ws = tmp_path / "workspace"
+    (ws / "pipelines").mkdir(parents=True)
+    pipeline = ws / "pipelines" / "orders.py"
+    pipeline.write_text(textwrap.dedent(BEFORE).lstrip())
+    monkeypatch.chdir(ws)
+    code = main(
+        [
+            "baseline",
+            "update",
+            "pipelines/orders.py",
+            "--trials",
+            "3",
+            "--runs",
+            "3",
+            "--no-amplify",
+            "--run-dir",
+            str(tmp_path / "baseline-runs"),
+        ]
+    )
+    assert code == 0
+    assert Path(".github/twicerun-baseline.json").exists()
+    pipeline.write_text(textwrap.dedent(AFTER).lstrip())
+    return ws
+
+
+def test_the_action_gates_a_regression_comments_annotates_and_summarises(workspace, tmp_path):
+    runner_temp = tmp_path / "runner"
+    runner_temp.mkdir()
+    # A warm cache: the venv the action would have installed is this test's own.
+    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 12}}))
+    summary = tmp_path / "summary.md"
+    with FakeGitHub() as github:
+        env = {
+            **base_env(),
+            "GITHUB_API_URL": github.url,
+            "GITHUB_REPOSITORY": "octo/pipes",
+            "GITHUB_EVENT_PATH": str(event),
+            "GITHUB_STEP_SUMMARY": str(summary),
+            "GITHUB_RUN_ID": "99",
+            "GITHUB_SERVER_URL": "https://github.test",
+            "GITHUB_TOKEN": WORKFLOW_TOKEN,
+        }
+        run = run_action(
+            REPO / "action.yml",
+            inputs={"pipelines": "pipelines/*.py", "runs": "5", "amplify": "false"},
+            workspace=workspace,
+            runner_temp=runner_temp,
+            env=env,
+        )
+        steps = {s.name: s for s in run.steps}
+        assert steps["Set up Python for twicerun"].skipped and steps["Cache twicerun"].skipped
+        assert steps["Fingerprint this twicerun"].outputs["value"]
+        gate = steps["Run twicerun"]
+        assert gate.code == 1, gate.stdout + gate.stderr  # a regression fails the required check
+
+        assert run.outputs["regressions"] == "1"
+        assert run.outputs["diverged"] == "1"
+        document = json.loads(Path(run.outputs["result"]).read_text())
+        assert document["schema"] == "twicerun.gate/1"
+        assert [d["verdict"] for d in document["decisions"]] == ["unchanged", "new divergence"]
+
+        (comment,) = github.ours(12)
+        assert (
+            run.outputs["comment-url"]
+            == f"https://github.test/octo/pipes/pull/12#issuecomment-{comment['id']}"
+        )
+        body = comment["body"]
+        assert body.startswith("<!-- twicerun:comment:")
+        assert "### twicerun: 1 step got worse" in body
+        assert (
+            "- `drifts` in `pipelines/orders.py`: new divergence, 0 of 6 over 3 baseline trials, "
+            "4 of 4 now (p = 0.0048)"
+        ) in body
+
+        error_lines = [line for line in gate.stdout.splitlines() if line.startswith("::error ")]
+        assert error_lines == [
+            "::error file=pipelines/orders.py,line=10,title=twicerun%3A drifts new divergence::"
+            "new divergence: 4 of 4 now, 0 of 6 over 3 baseline trials; exact test p = 0.00476; "
+            "ROW_MISSING ROW_EXTRA; cause PERSISTS_SINGLE_THREADED"
+        ]
+
+        text = summary.read_text()
+        assert text.startswith("### twicerun: 1 step got worse")
+        assert "<!-- twicerun:comment:" not in text
+        assert "| `pipelines/orders.py` | `drifts` | new divergence |" in text
+
+        # The same run again edits nothing: the comment is unchanged.
+        writes = len(github.writes())
+        again = run_action(
+            REPO / "action.yml",
+            inputs={"runs": "5", "amplify": "false"},
+            workspace=workspace,
+            runner_temp=runner_temp,
+            env=env,
+        )
+        assert {s.name: s for s in again.steps}["Run twicerun"].code == 1
+        assert len(github.writes()) == writes
+        assert len(github.ours(12)) == 1
+
+
+def test_a_missing_baseline_names_the_command_and_still_reports(workspace, tmp_path):
+    Path(".github/twicerun-baseline.json").unlink()
+    runner_temp = tmp_path / "runner"
+    runner_temp.mkdir()
+    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    summary = tmp_path / "summary.md"
+    run = run_action(
+        REPO / "action.yml",
+        inputs={"runs": "3", "amplify": "false", "comment": "false"},
+        workspace=workspace,
+        runner_temp=runner_temp,
+        env={**base_env(), "GITHUB_STEP_SUMMARY": str(summary)},
+    )
+    gate = {s.name: s for s in run.steps}["Run twicerun"]
+    assert gate.code == 2
+    assert (
+        "::error title=twicerun: no baseline::no baseline at .github/twicerun-baseline.json; create "
+        "one with `twicerun baseline update pipelines/orders.py --output .github/twicerun-baseline.json` "
+        "and commit it"
+    ) in gate.stdout
+    assert "| `pipelines/orders.py` | `drifts` | no baseline |" in summary.read_text()
