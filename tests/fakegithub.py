@@ -140,9 +140,8 @@ class FakeGitHub:
                             "url": f"{fake.url}{repo}",
                         },
                     )
-                if m := re.fullmatch(rf"{repo}/issues/(\d+)", path):
-                    if method == "GET":
-                        return self._send(200, fake._issue_json(int(m.group(1))))
+                if (m := re.fullmatch(rf"{repo}/issues/(\d+)", path)) and method == "GET":
+                    return self._send(200, fake._issue_json(int(m.group(1))))
                 if m := re.fullmatch(rf"{repo}/issues/(\d+)/comments", path):
                     number = int(m.group(1))
                     if method == "GET":
