@@ -206,7 +206,7 @@ def test_a_hostile_step_name_in_an_annotation_cannot_end_the_command():
     )
     (line,) = [line for line in commands(gate.annotations) if line.startswith("::error")]
     assert "\n" not in line
-    properties, message = line[len("::error ") :].split("::", 1)
+    properties, _message = line[len("::error ") :].split("::", 1)
     assert "," not in properties.split("title=")[1]
     assert ":" not in properties.split("title=")[1]
 
