@@ -114,6 +114,8 @@ def _options(extra: list[str]) -> dict:
     options: dict = {}
     if "--no-containment" in extra:
         options["containment"] = False
+    if "--no-amplify" in extra:
+        options["amplify"] = False
     return options
 
 
@@ -123,10 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", dest="json_path", default=None)
     parser.add_argument("--no-containment", action="store_true")
+    parser.add_argument(
+        "--no-amplify", action="store_true", help="the loop alone, without amplifiers"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--run-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    extra = ["--no-containment"] if args.no_containment else []
+    extra = (["--no-containment"] if args.no_containment else []) + (
+        ["--no-amplify"] if args.no_amplify else []
+    )
 
     if args.child:
         print(json.dumps(child(args.pipeline, args.run_dir, extra)))
@@ -167,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     print(_line("median", median))
     print(
         f"\n{Path(args.pipeline).name}, duckdb {rows[0]['duckdb']} at threads={rows[0]['threads']}, "
-        f"{args.repeat} repetitions, containment {'off' if extra else 'on'}"
+        f"{args.repeat} repetitions, containment {'off' if args.no_containment else 'on'}, "
+        f"amplifiers {'off' if args.no_amplify else 'on'}"
     )
     if args.json_path:
         pipeline = Path(args.pipeline).resolve()
