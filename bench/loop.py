@@ -34,6 +34,8 @@ import threading
 import time
 from pathlib import Path
 
+from bench.common import environment
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -49,8 +51,8 @@ def _directory_bytes(root: Path) -> int:
 def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
     """One invocation, in this process, with the overhead's parts timed."""
     from twicerun.compare import digest as digest_module
+    from twicerun.runner import comparison as comparison_module
     from twicerun.runner import execute as execute_module
-    from twicerun.runner import loop as loop_module
     from twicerun.runner.loop import LoopOptions, run_pipeline
     from twicerun.storage import context as context_module
 
@@ -69,7 +71,7 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
     context_module.Connections.open = timed("open", context_module.Connections.open)
     context_module.Connections.close = timed("close", context_module.Connections.close)
     execute_module.digests = timed("digests", digest_module.digests)
-    loop_module.compare_artifacts = timed("oracle", loop_module.compare_artifacts)
+    comparison_module.compare_artifacts = timed("oracle", comparison_module.compare_artifacts)
 
     peak = {"disk": 0, "without_amplified": 0}
     stop = threading.Event()
@@ -184,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             "written": time.strftime("%Y-%m-%d"),
             "command": "python -m bench.loop "
             + " ".join(argv if argv is not None else sys.argv[1:]),
-            "environment": _environment(rows[0]["threads"]),
+            "environment": environment(rows[0]["threads"]),
             "pipeline": str(pipeline.relative_to(REPO))
             if pipeline.is_relative_to(REPO)
             else str(pipeline),
@@ -193,19 +195,6 @@ def main(argv: list[str] | None = None) -> int:
         }
         Path(args.json_path).write_text(json.dumps(document, indent=2) + "\n")
     return 0
-
-
-def _environment(threads: int) -> dict:
-    from twicerun.runner.environment import stamp
-
-    env = stamp(threads)
-    return {
-        "duckdb": env.duckdb,
-        "threads": env.threads,
-        "platform": env.platform,
-        "python": env.python,
-        "twicerun": env.twicerun,
-    }
 
 
 def _line(label: str, r: dict) -> str:

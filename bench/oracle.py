@@ -31,6 +31,8 @@ from pathlib import Path
 
 import duckdb
 
+from bench.common import environment
+
 
 def make_artifacts(directory: Path, rows: int) -> tuple[Path, Path, Path]:
     con = duckdb.connect()
@@ -151,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                     "written": time.strftime("%Y-%m-%d"),
                     "command": "python -m bench.oracle "
                     + " ".join(argv if argv is not None else sys.argv[1:]),
-                    "environment": _environment(int(threads)),
+                    "environment": environment(int(threads)),
                     "rows": args.rows,
                     "threads": int(threads),
                     "duckdb": duckdb.__version__,
@@ -165,19 +167,6 @@ def main(argv: list[str] | None = None) -> int:
             + "\n"
         )
     return 0
-
-
-def _environment(threads: int) -> dict:
-    from twicerun.runner.environment import stamp
-
-    env = stamp(threads)
-    return {
-        "duckdb": env.duckdb,
-        "threads": env.threads,
-        "platform": env.platform,
-        "python": env.python,
-        "twicerun": env.twicerun,
-    }
 
 
 def _optional(reference: Path, later: Path, repeat: int) -> dict[str, float]:

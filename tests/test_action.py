@@ -160,8 +160,54 @@ def test_a_missing_baseline_names_the_command_and_still_reports(workspace, tmp_p
     gate = {s.name: s for s in run.steps}["Run twicerun"]
     assert gate.code == 2
     assert (
-        "::error title=twicerun: no baseline::no baseline at .github/twicerun-baseline.json; create "
+        "::error title=twicerun%3A no baseline::no baseline at .github/twicerun-baseline.json; create "
         "one with `twicerun baseline update pipelines/orders.py --output .github/twicerun-baseline.json` "
         "and commit it"
     ) in gate.stdout
     assert "| `pipelines/orders.py` | `drifts` | no baseline |" in summary.read_text()
+
+
+def test_a_token_that_cannot_write_leaves_the_comment_in_a_file_and_the_exit_code_alone(
+    workspace, tmp_path
+):
+    from fakegithub import READ_ONLY_TOKEN
+
+    runner_temp = tmp_path / "runner"
+    runner_temp.mkdir()
+    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 5}}))
+    with FakeGitHub() as github:
+        env = {
+            **base_env(),
+            "GITHUB_API_URL": github.url,
+            "GITHUB_REPOSITORY": "octo/pipes",
+            "GITHUB_EVENT_PATH": str(event),
+            "GITHUB_TOKEN": READ_ONLY_TOKEN,
+        }
+        run = run_action(
+            REPO / "action.yml",
+            inputs={"runs": "5", "amplify": "false"},
+            workspace=workspace,
+            runner_temp=runner_temp,
+            env=env,
+        )
+        gate = {s.name: s for s in run.steps}["Run twicerun"]
+        assert gate.code == 1  # the same exit code as when the comment is posted
+        assert github.ours(5) == [] and github.writes() == [
+            ("POST", "/repos/octo/pipes/issues/5/comments")
+        ]
+    assert run.outputs["comment-url"] == ""
+    body = (runner_temp / "twicerun-comment.md").read_text()
+    assert body.startswith("<!-- twicerun:comment:") and "new divergence" in body
+    assert json.loads((runner_temp / "twicerun-comment.json").read_text()) == {
+        "number": 5,
+        "repository": "octo/pipes",
+    }
+    warning = next(
+        line
+        for line in gate.stdout.splitlines()
+        if line.startswith("::warning title=twicerun%3A comment not posted::")
+    )
+    assert "403: Resource not accessible by integration" in warning
+    assert "workflow_run" in warning

@@ -126,16 +126,27 @@ def test_later_copies_identical_to_run_1_are_pruned_and_recorded(write_pipeline,
     assert control_2.artifacts[0].kept is False
     assert control_2.artifacts[0].same_as == "loop/1"
     assert not (root / "loop" / "2" / "02-control" / "fixed.parquet").exists()
-    # Of the copies that differ, only the last run's stays to be opened; earlier ones go
-    # once compared, and their findings stay in the Result.
-    source_2 = load_receipt(root / "loop" / "2" / "00-source")
-    assert (source_2.artifacts[0].kept, source_2.artifacts[0].same_as) == (False, None)
-    assert not (root / "loop" / "2" / "00-source" / "numbers.parquet").exists()
-    source_5 = load_receipt(root / "loop" / "5" / "00-source")
-    assert source_5.artifacts[0].kept is True
-    assert (root / "loop" / "5" / "00-source" / "numbers.parquet").exists()
+    # Copies that differ go too, once compared: their findings are in the Result.
+    for run in (2, 5):
+        source = load_receipt(root / "loop" / str(run) / "00-source")
+        assert (source.artifacts[0].kept, source.artifacts[0].same_as) == (False, None)
+        assert not (root / "loop" / str(run) / "00-source" / "numbers.parquet").exists()
     comparison_2 = outcome.json()["steps"][0]["comparisons"][0]["artifacts"][0]
     assert comparison_2["findings"]["classes"] == ["ROW_MISSING", "ROW_EXTRA"]
+    assert sorted(p.parent.name for p in (root / "loop").rglob("*.parquet")) == [
+        "00-source",
+        "01-downstream",
+        "02-control",
+        "03-reads_control",
+    ]  # run 1's, and nothing else
+
+
+def test_keep_copies_keeps_the_latest_differing_copy_of_each_step(write_pipeline, twicerun):
+    path = write_pipeline(DRIFTING)
+    root = Path(twicerun("run", path, "--keep-copies", "--json", "-").json()["artifacts"])
+    assert not (root / "loop" / "2" / "00-source" / "numbers.parquet").exists()
+    assert load_receipt(root / "loop" / "5" / "00-source").artifacts[0].kept is True
+    assert (root / "loop" / "5" / "00-source" / "numbers.parquet").exists()
 
 
 def test_uncontained_readers_of_a_pruned_copy_are_sent_to_run_1s(write_pipeline, twicerun):

@@ -16,7 +16,7 @@ from twicerun.cli.app import EXIT_BAD_INPUT, EXIT_CLEAN, EXIT_DIVERGED, _Progres
 from twicerun.errors import UsageError
 from twicerun.github import baseline as baseline_module
 from twicerun.github.baseline import DEFAULT_ALPHA, DEFAULT_FAIL_ON, FAIL_ON, BaselineError
-from twicerun.github.commands import append_summary, commands, write_outputs
+from twicerun.github.commands import Annotation, append_summary, commands, write_outputs
 from twicerun.github.comment import post_sticky
 from twicerun.github.gate import comment_body, evaluate, summary, write_document
 from twicerun.judge.policy import POLICIES, STRICT, Policy
@@ -270,7 +270,7 @@ def gate(
     for line in commands(result.annotations):
         click.echo(line)
     if result.baseline_error:
-        click.echo(f"::error title=twicerun: no baseline::{result.baseline_error}")
+        click.echo(Annotation("error", result.baseline_error, "twicerun: no baseline").command())
     server = env.get("GITHUB_SERVER_URL", "https://github.com")
     repository = env.get("GITHUB_REPOSITORY", "")
     run_url = (
@@ -295,11 +295,12 @@ def gate(
             fallback.with_suffix(".json").write_text(
                 json.dumps({"number": number, "repository": repository}) + "\n", encoding="utf-8"
             )
-            click.echo(
-                f"::warning title=twicerun: comment not posted::This token cannot write to the pull "
-                f"request ({posted.reason}), as on a pull request from a fork. The comment is in {posted.path}; "
-                f"upload it as an artifact and post it from a workflow_run workflow (docs/action.md, fork pull requests)."
+            message = (
+                f"This token cannot write to the pull request ({posted.reason}), as on a pull "
+                f"request from a fork. The comment is in {posted.path}; upload it as an artifact "
+                f"and post it from a workflow_run workflow (docs/action.md, fork pull requests)."
             )
+            click.echo(Annotation("warning", message, "twicerun: comment not posted").command())
         else:
             click.echo(f"twicerun: comment {posted.action}: {posted.url}")
     elif comment and number is None:

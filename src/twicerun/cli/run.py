@@ -90,6 +90,12 @@ from twicerun.runner.rescore import rejudge, resolve_invocation
     help="Stress the steps the loop found quiet (tie collapse, more threads, more rows, "
     "another arrival order). --no-amplify skips this, and the report says so.",
 )
+@click.option(
+    "--keep-copies",
+    is_flag=True,
+    help="Keep, for each step, the latest later run's copy of any artifact that differed from "
+    "run 1 (by default only run 1's artifacts stay: the findings are in the Result).",
+)
 @_policy_options
 def run(
     pipeline: Path,
@@ -102,6 +108,7 @@ def run(
     seeds: tuple[str, ...],
     keys: tuple[str, ...],
     amplify: bool,
+    keep_copies: bool,
     policy: str,
     tolerance_rel: float | None,
     tolerance_ulps: int | None,
@@ -124,6 +131,7 @@ def run(
         keys=parse_keys(keys),
         policy=Policy(policy, tolerance_rel, tolerance_ulps),
         amplify=amplify,
+        keep_copies=keep_copies,
     )
     progress = _Progress(enabled=sys.stderr.isatty())
     try:

@@ -19,6 +19,7 @@ would decide silently what a difference in an unknown type means.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -150,52 +151,60 @@ def bits_expr(expr: str, type_id: str) -> str:
     return f"(CASE WHEN isnan({expr}) THEN {nan} ELSE ({expr})::BIT::{cast} END)"
 
 
-def canonical_expr(expr: str, t: duckdb.DuckDBPyType, depth: int = 0) -> str:
-    """An expression whose DuckDB hash is equal exactly when the values are equal bit for bit.
+def rewrite_floats(
+    expr: str, t: duckdb.DuckDBPyType, on_float: Callable[[str, str], str], depth: int = 0
+) -> str:
+    """`expr` with every float inside it, at any depth, replaced by `on_float(float_expr, type_id)`.
 
-    DuckDB's own hash and equality treat -0.0 and 0.0 as one value; floats are
-    therefore encoded as their bits wherever they occur, nested ones included.
+    Everything else keeps its shape: list order and length, struct fields, map
+    entries in order, a union's tag. Values with no float inside come back as is.
     """
     if t.id in FLOAT_IDS:
-        return bits_expr(expr, t.id)
-    if t.id in EXACT_IDS or not _contains_float(t):
+        return on_float(expr, t.id)
+    if t.id in EXACT_IDS or not contains_float(t):
         return expr
     var = f"x{depth}"
+
+    def inner(e: str, child: duckdb.DuckDBPyType) -> str:
+        return rewrite_floats(e, child, on_float, depth + 1)
+
     if t.id in ("list", "array"):
         ((_, child),) = _nested_members(t)
-        return f"list_transform({expr}, lambda {var}: {canonical_expr(var, child, depth + 1)})"
+        return f"list_transform({expr}, lambda {var}: {inner(var, child)})"
     if t.id == "struct":
         fields = ", ".join(
-            f"{quote_identifier(k)} := {canonical_expr(f'({expr}).{quote_identifier(k)}', v, depth + 1)}"
+            f"{quote_identifier(k)} := {inner(f'({expr}).{quote_identifier(k)}', v)}"
             for k, v in _nested_members(t)
         )
         return f"(CASE WHEN ({expr}) IS NULL THEN NULL ELSE struct_pack({fields}) END)"
     if t.id == "map":
         members = dict(_nested_members(t))
-        key = canonical_expr(f"{var}.key", members["key"], depth + 1)
-        value = canonical_expr(f"{var}.value", members["value"], depth + 1)
-        return (
-            f"list_transform(map_entries({expr}), lambda {var}: "
-            f"struct_pack(k := {key}, v := {value}))"
-        )
+        key = inner(f"{var}.key", members["key"])
+        value = inner(f"{var}.value", members["value"])
+        return f"list_transform(map_entries({expr}), lambda {var}: struct_pack(k := {key}, v := {value}))"
     if t.id == "union":
         parts = ", ".join(
-            f"{quote_identifier(k)} := "
-            f"{canonical_expr(f'union_extract({expr}, {_sql_string(k)})', v, depth + 1)}"
+            f"{quote_identifier(k)} := {inner(f'union_extract({expr}, {_sql_string(k)})', v)}"
             for k, v in _nested_members(t)
         )
-        return (
-            f"(CASE WHEN ({expr}) IS NULL THEN NULL ELSE "
-            f"struct_pack(tag := union_tag({expr}), {parts}) END)"
-        )
-    raise UnsupportedColumn(f"no canonical encoding for type {t}")  # unreachable after _check
+        return f"(CASE WHEN ({expr}) IS NULL THEN NULL ELSE struct_pack(tag := union_tag({expr}), {parts}) END)"
+    raise UnsupportedColumn(f"no encoding for type {t}")  # unreachable after _check
 
 
-def _contains_float(t: duckdb.DuckDBPyType) -> bool:
+def canonical_expr(expr: str, t: duckdb.DuckDBPyType) -> str:
+    """An expression whose DuckDB hash is equal exactly when the values are equal bit for bit.
+
+    DuckDB's own hash and equality treat -0.0 and 0.0 as one value; floats are
+    therefore encoded as their bits wherever they occur, nested ones included.
+    """
+    return rewrite_floats(expr, t, bits_expr)
+
+
+def contains_float(t: duckdb.DuckDBPyType) -> bool:
     if t.id in FLOAT_IDS:
         return True
     if t.id in NESTED_IDS:
-        return any(_contains_float(child) for _, child in _nested_members(t))
+        return any(contains_float(child) for _, child in _nested_members(t))
     return False
 
 

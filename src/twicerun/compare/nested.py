@@ -22,7 +22,13 @@ from dataclasses import dataclass
 
 import duckdb
 
-from twicerun.compare.columns import FLOAT_IDS, _contains_float, _nested_members, quote_identifier
+from twicerun.compare.columns import (
+    FLOAT_IDS,
+    _nested_members,
+    contains_float,
+    quote_identifier,
+    rewrite_floats,
+)
 
 
 @dataclass(frozen=True)
@@ -39,37 +45,9 @@ def _var(depth: int) -> str:
     return f"n{depth}"
 
 
-def skeleton(expr: str, t: duckdb.DuckDBPyType, depth: int = 0) -> str:
+def skeleton(expr: str, t: duckdb.DuckDBPyType) -> str:
     """The exact part of a value: floats replaced by whether they are NULL."""
-    if t.id in FLOAT_IDS:
-        return f"(({expr}) IS NULL)"
-    if not _contains_float(t):
-        return expr
-    v = _var(depth)
-    if t.id in ("list", "array"):
-        ((_, child),) = _nested_members(t)
-        return f"list_transform({expr}, lambda {v}: {skeleton(v, child, depth + 1)})"
-    if t.id == "struct":
-        fields = ", ".join(
-            f"{quote_identifier(k)} := {skeleton(f'({expr}).{quote_identifier(k)}', c, depth + 1)}"
-            for k, c in _nested_members(t)
-        )
-        return f"(CASE WHEN ({expr}) IS NULL THEN NULL ELSE struct_pack({fields}) END)"
-    if t.id == "map":
-        members = dict(_nested_members(t))
-        k = skeleton(f"{v}.key", members["key"], depth + 1)
-        val = skeleton(f"{v}.value", members["value"], depth + 1)
-        return f"list_transform(map_entries({expr}), lambda {v}: struct_pack(k := {k}, v := {val}))"
-    if t.id == "union":
-        parts = ", ".join(
-            f"{quote_identifier(k)} := {skeleton(_union_member(expr, k), c, depth + 1)}"
-            for k, c in _nested_members(t)
-        )
-        return (
-            f"(CASE WHEN ({expr}) IS NULL THEN NULL ELSE "
-            f"struct_pack(tag := union_tag({expr}), {parts}) END)"
-        )
-    return expr
+    return rewrite_floats(expr, t, lambda e, _type_id: f"(({e}) IS NULL)")
 
 
 def _union_member(expr: str, member: str) -> str:
@@ -80,7 +58,7 @@ def leaves(expr: str, t: duckdb.DuckDBPyType, path: str, depth: int = 0) -> list
     """Every path to a float inside a value of type t."""
     if t.id in FLOAT_IDS:
         return [Leaf(path, expr, t.id, False)]
-    if not _contains_float(t):
+    if not contains_float(t):
         return []
     v = _var(depth)
     found: list[Leaf] = []

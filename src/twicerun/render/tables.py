@@ -294,26 +294,25 @@ def eval_baselines(a: Artifact) -> Table:
     )
 
 
-def eval_gap(a: Artifact) -> Table:
-    d = a.document
-    g = d["gap"]
+def _gap(name: str, a: Artifact, gap: dict[str, Any], what: str) -> Table:
+    """The amplification-gap table, whether the eval or the gap script measured it."""
+    passes = gap["passes"]
     rows = [
         [
             s["source"],
             f"{s['fired']:,} of {s['compared']:,}",
             f"{s['rate']:.2f}" if s["rate"] is not None else "NOT MEASURED",
-            f"{s['found_nothing']} of {g['passes']}",
-            f"{s['could_not_ask']} of {g['passes']}",
+            f"{s['found_nothing']} of {passes}",
+            f"{s['could_not_ask']} of {passes}",
         ]
-        for s in g["sources"]
+        for s in gap["sources"]
     ]
-    what = (
-        f"{g['passes']} passes over {code(g['step'])}; the loop found nothing on "
-        f"{g['loop_quiet_passes']} of them, and an amplifier fired on "
-        f"{g['loop_quiet_passes_an_amplifier_caught']} of those."
+    what += (
+        f"; the loop found nothing on {gap['loop_quiet_passes']} of them, and an amplifier "
+        f"fired on {gap['loop_quiet_passes_an_amplifier_caught']} of those."
     )
     return Table(
-        "eval-gap",
+        name,
         _stamp(a, what),
         [
             "source",
@@ -325,6 +324,11 @@ def eval_gap(a: Artifact) -> Table:
         rows,
         ["left", "right", "right", "right", "right"],
     )
+
+
+def eval_gap(a: Artifact) -> Table:
+    g = a.document["gap"]
+    return _gap("eval-gap", a, g, f"{g['passes']} passes over {code(g['step'])}")
 
 
 def eval_bound(a: Artifact) -> Table:
@@ -401,34 +405,8 @@ def eval_cost(a: Artifact) -> Table:
 
 def gap_table(a: Artifact) -> Table:
     d = a.document
-    rows = [
-        [
-            s["source"],
-            f"{s['fired']:,} of {s['compared']:,}",
-            f"{s['rate']:.2f}" if s["rate"] is not None else "NOT MEASURED",
-            f"{s['found_nothing']} of {d['passes']}",
-            f"{s['could_not_ask']} of {d['passes']}",
-        ]
-        for s in d["sources"]
-    ]
-    what = (
-        f"{d['passes']} passes of {d['runs']} runs over {code(d['step'])}, {d['seconds']:,.0f}s; the loop found "
-        f"nothing on {d['loop_quiet_passes']} of them, and an amplifier fired on "
-        f"{d['loop_quiet_passes_an_amplifier_caught']} of those."
-    )
-    return Table(
-        "gap",
-        _stamp(a, what),
-        [
-            "source",
-            "comparisons that fired",
-            "per comparison",
-            "passes it found nothing on",
-            "passes it could not ask",
-        ],
-        rows,
-        ["left", "right", "right", "right", "right"],
-    )
+    what = f"{d['passes']} passes of {d['runs']} runs over {code(d['step'])}, {d['seconds']:,.0f}s"
+    return _gap("gap", a, d, what)
 
 
 def bench_loop(a: Artifact) -> Table:

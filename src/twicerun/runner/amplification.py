@@ -115,6 +115,7 @@ def amplify(
                     threads=raised,
                     inputs_for=lambda _run: original,
                     detail=f"threads raised to {raised} from the {threads} in the loop",
+                    same_inputs_as_loop=True,
                     **common,
                 )
             )

@@ -16,20 +16,18 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import duckdb
-
-from twicerun.compare.oracle import ReferenceCache, attribute_table, compare_artifacts
-from twicerun.compare.pair import Side, settle
+from twicerun.compare.oracle import ReferenceCache
 from twicerun.errors import TwicerunError, UsageError
 from twicerun.judge.policy import Policy
 from twicerun.judge.status import NO_DIVERGENCE_OBSERVED
 from twicerun.pipeline import Pipeline, Step, load_pipeline
-from twicerun.result import ArtifactOutcome, Comparison, Result, StepResult
+from twicerun.result import Comparison, Result, StepResult
 from twicerun.runner.amplification import AMPLIFIED_DIR, Stressed, amplify
 from twicerun.runner.bisect import bisect
+from twicerun.runner.comparison import KEEP_PREFIX, WorstComparisons, compare_step
 from twicerun.runner.environment import default_threads, stamp
 from twicerun.runner.execute import execute_step
 from twicerun.runner.keys import KeyChecker
@@ -65,6 +63,7 @@ class LoopOptions:
     policy: Policy = field(default_factory=Policy)
     keys: Mapping[str, Sequence[str]] = field(default_factory=dict)
     amplify: bool = True
+    keep_copies: bool = False
 
 
 def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = silent) -> Result:
@@ -181,11 +180,13 @@ def _loop(
                 comparisons[step.index].append(comparison)
                 worst.consider(step.index, comparison)
                 if options.containment:
-                    # Nothing reads a contained later run's copies again: identical ones
-                    # go at once, and of the differing ones only the latest run's stay,
-                    # for a person to open.
+                    # Nothing reads a contained later run's copies again, and their
+                    # findings are recorded: identical ones go at once, and so do differing
+                    # ones, unless --keep-copies asked to keep the latest run's to open.
                     records.prune_identical(address, step.index)
-                    if run > 2:
+                    if not options.keep_copies:
+                        records.discard(address, step.index)
+                    elif run > 2:
                         records.discard(RunAddress(LOOP, run - 1), step.index)
             if run == 1:
                 keys.check_all_written()
@@ -193,9 +194,12 @@ def _loop(
                 # Run run-1 is no longer read by anyone: its state went into this run.
                 for step in steps:
                     records.prune_identical(RunAddress(LOOP, run - 1), step.index)
+                    records.discard(RunAddress(LOOP, run - 1), step.index)
         if not options.containment:
             for step in steps:
                 records.prune_identical(RunAddress(LOOP, options.runs), step.index)
+                if not options.keep_copies:
+                    records.discard(RunAddress(LOOP, options.runs), step.index)
         for step in steps:
             caches[step.index].clear()
             comparisons[step.index] = worst.attribute(records, step.index, comparisons[step.index])
@@ -325,140 +329,6 @@ def _cause_and_amplify(
 
 def save_result(invocation: Invocation, result: Result) -> None:
     write_bytes_atomic(invocation.result_path, result.to_json().encode("utf-8"))
-
-
-def compare_step(
-    records: Records,
-    con: duckdb.DuckDBPyConnection,
-    reference: RunAddress,
-    later: RunAddress,
-    index: int,
-    keys: Mapping[str, Sequence[str]],
-    cache: ReferenceCache | None = None,
-    keep_prefix: str | None = None,
-) -> Comparison:
-    """Compare one step's artifacts in `later` with the reference run's.
-
-    Attribution explains rather than measures, so it is not computed here. With a
-    `keep_prefix`, each artifact's disagreeing groups are kept in a temporary
-    table, and `attribute_worst` attributes the comparison that left the most.
-    """
-    ref_sides = records.sides(reference, index)
-    later_sides = records.sides(later, index)
-    if any(
-        name in ref_sides
-        and side.bytes_digest != ref_sides[name].bytes_digest
-        and not (side.canonical_digest and ref_sides[name].canonical_digest)
-        for name, side in later_sides.items()
-    ):
-        # A series left canonical digests out; bytes differ, so now they are needed.
-        records.ensure_canonical(con, reference, index)
-        records.ensure_canonical(con, later, index)
-        ref_sides = records.sides(reference, index)
-        later_sides = records.sides(later, index)
-    inputs = records.input_columns(later, index)
-
-    def oracle(ref: Side | None, lat: Side | None) -> dict:
-        name = (ref or lat).name  # type: ignore[union-attr]
-        # Two later runs that wrote the same rows get the same findings: measure once.
-        slot = (
-            name,
-            ref.canonical_digest if ref else None,
-            lat.canonical_digest if lat else None,
-        )
-        if cache is not None and slot in cache.memo:
-            return cache.memo[slot]
-        findings = compare_artifacts(
-            con,
-            name,
-            ref.path if ref else None,
-            lat.path if lat else None,
-            key=keys.get(name),
-            input_columns=inputs,
-            cache=cache,
-            attribute_above=None,
-            keep_imbalance_as=f"{keep_prefix}{_table_safe(name)}" if keep_prefix else None,
-        ).to_dict()
-        if cache is not None:
-            cache.memo[slot] = findings
-        return findings
-
-    outcomes = []
-    for name in list(ref_sides) + [n for n in later_sides if n not in ref_sides]:
-        o = settle(ref_sides.get(name), later_sides.get(name), oracle)
-        outcomes.append(
-            ArtifactOutcome(
-                name=o.name,
-                presence=o.presence,
-                settled_by=o.settled_by,
-                differs=o.differs,
-                reference_rows=o.reference_rows,
-                later_rows=o.later_rows,
-                findings=o.findings,
-            )
-        )
-    return Comparison(run=later.run, fired=any(o.differs for o in outcomes), artifacts=outcomes)
-
-
-KEEP_PREFIX = "__twicerun_keep_"
-_UNMATCHED = ("missing", "extra", "multiplicity_missing", "multiplicity_extra")
-
-
-def _table_safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-
-
-class WorstComparisons:
-    """Per step and artifact, the comparison that left the most rows unmatched.
-
-    Each comparison keeps its disagreeing groups in a temporary table; only the
-    worst one per artifact is kept, and at the end it is the one attributed.
-    Attribution explains rather than measures, so it is computed once, there.
-    """
-
-    def __init__(self, con: duckdb.DuckDBPyConnection):
-        self.con = con
-        self._worst: dict[tuple[int, str], tuple[int, int, str]] = {}
-
-    def consider(self, index: int, comparison: Comparison) -> None:
-        for a in comparison.artifacts:
-            table = f"{KEEP_PREFIX}{comparison.run}_{_table_safe(a.name)}"
-            count = sum((a.findings or {}).get(k, 0) for k in _UNMATCHED)
-            previous = self._worst.get((index, a.name))
-            if count and self._exists(table) and (previous is None or count > previous[0]):
-                if previous is not None:
-                    self.con.execute(f"DROP TABLE IF EXISTS {previous[2]}")
-                self._worst[(index, a.name)] = (count, comparison.run, table)
-            elif previous is None or previous[2] != table:
-                self.con.execute(f"DROP TABLE IF EXISTS {table}")
-
-    def _exists(self, table: str) -> bool:
-        return bool(
-            self.con.execute(
-                "SELECT 1 FROM duckdb_tables() WHERE table_name = ?", [table]
-            ).fetchall()
-        )
-
-    def attribute(
-        self, records: Records, index: int, comparisons: list[Comparison]
-    ) -> list[Comparison]:
-        updated = list(comparisons)
-        for (step, name), (count, run, table) in list(self._worst.items()):
-            if step != index:
-                continue
-            i = next(i for i, c in enumerate(updated) if c.run == run)
-            comparison = updated[i]
-            inputs = records.input_columns(RunAddress(LOOP, run), index)
-            artifacts = []
-            for a in comparison.artifacts:
-                if a.name == name and a.findings:
-                    attribution = attribute_table(self.con, table, a.findings["key"], inputs, count)
-                    a = replace(a, findings={**a.findings, "attribution": asdict(attribution)})
-                artifacts.append(a)
-            updated[i] = replace(comparison, artifacts=artifacts)
-            self.con.execute(f"DROP TABLE IF EXISTS {table}")
-            del self._worst[(step, name)]
-        return updated
 
 
 def _display_path(path: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -264,26 +265,32 @@ class Connections:
     previous or next step runs. Every connection handed out is still brand new.
     """
 
+    # Two ahead: a step shorter than one connection's opening (many are) would
+    # otherwise wait for the next one to finish opening.
+    AHEAD = 2
+
     def __init__(self, spill_dir: Path | None = None):
         self._spill_dir = spill_dir
         self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="twicerun-connections")
-        self._ready: dict[int, Future[duckdb.DuckDBPyConnection]] = {}
+        self._ready: dict[int, deque[Future[duckdb.DuckDBPyConnection]]] = {}
 
     def open(self, threads: int) -> duckdb.DuckDBPyConnection:
-        ready = self._ready.pop(threads, None)
+        queue = self._ready.setdefault(threads, deque())
         connection = (
-            ready.result() if ready is not None else open_connection(threads, self._spill_dir)
+            queue.popleft().result() if queue else open_connection(threads, self._spill_dir)
         )
-        self._ready[threads] = self._helper.submit(open_connection, threads, self._spill_dir)
+        while len(queue) < self.AHEAD:
+            queue.append(self._helper.submit(open_connection, threads, self._spill_dir))
         return connection
 
     def close(self, connection: duckdb.DuckDBPyConnection) -> None:
         self._helper.submit(connection.close)
 
     def shutdown(self) -> None:
-        for ready in self._ready.values():
-            with contextlib.suppress(Exception):
-                ready.result().close()
+        for queue in self._ready.values():
+            for ready in queue:
+                with contextlib.suppress(Exception):
+                    ready.result().close()
         self._ready.clear()
         self._helper.shutdown(wait=True)
 

@@ -1,0 +1,152 @@
+"""Comparing one step of a later run with the same step of its reference run.
+
+Digests settle what they can; the oracle measures the rest. Used by the loop
+and by every series (the bisect, the amplifiers), so all of them compare alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, replace
+
+import duckdb
+
+from twicerun.compare.oracle import ReferenceCache, attribute_table, compare_artifacts
+from twicerun.compare.pair import Side, settle
+from twicerun.result import ArtifactOutcome, Comparison
+from twicerun.runner.records import Records
+from twicerun.storage.layout import LOOP, RunAddress
+
+
+def compare_step(
+    records: Records,
+    con: duckdb.DuckDBPyConnection,
+    reference: RunAddress,
+    later: RunAddress,
+    index: int,
+    keys: Mapping[str, Sequence[str]],
+    cache: ReferenceCache | None = None,
+    keep_prefix: str | None = None,
+) -> Comparison:
+    """Compare one step's artifacts in `later` with the reference run's.
+
+    Attribution explains rather than measures, so it is not computed here. With a
+    `keep_prefix`, each artifact's disagreeing groups are kept in a temporary
+    table, and `attribute_worst` attributes the comparison that left the most.
+    """
+    ref_sides = records.sides(reference, index)
+    later_sides = records.sides(later, index)
+    if any(
+        name in ref_sides
+        and side.bytes_digest != ref_sides[name].bytes_digest
+        and not (side.canonical_digest and ref_sides[name].canonical_digest)
+        for name, side in later_sides.items()
+    ):
+        # A series left canonical digests out; bytes differ, so now they are needed.
+        records.ensure_canonical(con, reference, index)
+        records.ensure_canonical(con, later, index)
+        ref_sides = records.sides(reference, index)
+        later_sides = records.sides(later, index)
+    inputs = records.input_columns(later, index)
+
+    def oracle(ref: Side | None, lat: Side | None) -> dict:
+        name = (ref or lat).name  # type: ignore[union-attr]
+        # Two later runs that wrote the same rows get the same findings: measure once.
+        slot = (
+            name,
+            ref.canonical_digest if ref else None,
+            lat.canonical_digest if lat else None,
+        )
+        if cache is not None and slot in cache.memo:
+            return cache.memo[slot]
+        findings = compare_artifacts(
+            con,
+            name,
+            ref.path if ref else None,
+            lat.path if lat else None,
+            key=keys.get(name),
+            input_columns=inputs,
+            cache=cache,
+            attribute_above=None,
+            keep_imbalance_as=f"{keep_prefix}{_table_safe(name)}" if keep_prefix else None,
+        ).to_dict()
+        if cache is not None:
+            cache.memo[slot] = findings
+        return findings
+
+    outcomes = []
+    for name in list(ref_sides) + [n for n in later_sides if n not in ref_sides]:
+        o = settle(ref_sides.get(name), later_sides.get(name), oracle)
+        outcomes.append(
+            ArtifactOutcome(
+                name=o.name,
+                presence=o.presence,
+                settled_by=o.settled_by,
+                differs=o.differs,
+                reference_rows=o.reference_rows,
+                later_rows=o.later_rows,
+                findings=o.findings,
+            )
+        )
+    return Comparison(run=later.run, fired=any(o.differs for o in outcomes), artifacts=outcomes)
+
+
+KEEP_PREFIX = "__twicerun_keep_"
+_UNMATCHED = ("missing", "extra", "multiplicity_missing", "multiplicity_extra")
+
+
+def _table_safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+
+
+class WorstComparisons:
+    """Per step and artifact, the comparison that left the most rows unmatched.
+
+    Each comparison keeps its disagreeing groups in a temporary table; only the
+    worst one per artifact is kept, and at the end it is the one attributed.
+    Attribution explains rather than measures, so it is computed once, there.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+        self._worst: dict[tuple[int, str], tuple[int, int, str]] = {}
+
+    def consider(self, index: int, comparison: Comparison) -> None:
+        for a in comparison.artifacts:
+            table = f"{KEEP_PREFIX}{comparison.run}_{_table_safe(a.name)}"
+            count = sum((a.findings or {}).get(k, 0) for k in _UNMATCHED)
+            previous = self._worst.get((index, a.name))
+            if count and self._exists(table) and (previous is None or count > previous[0]):
+                if previous is not None:
+                    self.con.execute(f"DROP TABLE IF EXISTS {previous[2]}")
+                self._worst[(index, a.name)] = (count, comparison.run, table)
+            elif previous is None or previous[2] != table:
+                self.con.execute(f"DROP TABLE IF EXISTS {table}")
+
+    def _exists(self, table: str) -> bool:
+        return bool(
+            self.con.execute(
+                "SELECT 1 FROM duckdb_tables() WHERE table_name = ?", [table]
+            ).fetchall()
+        )
+
+    def attribute(
+        self, records: Records, index: int, comparisons: list[Comparison]
+    ) -> list[Comparison]:
+        updated = list(comparisons)
+        for (step, name), (count, run, table) in list(self._worst.items()):
+            if step != index:
+                continue
+            i = next(i for i, c in enumerate(updated) if c.run == run)
+            comparison = updated[i]
+            inputs = records.input_columns(RunAddress(LOOP, run), index)
+            artifacts = []
+            for a in comparison.artifacts:
+                if a.name == name and a.findings:
+                    attribution = attribute_table(self.con, table, a.findings["key"], inputs, count)
+                    a = replace(a, findings={**a.findings, "attribution": asdict(attribution)})
+                artifacts.append(a)
+            updated[i] = replace(comparison, artifacts=artifacts)
+            self.con.execute(f"DROP TABLE IF EXISTS {table}")
+            del self._worst[(step, name)]
+        return updated
