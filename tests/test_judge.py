@@ -79,17 +79,32 @@ def test_judge_reuses_recorded_findings_and_executes_nothing(saved, twicerun, ru
     assert twicerun("judge", run_dir, "--policy", "reduction-order").code == 1
 
 
-def test_judge_measures_a_pair_whose_findings_are_missing(saved, twicerun, run_dir):
+def _strip_findings(saved, runs) -> None:
     path = Path(saved["artifacts"]) / "result.json"
     document = json.loads(path.read_text())
     for step in document["steps"]:
         for comparison in step["comparisons"]:
-            for artifact in comparison["artifacts"]:
-                artifact["findings"] = None
+            if comparison["run"] in runs:
+                for artifact in comparison["artifacts"]:
+                    artifact["findings"] = None
     path.write_text(json.dumps(document))
+
+
+def test_judge_measures_a_pair_whose_findings_are_missing(write_pipeline, twicerun, run_dir):
+    outcome = twicerun(
+        "run", write_pipeline(PIPELINE), "--runs", "3", "--keep-copies", "--json", "-"
+    )
+    _strip_findings(outcome.json(), runs={3})  # run 3's differing copies were kept
     judged = by_name(twicerun("judge", run_dir, "--json", "-").json())
     assert judged["sums"]["classes"] == ["VALUE_DRIFT"]
     assert judged["loses_a_row"]["classes"] == ["ROW_MISSING"]
+
+
+def test_judge_refuses_to_measure_a_copy_that_was_deleted(saved, twicerun, run_dir):
+    _strip_findings(saved, runs={2})
+    outcome = twicerun("judge", run_dir)
+    assert outcome.code == 2
+    assert "its copy was deleted once its findings were recorded" in outcome.err
 
 
 def test_a_manual_tolerance_works_under_strict_and_never_sets_exit_1(write_pipeline, twicerun):

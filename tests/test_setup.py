@@ -37,6 +37,18 @@ def test_the_lock_pins_every_declared_dependency_exactly():
             pins[name.lower().replace("_", "-")] = version
     for name in ("duckdb", "pyarrow", "click", "pytest", "pytest-socket", "hypothesis", "ruff"):
         assert pins.get(name), f"{name} is not pinned in requirements.lock"
+    # The build backend too: the hook test installs twicerun from .venv/wheelhouse, offline.
+    assert pins.get("flit-core"), "flit_core, the build backend, is not pinned in requirements.lock"
+
+
+def test_the_built_version_is_the_one_the_package_reports():
+    # flit reads the static version from pyproject.toml; the package reads _version.py.
+    import tomllib
+
+    from twicerun import __version__
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["version"] == __version__
 
 
 def test_python_dash_m_twicerun_is_the_cli():

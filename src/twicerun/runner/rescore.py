@@ -107,6 +107,12 @@ def _artifact_path(
     if record is None:
         return None
     if not record.kept:
+        if record.same_as is None:
+            raise UsageError(
+                f"cannot measure {name} of step {index} {step} in run {run}: its copy was deleted "
+                f"once its findings were recorded, and the Result has no findings for it; re-run "
+                f"the pipeline (with --keep-copies to keep the latest differing copies)"
+            )
         return _artifact_path(invocation, 1, index, step, name)
     path = invocation.absolute(record.file)
     if not path.exists():
