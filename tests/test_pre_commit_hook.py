@@ -80,21 +80,28 @@ def twicerun_cli(*args, cwd):
     return run([sys.executable, "-m", "twicerun", *args], cwd, check=False)
 
 
-def try_repo(hook_repo: Path, consumer: Path, env: dict[str, str]):
-    return run(
-        [
-            sys.executable,
-            "-m",
-            "pre_commit",
-            "try-repo",
-            str(hook_repo),
-            "twicerun-readme",
-            "--all-files",
-        ],
-        consumer,
-        env=env,
-        check=False,
-    )
+def try_repo_each(hook_repo: Path, consumers: list[Path], env: dict[str, str]):
+    """`pre-commit try-repo` in every consumer at once, one process each.
+
+    try-repo installs the hook into a fresh store every time (about 15 s here, most of it
+    unpacking duckdb and pyarrow); the states are independent, so they run side by side.
+    """
+    command = [
+        sys.executable,
+        "-m",
+        "pre_commit",
+        "try-repo",
+        str(hook_repo),
+        "twicerun-readme",
+        "--all-files",
+    ]
+    started = [
+        subprocess.Popen(
+            command, cwd=c, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for c in consumers
+    ]
+    return [(process.wait(), process.communicate()[0]) for process in started]
 
 
 def test_the_hook_passes_a_clean_readme_and_fails_every_way_it_can_go_stale(
@@ -115,13 +122,10 @@ def test_the_hook_passes_a_clean_readme_and_fails_every_way_it_can_go_stale(
             )
         ],
     )
-    artifact = consumer / "results" / "result.json"
-    artifact.write_text(result.to_json())
-    other = consumer / "results" / "other.json"
+    (consumer / "results" / "result.json").write_text(result.to_json())
     other_result = Result(**{**result.__dict__, "pipeline": "pipelines/q.py"})
-    other.write_text(other_result.to_json())
-    readme = consumer / "README.md"
-    readme.write_text(
+    (consumer / "results" / "other.json").write_text(other_result.to_json())
+    (consumer / "README.md").write_text(
         "# Consumer\n\n<!-- twicerun:steps-p -->\n<!-- /twicerun:steps-p -->\n\n"
         "<!-- twicerun:steps-q -->\n<!-- /twicerun:steps-q -->\n"
     )
@@ -129,29 +133,25 @@ def test_the_hook_passes_a_clean_readme_and_fails_every_way_it_can_go_stale(
     run([*GIT, "init", "-q"], consumer)
     run([*GIT, "add", "-A"], consumer)
     run([*GIT, "commit", "-q", "-m", "tables"], consumer)
+    generated = (consumer / "README.md").read_text()
 
-    clean = try_repo(hook_repo, consumer, env)
-    assert clean.returncode == 0, clean.stdout + clean.stderr
-    assert "twicerun README tables" in clean.stdout and "Passed" in clean.stdout
+    clean, edited, orphaned, regenerated = (tmp_path / n for n in ("c", "e", "o", "r"))
+    for copy in (clean, edited, orphaned, regenerated):
+        shutil.copytree(consumer, copy, symlinks=True)
+    (edited / "README.md").write_text(generated.replace("| 0 of 2 |", "| 2 of 2 |", 1))
+    (orphaned / "results" / "other.json").unlink()
+    (regenerated / "README.md").write_text(generated.replace("| 0 of 2 |", "| 2 of 2 |"))
+    assert twicerun_cli("report", "--update", "README.md", cwd=regenerated).returncode == 0
+    assert (regenerated / "README.md").read_text() == generated
 
-    generated = readme.read_text()
-    readme.write_text(generated.replace("| 0 of 2 |", "| 2 of 2 |", 1))
-    edited = try_repo(hook_repo, consumer, env)
-    assert edited.returncode == 1
-    assert "twicerun:steps-p is stale" in edited.stdout
-
-    readme.write_text(generated)
-    other.unlink()
-    orphaned = try_repo(hook_repo, consumer, env)
-    assert orphaned.returncode == 1
-    assert "no artifact renders steps-q" in orphaned.stdout
-
-    other.write_text(other_result.to_json())
-    readme.write_text(generated.replace("| 0 of 2 |", "| 2 of 2 |"))
-    assert twicerun_cli("report", "--update", "README.md", cwd=consumer).returncode == 0
-    regenerated = try_repo(hook_repo, consumer, env)
-    assert regenerated.returncode == 0, regenerated.stdout + regenerated.stderr
-    assert readme.read_text() == generated
+    outcomes = try_repo_each(hook_repo, [clean, edited, orphaned, regenerated], env)
+    (clean_code, clean_out), (edited_code, edited_out) = outcomes[:2]
+    (orphaned_code, orphaned_out), (regenerated_code, regenerated_out) = outcomes[2:]
+    assert clean_code == 0, clean_out
+    assert "twicerun README tables" in clean_out and "Passed" in clean_out
+    assert edited_code == 1 and "twicerun:steps-p is stale" in edited_out, edited_out
+    assert orphaned_code == 1 and "no artifact renders steps-q" in orphaned_out, orphaned_out
+    assert regenerated_code == 0, regenerated_out
 
 
 def test_the_project_passes_its_own_hook_on_its_own_readme(hook_repo, env):
