@@ -14,8 +14,6 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from github import Auth, Github, GithubException
-
 from twicerun.github.baseline import (
     ADDED,
     FIXED,
@@ -160,6 +158,9 @@ def post_sticky(
     fallback: Path,
 ) -> Posted:
     """Create or edit the one comment carrying this body's marker; fall back to a file on 403."""
+    # PyGithub takes a third of a second to import; only a command that posts pays for it.
+    from github import Auth, Github, GithubException
+
     mark = body.split("\n", 1)[0]
     gh = Github(base_url=api_url, auth=Auth.Token(token), retry=None, lazy=True)
     try:
