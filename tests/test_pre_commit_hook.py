@@ -104,7 +104,7 @@ def try_repo_each(hook_repo: Path, consumers: list[Path], env: dict[str, str]):
     return [(process.wait(), process.communicate()[0]) for process in started]
 
 
-def test_the_hook_passes_a_clean_readme_and_fails_every_way_it_can_go_stale(
+def test_the_hook_passes_a_clean_readme_fails_every_way_it_can_go_stale_and_passes_here(
     hook_repo, env, tmp_path
 ):
     consumer = tmp_path / "consumer"
@@ -144,17 +144,20 @@ def test_the_hook_passes_a_clean_readme_and_fails_every_way_it_can_go_stale(
     assert twicerun_cli("report", "--update", "README.md", cwd=regenerated).returncode == 0
     assert (regenerated / "README.md").read_text() == generated
 
-    outcomes = try_repo_each(hook_repo, [clean, edited, orphaned, regenerated], env)
+    # The fifth consumer is this project's committed tree: `pre-commit try-repo .` from here.
+    outcomes = try_repo_each(hook_repo, [clean, edited, orphaned, regenerated, hook_repo], env)
     (clean_code, clean_out), (edited_code, edited_out) = outcomes[:2]
-    (orphaned_code, orphaned_out), (regenerated_code, regenerated_out) = outcomes[2:]
+    (orphaned_code, orphaned_out), (regenerated_code, regenerated_out) = outcomes[2:4]
+    own_code, own_out = outcomes[4]
     assert clean_code == 0, clean_out
     assert "twicerun README tables" in clean_out and "Passed" in clean_out
     assert edited_code == 1 and "twicerun:steps-p is stale" in edited_out, edited_out
     assert orphaned_code == 1 and "no artifact renders steps-q" in orphaned_out, orphaned_out
     assert regenerated_code == 0, regenerated_out
+    assert own_code == 0 and "Passed" in own_out, own_out
 
 
-def test_the_project_passes_its_own_hook_on_its_own_readme(hook_repo, env):
+def test_the_projects_own_config_runs_the_check_on_its_readme(hook_repo, env):
     # .pre-commit-config.yaml runs the hook as `language: system` from .venv (so it checks
     # with the code being committed); no install, so this costs a second, not a try-repo.
     (hook_repo / ".venv").symlink_to(REPO / ".venv", target_is_directory=True)
