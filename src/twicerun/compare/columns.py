@@ -28,9 +28,8 @@ import duckdb
 
 from twicerun.errors import UnsupportedColumn
 
-EXACT_IDS = frozenset(
+INTEGER_IDS = frozenset(
     {
-        "boolean",
         "tinyint",
         "smallint",
         "integer",
@@ -41,6 +40,11 @@ EXACT_IDS = frozenset(
         "uinteger",
         "ubigint",
         "uhugeint",
+    }
+)
+EXACT_IDS = INTEGER_IDS | frozenset(
+    {
+        "boolean",
         "decimal",
         "varchar",
         "blob",

@@ -22,8 +22,8 @@ from twicerun.storage.layout import (
     LOOP,
     MANIFEST_NAME,
     Invocation,
+    RunAddress,
     find_invocations,
-    step_dir_name,
 )
 from twicerun.storage.receipts import load_receipt
 
@@ -79,9 +79,15 @@ def _fill_missing_findings(invocation: Invocation, result: Result) -> Result:
                 for a in comparison.artifacts:
                     if a.differs and a.findings is None:
                         con = con or duckdb.connect()
-                        ref = _artifact_path(invocation, 1, step.index, step.name, a.name)
+                        ref = _artifact_path(
+                            invocation, RunAddress(LOOP, 1), step.index, step.name, a.name
+                        )
                         later = _artifact_path(
-                            invocation, comparison.run, step.index, step.name, a.name
+                            invocation,
+                            RunAddress(LOOP, comparison.run),
+                            step.index,
+                            step.name,
+                            a.name,
                         )
                         findings = compare_artifacts(
                             con, a.name, ref, later, key=result.keys.get(a.name)
@@ -97,10 +103,10 @@ def _fill_missing_findings(invocation: Invocation, result: Result) -> Result:
 
 
 def _artifact_path(
-    invocation: Invocation, run: int, index: int, step: str, name: str
+    invocation: Invocation, address: RunAddress, index: int, step: str, name: str
 ) -> Path | None:
-    directory = invocation.root / LOOP / str(run) / step_dir_name(index, name=step)
-    receipt = load_receipt(directory)
+    """The file of (address, step, name), following a pruned copy as RunRecords.ref does."""
+    receipt = load_receipt(invocation.step_dir(address, index, step))
     if receipt is None:
         return None
     record = receipt.artifact(name)
@@ -109,15 +115,15 @@ def _artifact_path(
     if not record.kept:
         if record.same_as is None:
             raise UsageError(
-                f"cannot measure {name} of step {index} {step} in run {run}: its copy was deleted "
+                f"cannot measure {name} of step {index} {step} in run {address.run}: its copy was deleted "
                 f"once its findings were recorded, and the Result has no findings for it; re-run "
                 f"the pipeline (with --keep-copies to keep the latest differing copies)"
             )
-        return _artifact_path(invocation, 1, index, step, name)
+        return _artifact_path(invocation, RunAddress.parse(record.same_as), index, step, name)
     path = invocation.absolute(record.file)
     if not path.exists():
         raise UsageError(
-            f"cannot measure {name} of step {index} {step} in run {run}: {path} is gone; "
+            f"cannot measure {name} of step {index} {step} in run {address.run}: {path} is gone; "
             f"re-run the pipeline"
         )
     return path

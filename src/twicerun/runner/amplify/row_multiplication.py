@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 
+from twicerun.compare.columns import INTEGER_IDS
 from twicerun.compare.digest import parquet_source
 from twicerun.runner.amplify.base import (
     Applied,
@@ -24,17 +25,8 @@ from twicerun.runner.amplify.base import (
 )
 
 FACTOR = 2
-_INTEGERS = {
-    "tinyint",
-    "smallint",
-    "integer",
-    "bigint",
-    "hugeint",
-    "utinyint",
-    "usmallint",
-    "uinteger",
-    "ubigint",
-}
+# Shifted through HUGEINT and BIGINT below, which a UHUGEINT past 2**127 would overflow.
+_SHIFTABLE = INTEGER_IDS - {"uhugeint"}
 
 
 def multiply_rows(
@@ -50,7 +42,7 @@ def multiply_rows(
         return Declined(f"{artifact} has no rows to multiply")
     keep = most_distinct(facts)
     shift = None
-    if keep is not None and keep.type.id in _INTEGERS:
+    if keep is not None and keep.type.id in _SHIFTABLE:
         low, high = con.execute(
             f"SELECT min({keep.sql})::HUGEINT, max({keep.sql})::HUGEINT FROM {parquet_source(source)}"
         ).fetchone()
