@@ -24,7 +24,7 @@ from twicerun.github.baseline import (
     is_regression,
 )
 from twicerun.github.commands import Annotation
-from twicerun.github.comment import render
+from twicerun.github.comment import BUDGET, render
 from twicerun.result import Result
 
 SCHEMA = "twicerun.gate/1"
@@ -130,7 +130,9 @@ def stamp(results: dict[str, Result]) -> str:
     )
 
 
-def comment_body(gate: Gate, pipelines: str, summary_url: str | None = None) -> str:
+def comment_body(
+    gate: Gate, pipelines: str, summary_url: str | None = None, budget: int = BUDGET
+) -> str:
     return render(
         gate.decisions,
         pipelines=pipelines,
@@ -139,20 +141,13 @@ def comment_body(gate: Gate, pipelines: str, summary_url: str | None = None) -> 
         stamp=stamp(gate.results),
         baseline_error=gate.baseline_error,
         summary_url=summary_url,
+        budget=budget,
     )
 
 
 def summary(gate: Gate, pipelines: str) -> str:
     """The job summary: the comment's content with nothing cut."""
-    body = render(
-        gate.decisions,
-        pipelines=pipelines,
-        regressions=gate.regressions,
-        environment=gate.environment,
-        stamp=stamp(gate.results),
-        baseline_error=gate.baseline_error,
-        budget=10**9,
-    )
+    body = comment_body(gate, pipelines, budget=10**9)
     # The hidden marker belongs to the comment; the summary has no use for it.
     return body.split("\n", 1)[1].lstrip("\n")
 

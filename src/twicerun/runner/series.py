@@ -121,16 +121,9 @@ def run_series(
                 target = runs
             k += 1
     except (StepCrashed, BadInput) as exc:
-        return Series(
-            kind=kind,
-            threads=threads,
-            runs=executed,
-            comparisons=comparisons,
-            rows_read=rows_read,
-            error=str(exc),
-            detail=detail,
-            seconds=round(time.perf_counter() - started, 3),
-        )
+        error = str(exc)  # a crash under stress is a finding of the series, not of the run
+    else:
+        error = None
     finally:
         cache.clear()
         _discard_artifacts(bench, label)
@@ -140,6 +133,7 @@ def run_series(
         runs=executed,
         comparisons=comparisons,
         rows_read=rows_read,
+        error=error,
         detail=detail,
         seconds=round(time.perf_counter() - started, 3),
     )
