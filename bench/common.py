@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 
 def environment(threads: int) -> dict:
     from twicerun.runner.environment import stamp
 
-    env = stamp(threads)
-    return {
-        "duckdb": env.duckdb,
-        "threads": env.threads,
-        "platform": env.platform,
-        "python": env.python,
-        "twicerun": env.twicerun,
-    }
+    return asdict(stamp(threads))

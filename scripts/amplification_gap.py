@@ -20,6 +20,7 @@ import json
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -106,13 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         "step": args.step,
         "passes": args.passes,
         "runs": args.runs,
-        "environment": {
-            "duckdb": env.duckdb,
-            "threads": env.threads,
-            "platform": env.platform,
-            "python": env.python,
-            "twicerun": env.twicerun,
-        },
+        "environment": asdict(env),
         "seconds": round(time.time() - started, 1),
         "written": time.strftime("%Y-%m-%d"),
         "command": "python scripts/amplification_gap.py "

@@ -30,7 +30,7 @@ import re
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -552,13 +552,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": args.runs,
         "seconds": seconds,
         "trial_seconds": [t["seconds"] for t in trials],
-        "environment": {
-            "duckdb": env.duckdb,
-            "threads": env.threads,
-            "platform": env.platform,
-            "python": env.python,
-            "twicerun": env.twicerun,
-        },
+        "environment": asdict(env),
         "pipeline": "pipelines/reference.py",
         "twins_pipeline": "pipelines/twins.py",
         **summary,
