@@ -12,6 +12,8 @@ Each repetition runs one `twicerun run` invocation in a fresh child process
 - where the overhead went: opening and closing a fresh DuckDB connection per
   step, computing digests, the oracle (on pairs the digests could not settle),
   and everything else (receipts, pruning, the Result);
+- the loop alone: the same two figures up to where the bisect and the amplifiers
+  start, with only the loop's own step executions;
 - peak RSS of the child, and peak bytes on disk under its run directory,
   sampled every 20 ms while it runs, also as a multiple of what run 1's
   artifacts take (one run's worth).
@@ -50,13 +52,17 @@ def _directory_bytes(root: Path) -> int:
 
 def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
     """One invocation, in this process, with the overhead's parts timed."""
+    if "--digests-only" in extra:
+        _without_the_oracle()
     from twicerun.compare import digest as digest_module
     from twicerun.runner import comparison as comparison_module
     from twicerun.runner import execute as execute_module
+    from twicerun.runner import loop as loop_module
     from twicerun.runner.loop import LoopOptions, run_pipeline
     from twicerun.storage import context as context_module
 
-    timers = {"open": 0.0, "close": 0.0, "digests": 0.0, "oracle": 0.0}
+    timers = {"open": 0.0, "close": 0.0, "digests": 0.0, "oracle": 0.0, "after_loop": 0.0}
+    loop_steps = [0.0]
 
     def timed(name, fn):
         def wrapper(*args, **kwargs):
@@ -72,6 +78,17 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
     context_module.Connections.close = timed("close", context_module.Connections.close)
     execute_module.digests = timed("digests", digest_module.digests)
     comparison_module.compare_artifacts = timed("oracle", comparison_module.compare_artifacts)
+    # The loop alone (issue 2's figure): everything before the bisect and the amplifiers
+    # start, against the step executions of the loop's own runs.
+    loop_module._cause_and_amplify = timed("after_loop", loop_module._cause_and_amplify)
+    loop_execute = loop_module.execute_step
+
+    def counted(**kwargs):
+        receipt = loop_execute(**kwargs)
+        loop_steps[0] += receipt.seconds
+        return receipt
+
+    loop_module.execute_step = counted
 
     peak = {"disk": 0, "without_amplified": 0}
     stop = threading.Event()
@@ -102,6 +119,8 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
         "close": timers["close"],
         "digests": timers["digests"],
         "oracle": timers["oracle"],
+        "loop_wall": result.seconds - timers["after_loop"],
+        "loop_steps": loop_steps[0],
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "peak_disk_bytes": peak["disk"],
         "peak_disk_without_amplified_bytes": peak["without_amplified"],
@@ -110,6 +129,22 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
         "threads": result.environment.threads,
         "duckdb": result.environment.duckdb,
     }
+
+
+def _without_the_oracle() -> None:
+    """The loop as issue 2 specified it, before the oracle: digests decide, nothing measures.
+
+    Every pair the digests cannot settle gets empty findings, so the invocation still
+    completes; its Result says nothing about how runs differed and is only timed.
+    """
+    from twicerun.compare.findings import ArtifactFindings
+    from twicerun.compare.pair import BOTH
+    from twicerun.runner import comparison as comparison_module
+
+    def unmeasured(con, name, reference, later, **_):
+        return ArtifactFindings(name, BOTH, [], 0, 0, [])
+
+    comparison_module.compare_artifacts = unmeasured
 
 
 def _options(extra: list[str]) -> dict:
@@ -128,13 +163,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", dest="json_path", default=None)
     parser.add_argument("--no-containment", action="store_true")
     parser.add_argument(
-        "--no-amplify", action="store_true", help="the loop alone, without amplifiers"
+        "--no-amplify", action="store_true", help="without amplifiers (the bisect still runs)"
+    )
+    parser.add_argument(
+        "--digests-only",
+        action="store_true",
+        help="time the loop without the oracle (digests only), as the loop was first specified",
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--run-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    extra = (["--no-containment"] if args.no_containment else []) + (
-        ["--no-amplify"] if args.no_amplify else []
+    extra = (
+        (["--no-containment"] if args.no_containment else [])
+        + (["--no-amplify"] if args.no_amplify else [])
+        + (["--digests-only"] if args.digests_only else [])
     )
 
     if args.child:
@@ -178,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         f"\n{Path(args.pipeline).name}, duckdb {rows[0]['duckdb']} at threads={rows[0]['threads']}, "
         f"{args.repeat} repetitions, containment {'off' if args.no_containment else 'on'}, "
         f"amplifiers {'off' if args.no_amplify else 'on'}"
+        + (", oracle off (digests only)" if args.digests_only else "")
     )
     if args.json_path:
         pipeline = Path(args.pipeline).resolve()
@@ -208,7 +251,9 @@ def _line(label: str, r: dict) -> str:
         f"other {other:.2f}s)  peak RSS {r['peak_rss_bytes'] / 2**20:,.0f} MiB  "
         f"peak disk {r['peak_disk_bytes'] / 2**20:,.0f} MiB "
         f"({r['peak_disk_bytes'] / r['one_run_bytes']:.1f} runs' worth; "
-        f"{r['peak_disk_without_amplified_bytes'] / r['one_run_bytes']:.1f} without amplified inputs)"
+        f"{r['peak_disk_without_amplified_bytes'] / r['one_run_bytes']:.1f} without amplified inputs); "
+        f"the loop alone: wall {r['loop_wall']:.2f}s  steps {r['loop_steps']:.2f}s  "
+        f"overhead {(r['loop_wall'] - r['loop_steps']) / r['loop_steps']:.2f}x"
     )
 
 
