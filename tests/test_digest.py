@@ -180,3 +180,14 @@ def test_an_unknown_type_is_refused_with_its_name(tmp_path, monkeypatch):
     assert str(info.value).startswith(
         "column k has type BIGINT, which twicerun does not know how to compare"
     )
+
+
+def test_two_canonical_digests_never_computed_do_not_settle_a_pair():
+    # Canonical digests are computed lazily; two empty ones are not two equal ones.
+    from twicerun.compare.pair import Side, settle
+
+    def side(b):
+        return Side("t", None, b, "", 1, [["n", "BIGINT"]])
+
+    outcome = settle(side("aa"), side("bb"), oracle=lambda r, l: {"classes": ["ROW_EXTRA"]})
+    assert (outcome.differs, outcome.settled_by) == (True, "oracle")

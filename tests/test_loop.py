@@ -252,3 +252,35 @@ def test_the_saved_result_is_the_one_printed(write_pipeline, twicerun):
     outcome = twicerun("run", path, "--runs", "2", "--json", "-")
     saved = load_result(Path(outcome.json()["artifacts"]) / "result.json")
     assert saved.to_dict() == outcome.json()
+
+
+REORDERED = """
+import itertools
+
+_calls = itertools.count()
+
+
+def shuffled(ctx):
+    # The same ten rows, in another order on every call: different bytes, same rows.
+    ctx.write("rows", f"SELECT range AS n FROM range(10) ORDER BY hash(range + {next(_calls)})")
+
+
+def fixed(ctx):
+    ctx.write("same", "SELECT range AS n FROM range(10)")
+"""
+
+
+def test_canonical_digests_are_computed_only_where_bytes_differed(write_pipeline, twicerun):
+    path = write_pipeline(REORDERED)
+    outcome = twicerun("run", path, "--no-amplify", "--json", "-")
+    root = Path(outcome.json()["artifacts"])
+    shuffled, fixed = outcome.json()["steps"]
+    # Reordered rows are settled by the canonical digest, and are not a difference.
+    assert shuffled["fired"] == 0
+    assert {a["settled_by"] for c in shuffled["comparisons"] for a in c["artifacts"]} == {
+        "canonical digest"
+    }
+    assert load_receipt(root / "loop" / "1" / "00-shuffled").artifacts[0].canonical_digest
+    # Equal bytes settle the control; nothing ever needed its rows read.
+    assert {a["settled_by"] for c in fixed["comparisons"] for a in c["artifacts"]} == {"bytes"}
+    assert load_receipt(root / "loop" / "1" / "01-fixed").artifacts[0].canonical_digest == ""

@@ -192,6 +192,77 @@ def test_the_reference_cache_gives_the_same_findings():
     assert cached[0] == cached[1] == plain
 
 
+exact_rows = st.lists(
+    st.tuples(st.one_of(st.none(), st.integers(0, 6)), st.sampled_from(["a", "b", None])),
+    max_size=30,
+)
+
+
+def exact_table(data) -> pa.Table:
+    return pa.table(
+        {
+            "k": pa.array([r[0] for r in data], pa.int64()),
+            "s": pa.array([r[1] for r in data], pa.string()),
+        }
+    )
+
+
+@SETTINGS
+@given(exact_rows, exact_rows, st.data())
+def test_grouping_in_place_and_grouping_every_row_give_the_same_findings(ref, extra, draw):
+    # The later side: the reference with some rows edited, dropped or repeated, some
+    # new rows, and a stretch moved, so both positional matches and residue occur.
+    later = list(ref)
+    for _ in range(draw.draw(st.integers(0, 4))):
+        if later:
+            later[draw.draw(st.integers(0, len(later) - 1))] = draw.draw(
+                exact_rows.map(lambda rows: rows[0] if rows else (None, None))
+            )
+    if later and draw.draw(st.booleans()):
+        del later[draw.draw(st.integers(0, len(later) - 1))]
+    if later and draw.draw(st.booleans()):
+        later.append(later[draw.draw(st.integers(0, len(later) - 1))])
+    later += extra[: draw.draw(st.integers(0, len(extra)))]
+    if draw.draw(st.booleans()):
+        cut = draw.draw(st.integers(0, len(later)))
+        later = later[cut:] + later[:cut]
+    kwargs = dict(input_columns={"k"})
+    in_place = measure(exact_table(ref), exact_table(later), in_place=True, **kwargs)
+    every_row = measure(exact_table(ref), exact_table(later), in_place=False, **kwargs)
+    assert in_place == every_row
+
+
+def test_the_sample_sends_a_shuffled_artifact_to_full_grouping_and_an_edited_one_in_place(
+    tmp_path,
+):
+    from twicerun.compare.oracle import _mostly_in_place
+
+    rows = 20_000
+    CON.execute(
+        f"COPY (SELECT i AS id, i % 7 AS v FROM range({rows}) t(i)) TO '{tmp_path / 'r.parquet'}'"
+    )
+    CON.execute(
+        f"COPY (SELECT i AS id, CASE WHEN i % 100 = 0 THEN -1 ELSE i % 7 END AS v "
+        f"FROM range({rows}) t(i)) TO '{tmp_path / 'edited.parquet'}'"
+    )
+    CON.execute(
+        f"COPY (SELECT i AS id, i % 7 AS v FROM range({rows}) t(i) ORDER BY hash(i)) "
+        f"TO '{tmp_path / 'shuffled.parquet'}'"
+    )
+    key = ['"id"', '"v"']
+    assert _mostly_in_place(CON, tmp_path / "r.parquet", tmp_path / "edited.parquet", key)
+    assert not _mostly_in_place(CON, tmp_path / "r.parquet", tmp_path / "shuffled.parquet", key)
+    for name in ("edited", "shuffled"):
+        found = [
+            compare_artifacts(
+                CON, "t", tmp_path / "r.parquet", tmp_path / f"{name}.parquet", in_place=choice
+            )
+            for choice in (None, True, False)
+        ]
+        assert found[0] == found[1] == found[2]
+        assert (found[0].missing, found[0].extra) == ((200, 200) if name == "edited" else (0, 0))
+
+
 # Attribution --------------------------------------------------------------------------
 
 

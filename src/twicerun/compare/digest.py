@@ -1,13 +1,15 @@
-"""The two digests every artifact gets, and what each can settle.
+"""The two digests of an artifact, and what each can settle.
 
 bytes: SHA-256 of the Parquet file as written. Equal bytes prove sameness.
+Every artifact gets this one.
 
 canonical: the rows as a multiset, computed in one pass in DuckDB. Each row
 is hashed over a type-aware encoding (floats by their exact bits, so -0.0 and
 0.0 differ; every NaN folded into one), and that hash hashed again; the
 digest is SHA-256 over the schema (names, types, order), the row count and
 the two 128-bit sums of those hashes. Summing makes row order irrelevant and
-counts a duplicated row twice.
+counts a duplicated row twice. It costs a pass over the rows, so the runner
+computes it only for a pair whose bytes differ.
 """
 
 from __future__ import annotations

@@ -119,6 +119,7 @@ def compare_artifacts(
     cache: ReferenceCache | None = None,
     attribute_above: int | None = 0,
     keep_imbalance_as: str | None = None,
+    in_place: bool | None = None,
 ) -> ArtifactFindings:
     """Measure how `later` differs from `reference` (either may be absent).
 
@@ -127,7 +128,9 @@ def compare_artifacts(
     when more than `attribute_above` rows are unmatched (never when it is None):
     it explains rather than measures, so a caller comparing several runs may
     instead keep each comparison's disagreeing groups (`keep_imbalance_as`, a
-    table name) and attribute only the worst with `attribute_table`.
+    table name) and attribute only the worst with `attribute_table`. `in_place`
+    chooses how an artifact without floats is grouped (see `_group_counts`); the
+    findings do not depend on it.
     """
     if reference is None or later is None:
         return _one_side(con, name, reference, later)
@@ -165,7 +168,7 @@ def compare_artifacts(
                 con, reference, later, key_sql, leaf_list, float_cols, nested_float, cache
             )
         else:
-            groups, drift = _group_counts(con, reference, later, key_sql, cache), []
+            groups, drift = _group_counts(con, reference, later, key_sql, cache, in_place), []
         unmatched = (
             groups["missing"] + groups["extra"] + groups["mult_missing"] + groups["mult_extra"]
         )
@@ -180,8 +183,12 @@ def compare_artifacts(
             con.execute(f"DROP TABLE IF EXISTS {keep_imbalance_as}")
             con.execute(f"ALTER TABLE {IMBALANCE} RENAME TO {keep_imbalance_as}")
     finally:
-        for table in (IMBALANCE, ROWS, PAIRS):
-            con.execute(f"DROP TABLE IF EXISTS {table}")
+        con.execute(
+            "; ".join(
+                f"DROP TABLE IF EXISTS {table}"
+                for table in (IMBALANCE, ROWS, PAIRS, RESIDUE, f"{IMBALANCE}_residue")
+            )
+        )
 
     classes = set()
     if change.any:
@@ -245,6 +252,7 @@ def _row_count(con: duckdb.DuckDBPyConnection, path: Path) -> int:
 IMBALANCE = "__twicerun_imbalance"
 ROWS = "__twicerun_rows"
 PAIRS = "__twicerun_pairs"
+RESIDUE = "__twicerun_residue"
 
 
 def _side(cache: ReferenceCache | None, reference: Path, template: str) -> str:
@@ -288,14 +296,18 @@ def _group_counts(
     later: Path,
     key: Sequence[str],
     cache: ReferenceCache | None = None,
+    in_place: bool | None = None,
 ) -> dict[str, int]:
     """Row counts per key group on both sides, reduced to the groups that disagree.
 
     The groups whose counts differ are kept in a temporary table for attribution;
-    everything else follows from them and the two row counts.
+    everything else follows from them and the two row counts. `in_place` forces
+    (True) or forbids (False) the positional shortcut; by default a sample decides.
     """
     ref_rows, later_rows = _row_count(con, reference), _row_count(con, later)
-    if key:
+    if key and (in_place if in_place is not None else _mostly_in_place(con, reference, later, key)):
+        _residue_imbalance(con, reference, later, key)
+    elif key:
         select = _aliases("k", key)
         r = _side(cache, reference, f"SELECT {select}, count(*) AS n FROM {{source}} GROUP BY ALL")
         con.execute(
@@ -315,6 +327,99 @@ def _group_counts(
             f"SELECT {ref_rows}::BIGINT AS rn, {later_rows}::BIGINT AS ln WHERE rn <> ln"
         )
     return _imbalance_totals(con, ref_rows, later_rows)
+
+
+POSITIONAL_SAMPLE = 8192
+# Below this share of differing positions in the sample, the positional shortcut pays.
+IN_PLACE_BELOW = 0.25
+
+
+def _differs(n: int) -> str:
+    return " OR ".join(f"r{i} IS DISTINCT FROM l{i}" for i in range(n))
+
+
+def _mostly_in_place(
+    con: duckdb.DuckDBPyConnection, reference: Path, later: Path, key: Sequence[str]
+) -> bool:
+    """Whether most rows sit at the same position in both files, judged on the first rows.
+
+    Only speed depends on this guess; the findings are the same either way.
+    """
+    limit = f"LIMIT {POSITIONAL_SAMPLE}"
+    differing, sampled = con.execute(
+        f"SELECT count(*) FILTER (WHERE rp IS NULL OR lp IS NULL OR {_differs(len(key))}), count(*) "
+        f"FROM (SELECT {_aliases('r', key)}, true AS rp FROM {parquet_source(reference)} {limit}) "
+        f"POSITIONAL JOIN "
+        f"(SELECT {_aliases('l', key)}, true AS lp FROM {parquet_source(later)} {limit})"
+    ).fetchone()
+    return bool(sampled) and differing < IN_PLACE_BELOW * sampled
+
+
+def _residue_imbalance(
+    con: duckdb.DuckDBPyConnection, reference: Path, later: Path, key: Sequence[str]
+) -> None:
+    """The disagreeing groups, from the rows that differ position by position.
+
+    A row equal to the other file's row at the same position is one copy on each
+    side of the same group, so setting the pair aside changes no group's rn - ln.
+    Grouping only the rest (the residue) therefore finds the same disagreeing
+    groups with the same differences, reading each file once in step instead of
+    hashing every row. What the residue cannot see is whether a group it has on
+    one side only also exists, in matched rows, on the other, which decides a
+    missing row from a duplicated one; those groups are counted in the full
+    other file, and the count is added to both sides so the table reads as if
+    every row had been grouped.
+    """
+    n = len(key)
+    ks = [f"k{i}" for i in range(n)]
+    con.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE {RESIDUE} AS
+        SELECT * FROM
+            (SELECT {_aliases("r", key)}, true AS rp FROM {parquet_source(reference)})
+            POSITIONAL JOIN
+            (SELECT {_aliases("l", key)}, true AS lp FROM {parquet_source(later)})
+        WHERE rp IS NULL OR lp IS NULL OR {_differs(n)}
+        """
+    )
+    side = "SELECT {cols}, count(*) AS n FROM " + RESIDUE + " WHERE {flag} GROUP BY ALL"
+    con.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE {IMBALANCE}_residue AS
+        WITH r AS ({side.format(cols=", ".join(f"r{i} AS k{i}" for i in range(n)), flag="rp")}),
+             l AS ({side.format(cols=", ".join(f"l{i} AS k{i}" for i in range(n)), flag="lp")})
+        SELECT {", ".join(f"coalesce(r.k{i}, l.k{i}) AS k{i}" for i in range(n))},
+               coalesce(r.n, 0) AS rn, coalesce(l.n, 0) AS ln
+        FROM r FULL OUTER JOIN l ON {_on(key)}
+        WHERE r.n IS DISTINCT FROM l.n
+        """
+    )
+
+    def matched(source: Path, lonely: str) -> str:
+        # Rows of the full file in a group the residue has on the other side only.
+        return (
+            f"SELECT {', '.join(f'i.{k}' for k in ks)}, count(*) AS p "
+            f"FROM (SELECT {_aliases('k', key)} FROM {parquet_source(source)}) s "
+            f"JOIN (SELECT {', '.join(ks)} FROM {IMBALANCE}_residue WHERE {lonely} = 0) i "
+            f"ON {' AND '.join(f's.{k} IS NOT DISTINCT FROM i.{k}' for k in ks)} GROUP BY ALL"
+        )
+
+    on_later = " AND ".join(f"i.{k} IS NOT DISTINCT FROM pl.{k}" for k in ks)
+    on_reference = " AND ".join(f"i.{k} IS NOT DISTINCT FROM pr.{k}" for k in ks)
+    con.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE {IMBALANCE} AS
+        WITH pl AS ({matched(later, "ln")}), pr AS ({matched(reference, "rn")})
+        SELECT {", ".join(f"i.{k}" for k in ks)},
+               i.rn + coalesce(pl.p, 0) + coalesce(pr.p, 0) AS rn,
+               i.ln + coalesce(pl.p, 0) + coalesce(pr.p, 0) AS ln
+        FROM {IMBALANCE}_residue i
+        LEFT JOIN pl ON i.ln = 0 AND {on_later}
+        LEFT JOIN pr ON i.rn = 0 AND {on_reference}
+        """
+    )
+    con.execute(f"DROP TABLE {IMBALANCE}_residue")
+    con.execute(f"DROP TABLE {RESIDUE}")
 
 
 def _measure_with_floats(
@@ -344,7 +449,7 @@ def _measure_with_floats(
     template = (
         f"SELECT {_aliases('k', [*key])}{', ' if key else ''}{_aliases('b', bits)}, "
         f"{', '.join(f'any_value({leaf.expr}) AS v{i}' for i, leaf in enumerate(leaf_list))}, "
-        f"count(*) AS n FROM {{source}} GROUP BY {', '.join([*key, *bits])}"
+        f"count(*) AS n FROM {{source}} GROUP BY ALL"
     )
     on = " AND ".join(f"r.{c} IS NOT DISTINCT FROM l.{c}" for c in [*ks, *bs])
     merged = ", ".join(f"coalesce(r.{c}, l.{c}) AS {c}" for c in [*ks, *bs, *vs])
@@ -433,19 +538,22 @@ def _leaf_drift(con: duckdb.DuckDBPyConnection, i: int, leaf: Leaf, identical: i
         source = f"(SELECT unnest(a{i}) AS a, unnest(b{i}) AS b FROM {PAIRS})"
     else:
         source = f"(SELECT a{i} AS a, b{i} AS b FROM {PAIRS})"
-    moved = floats.moved("a", "b", t)
-    ulps = floats.ulps("a", "b", t)
-    rel = floats.relative("a", "b")
+    # Each distance is computed once per pair in a subquery: the expressions are
+    # large, and repeating them in every aggregate doubled the planning time.
     row = con.execute(
         f"""
         SELECT count(*),
-               count(*) FILTER (WHERE {moved}),
-               max({ulps}) FILTER (WHERE {moved}),
-               max({rel}) FILTER (WHERE {moved}),
-               arg_max([a::DOUBLE, b::DOUBLE], {ulps}) FILTER (WHERE {moved}),
-               count(*) FILTER (WHERE {moved} AND {ulps} IS NULL),
-               arg_max([a::DOUBLE, b::DOUBLE], 1) FILTER (WHERE {moved} AND {ulps} IS NULL)
-        FROM {source}
+               count(*) FILTER (WHERE mv),
+               max(u) FILTER (WHERE mv),
+               max(rl) FILTER (WHERE mv),
+               arg_max([a::DOUBLE, b::DOUBLE], u) FILTER (WHERE mv),
+               count(*) FILTER (WHERE mv AND u IS NULL),
+               arg_max([a::DOUBLE, b::DOUBLE], 1) FILTER (WHERE mv AND u IS NULL)
+        FROM (
+            SELECT a, b, {floats.moved("a", "b", t)} AS mv, {floats.ulps("a", "b", t)} AS u,
+                   {floats.relative("a", "b")} AS rl
+            FROM {source}
+        )
         """
     ).fetchone()
     compared, moved_n, max_ulps, max_rel, at, incomparable, odd = row

@@ -73,7 +73,8 @@ def settle(reference: Side | None, later: Side | None, oracle: Oracle | None = N
     )
     if reference.bytes_digest == later.bytes_digest:
         return PairOutcome(settled_by=BY_BYTES, differs=False, **common)
-    if reference.canonical_digest == later.canonical_digest:
+    # An empty canonical digest was never computed, and two of them prove nothing.
+    if reference.canonical_digest and reference.canonical_digest == later.canonical_digest:
         return PairOutcome(settled_by=BY_CANONICAL, differs=False, **common)
     findings = oracle(reference, later) if oracle is not None else None
     return PairOutcome(

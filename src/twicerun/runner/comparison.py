@@ -36,15 +36,18 @@ def compare_step(
     """
     ref_sides = records.sides(reference, index)
     later_sides = records.sides(later, index)
-    if any(
-        name in ref_sides
+    # Canonical digests are left out until a pair's bytes differ; these do, so now
+    # they are needed, for these artifacts only.
+    needed = [
+        name
+        for name, side in later_sides.items()
+        if name in ref_sides
         and side.bytes_digest != ref_sides[name].bytes_digest
         and not (side.canonical_digest and ref_sides[name].canonical_digest)
-        for name, side in later_sides.items()
-    ):
-        # A series left canonical digests out; bytes differ, so now they are needed.
-        records.ensure_canonical(con, reference, index)
-        records.ensure_canonical(con, later, index)
+    ]
+    if needed:
+        records.ensure_canonical(con, reference, index, needed)
+        records.ensure_canonical(con, later, index, needed)
         ref_sides = records.sides(reference, index)
         later_sides = records.sides(later, index)
     inputs = records.input_columns(later, index)

@@ -33,9 +33,13 @@ def execute_step(
     reference: Receipt | None,
     digest_connection: duckdb.DuckDBPyConnection,
     connections: Connections,
-    eager_canonical: bool = True,
 ) -> Receipt:
-    """Run `step` once at `address` and return its receipt (already saved)."""
+    """Run `step` once at `address` and return its receipt (already saved).
+
+    Each artifact gets its bytes digest here; its canonical digest only when the
+    bytes equal `reference`'s (it is copied) and otherwise once a comparison needs
+    it (`Records.ensure_canonical`), since most artifacts never differ from run 1.
+    """
     out_dir = invocation.step_dir(address, step.index, step.name)
     out_dir.mkdir(parents=True, exist_ok=True)
     connection = connections.open(threads)
@@ -92,7 +96,7 @@ def execute_step(
                     prior.bytes_digest, prior.canonical_digest, prior.rows, prior.schema
                 )
         try:
-            d = digests(digest_connection, path, known=known, canonical=eager_canonical)
+            d = digests(digest_connection, path, known=known, canonical=False)
         except UnsupportedColumn as exc:
             raise UnsupportedColumn(
                 f"artifact {name} of step {step.index} {step.name}: {exc}"

@@ -7,6 +7,7 @@ pruning of artifacts identical to run 1 are decided in one place.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Collection
 from dataclasses import replace
 
 from twicerun.compare.digest import canonical_digest
@@ -14,7 +15,7 @@ from twicerun.compare.pair import Side
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.janitor import Janitor, remove_now
 from twicerun.storage.layout import Invocation, RunAddress
-from twicerun.storage.receipts import Receipt, save_receipt
+from twicerun.storage.receipts import ArtifactRecord, Receipt, save_receipt
 
 
 class Records:
@@ -118,14 +119,25 @@ class Records:
                 columns.update(name for name, _ in record.schema)
         return columns
 
-    def ensure_canonical(self, con, address: RunAddress, index: int) -> None:
-        """Compute canonical digests this receipt left out (a series computes them lazily)."""
+    def ensure_canonical(
+        self, con, address: RunAddress, index: int, names: Collection[str] | None = None
+    ) -> None:
+        """Compute the canonical digests this receipt left out (all, or those of `names`).
+
+        Digests are computed lazily: only an artifact whose bytes differ from another
+        copy's ever needs one.
+        """
         receipt = self.get(address, index)
-        if receipt is None or all(r.canonical_digest for r in receipt.artifacts):
+        wanted = [
+            r
+            for r in (receipt.artifacts if receipt else [])
+            if not r.canonical_digest and (names is None or r.name in names)
+        ]
+        if receipt is None or not wanted:
             return
         records = []
         for record in receipt.artifacts:
-            if not record.canonical_digest:
+            if record in wanted:
                 ref = self.ref(address, index, record.name)
                 digest, _, _ = canonical_digest(con, ref.path)
                 record = replace(record, canonical_digest=digest)
@@ -170,11 +182,7 @@ class Records:
         records = []
         for record in receipt.artifacts:
             prior = reference.artifact(record.name)
-            if (
-                record.kept
-                and prior is not None
-                and prior.canonical_digest == record.canonical_digest
-            ):
+            if record.kept and prior is not None and _same_rows(prior, record):
                 doomed.append(self.invocation.absolute(record.file))
                 record = replace(record, kept=False, same_as=str(against))
             records.append(record)
@@ -194,3 +202,10 @@ class Records:
             else:
                 remove_now(path)
         return freed
+
+
+def _same_rows(prior: ArtifactRecord, record: ArtifactRecord) -> bool:
+    """Equal bytes, or equal canonical digests where both were computed."""
+    if prior.bytes_digest == record.bytes_digest:
+        return True
+    return bool(prior.canonical_digest) and prior.canonical_digest == record.canonical_digest
