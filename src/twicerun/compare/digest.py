@@ -37,11 +37,8 @@ class Digests:
 
 
 def bytes_digest(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def parquet_source(path: Path) -> str:
@@ -81,8 +78,11 @@ def shape(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, list[list[st
         [c.name, c.type]
         for c in (classify(n, t) for n, t in zip(relation.columns, relation.types, strict=True))
     ]
-    (rows,) = con.execute(f"SELECT count(*) FROM {parquet_source(path)}").fetchone()
-    return int(rows), schema
+    # The footer's row count, read without a second query through DuckDB (pyarrow is
+    # imported here so that a CLI command that never digests does not pay for it).
+    import pyarrow.parquet as pq
+
+    return pq.read_metadata(path).num_rows, schema
 
 
 def digests(
