@@ -26,3 +26,16 @@ def test_the_eval_wall_time_for_ten_trials_is_in_the_readme_and_generated():
     assert document["trials"] == 10
     block = readme.split("<!-- twicerun:eval-cost -->")[1].split("<!-- /twicerun:eval-cost -->")[0]
     assert f"| 10 | {document['seconds']:,.0f}s |" in block
+
+
+def test_the_cost_ratio_in_the_readme_is_the_median_and_range_of_the_committed_bench():
+    import json
+
+    readme = (REPO / "README.md").read_text()
+    document = json.loads(sorted((REPO / "results").glob("bench-loop-*.json"))[-1].read_text())
+    ratios = [r["wall"] / r["steps"] for r in document["runs"]]
+    median = document["median"]["wall"] / document["median"]["steps"]
+    block = readme.split("<!-- twicerun:bench-loop -->")[1].split("<!-- /twicerun:bench-loop -->")[0]
+    expected = f"| {median:.2f}x ({min(ratios):.2f}x to {max(ratios):.2f}x) |"
+    assert f"| the whole invocation | {document['median']['wall']:.1f}s |" in block
+    assert expected in block

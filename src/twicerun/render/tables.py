@@ -409,6 +409,14 @@ def gap_table(a: Artifact) -> Table:
     return _gap("gap", a, d, what)
 
 
+def _ratio_range(runs: list[dict], wall: str, steps: str) -> str:
+    """The median's ratio is one figure; the spread over invocations says how settled it is."""
+    ratios = [r[wall] / r[steps] for r in runs if r.get(steps)]
+    if len(ratios) < 2:
+        return ""
+    return f" ({min(ratios):.2f}x to {max(ratios):.2f}x)"
+
+
 def bench_loop(a: Artifact) -> Table:
     d = a.document
     m = d["median"]
@@ -418,7 +426,7 @@ def bench_loop(a: Artifact) -> Table:
             "the whole invocation",
             f"{m['wall']:.1f}s",
             f"{m['steps']:.1f}s",
-            f"{m['wall'] / m['steps']:.2f}x",
+            f"{m['wall'] / m['steps']:.2f}x{_ratio_range(d['runs'], 'wall', 'steps')}",
             f"{m['open'] + m['close']:.1f}s, {m['digests']:.1f}s, {m['oracle']:.1f}s, "
             f"{overhead - m['open'] - m['close'] - m['digests'] - m['oracle']:.1f}s",
             f"{m['peak_rss_bytes'] / 2**20:,.0f} MiB",
@@ -431,7 +439,8 @@ def bench_loop(a: Artifact) -> Table:
                 "the loop alone, up to the bisect",
                 f"{m['loop_wall']:.1f}s",
                 f"{m['loop_steps']:.1f}s",
-                f"{m['loop_wall'] / m['loop_steps']:.2f}x",
+                f"{m['loop_wall'] / m['loop_steps']:.2f}x"
+                f"{_ratio_range(d['runs'], 'loop_wall', 'loop_steps')}",
                 "not split",
                 "",
                 "",
@@ -445,7 +454,7 @@ def bench_loop(a: Artifact) -> Table:
             "part",
             "wall",
             "inside step executions",
-            "wall / steps",
+            "wall / steps (range over invocations)",
             "connections, digests, oracle, rest",
             "peak RSS",
             "peak disk",
