@@ -189,5 +189,5 @@ def test_two_canonical_digests_never_computed_do_not_settle_a_pair():
     def side(b):
         return Side("t", None, b, "", 1, [["n", "BIGINT"]])
 
-    outcome = settle(side("aa"), side("bb"), oracle=lambda r, l: {"classes": ["ROW_EXTRA"]})
+    outcome = settle(side("aa"), side("bb"), oracle=lambda ref, later: {"classes": ["ROW_EXTRA"]})
     assert (outcome.differs, outcome.settled_by) == (True, "oracle")
