@@ -363,3 +363,17 @@ def test_every_nested_shape_compares_equal_to_itself(tmp_path, expr):
     for path in (ref, later):
         CON.execute(f"COPY (SELECT {expr} AS v, 1 AS id) TO '{path}' (FORMAT parquet)")
     assert no_finding(compare_artifacts(CON, "t", ref, later))
+
+
+def test_columns_named_like_the_oracles_own_aliases_are_compared_as_data(tmp_path):
+    names = ["rp", "lp", "r0", "l0", "k0", "n"]
+    ref = pa.table({name: [1, 2, 3, 3] for name in names})
+    later = pa.table({name: [1, 2, 3, 4] for name in names})
+    pq.write_table(ref, tmp_path / "r.parquet")
+    pq.write_table(later, tmp_path / "l.parquet")
+    found = [
+        compare_artifacts(CON, "t", tmp_path / "r.parquet", tmp_path / "l.parquet", in_place=c)
+        for c in (True, False)
+    ]
+    assert found[0] == found[1]
+    assert (found[0].multiplicity_missing, found[0].extra) == (1, 1)
