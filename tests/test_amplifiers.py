@@ -136,6 +136,25 @@ def test_arrival_order_variant_2_reverses_the_row_groups(tmp_path):
     assert [r[0] for r in rows_of(target)] == [8, 9, 4, 5, 6, 7, 0, 1, 2, 3]
 
 
+@pytest.mark.parametrize(
+    "groups, expected",
+    [
+        (((0, 2), (2, 7), (7, 10)), [7, 8, 9, 2, 3, 4, 5, 6, 0, 1]),
+        (((0, 3), (3, 6), (6, 10)), [6, 7, 8, 9, 3, 4, 5, 0, 1, 2]),  # a longer last group
+    ],
+)
+def test_arrival_order_variant_2_reverses_row_groups_of_unequal_sizes(tmp_path, groups, expected):
+    path = tmp_path / "uneven.parquet"
+    schema = pa.schema([("n", pa.int64())])
+    with pq.ParquetWriter(path, schema) as writer:
+        for lo, hi in groups:
+            writer.write_table(pa.table({"n": list(range(lo, hi))}, schema=schema))
+    target = tmp_path / "out.parquet"
+    outcome = reorder(CON, path, target, artifact="uneven", variant=2)
+    assert outcome == Applied("uneven: the same 10 rows, its 3 row groups in reverse")
+    assert [r[0] for r in rows_of(target)] == expected
+
+
 def test_arrival_order_declines_a_single_row(tmp_path):
     path = tmp_path / "one.parquet"
     pq.write_table(pa.table({"n": [1]}), path)

@@ -44,12 +44,21 @@ def reorder(
             "as written",
         )
     elif variant == 2 and len(spans := _row_groups(con, source)) > 1:
-        values = ", ".join(f"({i}, {lo}, {hi})" for i, (lo, hi) in enumerate(spans))
-        query = (
-            f"SELECT s.* EXCLUDE (file_row_number) FROM {source_rows} s "
-            f"JOIN (VALUES {values}) g(gid, lo, hi) ON s.file_row_number >= g.lo AND s.file_row_number < g.hi "
-            f"ORDER BY g.gid DESC, s.file_row_number"
-        )
+        size = spans[0][1] - spans[0][0]
+        if all(hi - lo == size for lo, hi in spans[:-1]) and spans[-1][1] - spans[-1][0] <= size:
+            # Every row group but a shorter last one has one size (DuckDB's writer does
+            # that), so a row's group is a division, which sorts faster than a range join.
+            query = (
+                f"SELECT * EXCLUDE (file_row_number) FROM {source_rows} "
+                f"ORDER BY file_row_number // {size} DESC, file_row_number"
+            )
+        else:
+            values = ", ".join(f"({i}, {lo}, {hi})" for i, (lo, hi) in enumerate(spans))
+            query = (
+                f"SELECT s.* EXCLUDE (file_row_number) FROM {source_rows} s "
+                f"JOIN (VALUES {values}) g(gid, lo, hi) ON s.file_row_number >= g.lo AND s.file_row_number < g.hi "
+                f"ORDER BY g.gid DESC, s.file_row_number"
+            )
         what = f"its {len(spans)} row groups in reverse"
     elif variant == 2:
         query = (
