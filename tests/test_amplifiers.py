@@ -97,6 +97,14 @@ def test_row_multiplication_doubles_the_rows_and_keeps_the_id_unique(tmp_path):
     assert pq.read_schema(target).names == pq.read_schema(source).names
 
 
+def test_row_multiplication_is_a_pure_function(tmp_path):
+    source = events(tmp_path)
+    first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    multiply_rows(CON, source, first, artifact="events")
+    multiply_rows(CON, source, second, artifact="events")
+    assert bytes_digest(first) == bytes_digest(second)
+
+
 def test_row_multiplication_declines_an_empty_input(tmp_path):
     source = events(tmp_path, rows=0)
     assert multiply_rows(CON, source, tmp_path / "out.parquet", artifact="events") == Declined(

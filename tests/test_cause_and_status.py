@@ -75,6 +75,22 @@ def test_a_stable_step_names_the_amplifier_that_broke_it(write_pipeline, twiceru
     assert "arrival order       4 of 4: events: run 1 as written" in out
 
 
+def test_an_amplifier_that_fires_in_its_probe_continues_to_the_full_count(write_pipeline, twicerun):
+    document = twicerun(
+        "run", write_pipeline(FIRST_PER_CUSTOMER), "--amplify", "--json", "-"
+    ).json()
+    arrival = next(
+        a for a in by_name(document)["first_event"]["amplifiers"] if a["kind"] == "arrival order"
+    )
+    # The probe is three runs; it fired, so runs 4 and 5 were added to it, not run afresh.
+    assert arrival["runs"] == 5
+    assert [c["run"] for c in arrival["comparisons"]] == [2, 3, 4, 5]
+    quiet = next(
+        a for a in by_name(document)["events"]["amplifiers"] if a["kind"] == "thread count"
+    )
+    assert (quiet["runs"], [c["run"] for c in quiet["comparisons"]]) == (3, [2, 3])
+
+
 PARALLEL_ONLY = """
 import itertools
 
