@@ -238,10 +238,13 @@ def _aliases(prefix: str, exprs: Sequence[str]) -> str:
     return ", ".join(f"{e} AS {prefix}{i}" for i, e in enumerate(exprs))
 
 
-def _on(exprs: Sequence[str], prefix: str = "k") -> str:
-    return " AND ".join(
-        f"r.{prefix}{i} IS NOT DISTINCT FROM l.{prefix}{i}" for i in range(len(exprs))
-    )
+def _on(columns: Sequence[str], left: str = "r", right: str = "l") -> str:
+    """Equality on `columns` between two relations, NULL matching NULL."""
+    return " AND ".join(f"{left}.{c} IS NOT DISTINCT FROM {right}.{c}" for c in columns)
+
+
+def _ks(n: int) -> list[str]:
+    return [f"k{i}" for i in range(n)]
 
 
 def _row_count(con: duckdb.DuckDBPyConnection, path: Path) -> int:
@@ -317,7 +320,7 @@ def _group_counts(
                  l AS (SELECT {select}, count(*) AS n FROM {parquet_source(later)} GROUP BY ALL)
             SELECT {", ".join(f"coalesce(r.k{i}, l.k{i}) AS k{i}" for i in range(len(key)))},
                    coalesce(r.n, 0) AS rn, coalesce(l.n, 0) AS ln
-            FROM r FULL OUTER JOIN l ON {_on(key)}
+            FROM r FULL OUTER JOIN l ON {_on(_ks(len(key)))}
             WHERE r.n IS DISTINCT FROM l.n
             """
         )
@@ -371,7 +374,7 @@ def _residue_imbalance(
     every row had been grouped.
     """
     n = len(key)
-    ks = [f"k{i}" for i in range(n)]
+    ks = _ks(n)
     con.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE {RESIDUE} AS
@@ -390,7 +393,7 @@ def _residue_imbalance(
              l AS ({side.format(cols=", ".join(f"l{i} AS k{i}" for i in range(n)), flag="lp")})
         SELECT {", ".join(f"coalesce(r.k{i}, l.k{i}) AS k{i}" for i in range(n))},
                coalesce(r.n, 0) AS rn, coalesce(l.n, 0) AS ln
-        FROM r FULL OUTER JOIN l ON {_on(key)}
+        FROM r FULL OUTER JOIN l ON {_on(_ks(len(key)))}
         WHERE r.n IS DISTINCT FROM l.n
         """
     )
@@ -401,11 +404,9 @@ def _residue_imbalance(
             f"SELECT {', '.join(f'i.{k}' for k in ks)}, count(*) AS p "
             f"FROM (SELECT {_aliases('k', key)} FROM {parquet_source(source)}) s "
             f"JOIN (SELECT {', '.join(ks)} FROM {IMBALANCE}_residue WHERE {lonely} = 0) i "
-            f"ON {' AND '.join(f's.{k} IS NOT DISTINCT FROM i.{k}' for k in ks)} GROUP BY ALL"
+            f"ON {_on(ks, 's', 'i')} GROUP BY ALL"
         )
 
-    on_later = " AND ".join(f"i.{k} IS NOT DISTINCT FROM pl.{k}" for k in ks)
-    on_reference = " AND ".join(f"i.{k} IS NOT DISTINCT FROM pr.{k}" for k in ks)
     con.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE {IMBALANCE} AS
@@ -414,8 +415,8 @@ def _residue_imbalance(
                i.rn + coalesce(pl.p, 0) + coalesce(pr.p, 0) AS rn,
                i.ln + coalesce(pl.p, 0) + coalesce(pr.p, 0) AS ln
         FROM {IMBALANCE}_residue i
-        LEFT JOIN pl ON i.ln = 0 AND {on_later}
-        LEFT JOIN pr ON i.rn = 0 AND {on_reference}
+        LEFT JOIN pl ON i.ln = 0 AND {_on(ks, "i", "pl")}
+        LEFT JOIN pr ON i.rn = 0 AND {_on(ks, "i", "pr")}
         """
     )
     con.execute(f"DROP TABLE {IMBALANCE}_residue")
@@ -443,7 +444,7 @@ def _measure_with_floats(
     bits = [floats.bits(c.sql, c.type.id) for c in float_cols]
     bits += [canonical_expr(c.sql, c.type) for c in nested_float]
     n_key, n_bits, n_leaf = len(key), len(bits), len(leaf_list)
-    ks = [f"k{i}" for i in range(n_key)]
+    ks = _ks(n_key)
     bs = [f"b{i}" for i in range(n_bits)]
     vs = [f"v{i}" for i in range(n_leaf)]
     template = (
@@ -451,7 +452,7 @@ def _measure_with_floats(
         f"{', '.join(f'any_value({leaf.expr}) AS v{i}' for i, leaf in enumerate(leaf_list))}, "
         f"count(*) AS n FROM {{source}} GROUP BY ALL"
     )
-    on = " AND ".join(f"r.{c} IS NOT DISTINCT FROM l.{c}" for c in [*ks, *bs])
+    on = _on([*ks, *bs])
     merged = ", ".join(f"coalesce(r.{c}, l.{c}) AS {c}" for c in [*ks, *bs, *vs])
     con.execute(
         f"""
@@ -484,7 +485,7 @@ def _measure_with_floats(
     ] + [f"b{len(float_cols) + j}" for j in range(len(nested_float))]
     partition = f"PARTITION BY {', '.join(ks)}" if key else ""
     carried = ", ".join([*ks, *bs, *vs])
-    pair_on = " AND ".join([*(f"r.{k} IS NOT DISTINCT FROM l.{k}" for k in ks), "r.__i = l.__i"])
+    pair_on = " AND ".join([*([_on(ks)] if ks else []), "r.__i = l.__i"])
     con.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE {PAIRS} AS

@@ -34,22 +34,13 @@ def compare_step(
     `keep_prefix`, each artifact's disagreeing groups are kept in a temporary
     table, and `attribute_worst` attributes the comparison that left the most.
     """
-    ref_sides = records.sides(reference, index)
-    later_sides = records.sides(later, index)
     # Canonical digests are left out until a pair's bytes differ; these do, so now
     # they are needed, for these artifacts only.
-    needed = [
-        name
-        for name, side in later_sides.items()
-        if name in ref_sides
-        and side.bytes_digest != ref_sides[name].bytes_digest
-        and not (side.canonical_digest and ref_sides[name].canonical_digest)
-    ]
-    if needed:
-        records.ensure_canonical(con, reference, index, needed)
-        records.ensure_canonical(con, later, index, needed)
-        ref_sides = records.sides(reference, index)
-        later_sides = records.sides(later, index)
+    differing = records.bytes_differ(reference, later, index)
+    records.ensure_canonical(con, reference, index, differing)
+    records.ensure_canonical(con, later, index, differing)
+    ref_sides = records.sides(reference, index)
+    later_sides = records.sides(later, index)
     inputs = records.input_columns(later, index)
 
     def oracle(ref: Side | None, lat: Side | None) -> dict:

@@ -120,24 +120,24 @@ class Records:
         return columns
 
     def ensure_canonical(
-        self, con, address: RunAddress, index: int, names: Collection[str] | None = None
+        self, con, address: RunAddress, index: int, names: Collection[str]
     ) -> None:
-        """Compute the canonical digests this receipt left out (all, or those of `names`).
+        """Compute the canonical digests of `names` that this receipt left out.
 
         Digests are computed lazily: only an artifact whose bytes differ from another
         copy's ever needs one.
         """
         receipt = self.get(address, index)
-        wanted = [
-            r
+        wanted = {
+            r.name
             for r in (receipt.artifacts if receipt else [])
-            if not r.canonical_digest and (names is None or r.name in names)
-        ]
+            if not r.canonical_digest and r.name in names
+        }
         if receipt is None or not wanted:
             return
         records = []
         for record in receipt.artifacts:
-            if record in wanted:
+            if record.name in wanted:
                 ref = self.ref(address, index, record.name)
                 digest, _, _ = canonical_digest(con, ref.path)
                 record = replace(record, canonical_digest=digest)
@@ -145,6 +145,18 @@ class Records:
         updated = replace(receipt, artifacts=records)
         save_receipt(self.invocation.step_dir(address, index, receipt.step_name), updated)
         self.add(address, updated)
+
+    def bytes_differ(self, reference: RunAddress, address: RunAddress, index: int) -> list[str]:
+        """The artifacts both executions wrote whose bytes differ: the ones worth reading."""
+        ref = self.get(reference, index)
+        receipt = self.get(address, index)
+        if ref is None or receipt is None:
+            return []
+        return [
+            r.name
+            for r in receipt.artifacts
+            if (prior := ref.artifact(r.name)) is not None and prior.bytes_digest != r.bytes_digest
+        ]
 
     def sides(self, address: RunAddress, index: int) -> dict[str, Side]:
         receipt = self.get(address, index)

@@ -109,7 +109,7 @@ def run_series(
                     and not any(r.via == "state" for r in receipt.reads)
                     and _worth_deduplicating(bench, receipt)
                 ):
-                    differing = _bytes_differ(records, loop_reference, address, step.index)
+                    differing = records.bytes_differ(loop_reference, address, step.index)
                     records.ensure_canonical(bench.con, address, step.index, differing)
                     records.ensure_canonical(bench.con, loop_reference, step.index, differing)
                 records.prune_identical(address, step.index, against=loop_reference)
@@ -153,17 +153,6 @@ def _worth_deduplicating(bench: Workbench, receipt) -> bool:
         if path.exists():
             size += path.stat().st_size
     return size > DEDUPLICATE_ABOVE
-
-
-def _bytes_differ(
-    records: Records, reference: RunAddress, address: RunAddress, index: int
-) -> list[str]:
-    ref_sides = records.sides(reference, index)
-    return [
-        name
-        for name, side in records.sides(address, index).items()
-        if name in ref_sides and side.bytes_digest != ref_sides[name].bytes_digest
-    ]
 
 
 def _fires(comparisons: list[Comparison], rows_read: int, policy: Policy) -> bool:
