@@ -55,7 +55,7 @@ def workspace(tmp_path, monkeypatch) -> Path:
             "--trials",
             "3",
             "--runs",
-            "3",
+            "5",
             "--no-amplify",
             "--run-dir",
             str(tmp_path / "baseline-runs"),
@@ -102,7 +102,7 @@ def test_the_action_gates_a_regression_comments_annotates_and_summarises(workspa
         assert run.outputs["regressions"] == "1"
         assert run.outputs["diverged"] == "1"
         document = json.loads(Path(run.outputs["result"]).read_text())
-        assert document["schema"] == "twicerun.gate/1"
+        assert document["schema"] == "twicerun.gate/2"
         assert [d["verdict"] for d in document["decisions"]] == ["unchanged", "new divergence"]
 
         (comment,) = github.ours(12)
@@ -114,15 +114,15 @@ def test_the_action_gates_a_regression_comments_annotates_and_summarises(workspa
         assert body.startswith("<!-- twicerun:comment:")
         assert "### twicerun: 1 step got worse" in body
         assert (
-            "- `drifts` in `pipelines/orders.py`: new divergence, 0 of 6 over 3 baseline trials, "
-            "4 of 4 now (p = 0.0048)"
+            "- `drifts` in `pipelines/orders.py`: new divergence, differed in 0 of 3 trials on the "
+            "baseline, 4 of 4 now, then 4, 4, 4 on re-runs, p = 0.05"
         ) in body
 
         error_lines = [line for line in gate.stdout.splitlines() if line.startswith("::error ")]
         assert error_lines == [
             "::error file=pipelines/orders.py,line=10,title=twicerun%3A drifts new divergence::"
-            "new divergence: 4 of 4 now, 0 of 6 over 3 baseline trials; exact test p = 0.00476; "
-            "ROW_MISSING ROW_EXTRA; cause PERSISTS_SINGLE_THREADED"
+            "new divergence: 4 of 4 now, differed in 0 of 3 baseline trials; then 4 of 4, 4 of 4, "
+            "4 of 4 on re-runs; p = 0.05; ROW_MISSING ROW_EXTRA; cause PERSISTS_SINGLE_THREADED"
         ]
 
         text = summary.read_text()

@@ -15,22 +15,38 @@ import click
 from twicerun.cli.app import EXIT_BAD_INPUT, EXIT_CLEAN, EXIT_DIVERGED, _Progress, cli
 from twicerun.errors import UsageError
 from twicerun.github import baseline as baseline_module
-from twicerun.github.baseline import DEFAULT_ALPHA, DEFAULT_FAIL_ON, FAIL_ON, BaselineError
+from twicerun.github.baseline import BaselineError, pipeline_key
 from twicerun.github.commands import Annotation, append_summary, commands, write_outputs
 from twicerun.github.comment import post_sticky
-from twicerun.github.gate import comment_body, evaluate, summary, write_document
+from twicerun.github.decision import (
+    DEFAULT_ALPHA,
+    DEFAULT_CONFIRM,
+    DEFAULT_SCREEN,
+    default_trials,
+    needed_trials,
+)
+from twicerun.github.gate import Gate, GateOptions, comment_body, evaluate, summary
+from twicerun.github.source import choose, default_ref
 from twicerun.judge.policy import POLICIES, STRICT, Policy
 from twicerun.result import Result
 from twicerun.runner.loop import DEFAULT_RUN_DIR, DEFAULT_RUNS, LoopOptions, run_pipeline
 from twicerun.storage.atomic import write_bytes_atomic
+from twicerun.vocabulary.gate import DEFAULT_FAIL_ON, FAIL_ON
 
 DEFAULT_BASELINE = Path(".github/twicerun-baseline.json")
 DEFAULT_PIPELINES = "pipelines/*.py"
 
+# The gate's own exit codes: a failed check is not "diverged", and a missing
+# baseline is bad input, never a pass.
+GATE_PASSED = EXIT_CLEAN
+GATE_FAILED = EXIT_DIVERGED
+GATE_BAD_INPUT = EXIT_BAD_INPUT
+
 GATE_EXIT_CODES = """\b
 Exit codes:
-  0  no step got worse (per --fail-on) than the baseline
-  1  a step got worse: a regression, which fails the required check
+  0  no step failed the check (per --fail-on)
+  1  the check failed: a step got worse than on the baseline, or a
+     pipeline or step could not be compared with it
   2  bad input, including a missing or unreadable baseline
   3  a pipeline crashed, or twicerun failed
 """
@@ -49,24 +65,34 @@ def _expand(patterns: Sequence[str]) -> list[str]:
     return found
 
 
-def _fail_on(text: str) -> list[str]:
+def _keyed(paths: Sequence[str]) -> dict[str, str]:
+    """Pipeline key (repository-relative POSIX path) -> the path as given."""
+    keyed: dict[str, str] = {}
+    for path in paths:
+        keyed.setdefault(pipeline_key(path), path)
+    return keyed
+
+
+def _fail_on(text: str) -> tuple[str, ...]:
     words = [w.strip() for w in text.replace(",", " ").split() if w.strip()]
+    if not words:
+        raise UsageError("--fail-on is empty; name what fails the check, or write none")
     unknown = [w for w in words if w not in FAIL_ON and w != "none"]
     if unknown:
         raise UsageError(
             f"--fail-on {text!r}: {', '.join(unknown)} is not one of {', '.join([*FAIL_ON, 'none'])}"
         )
-    return [w for w in words if w != "none"]
+    return tuple(w for w in words if w != "none")
 
 
 def _create_command(pipelines: Sequence[str], output: Path) -> str:
     return f"twicerun baseline update {' '.join(pipelines)} --output {output}"
 
 
-def _run_all(pipelines: Sequence[str], options: LoopOptions) -> dict[str, Result]:
+def _run_all(keyed: dict[str, str], options: LoopOptions) -> dict[str, Result]:
     progress = _Progress(enabled=os.isatty(2))
     try:
-        return {path: run_pipeline(path, options, progress) for path in pipelines}
+        return {key: run_pipeline(path, options, progress) for key, path in keyed.items()}
     finally:
         progress.clear()
 
@@ -76,14 +102,24 @@ def baseline() -> None:
     """The committed baseline that pull requests are compared with."""
 
 
-@baseline.command("update", epilog="Exit codes: 0 written; 2 bad input; 3 a pipeline crashed.")
+@baseline.command(
+    "update",
+    epilog="Exit codes: 0 written; 2 bad input (including a baseline too small to decide); "
+    "3 a pipeline crashed.",
+)
 @click.argument("pipelines", nargs=-1)
 @click.option(
     "--trials",
     type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="Invocations per pipeline; every trial's fire counts are kept.",
+    default=None,
+    help="Invocations of every pipeline to measure (with --add: to add). Default: what "
+    "--alpha and the power target need (19 at the defaults); see docs/action.md.",
+)
+@click.option(
+    "--add",
+    is_flag=True,
+    help="Add the trials to the existing baseline at --output instead of replacing it; "
+    "refused if the pipelines or the settings changed.",
 )
 @click.option("--runs", type=click.IntRange(min=2), default=DEFAULT_RUNS, show_default=True)
 @click.option(
@@ -93,7 +129,27 @@ def baseline() -> None:
     show_default=True,
 )
 @click.option("--amplify/--no-amplify", default=True, show_default=True)
-@click.option("--threads", type=click.IntRange(min=1), default=None)
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="DuckDB threads; the gate measures at the baseline's count unless told otherwise.",
+)
+@click.option("--policy", type=click.Choice(POLICIES), default=STRICT, show_default=True)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=DEFAULT_ALPHA,
+    show_default=True,
+    help="The gate's significance level, to size the baseline for it.",
+)
+@click.option(
+    "--confirm",
+    type=click.IntRange(min=1),
+    default=DEFAULT_CONFIRM,
+    show_default=True,
+    help="The gate's confirmation trials, to size the baseline for them.",
+)
 @click.option(
     "--run-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -102,26 +158,76 @@ def baseline() -> None:
 )
 def baseline_update(
     pipelines: tuple[str, ...],
-    trials: int,
+    trials: int | None,
+    add: bool,
     runs: int,
     output: Path,
     amplify: bool,
     threads: int | None,
+    policy: str,
+    alpha: float,
+    confirm: int,
     run_dir: Path,
 ) -> int:
-    """Run PIPELINES (default pipelines/*.py) TRIALS times and write the baseline to commit."""
-    paths = _expand(pipelines or (DEFAULT_PIPELINES,))
-    options = LoopOptions(runs=runs, threads=threads, run_dir=run_dir, amplify=amplify)
-    per_pipeline: dict[str, list[Result]] = {p: [] for p in paths}
-    for trial in range(1, trials + 1):
-        click.echo(f"trial {trial} of {trials}", err=True)
-        for path, result in _run_all(paths, options).items():
-            per_pipeline[path].append(result)
-    command = f"twicerun baseline update {' '.join(pipelines or (DEFAULT_PIPELINES,))} --trials {trials} --runs {runs} --output {output}"
-    document = baseline_module.build(per_pipeline, command)
-    write_bytes_atomic(output, (json.dumps(document, indent=2) + "\n").encode("utf-8"))
+    """Run PIPELINES (default pipelines/*.py) TRIALS times and write the baseline to commit.
+
+    A trial runs every pipeline once; each trial is kept whole, dated and stamped
+    with its environment. With --add, the new trials join an existing baseline, so
+    a workflow on pushes to main can make it stronger over time.
+    """
+    keyed = _keyed(_expand(pipelines or (DEFAULT_PIPELINES,)))
+    existing = None
+    if add:
+        create = _create_command(list(keyed), output)
+        try:
+            existing = baseline_module.load(output, create)
+        except BaselineError as exc:
+            raise UsageError(f"--add: {exc}") from exc
+        if existing.settings.runs != runs or existing.settings.amplify != amplify:
+            raise UsageError(
+                f"--add: the baseline at {output} was measured with "
+                f"{baseline_module.describe_settings(existing.settings)}; add trials with the same --runs and --amplify"
+            )
+        threads = threads or existing.settings.threads
+        policy = existing.settings.policy
+    have = len(existing.trials) if existing else 0
+    needed = needed_trials(alpha, confirm, len(keyed))
+    wanted = trials if trials is not None else max(0, default_trials(alpha, runs, confirm) - have)
+    if have + wanted < needed:
+        raise UsageError(
+            f"{have + wanted} trials are too few for the gate ever to find a step worse at alpha "
+            f"{alpha} with {confirm} confirmation trials over {len(keyed)} pipeline"
+            f"{'s' if len(keyed) != 1 else ''}; it needs at least {needed} (the default, "
+            f"{default_trials(alpha, runs, confirm)}, also meets the power target)"
+        )
+    if wanted == 0:
+        click.echo(f"{output} already has {have} trials, the default; nothing to add")
+        return EXIT_CLEAN
+    options = LoopOptions(
+        runs=runs, threads=threads, run_dir=run_dir, amplify=amplify, policy=Policy(policy)
+    )
+    measured: list[dict[str, Result]] = []
+    started = time.monotonic()
+    for trial in range(1, wanted + 1):
+        click.echo(
+            f"trial {trial} of {wanted} ({time.monotonic() - started:.0f}s so far)", err=True
+        )
+        measured.append(_run_all(keyed, options))
+    shown = " ".join(pipelines or (DEFAULT_PIPELINES,))
+    command = f"twicerun baseline update {shown} --runs {runs} --output {output}"
+    try:
+        document = (
+            baseline_module.add(existing, measured)
+            if existing
+            else baseline_module.build(measured, command)
+        )
+    except BaselineError as exc:
+        raise UsageError(str(exc)) from exc
+    write_bytes_atomic(output, document.to_json().encode("utf-8"))
     click.echo(
-        f"wrote {output}: {len(paths)} pipeline{'s' if len(paths) != 1 else ''}, {trials} trials of {runs} runs"
+        f"wrote {output}: {len(keyed)} pipeline{'s' if len(keyed) != 1 else ''}, "
+        f"{len(document.trials)} trials of {runs} runs"
+        + (f" ({wanted} added)" if existing else "")
     )
     return EXIT_CLEAN
 
@@ -145,11 +251,35 @@ def _gate_options(fn):
                 show_default=True,
             ),
             click.option(
+                "--baseline-source",
+                envvar="TWICERUN_BASELINE_SOURCE",
+                type=click.Choice(["base", "pull-request"]),
+                default="base",
+                show_default=True,
+                help="base: the baseline as it is on the base branch (--baseline-ref), so a "
+                "pull request cannot edit what it is judged against; pull-request: this "
+                "checkout's copy. Either way an edit to it is reported at the top.",
+            ),
+            click.option(
+                "--baseline-ref",
+                envvar="TWICERUN_BASELINE_REF",
+                default=None,
+                help="The git ref of the base branch. Default: origin/$GITHUB_BASE_REF on a "
+                "pull request, otherwise this checkout's copy.",
+            ),
+            click.option(
                 "--runs",
                 envvar="TWICERUN_RUNS",
                 type=click.IntRange(min=2),
                 default=DEFAULT_RUNS,
                 show_default=True,
+            ),
+            click.option(
+                "--threads",
+                envvar="TWICERUN_THREADS",
+                type=click.IntRange(min=1),
+                default=None,
+                help="DuckDB threads. Default: the baseline's, so both measure alike.",
             ),
             click.option(
                 "--policy",
@@ -164,17 +294,36 @@ def _gate_options(fn):
                 envvar="TWICERUN_FAIL_ON",
                 default=",".join(DEFAULT_FAIL_ON),
                 show_default=True,
-                help="Which changes fail the check: new (a step that never fired now fires), rate-up "
-                "(it fires significantly more often), stable (newly STABLE_ON_THIS_INPUT), "
-                "not-comparable (a step added, removed or renamed), or none.",
+                help="Which changes fail the check: new (a step that never differed on the "
+                "baseline now does), rate-up (it differs significantly more), stable (newly "
+                "STABLE_ON_THIS_INPUT), not-comparable (a pipeline or step the baseline does not "
+                "cover, or a baseline measured otherwise), or none.",
             ),
             click.option(
                 "--alpha",
                 envvar="TWICERUN_ALPHA",
-                type=click.FloatRange(0, 1, min_open=True),
+                type=click.FloatRange(0, 1, min_open=True, max_open=True),
                 default=DEFAULT_ALPHA,
                 show_default=True,
-                help="Significance level of the exact test on fire counts.",
+                help="The most often the check may fail an unchanged pull request, over every "
+                "step and pipeline together.",
+            ),
+            click.option(
+                "--confirm",
+                envvar="TWICERUN_CONFIRM",
+                type=click.IntRange(min=1),
+                default=DEFAULT_CONFIRM,
+                show_default=True,
+                help="Fresh trials of a pipeline with a suspect step; only they can fail it.",
+            ),
+            click.option(
+                "--screen",
+                envvar="TWICERUN_SCREEN",
+                type=click.FloatRange(0, 1, min_open=True),
+                default=DEFAULT_SCREEN,
+                show_default=True,
+                help="How unusual a step's first trial must look to be re-run (a cost knob: it "
+                "cannot make the check fail more often than --alpha).",
             ),
             click.option(
                 "--run-dir",
@@ -200,41 +349,112 @@ def _gate_options(fn):
 def _compare(
     pipelines: str,
     baseline_path: Path,
+    baseline_source: str,
+    baseline_ref: str | None,
     runs: int,
+    threads: int | None,
     policy: str,
     fail_on: str,
     alpha: float,
+    confirm: int,
+    screen: float,
     run_dir: Path,
     amplify: bool = True,
-):
-    paths = _expand([pipelines])
-    words = _fail_on(fail_on)
-    create = _create_command(paths, baseline_path)
-    try:
-        recorded, error = baseline_module.load(baseline_path, create), None
-    except BaselineError as exc:
-        recorded, error = None, str(exc)
-    results = _run_all(
-        paths, LoopOptions(runs=runs, run_dir=run_dir, policy=Policy(policy), amplify=amplify)
+) -> Gate:
+    keyed = _keyed(_expand([pipelines]))
+    options = GateOptions(alpha=alpha, confirm=confirm, screen=screen, fail_on=_fail_on(fail_on))
+    ref = baseline_ref or default_ref(dict(os.environ))
+    chosen = choose(
+        baseline_path,
+        source=baseline_source,
+        ref=ref,
+        create_command=_create_command(list(keyed), baseline_path),
     )
-    return evaluate(results, recorded, fail_on=words, alpha=alpha, baseline_error=error)
+    if threads is None and chosen.baseline is not None:
+        threads = chosen.baseline.settings.threads
+    loop = LoopOptions(
+        runs=runs, threads=threads, run_dir=run_dir, policy=Policy(policy), amplify=amplify
+    )
+    results = _run_all(keyed, loop)
+    if chosen.baseline is not None:
+        too_few = needed_trials(alpha, confirm, len(keyed))
+        if len(chosen.baseline.trials) < too_few:
+            chosen = type(chosen)(
+                None,
+                chosen.source,
+                f"the baseline has {len(chosen.baseline.trials)} trials, too few for the check "
+                f"ever to find a step worse at alpha {alpha} with {confirm} confirmation trials; "
+                f"it needs at least {too_few}: add them with `twicerun baseline update --add "
+                f"--trials {too_few - len(chosen.baseline.trials)}`",
+                chosen.moved,
+            )
+
+    def rerun(key: str) -> Result:
+        return _run_all({key: keyed[key]}, loop)[key]
+
+    return evaluate(
+        results,
+        chosen.baseline,
+        rerun=rerun,
+        options=options,
+        baseline_error=chosen.error,
+        baseline_source=chosen.source,
+        baseline_moved=chosen.moved,
+    )
 
 
-def _gate_exit(gate) -> int:
+def _gate_exit(gate: Gate) -> int:
     if gate.baseline_error:
-        return EXIT_BAD_INPUT
-    return EXIT_DIVERGED if gate.regressions else EXIT_CLEAN
+        return GATE_BAD_INPUT
+    return GATE_FAILED if gate.regressions else GATE_PASSED
+
+
+def _write_document(gate: Gate, path: Path) -> None:
+    write_bytes_atomic(path, gate.json().encode("utf-8"))
 
 
 @baseline.command("compare", epilog=GATE_EXIT_CODES)
 @_gate_options
+@click.option("--amplify/--no-amplify", default=True, show_default=True)
 def baseline_compare(
-    pipelines, baseline_path, runs, policy, fail_on, alpha, run_dir, json_path
+    pipelines,
+    baseline_path,
+    baseline_source,
+    baseline_ref,
+    runs,
+    threads,
+    policy,
+    fail_on,
+    alpha,
+    confirm,
+    screen,
+    run_dir,
+    json_path,
+    amplify,
 ) -> int:
-    """Run the pipelines once and decide, per step, how they compare with the baseline."""
-    gate = _compare(pipelines, baseline_path, runs, policy, fail_on, alpha, run_dir)
+    """Run the pipelines once and decide, per step, how they compare with the baseline.
+
+    The same decision `twicerun gate` makes in a workflow, printed as the job
+    summary would show it: a step that looks worse is re-run --confirm times, and
+    only those fresh trials can fail it (docs/action.md explains the test).
+    """
+    gate = _compare(
+        pipelines,
+        baseline_path,
+        baseline_source,
+        baseline_ref,
+        runs,
+        threads,
+        policy,
+        fail_on,
+        alpha,
+        confirm,
+        screen,
+        run_dir,
+        amplify,
+    )
     if json_path:
-        write_document(gate, json_path)
+        _write_document(gate, json_path)
     click.echo(summary(gate, pipelines), nl=False)
     if gate.baseline_error:
         click.echo(f"twicerun: {gate.baseline_error}", err=True)
@@ -258,19 +478,45 @@ def baseline_compare(
     help="Stress the steps the loop found quiet.",
 )
 def gate(
-    pipelines, baseline_path, runs, policy, fail_on, alpha, run_dir, json_path, comment, amplify
+    pipelines,
+    baseline_path,
+    baseline_source,
+    baseline_ref,
+    runs,
+    threads,
+    policy,
+    fail_on,
+    alpha,
+    confirm,
+    screen,
+    run_dir,
+    json_path,
+    comment,
+    amplify,
 ) -> int:
     """The GitHub Action's one step: compare with the baseline, then comment, annotate,
     summarise and set outputs, from the environment a workflow runner provides."""
     env = os.environ
     started = time.time()
-    result = _compare(pipelines, baseline_path, runs, policy, fail_on, alpha, run_dir, amplify)
+    result = _compare(
+        pipelines,
+        baseline_path,
+        baseline_source,
+        baseline_ref,
+        runs,
+        threads,
+        policy,
+        fail_on,
+        alpha,
+        confirm,
+        screen,
+        run_dir,
+        amplify,
+    )
     document = json_path or Path(env.get("RUNNER_TEMP", ".")) / "twicerun-result.json"
-    write_document(result, document)
+    _write_document(result, document)
     for line in commands(result.annotations):
         click.echo(line)
-    if result.baseline_error:
-        click.echo(Annotation("error", result.baseline_error, "twicerun: no baseline").command())
     server = env.get("GITHUB_SERVER_URL", "https://github.com")
     repository = env.get("GITHUB_REPOSITORY", "")
     run_url = (
@@ -292,8 +538,9 @@ def gate(
         )
         comment_url = posted.url or ""
         if posted.action == "written-to-file":
-            fallback.with_suffix(".json").write_text(
-                json.dumps({"number": number, "repository": repository}) + "\n", encoding="utf-8"
+            write_bytes_atomic(
+                fallback.with_suffix(".json"),
+                (json.dumps({"number": number, "repository": repository}) + "\n").encode("utf-8"),
             )
             message = (
                 f"This token cannot write to the pull request ({posted.reason}), as on a pull "

@@ -11,7 +11,7 @@ import click
 from twicerun.cli.app import EXIT_CLEAN, EXIT_DIVERGED, cli
 from twicerun.errors import UsageError
 from twicerun.render.markers import MarkerError, find_blocks, stale, update
-from twicerun.render.tables import BUILDERS, Artifact, render_tables
+from twicerun.render.tables import BUILDERS, Artifact, render_tables, renders
 from twicerun.storage.atomic import write_bytes_atomic
 
 REPORT_EXIT_CODES = """\b
@@ -38,7 +38,7 @@ def _load_artifacts(paths: Sequence[str], results: Path) -> list[Artifact]:
             except (OSError, ValueError):
                 continue
             schema = document.get("schema") if isinstance(document, dict) else None
-            if schema in BUILDERS:
+            if renders(document):
                 # One of each kind, and for Results one per pipeline: the newest.
                 kind = f"{schema} {document.get('pipeline', '')}"
                 key = (str(document.get("written", document.get("started", ""))), candidate.name)
@@ -54,10 +54,11 @@ def _load_artifacts(paths: Sequence[str], results: Path) -> list[Artifact]:
                 f"{path} is not JSON ({exc}); give the artifact a script wrote"
             ) from exc
         schema = document.get("schema") if isinstance(document, dict) else None
-        if schema not in BUILDERS:
+        if not renders(document):
             known = ", ".join(sorted(BUILDERS))
             raise UsageError(
-                f"{path} has schema {schema!r}, which no table renders; known: {known}"
+                f"{path} has schema {schema!r} and carries no tables, so nothing renders it; "
+                f"known: {known}, or any artifact with a `tables` list"
             )
         artifacts.append(Artifact(str(path), document))
     return artifacts

@@ -14,17 +14,13 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from twicerun.github.baseline import (
-    ADDED,
-    FIXED,
-    NEW,
-    RATE_DOWN,
-    RATE_UP,
-    REMOVED,
-    RENAMED,
-    StepDecision,
-)
+from typing import TYPE_CHECKING
+
 from twicerun.render.markdown import code, plain, table
+from twicerun.vocabulary import gate as words
+
+if TYPE_CHECKING:
+    from twicerun.github.gate import StepDecision
 
 LIMIT = 65_536
 BUDGET = 60_000  # well under GitHub's limit, leaving room for the tail
@@ -44,17 +40,31 @@ def _p(p: float | None) -> str:
     return "" if p is None else (f"{p:.2g}" if p >= 0.001 else "< 0.001")
 
 
+def _baseline(d: StepDecision) -> str:
+    if d.baseline_trials is None:
+        return "n/a"
+    fired = "" if d.baseline_differed_trials is None else f"differed in {d.baseline_differed_trials} of "
+    return f"{fired}{d.baseline_trials} trials"
+
+
+def _now(d: StepDecision) -> str:
+    now = _rate(d.now_fired, d.now_compared)
+    if d.confirm_fired:
+        now += f", then {', '.join(str(k) for k in d.confirm_fired)} on re-runs"
+    return now
+
+
 def _line(d: StepDecision) -> str:
     where = f"{code(d.name)} in {code(d.pipeline)}"
-    if d.verdict == RENAMED:
+    if d.verdict == words.STEP_RENAMED:
         return f"{where}: {d.verdict} (was {code(d.renamed_from)})"
-    if d.verdict in (ADDED, REMOVED):
-        return f"{where}: {d.verdict}"
-    return (
-        f"{where}: {d.verdict}, {_rate(d.baseline_fired, d.baseline_compared)} over "
-        f"{d.baseline_trials} baseline trials, {_rate(d.now_fired, d.now_compared)} now "
-        f"(p = {_p(d.p_value)})"
-    )
+    if d.verdict in words.NOT_COMPARABLE:
+        return f"{where}: {d.verdict}" + (f" ({plain(d.evidence[0])})" if d.evidence else "")
+    p = "" if d.p_value is None else f", p = {_p(d.p_value)}"
+    now = _rate(d.now_fired, d.now_compared) + " now"
+    if d.confirm_fired:
+        now += f", then {', '.join(str(k) for k in d.confirm_fired)} on re-runs"
+    return f"{where}: {d.verdict}, {_baseline(d)} on the baseline, {now}{p}"
 
 
 def render(
@@ -65,18 +75,33 @@ def render(
     environment: list[str],
     stamp: str,
     baseline_error: str | None = None,
+    baseline_moved: list[str] | None = None,
+    baseline_source: str | None = None,
+    confirmations: list[str] | None = None,
     summary_url: str | None = None,
     budget: int = BUDGET,
 ) -> str:
     """The comment body, headline first; everything from a pipeline escaped."""
     worse = [d for d in decisions if d in regressions]
-    better = [d for d in decisions if d.verdict in (FIXED, RATE_DOWN)]
+    better = [d for d in decisions if d.verdict in words.BETTER]
     notable = [
         d
         for d in decisions
-        if d.verdict in (NEW, RATE_UP, ADDED, REMOVED, RENAMED) and d not in worse
+        if d.verdict in (*words.WORSE, *words.NOT_COMPARABLE, words.NOT_CONFIRMED)
+        and d not in worse
     ]
     parts = [marker(pipelines)]
+    if baseline_moved:
+        parts.append(
+            "> [!WARNING]\n> **This pull request edits the baseline it is judged against.** "
+            + (
+                "The check used the base branch's copy. "
+                if baseline_source == words.BASE_BRANCH
+                else "The check used this pull request's own copy. "
+            )
+            + "What moved: "
+            + "; ".join(plain(m) for m in baseline_moved)
+        )
     if baseline_error:
         parts.append(f"### twicerun: no baseline to compare with\n\n{plain(baseline_error)}")
     elif worse:
@@ -91,6 +116,11 @@ def render(
         parts.append(
             "**Changed, not failing this check**\n\n" + "\n".join(f"- {_line(d)}" for d in notable)
         )
+    if confirmations:
+        parts.append(
+            "**Confirmation re-runs** (a suspect step is re-run before it can fail the check): "
+            + "; ".join(plain(c) for c in confirmations)
+        )
     if environment:
         parts.append(
             "**The instrument changed** (beside the verdicts, not one of them): "
@@ -101,8 +131,8 @@ def render(
             code(d.pipeline),
             code(d.name),
             plain(d.verdict),
-            _rate(d.baseline_fired, d.baseline_compared),
-            _rate(d.now_fired, d.now_compared),
+            _baseline(d),
+            _now(d),
             _p(d.p_value),
             plain(d.status or ""),
             plain(" ".join(d.classes)),

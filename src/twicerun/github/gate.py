@@ -1,59 +1,120 @@
 """The pull-request gate, as data: decisions, what to annotate, what to summarise, what to output.
 
-The CLI runs the pipelines and hands their Results here; this module decides
-per step against the baseline, and prepares every artefact of the check (the
-comment body, the annotations, the job summary, the step outputs, and a JSON
-document of it all). Nothing here prints or exits.
+The CLI runs the pipelines and hands their Results here, with a way to run a
+pipeline again for the confirmation trials; this module decides per step against
+the baseline (github/decision.py holds the statistics) and prepares every artefact
+of the check: the comment body, the annotations, the job summary, the step
+outputs, and a JSON document of it all. Nothing here prints or exits.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from twicerun.github.baseline import (
-    DEFAULT_ALPHA,
-    FIXED,
-    RATE_DOWN,
-    StepDecision,
-    decide,
-    environment_changes,
-    is_regression,
+    Baseline,
+    StepRecord,
+    describe_settings,
+    settings_of,
 )
 from twicerun.github.commands import Annotation
 from twicerun.github.comment import BUDGET, render
+from twicerun.github.decision import (
+    DEFAULT_ALPHA,
+    DEFAULT_CONFIRM,
+    DEFAULT_SCREEN,
+    decide_pipeline,
+)
 from twicerun.result import Result
+from twicerun.vocabulary import gate as words
+from twicerun.vocabulary.loop import DIVERGENT, STABLE_ON_THIS_INPUT
 
-SCHEMA = "twicerun.gate/1"
+SCHEMA = "twicerun.gate/2"
 
 
-@dataclass
+@dataclass(frozen=True)
+class GateOptions:
+    alpha: float = DEFAULT_ALPHA
+    confirm: int = DEFAULT_CONFIRM
+    screen: float = DEFAULT_SCREEN
+    fail_on: tuple[str, ...] = words.DEFAULT_FAIL_ON
+
+
+@dataclass(frozen=True)
+class StepDecision:
+    pipeline: str
+    name: str
+    index: int | None
+    line: int | None
+    file: str
+    verdict: str
+    baseline_fired: int | None = None
+    baseline_compared: int | None = None
+    baseline_trials: int | None = None
+    baseline_differed_trials: int | None = None
+    baseline_statuses: list[str | None] = field(default_factory=list)
+    now_fired: int | None = None
+    now_compared: int | None = None
+    status: str | None = None
+    classes: list[str] = field(default_factory=list)
+    cause: str | None = None
+    screen_p: float | None = None
+    confirm_fired: list[int] = field(default_factory=list)
+    p_value: float | None = None
+    level: float | None = None
+    renamed_from: str | None = None
+    evidence: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The fresh trials one pipeline ran because a step looked worse: the cost of deciding."""
+
+    pipeline: str
+    trials: int
+    seconds: float
+    suspects: list[str]
+
+
+@dataclass(frozen=True)
 class Gate:
     decisions: list[StepDecision]
     regressions: list[StepDecision]
     environment: list[str]
     baseline_error: str | None
+    baseline_source: str | None
+    baseline_moved: list[str]
     results: dict[str, Result]
-    fail_on: list[str]
-    alpha: float
-    annotations: list[Annotation] = field(default_factory=list)
+    options: GateOptions
+    confirmations: list[Confirmation]
+    annotations: list[Annotation]
 
     @property
     def diverged(self) -> int:
-        return sum(1 for r in self.results.values() for s in r.steps if s.status == "DIVERGENT")
+        return sum(1 for r in self.results.values() for s in r.steps if s.status == DIVERGENT)
+
+    @property
+    def not_comparable(self) -> list[StepDecision]:
+        return [d for d in self.decisions if d.verdict in words.NOT_COMPARABLE]
 
     def document(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
-            "fail_on": self.fail_on,
-            "alpha": self.alpha,
+            "fail_on": list(self.options.fail_on),
+            "alpha": self.options.alpha,
+            "confirm": self.options.confirm,
+            "screen": self.options.screen,
             "baseline_error": self.baseline_error,
+            "baseline_source": self.baseline_source,
+            "baseline_moved": self.baseline_moved,
             "environment_changes": self.environment,
             "regressions": len(self.regressions),
             "diverged": self.diverged,
+            "confirmations": [asdict(c) for c in self.confirmations],
             "decisions": [asdict(d) for d in self.decisions],
             "results": {path: r.to_dict() for path, r in self.results.items()},
         }
@@ -62,40 +123,261 @@ class Gate:
         return json.dumps(self.document(), indent=2) + "\n"
 
 
+Rerun = Callable[[str], Result]
+
+
 def evaluate(
-    results: dict[str, Result],
-    baseline: dict[str, Any] | None,
+    results: Mapping[str, Result],
+    baseline: Baseline | None,
     *,
-    fail_on: Sequence[str],
-    alpha: float = DEFAULT_ALPHA,
+    rerun: Rerun,
+    options: GateOptions = GateOptions(),  # noqa: B008 - frozen, so one shared default is safe
     baseline_error: str | None = None,
+    baseline_source: str | None = None,
+    baseline_moved: Sequence[str] = (),
 ) -> Gate:
+    """Decide every step of every pipeline against the baseline.
+
+    `results` are keyed by repository-relative pipeline path, as the baseline is.
+    `rerun(key)` runs that pipeline once more, measured as the first time; it is
+    called `options.confirm` times for each pipeline that has a suspect step.
+    """
     decisions: list[StepDecision] = []
+    confirmations: list[Confirmation] = []
     environment: list[str] = []
-    for path, result in results.items():
-        decisions.extend(decide(baseline, path, result, alpha))
-        for change in environment_changes(baseline, result):
-            if change not in environment:
-                environment.append(change)
-    regressions = [d for d in decisions if is_regression(d, fail_on)]
-    gate = Gate(decisions, regressions, environment, baseline_error, results, list(fail_on), alpha)
-    gate.annotations = annotations(gate)
-    return gate
+    if baseline is None:
+        for key, result in results.items():
+            decisions.extend(_plain(key, s, words.NO_BASELINE) for s in result.steps)
+    else:
+        measured_otherwise = _settings_differ(baseline, results)
+        comparable = [k for k in results if k in baseline.pipelines]
+        level = options.alpha / max(1, len(comparable))
+        for key, result in results.items():
+            if measured_otherwise:
+                decisions.extend(
+                    _plain(key, s, words.MEASURED_OTHERWISE, [measured_otherwise])
+                    for s in result.steps
+                )
+            elif key not in baseline.pipelines:
+                note = f"{key} is in the check but not in the baseline"
+                decisions.extend(
+                    _plain(key, s, words.PIPELINE_ADDED, [note]) for s in result.steps
+                )
+            else:
+                found, confirmation = _pipeline(key, result, baseline, rerun, options, level)
+                decisions.extend(found)
+                if confirmation:
+                    confirmations.append(confirmation)
+        for key, shape in baseline.pipelines.items():
+            if key not in results:
+                note = f"{key} is in the baseline but the check did not run it"
+                decisions.extend(
+                    StepDecision(
+                        pipeline=key,
+                        name=s.name,
+                        index=s.index,
+                        line=s.line,
+                        file=key,
+                        verdict=words.PIPELINE_MISSING,
+                        evidence=[note],
+                    )
+                    for s in shape.steps
+                )
+        environment = environment_changes(baseline, results)
+    regressions = [d for d in decisions if is_regression(d, options.fail_on)]
+    meta = _meta_annotations(baseline_error, baseline_moved)
+    return Gate(
+        decisions=decisions,
+        regressions=regressions,
+        environment=environment,
+        baseline_error=baseline_error,
+        baseline_source=baseline_source,
+        baseline_moved=list(baseline_moved),
+        results=dict(results),
+        options=options,
+        confirmations=confirmations,
+        annotations=meta + annotations(decisions, regressions),
+    )
 
 
-def annotations(gate: Gate) -> list[Annotation]:
+def _settings_differ(baseline: Baseline, results: Mapping[str, Result]) -> str | None:
+    for result in results.values():
+        now = settings_of(result)
+        b = baseline.settings
+        if (now.runs, now.policy, now.amplify) != (b.runs, b.policy, b.amplify):
+            return (
+                f"the baseline was measured with {describe_settings(b)}, this check with "
+                f"{describe_settings(now)}; measure both alike or update the baseline"
+            )
+    return None
+
+
+def _plain(key: str, s, verdict: str, evidence: Sequence[str] = ()) -> StepDecision:
+    return StepDecision(
+        pipeline=key,
+        name=s.name,
+        index=s.index,
+        line=s.line,
+        file=s.file or key,
+        verdict=verdict,
+        now_fired=s.fired,
+        now_compared=s.compared,
+        status=s.status,
+        classes=list(s.classes),
+        cause=s.cause,
+        evidence=list(evidence),
+    )
+
+
+def _pipeline(
+    key: str,
+    result: Result,
+    baseline: Baseline,
+    rerun: Rerun,
+    options: GateOptions,
+    level: float,
+) -> tuple[list[StepDecision], Confirmation | None]:
+    shape = baseline.pipelines[key]
+    before = {s.name: s for s in shape.steps}
+    now_names = {s.name for s in result.steps}
+    removed_by_index = {s.index: s for s in shape.steps if s.name not in now_names}
+    common = [s for s in result.steps if s.name in before]
+    scores = baseline.scores(key)
+    now_scores = {s.name: StepRecord.of(s).score for s in common}
+    fresh_fired: dict[str, list[int]] = {n: [] for n in now_scores}
+
+    def fresh_trial() -> dict[str, float]:
+        again = {s.name: StepRecord.of(s) for s in rerun(key).steps}
+        for n in fresh_fired:
+            fresh_fired[n].append(again[n].fired if n in again else 0)
+        return {n: r.score for n, r in again.items()}
+
+    started = time.monotonic()
+    outcomes, ran = decide_pipeline(
+        {n: scores[n] for n in now_scores},
+        now_scores,
+        fresh_trial,
+        level=level,
+        screen_level=options.screen,
+        confirm=options.confirm,
+        better_level=options.alpha,
+    )
+    suspects = [n for n, o in outcomes.items() if o.screened.suspect]
+    confirmation = (
+        Confirmation(key, ran, round(time.monotonic() - started, 3), suspects) if ran else None
+    )
+
+    decisions = []
+    for s in result.steps:
+        b = before.get(s.name)
+        if b is None:
+            old = removed_by_index.pop(s.index, None)
+            if old is not None:
+                d = _plain(key, s, words.STEP_RENAMED)
+                decisions.append(_with(d, renamed_from=old.name))
+            else:
+                decisions.append(_plain(key, s, words.STEP_ADDED))
+            continue
+        records = baseline.records(key, s.name)
+        outcome = outcomes[s.name]
+        suspect = outcome.screened.suspect
+        history = scores[s.name]
+        decisions.append(
+            _with(
+                _plain(key, s, outcome.verdict),
+                baseline_fired=sum(r.fired for r in records),
+                baseline_compared=sum(r.compared for r in records),
+                baseline_trials=len(records),
+                baseline_differed_trials=sum(1 for x in history if x > 0),
+                baseline_statuses=[r.status for r in records],
+                screen_p=outcome.screened.p,
+                confirm_fired=fresh_fired[s.name] if suspect else [],
+                p_value=outcome.p,
+                level=level if suspect else None,
+            )
+        )
+    for old in removed_by_index.values():
+        records = baseline.records(key, old.name)
+        decisions.append(
+            StepDecision(
+                pipeline=key,
+                name=old.name,
+                index=old.index,
+                line=old.line,
+                file=key,
+                verdict=words.STEP_REMOVED,
+                baseline_fired=sum(r.fired for r in records),
+                baseline_compared=sum(r.compared for r in records),
+                baseline_trials=len(records),
+                baseline_statuses=[r.status for r in records],
+            )
+        )
+    return decisions, confirmation
+
+
+def _with(d: StepDecision, **changes: Any) -> StepDecision:
+    return StepDecision(**{**asdict(d), **changes})
+
+
+def is_regression(decision: StepDecision, fail_on: Sequence[str]) -> bool:
+    for word in fail_on:
+        if decision.verdict in words.FAIL_ON[word]:
+            return True
+        if (
+            word == "stable"
+            and decision.status == STABLE_ON_THIS_INPUT
+            and decision.baseline_trials
+            and STABLE_ON_THIS_INPUT not in decision.baseline_statuses
+        ):
+            return True
+    return False
+
+
+def environment_changes(baseline: Baseline, results: Mapping[str, Result]) -> list[str]:
+    """What differs in the instrument: reported beside the verdicts, never as one."""
+    before = baseline.trials[-1].environment
+    changes: list[str] = []
+    for result in results.values():
+        now = asdict(result.environment)
+        for key in ("duckdb", "threads", "platform", "twicerun"):
+            change = f"{key}: {before.get(key)} in the baseline, {now.get(key)} now"
+            if str(before.get(key)) != str(now.get(key)) and change not in changes:
+                changes.append(change)
+    return changes
+
+
+def _meta_annotations(error: str | None, moved: Sequence[str]) -> list[Annotation]:
+    """Annotations about the check itself; they go first so the per-step ones cannot crowd them out."""
     found = []
-    for d in gate.decisions:
+    if error:
+        found.append(Annotation("error", error, "twicerun: no baseline"))
+    if moved:
+        found.append(
+            Annotation(
+                "warning",
+                "This pull request changes the baseline it would be judged against: "
+                + "; ".join(moved),
+                "twicerun: baseline edited",
+            )
+        )
+    return found
+
+
+def annotations(
+    decisions: Sequence[StepDecision], regressions: Sequence[StepDecision]
+) -> list[Annotation]:
+    found = []
+    for d in decisions:
         file = d.file or d.pipeline
-        if d in gate.regressions:
+        if d in regressions:
             found.append(
                 Annotation("error", _message(d), f"twicerun: {d.name} {d.verdict}", file, d.line)
             )
-        elif d.status == "DIVERGENT" or d.status == "STABLE_ON_THIS_INPUT":
+        elif d.status in (DIVERGENT, STABLE_ON_THIS_INPUT):
             found.append(
                 Annotation("warning", _message(d), f"twicerun: {d.name} {d.status}", file, d.line)
             )
-        elif d.verdict in (FIXED, RATE_DOWN):
+        elif d.verdict in words.BETTER:
             found.append(
                 Annotation("notice", _message(d), f"twicerun: {d.name} {d.verdict}", file, d.line)
             )
@@ -105,13 +387,18 @@ def annotations(gate: Gate) -> list[Annotation]:
 def _message(d: StepDecision) -> str:
     now = f"{d.now_fired} of {d.now_compared}" if d.now_compared is not None else "not run"
     before = (
-        f"{d.baseline_fired} of {d.baseline_compared} over {d.baseline_trials} baseline trials"
-        if d.baseline_compared is not None
-        else "no baseline"
+        f"differed in {d.baseline_differed_trials} of {d.baseline_trials} baseline trials"
+        if d.baseline_differed_trials is not None
+        else "no baseline figures"
     )
     parts = [f"{d.verdict}: {now} now, {before}"]
+    if d.confirm_fired:
+        parts.append(
+            "then " + ", ".join(f"{k} of {d.now_compared}" for k in d.confirm_fired) + " on re-runs"
+        )
     if d.p_value is not None:
-        parts.append(f"exact test p = {d.p_value:.3g}")
+        parts.append(f"p = {d.p_value:.3g}")
+    parts.extend(d.evidence)
     if d.classes:
         parts.append(" ".join(d.classes))
     if d.cause:
@@ -119,14 +406,15 @@ def _message(d: StepDecision) -> str:
     return "; ".join(parts)
 
 
-def stamp(results: dict[str, Result]) -> str:
+def stamp(results: Mapping[str, Result], options: GateOptions) -> str:
     first = next(iter(results.values()), None)
     if first is None:
         return "twicerun ran no pipeline."
     env = first.environment
     return (
         f"twicerun {env.twicerun}, DuckDB {env.duckdb} at threads={env.threads}, "
-        f"{first.runs} runs, policy {first.policy}."
+        f"{first.runs} runs, policy {first.policy}; alpha {options.alpha} family-wise, "
+        f"{options.confirm} confirmation trials for a suspect pipeline."
     )
 
 
@@ -138,8 +426,16 @@ def comment_body(
         pipelines=pipelines,
         regressions=gate.regressions,
         environment=gate.environment,
-        stamp=stamp(gate.results),
+        stamp=stamp(gate.results, gate.options),
         baseline_error=gate.baseline_error,
+        baseline_moved=gate.baseline_moved,
+        baseline_source=gate.baseline_source,
+        confirmations=[
+            # No seconds here: a comment that changed with the timing would be edited
+            # on every run. The gate document has them.
+            f"{c.pipeline}: {c.trials} more trials, for {', '.join(c.suspects)}"
+            for c in gate.confirmations
+        ],
         summary_url=summary_url,
         budget=budget,
     )
@@ -150,8 +446,3 @@ def summary(gate: Gate, pipelines: str) -> str:
     body = comment_body(gate, pipelines, budget=10**9)
     # The hidden marker belongs to the comment; the summary has no use for it.
     return body.split("\n", 1)[1].lstrip("\n")
-
-
-def write_document(gate: Gate, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(gate.json(), encoding="utf-8")

@@ -7,12 +7,23 @@ that never fired is NO_DIVERGENCE_OBSERVED, not "stable".
 
 from __future__ import annotations
 
-DIVERGENT = "DIVERGENT"
-STABLE_ON_THIS_INPUT = "STABLE_ON_THIS_INPUT"
-NO_DIVERGENCE_OBSERVED = "NO_DIVERGENCE_OBSERVED"
-AMPLIFICATION_FAILED = "AMPLIFICATION_FAILED"
+from twicerun.vocabulary.loop import (
+    AMPLIFICATION_FAILED,
+    DIVERGENT,
+    NO_DIVERGENCE_OBSERVED,
+    STABLE_ON_THIS_INPUT,
+    STATUSES,
+)
 
-STATUSES = (DIVERGENT, STABLE_ON_THIS_INPUT, NO_DIVERGENCE_OBSERVED, AMPLIFICATION_FAILED)
+__all__ = [
+    "AMPLIFICATION_FAILED",
+    "DIVERGENT",
+    "NO_DIVERGENCE_OBSERVED",
+    "STABLE_ON_THIS_INPUT",
+    "STATUSES",
+    "final_status",
+    "loop_status",
+]
 
 
 def loop_status(fired: int, compared: int) -> str | None:

@@ -532,11 +532,37 @@ BUILDERS: dict[str, list[tuple[str, Callable[[Artifact], Table]]]] = {
 }
 
 
+def carried(artifact: Artifact) -> list[Table]:
+    """The tables an artifact carries as data (title, stamp, columns, rows), written by the
+    script that measured it: rendered as they are, so the package names no fixture."""
+    found = []
+    for t in artifact.document.get("tables") or []:
+        found.append(
+            Table(
+                name=str(t["name"]),
+                stamp=str(t["stamp"]),
+                headers=[str(h) for h in t["headers"]],
+                rows=[[str(c) for c in row] for row in t["rows"]],
+                align=[str(a) for a in t.get("align", [])],
+            )
+        )
+    return found
+
+
+def renders(document: object) -> bool:
+    """Whether `twicerun report` can render anything from this JSON document."""
+    if not isinstance(document, dict):
+        return False
+    return document.get("schema") in BUILDERS or isinstance(document.get("tables"), list)
+
+
 def render_tables(artifacts: Sequence[Artifact]) -> dict[str, Table]:
     """Every table the artifacts can render, by name; a later artifact of a kind wins."""
     tables: dict[str, Table] = {}
     for artifact in artifacts:
         for _, build in BUILDERS.get(artifact.schema, []):
             t = build(artifact)
+            tables[t.name] = t
+        for t in carried(artifact):
             tables[t.name] = t
     return tables

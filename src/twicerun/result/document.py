@@ -59,6 +59,10 @@ class Comparison:
     fired: bool
     artifacts: list[ArtifactOutcome] = field(default_factory=list)
     verdict: str = "same"
+    # Which answer the later run gave, as a digest of its differing artifacts'
+    # canonical digests: two later runs with equal `answer` gave the same rows.
+    # Empty when nothing differed from the reference.
+    answer: str = ""
 
     @property
     def differs(self) -> bool:

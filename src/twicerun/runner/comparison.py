@@ -6,6 +6,7 @@ and by every series (the bisect, the amplifiers), so all of them compare alike.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 
@@ -82,7 +83,24 @@ def compare_step(
                 findings=o.findings,
             )
         )
-    return Comparison(run=later.run, fired=any(o.differs for o in outcomes), artifacts=outcomes)
+    return Comparison(
+        run=later.run,
+        fired=any(o.differs for o in outcomes),
+        artifacts=outcomes,
+        answer=_answer(outcomes, later_sides),
+    )
+
+
+def _answer(outcomes: Sequence[ArtifactOutcome], later_sides: Mapping[str, Side]) -> str:
+    """A name for the rows this later run wrote, equal for two runs that wrote the same rows."""
+    tokens = sorted(
+        f"{o.name}\0{later_sides[o.name].canonical_digest if o.name in later_sides else '(absent)'}"
+        for o in outcomes
+        if o.differs
+    )
+    if not tokens:
+        return ""
+    return hashlib.sha256("\n".join(tokens).encode("utf-8")).hexdigest()[:16]
 
 
 KEEP_PREFIX = "__twicerun_keep_"

@@ -1,0 +1,453 @@
+"""How often the gate fails an unchanged pull request, and how often it catches a real change.
+
+Drives the gate's own decision (`twicerun.github.decision.decide_pipeline`, the
+function `twicerun gate` calls) on synthetic trials built with the loop's
+structure: each trial runs a step R times, every later run is compared with run 1,
+and only when all R agreed do the amplifiers add their runs (series of three runs,
+each compared with its own first run). By default one series: on a step that reads
+no artifact only the thread-count amplifier applies, the others decline, so one is
+the fewest a quiet step gets and the power figures are the cautious ones. A step's
+behaviour is a
+per-run model of its answers:
+
+- `steady`: always the same answer;
+- `rare q`: one other answer, on each run with probability q;
+- `several q/k`: one of k other answers, each with probability q/k;
+- `fresh q`: with probability q a run's answer is new (float noise, a timestamp);
+- `bursty q@b`: the trial is a bad one with probability b, and then each run gives
+  the other answer with probability q (dependence between the runs of one trial,
+  which is what breaks a test that treats runs as the unit).
+
+For the false-fail rate each simulated pull request draws a fresh baseline of T
+trials and a pull-request trial from the same models (the guarantee is over both);
+for power, the pull request's trials come from a changed model. Each figure comes
+with its n and a 95% interval; the script exits 1 when a family-wise false-fail
+rate is above alpha by more than its Monte Carlo error, so a change to the decision
+that breaks calibration is noticed.
+
+    python scripts/gate_calibration.py --json results/gate-calibration-$(date +%F).json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from twicerun import __version__
+from twicerun.github.decision import (
+    DEFAULT_ALPHA,
+    DEFAULT_CONFIRM,
+    DEFAULT_SCREEN,
+    StepTrial,
+    decide_pipeline,
+    default_trials,
+    score,
+)
+from twicerun.vocabulary import gate as words
+
+SCHEMA = "twicerun.gate-calibration/1"
+AMPLIFIER_RUNS = 3
+
+
+@dataclass(frozen=True)
+class Model:
+    """A step's per-run answer distribution; `draw(rng, trial_state)` gives one run's answer."""
+
+    name: str
+    draw_trial: Callable[[random.Random], Callable[[random.Random], int]]
+
+
+def steady() -> Model:
+    return Model("steady", lambda rng: lambda r: 0)
+
+
+def rare(q: float) -> Model:
+    return Model(f"rare {q:g}", lambda rng: lambda r: 1 if r.random() < q else 0)
+
+
+def several(q: float, k: int) -> Model:
+    return Model(
+        f"several {q:g}/{k}", lambda rng: lambda r: 1 + r.randrange(k) if r.random() < q else 0
+    )
+
+
+def fresh(q: float) -> Model:
+    def per_trial(rng: random.Random):
+        return lambda r: r.randrange(1, 1 << 30) if r.random() < q else 0
+
+    return Model(f"fresh {q:g}", per_trial)
+
+
+def bursty(q: float, b: float) -> Model:
+    def per_trial(rng: random.Random):
+        bad = rng.random() < b
+        return lambda r: 1 if bad and r.random() < q else 0
+
+    return Model(f"bursty {q:g}@{b:g}", per_trial)
+
+
+AMPLIFIERS = 1  # set from --amplifiers
+
+
+def trial_score(model: Model, runs: int, rng: random.Random) -> float:
+    """One trial of one step, as the loop and the amplifiers would record it."""
+    answer = model.draw_trial(rng)
+    answers = tuple(answer(rng) for _ in range(runs))
+    stress_fired = stress_compared = 0
+    if len(set(answers)) == 1:
+        for _ in range(AMPLIFIERS):
+            series = [answer(rng) for _ in range(AMPLIFIER_RUNS)]
+            stress_compared += AMPLIFIER_RUNS - 1
+            stress_fired += sum(1 for a in series[1:] if a != series[0])
+    return score(StepTrial(answers, stress_fired, stress_compared))
+
+
+def pipeline_trial(models: dict[str, Model], runs: int, rng: random.Random) -> dict[str, float]:
+    return {name: trial_score(m, runs, rng) for name, m in models.items()}
+
+
+def simulate(
+    before: dict[str, Model],
+    after: dict[str, Model],
+    *,
+    trials: int,
+    runs: int,
+    alpha: float,
+    confirm: int,
+    screen: float,
+    rng: random.Random,
+) -> tuple[dict[str, str], int]:
+    """One pull request: a baseline drawn from `before`, the pull request from `after`."""
+    history = [pipeline_trial(before, runs, rng) for _ in range(trials)]
+    baseline = {s: [t[s] for t in history] for s in before}
+    now = pipeline_trial(after, runs, rng)
+    outcomes, ran = decide_pipeline(
+        baseline,
+        now,
+        lambda: pipeline_trial(after, runs, rng),
+        level=alpha,
+        screen_level=screen,
+        confirm=confirm,
+        seed=rng.randrange(1 << 30),
+    )
+    return {s: o.verdict for s, o in outcomes.items()}, ran
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    """95% Wilson interval for k successes in n."""
+    if n == 0:
+        return 0.0, 1.0
+    z = 1.959964
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def rate(k: int, n: int) -> dict:
+    low, high = wilson(k, n)
+    return {"k": k, "n": n, "rate": k / n if n else None, "low": low, "high": high}
+
+
+FAILING = (words.NEW, words.RATE_UP)
+
+# Families of steps checked together. The first is the issue's five-step coin
+# pipeline; the others mix the models above, two of them with dependence inside a
+# trial, so the family-wise figure covers what a real pipeline does.
+FAMILIES = {
+    "coins": {
+        "steady": steady(),
+        "coin_05": rare(0.05),
+        "coin_10": rare(0.10),
+        "coin_20": rare(0.20),
+        "coin_30": rare(0.30),
+    },
+    "mixed": {
+        "a_steady": steady(),
+        "b_steady": steady(),
+        "c_rare_01": rare(0.01),
+        "d_several": several(0.15, 3),
+        "e_fresh_02": fresh(0.02),
+        "f_fresh_all": fresh(1.0),
+        "g_half": rare(0.5),
+        "h_bursty": bursty(0.5, 0.2),
+    },
+    "bursty": {
+        "steady": steady(),
+        "burst_05": bursty(0.6, 0.05),
+        "burst_10": bursty(0.4, 0.10),
+        "burst_30": bursty(0.3, 0.30),
+        "rare_run1": rare(0.03),
+    },
+}
+
+# Changes for power: (family, step, new model, what it means).
+CHANGES = [
+    ("coins", "steady", rare(0.05), "a steady step now differs on 5% of its runs"),
+    ("coins", "steady", rare(0.10), "a steady step now differs on 10% of its runs"),
+    ("coins", "steady", rare(0.20), "a steady step now differs on 20% of its runs"),
+    ("coins", "steady", rare(0.30), "a steady step now differs on 30% of its runs"),
+    ("coins", "steady", rare(0.50), "a steady step now differs on half its runs"),
+    ("coins", "steady", fresh(0.10), "a steady step now gives a new answer on 10% of its runs"),
+    ("coins", "coin_10", rare(0.30), "a step at 10% of runs now at 30%"),
+    ("coins", "coin_10", rare(0.60), "a step at 10% of runs now at 60%"),
+    ("coins", "coin_05", rare(0.50), "a step at 5% of runs now at half"),
+]
+
+
+def run(args: argparse.Namespace) -> dict:
+    rng = random.Random(args.seed)
+    alpha, confirm, screen, runs = args.alpha, args.confirm, args.screen, args.runs
+    trials = args.trials or default_trials(alpha, runs, confirm)
+    started = time.monotonic()
+    common = dict(trials=trials, runs=runs, alpha=alpha, confirm=confirm, screen=screen)
+
+    null = []
+    worst_excess = -1.0
+    for family, models in FAMILIES.items():
+        per_step = dict.fromkeys(models, 0)
+        family_fails = 0
+        reruns = 0
+        for _ in range(args.null):
+            verdicts, ran = simulate(models, models, rng=rng, **common)
+            reruns += ran
+            failed = [s for s, v in verdicts.items() if v in FAILING]
+            family_fails += bool(failed)
+            for s in failed:
+                per_step[s] += 1
+        fw = rate(family_fails, args.null)
+        margin = 2 * math.sqrt(alpha * (1 - alpha) / args.null)
+        worst_excess = max(worst_excess, fw["rate"] - (alpha + margin))
+        null.append(
+            {
+                "family": family,
+                "models": {s: m.name for s, m in models.items()},
+                "family_wise": fw,
+                "per_step": {s: rate(k, args.null) for s, k in per_step.items()},
+                "mean_extra_trials": reruns / args.null,
+            }
+        )
+
+    # One baseline, many unchanged pull requests: what a team keeping one baseline sees.
+    one_baseline = []
+    models = FAMILIES["coins"]
+    for _ in range(args.baselines):
+        history = [pipeline_trial(models, runs, rng) for _ in range(trials)]
+        baseline = {s: [t[s] for t in history] for s in models}
+        fails = 0
+        for _ in range(args.per_baseline):
+            outcomes, _ = decide_pipeline(
+                baseline,
+                pipeline_trial(models, runs, rng),
+                lambda: pipeline_trial(models, runs, rng),
+                level=alpha,
+                screen_level=screen,
+                confirm=confirm,
+                seed=rng.randrange(1 << 30),
+            )
+            fails += any(o.verdict in FAILING for o in outcomes.values())
+        one_baseline.append(fails)
+
+    power = []
+    for family, step, model, meaning in CHANGES:
+        before = FAMILIES[family]
+        after = {**before, step: model}
+        caught = 0
+        reruns = 0
+        for _ in range(args.power):
+            verdicts, ran = simulate(before, after, rng=rng, **common)
+            reruns += ran
+            caught += verdicts[step] in FAILING
+        power.append(
+            {
+                "family": family,
+                "step": step,
+                "before": before[step].name,
+                "after": model.name,
+                "meaning": meaning,
+                "caught": rate(caught, args.power),
+                "mean_extra_trials": reruns / args.power,
+            }
+        )
+
+    document = {
+        "schema": SCHEMA,
+        "written": time.strftime("%Y-%m-%d"),
+        "command": " ".join(["python", "scripts/gate_calibration.py", *sys.argv[1:]]),
+        "environment": {
+            "twicerun": __version__,
+            "python": platform.python_version(),
+        },
+        "seconds": round(time.monotonic() - started, 1),
+        "settings": {
+            "alpha": alpha,
+            "runs": runs,
+            "trials": trials,
+            "confirm": confirm,
+            "screen": screen,
+            "seed": args.seed,
+            "amplifiers": AMPLIFIERS,
+            "amplifier_runs": AMPLIFIER_RUNS,
+        },
+        "null": null,
+        "one_baseline": {
+            "baselines": args.baselines,
+            "per_baseline": args.per_baseline,
+            "fails": one_baseline,
+        },
+        "power": power,
+        "worst_excess": worst_excess,
+    }
+    document["tables"] = tables(document)
+    return document
+
+
+def _pct(r: dict) -> str:
+    return f"{100 * r['rate']:.1f}% ({100 * r['low']:.1f} to {100 * r['high']:.1f})"
+
+
+def tables(d: dict) -> list[dict]:
+    """The tables this artifact carries, as data: `twicerun report` renders them as they are."""
+    s = d["settings"]
+    stamp = (
+        f"Generated by `twicerun report` from the gate calibration ({d['written']}, "
+        f"`{d['command']}`, {d['seconds']:.0f}s): alpha {s['alpha']}, {s['runs']} runs, "
+        f"baselines of {s['trials']} trials, {s['confirm']} confirmation trials, screen "
+        f"{s['screen']}. Rates with their 95% interval."
+    )
+    null_rows = []
+    for entry in d["null"]:
+        worst = max(entry["per_step"].items(), key=lambda kv: kv[1]["rate"])
+        null_rows.append(
+            [
+                f"`{entry['family']}`",
+                ", ".join(f"{m}" for m in entry["models"].values()),
+                f"{entry['family_wise']['n']:,}",
+                _pct(entry["family_wise"]),
+                f"`{worst[0]}` {_pct(worst[1])}",
+                f"{entry['mean_extra_trials']:.2f}",
+            ]
+        )
+    power_rows = [
+        [
+            p["meaning"],
+            f"`{p['before']}` to `{p['after']}`",
+            f"{p['caught']['n']:,}",
+            _pct(p["caught"]),
+            f"{p['mean_extra_trials']:.2f}",
+        ]
+        for p in d["power"]
+    ]
+    fails = d["one_baseline"]["fails"]
+    per = d["one_baseline"]["per_baseline"]
+    ordered = sorted(fails)
+
+    def quantile(q: float) -> int:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    over = sum(1 for f in fails if f > 5)
+    steady_power = [
+        p for p in d["power"] if p["before"] == "steady" and p["after"].startswith("rare")
+    ]
+    smallest = next((p for p in steady_power if p["caught"]["rate"] >= 0.8), None)
+    return [
+        {
+            "name": "gate-false-fail",
+            "stamp": stamp,
+            "headers": [
+                "family",
+                "per-run models",
+                "pull requests",
+                "failed, any step",
+                "worst single step",
+                "extra trials a pull request",
+            ],
+            "rows": null_rows,
+        },
+        {
+            "name": "gate-power",
+            "stamp": stamp
+            + (
+                f" The smallest change of a steady step that the defaults catch at least 80% of "
+                f"the time: {smallest['meaning'].removeprefix('a steady step now ')}."
+                if smallest
+                else " No change in this grid is caught 80% of the time."
+            ),
+            "headers": ["change", "per-run model", "pull requests", "failed the check", "extra trials"],
+            "rows": power_rows,
+        },
+        {
+            "name": "gate-one-baseline",
+            "stamp": stamp,
+            "headers": [
+                "baselines",
+                f"unchanged pull requests each",
+                "failures per baseline: median",
+                "90th percentile",
+                "most",
+                f"baselines with more than 5 failures",
+            ],
+            "rows": [
+                [
+                    f"{len(fails)}",
+                    f"{per}",
+                    f"{quantile(0.5)}",
+                    f"{quantile(0.9)}",
+                    f"{max(fails)}",
+                    f"{over} of {len(fails)}",
+                ]
+            ],
+        },
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--trials", type=int, default=None, help="default: the gate's default")
+    parser.add_argument("--confirm", type=int, default=DEFAULT_CONFIRM)
+    parser.add_argument("--screen", type=float, default=DEFAULT_SCREEN)
+    parser.add_argument("--null", type=int, default=4000, help="unchanged pull requests a family")
+    parser.add_argument("--power", type=int, default=1000, help="pull requests a change")
+    parser.add_argument("--baselines", type=int, default=100)
+    parser.add_argument("--per-baseline", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=20261201)
+    parser.add_argument(
+        "--amplifiers", type=int, default=1, help="amplifier series on a quiet step (1 to 4)"
+    )
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    global AMPLIFIERS
+    AMPLIFIERS = args.amplifiers
+    document = run(args)
+    text = json.dumps(document, indent=1) + "\n"
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.json.with_name(f".{args.json.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(args.json)
+    for entry in document["null"]:
+        print(f"{entry['family']}: family-wise false fail {_pct(entry['family_wise'])}")
+    for p in document["power"]:
+        print(f"{p['meaning']}: caught {_pct(p['caught'])}")
+    if document["worst_excess"] > 0:
+        print(
+            "calibration broken: a family-wise false-fail rate exceeds alpha by more than "
+            "its Monte Carlo error",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""The gate's words: how a step on a pull request compares with the baseline.
+
+A vocabulary of its own, beside the loop's statuses (which say what one invocation
+measured) and never merged with them: a step can be `DIVERGENT` and `unchanged`
+at once, when it diverged just as often on the baseline.
+"""
+
+from __future__ import annotations
+
+NEW = "new divergence"
+RATE_UP = "rate up"
+FIXED = "fixed"
+RATE_DOWN = "rate down"
+UNCHANGED = "unchanged"
+NOT_CONFIRMED = "suspect, not confirmed"
+NO_BASELINE = "no baseline"
+
+STEP_ADDED = "not comparable: step added"
+STEP_REMOVED = "not comparable: step removed"
+STEP_RENAMED = "not comparable: step renamed"
+PIPELINE_ADDED = "not comparable: pipeline not in the baseline"
+PIPELINE_MISSING = "not comparable: pipeline not run"
+MEASURED_OTHERWISE = "not comparable: measured otherwise"
+
+NOT_COMPARABLE = (
+    STEP_ADDED,
+    STEP_REMOVED,
+    STEP_RENAMED,
+    PIPELINE_ADDED,
+    PIPELINE_MISSING,
+    MEASURED_OTHERWISE,
+)
+WORSE = (NEW, RATE_UP)
+BETTER = (FIXED, RATE_DOWN)
+
+# `fail-on` words and the verdicts each turns into a failed check; `stable` is
+# decided on statuses (a step newly STABLE_ON_THIS_INPUT), in gate.is_regression.
+FAIL_ON = {
+    "new": (NEW,),
+    "rate-up": (RATE_UP,),
+    "stable": (),
+    "not-comparable": NOT_COMPARABLE,
+}
+DEFAULT_FAIL_ON = ("new", "rate-up", "not-comparable")
+
+BASE_BRANCH = "base branch"
+PULL_REQUEST = "pull request"
+WORKING_TREE = "working tree"
