@@ -82,6 +82,7 @@ def run_action(
             "action_path": str(action.parent),
             "token": env.get("GITHUB_TOKEN", ""),
             "workspace": str(workspace),
+            "base_ref": env.get("GITHUB_BASE_REF", ""),
         },
         "runner": {"temp": str(runner_temp), "os": "Linux"},
         "steps": {},
@@ -97,12 +98,31 @@ def run_action(
     def evaluate(text: str) -> str:
         return EXPRESSION.sub(lambda m: lookup(m.group(1)), str(text))
 
+    def operand(text: str) -> str:
+        text = text.strip()
+        if len(text) >= 2 and text[0] == text[-1] == "'":
+            return text[1:-1]
+        return lookup(text)
+
+    def condition(text: str) -> bool:
+        """The `if:` forms the action uses: comparisons joined by &&."""
+        for clause in str(text).split("&&"):
+            for op in ("!=", "=="):
+                if op in clause:
+                    left, right = clause.split(op)
+                    if (operand(left) == operand(right)) != (op == "=="):
+                        return False
+                    break
+            else:
+                raise AssertionError(f"the test runner cannot evaluate if: {text}")
+        return True
+
     # Defaults may themselves be expressions (github-token: ${{ github.token }}).
     context["inputs"] = {k: evaluate(v) for k, v in context["inputs"].items()}
     runs = []
     for number, step in enumerate(spec["runs"]["steps"]):
         name = step.get("name", f"step {number}")
-        if "uses" in step:
+        if "uses" in step or ("if" in step and not condition(step["if"])):
             runs.append(StepRun(name, skipped=True))
             continue
         script = step["run"]

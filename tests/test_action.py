@@ -211,3 +211,62 @@ def test_a_token_that_cannot_write_leaves_the_comment_in_a_file_and_the_exit_cod
     )
     assert "403: Resource not accessible by integration" in warning
     assert "workflow_run" in warning
+
+
+def test_a_pull_request_that_rewrites_its_baseline_is_still_judged_by_the_base_branchs(
+    workspace, tmp_path
+):
+    """The action fetches the base branch and reads the baseline from there: a pull
+    request that makes a step worse and regenerates the baseline to match still fails,
+    and the summary says, first, that it edited the file."""
+    import subprocess
+
+    def git(*args: str, cwd: Path = workspace) -> None:
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+    origin = tmp_path / "origin.git"
+    git("init", "-q", "--bare", str(origin), cwd=tmp_path)
+    # The workspace holds AFTER; the base branch commits BEFORE and its baseline.
+    after = Path("pipelines/orders.py").read_text()
+    Path("pipelines/orders.py").write_text(textwrap.dedent(BEFORE).lstrip())
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "t")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    git("remote", "add", "origin", str(origin))
+    git("push", "-q", "origin", "main")
+    git("checkout", "-qb", "pr")
+    Path("pipelines/orders.py").write_text(after)
+    assert main(["baseline", "update", "pipelines/orders.py", "--trials", "3", "--no-amplify",
+                 "--run-dir", str(tmp_path / "pr-runs")]) == 0  # fmt: skip
+    git("commit", "-qam", "a worse step, and a baseline that says so")
+    git("update-ref", "-d", "refs/remotes/origin/main")  # as a fresh checkout of the pull request
+
+    runner_temp = tmp_path / "runner"
+    runner_temp.mkdir()
+    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    summary = tmp_path / "summary.md"
+    run = run_action(
+        REPO / "action.yml",
+        inputs={"amplify": "false", "comment": "false"},
+        workspace=workspace,
+        runner_temp=runner_temp,
+        env={**base_env(), "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_BASE_REF": "main"},
+    )
+    steps = {s.name: s for s in run.steps}
+    assert not steps["Fetch the base branch's baseline"].skipped
+    assert steps["Fetch the base branch's baseline"].code == 0
+    gate = steps["Run twicerun"]
+    assert gate.code == 1, gate.stdout + gate.stderr
+    document = json.loads(Path(run.outputs["result"]).read_text())
+    assert document["baseline_source"] == "base branch"
+    assert [d["verdict"] for d in document["decisions"]] == ["unchanged", "new divergence"]
+    assert document["baseline_moved"] == [
+        "pipelines/orders.py drifts: differed in 0 of 3 trials on the base branch, 3 of 3 here"
+    ]
+    warnings = [line for line in gate.stdout.splitlines() if line.startswith("::warning")]
+    assert warnings[0].startswith(  # first of its severity, so the cap of ten cannot drop it
+        "::warning title=twicerun%3A baseline edited::This pull request changes the baseline"
+    )
+    assert summary.read_text().startswith("> [!WARNING]\n> **This pull request edits the baseline")

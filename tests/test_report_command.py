@@ -144,5 +144,6 @@ def test_an_artifact_of_an_unknown_kind_is_refused(twicerun, tmp_path):
     outcome = twicerun("report", path)
     assert outcome.code == 2
     assert outcome.err.startswith(
-        f"twicerun: {path} has schema 'someone.else/1', which no table renders; known: "
+        f"twicerun: {path} has schema 'someone.else/1' and carries no tables, so nothing "
+        "renders it; known: "
     )

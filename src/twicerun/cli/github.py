@@ -377,7 +377,9 @@ def _compare(
     )
     results = _run_all(keyed, loop)
     if chosen.baseline is not None:
-        too_few = needed_trials(alpha, confirm, len(keyed))
+        # alpha is shared among the pipelines the check can compare, so each needs this many.
+        shared = len(set(keyed) & set(chosen.baseline.pipelines)) or 1
+        too_few = needed_trials(alpha, confirm, shared)
         if len(chosen.baseline.trials) < too_few:
             chosen = type(chosen)(
                 None,

@@ -363,7 +363,7 @@ def what_moved(base: Baseline, mine: Baseline) -> list[str]:
                 lines.append(f"{key} {step}: added")
             elif sorted(before[step]) != sorted(after[step]):
                 lines.append(
-                    f"{key} {step}: fired in {sum(1 for x in before[step] if x > 0)} of "
+                    f"{key} {step}: differed in {sum(1 for x in before[step] if x > 0)} of "
                     f"{len(before[step])} trials on the base branch, "
                     f"{sum(1 for x in after[step] if x > 0)} of {len(after[step])} here"
                 )

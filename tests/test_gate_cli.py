@@ -1,0 +1,256 @@
+"""The gate through the real CLI, on real pipelines: what a team switching the check on meets.
+
+The pipelines flip DuckDB `random()` coins per run. Tests must not be flaky, so the
+coins here are certain ones (a step that never changes, one that gives a new answer
+on every run); the statistical behaviour at in-between rates is measured by
+scripts/gate_calibration.py and scripts/gate_coins.py and committed as artifacts.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+STEADY = 'def steady(ctx):\n    ctx.write("steady", "SELECT 1 AS v")\n'
+NOISY = 'def noisy(ctx):\n    ctx.write("noisy", "SELECT random() AS v")\n'
+STEADY_NOW_NOISY = 'def steady(ctx):\n    ctx.write("steady", "SELECT random() AS v")\n'
+OTHER = 'def other(ctx):\n    ctx.write("other", "SELECT 2 AS v")\n'
+
+# Few trials keep the suite fast: 5 is the fewest with which a check of two
+# pipelines can reject at all (1 / C(5 + 3, 3) <= alpha / 2), which `baseline
+# update` checks.
+FAST = ["--trials", "5", "--no-amplify"]
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    root = tmp_path / "repo"
+    (root / "pipelines").mkdir(parents=True)
+    (root / "pipelines" / "coins.py").write_text(STEADY + "\n\n" + NOISY)
+    monkeypatch.chdir(root)
+    for name in ("GITHUB_BASE_REF", "TWICERUN_BASELINE_REF", "TWICERUN_PIPELINES"):
+        monkeypatch.delenv(name, raising=False)
+    return root
+
+
+def update(twicerun, *args: str):
+    outcome = twicerun("baseline", "update", *args, "--output", "baseline.json", *FAST)
+    assert outcome.code == 0, outcome.err
+    return json.loads(Path("baseline.json").read_text())
+
+
+def compare(twicerun, *args: str, pipelines: str = "pipelines/coins.py"):
+    outcome = twicerun(
+        "baseline",
+        "compare",
+        "--pipelines",
+        pipelines,
+        "--baseline",
+        "baseline.json",
+        "--no-amplify",
+        "--json",
+        "gate.json",
+        *args,
+    )
+    document = json.loads(Path("gate.json").read_text()) if Path("gate.json").exists() else None
+    return outcome, document
+
+
+def verdicts(document) -> dict[tuple[str, str], str]:
+    return {(d["pipeline"], d["name"]): d["verdict"] for d in document["decisions"]}
+
+
+def test_an_unchanged_pipeline_passes_and_a_steady_step_gone_random_fails(repo, twicerun):
+    update(twicerun, "pipelines/coins.py")
+    outcome, document = compare(twicerun)
+    assert outcome.code == 0, outcome.out
+    assert verdicts(document) == {
+        ("pipelines/coins.py", "steady"): "unchanged",
+        ("pipelines/coins.py", "noisy"): "unchanged",
+    }
+    assert document["confirmations"] == []
+
+    Path("pipelines/coins.py").write_text(STEADY_NOW_NOISY + "\n\n" + NOISY)
+    outcome, document = compare(twicerun)
+    assert outcome.code == 1
+    assert verdicts(document)[("pipelines/coins.py", "steady")] == "new divergence"
+    (confirmation,) = document["confirmations"]
+    assert confirmation["trials"] == 3 and confirmation["suspects"] == ["steady"]
+    assert "`steady` in `pipelines/coins.py`: new divergence" in outcome.out
+
+
+def test_a_path_written_differently_is_the_same_pipeline(repo, twicerun):
+    update(twicerun, "./pipelines/coins.py")
+    outcome, document = compare(twicerun, pipelines=str(repo / "pipelines" / "coins.py"))
+    assert outcome.code == 0, outcome.out
+    assert {p for p, _ in verdicts(document)} == {"pipelines/coins.py"}
+
+
+def test_a_pipeline_the_baseline_lacks_fails_unless_told_otherwise(repo, twicerun):
+    update(twicerun, "pipelines/coins.py")
+    Path("pipelines/new.py").write_text(OTHER)
+    outcome, document = compare(twicerun, pipelines="pipelines/coins.py pipelines/new.py")
+    assert outcome.code == 1
+    assert verdicts(document)[("pipelines/new.py", "other")] == (
+        "not comparable: pipeline not in the baseline"
+    )
+    outcome, _ = compare(
+        twicerun, "--fail-on", "new,rate-up", pipelines="pipelines/coins.py pipelines/new.py"
+    )
+    assert outcome.code == 0
+
+
+def test_a_pipeline_in_the_baseline_that_the_check_did_not_run_fails(repo, twicerun):
+    Path("pipelines/new.py").write_text(OTHER)
+    update(twicerun, "pipelines/coins.py", "pipelines/new.py")
+    outcome, document = compare(twicerun, pipelines="pipelines/coins.py")
+    assert outcome.code == 1
+    assert verdicts(document)[("pipelines/new.py", "other")] == "not comparable: pipeline not run"
+    (decision,) = [d for d in document["decisions"] if d["pipeline"] == "pipelines/new.py"]
+    assert decision["evidence"] == ["pipelines/new.py is in the baseline but the check did not run it"]
+
+
+def test_a_baseline_measured_with_other_runs_or_policy_is_not_comparable(repo, twicerun):
+    update(twicerun, "pipelines/coins.py")
+    for flags in (["--runs", "4"], ["--policy", "reduction-order"]):
+        outcome, document = compare(twicerun, *flags)
+        assert outcome.code == 1, flags
+        assert set(verdicts(document).values()) == {"not comparable: measured otherwise"}
+
+
+def test_a_step_added_to_a_pipeline_fails_by_default(repo, twicerun):
+    update(twicerun, "pipelines/coins.py")
+    Path("pipelines/coins.py").write_text(STEADY + "\n\n" + NOISY + "\n\n" + OTHER)
+    outcome, document = compare(twicerun)
+    assert outcome.code == 1
+    assert verdicts(document)[("pipelines/coins.py", "other")] == "not comparable: step added"
+
+
+def test_the_check_measures_at_the_baselines_thread_count_unless_told(repo, twicerun):
+    update(twicerun, "pipelines/coins.py", "--threads", "1")
+    _, document = compare(twicerun)
+    assert {r["environment"]["threads"] for r in document["results"].values()} == {1}
+    assert document["environment_changes"] == []
+    _, document = compare(twicerun, "--threads", "2")
+    assert {r["environment"]["threads"] for r in document["results"].values()} == {2}
+    assert document["environment_changes"] == ["threads: 1 in the baseline, 2 now"]
+
+
+def test_a_baseline_too_small_to_ever_decide_is_refused_with_the_number_it_needs(repo, twicerun):
+    outcome = twicerun(
+        "baseline", "update", "pipelines/coins.py", "--trials", "2", "--output", "baseline.json"
+    )
+    assert outcome.code == 2
+    assert "2 trials are too few" in outcome.err and "needs at least 3" in outcome.err
+    assert not Path("baseline.json").exists()
+
+
+def test_trials_can_be_added_to_a_baseline_but_only_measured_alike(repo, twicerun):
+    update(twicerun, "pipelines/coins.py")
+    outcome = twicerun(
+        "baseline", "update", "pipelines/coins.py", "--add", "--trials", "2",
+        "--output", "baseline.json", "--no-amplify",
+    )  # fmt: skip
+    assert outcome.code == 0, outcome.err
+    document = json.loads(Path("baseline.json").read_text())
+    assert len(document["trials"]) == 7
+    assert all(t["written"] and t["environment"]["duckdb"] for t in document["trials"])
+    before = Path("baseline.json").read_bytes()
+    outcome = twicerun(
+        "baseline", "update", "pipelines/coins.py", "--add", "--trials", "2", "--runs", "4",
+        "--output", "baseline.json", "--no-amplify",
+    )  # fmt: skip
+    assert outcome.code == 2 and "same --runs" in outcome.err
+    Path("pipelines/coins.py").write_text(STEADY)
+    outcome = twicerun(
+        "baseline", "update", "pipelines/coins.py", "--add", "--trials", "1",
+        "--output", "baseline.json", "--no-amplify",
+    )  # fmt: skip
+    assert outcome.code == 2 and "changed since the baseline" in outcome.err
+    assert Path("baseline.json").read_bytes() == before
+
+
+def test_an_old_baseline_is_refused_with_the_command_that_recreates_it(repo, twicerun):
+    Path("baseline.json").write_text(json.dumps({"schema": "twicerun.baseline/1"}))
+    outcome, _ = compare(twicerun)
+    assert outcome.code == 2
+    assert "older format (twicerun.baseline/1)" in outcome.err
+    assert "twicerun baseline update pipelines/coins.py --output baseline.json" in outcome.err
+
+
+def git(*args: str) -> None:
+    subprocess.run(["git", *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+def branches(repo, twicerun):
+    """A base branch with a committed baseline, and a pull request branch checked out."""
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "t")
+    update(twicerun, "pipelines/coins.py")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    git("checkout", "-qb", "pr")
+    return repo
+
+
+def test_the_pull_request_is_judged_against_the_base_branchs_baseline(branches, twicerun):
+    # The pull request makes `steady` random and "updates" the baseline to match.
+    Path("pipelines/coins.py").write_text(STEADY_NOW_NOISY + "\n\n" + NOISY)
+    update(twicerun, "pipelines/coins.py")
+    outcome, document = compare(twicerun, "--baseline-ref", "main")
+    assert outcome.code == 1
+    assert verdicts(document)[("pipelines/coins.py", "steady")] == "new divergence"
+    assert document["baseline_source"] == "base branch"
+    assert document["baseline_moved"] == [
+        "pipelines/coins.py steady: differed in 0 of 5 trials on the base branch, 5 of 5 here"
+    ]
+    first, second = outcome.out.splitlines()[:2]
+    assert first == "> [!WARNING]"
+    assert "edits the baseline it is judged against" in second
+    assert "The check used the base branch's copy" in second
+
+
+def test_the_pull_requests_own_copy_is_used_only_when_asked(branches, twicerun):
+    Path("pipelines/coins.py").write_text(STEADY_NOW_NOISY + "\n\n" + NOISY)
+    update(twicerun, "pipelines/coins.py")
+    outcome, document = compare(
+        twicerun, "--baseline-ref", "main", "--baseline-source", "pull-request"
+    )
+    assert outcome.code == 0, outcome.out
+    assert document["baseline_source"] == "pull request"
+    assert document["baseline_moved"]  # still reported at the top
+    assert "The check used this pull request's own copy" in outcome.out.splitlines()[1]
+
+
+def test_the_base_branch_ref_comes_from_the_pull_request_event(branches, twicerun, monkeypatch):
+    git("update-ref", "refs/remotes/origin/main", "main")  # as the action's fetch leaves it
+    monkeypatch.setenv("GITHUB_BASE_REF", "main")
+    outcome, document = compare(twicerun)
+    assert outcome.code == 0, outcome.err
+    assert document["baseline_source"] == "base branch"
+    assert document["baseline_moved"] == []
+
+
+def test_a_base_branch_without_a_baseline_is_bad_input_naming_the_way_out(branches, twicerun):
+    tree = subprocess.run(
+        ["git", "mktree"], input=b"", capture_output=True, check=True
+    ).stdout.decode().strip()
+    commit = subprocess.run(
+        ["git", "commit-tree", tree, "-m", "empty"], capture_output=True, check=True
+    ).stdout.decode().strip()
+    git("update-ref", "refs/heads/empty", commit)
+    outcome, document = compare(twicerun, "--baseline-ref", "empty")
+    assert outcome.code == 2
+    assert "the base branch (empty) has no baseline at baseline.json" in outcome.err
+    assert document["baseline_moved"] == ["the pull request adds the baseline file"]
+
+
+def test_an_unfetched_base_branch_is_bad_input_saying_what_to_fetch(branches, twicerun):
+    outcome, _ = compare(twicerun, "--baseline-ref", "origin/nowhere")
+    assert outcome.code == 2
+    assert "git fetch origin nowhere" in outcome.err
