@@ -336,6 +336,11 @@ def tables(d: dict) -> list[dict]:
                 f"{entry['mean_extra_trials']:.2f}",
             ]
         )
+    step_rows = [
+        [f"`{entry['family']}`", f"`{step}`", entry["models"][step], _pct(r)]
+        for entry in d["null"]
+        for step, r in entry["per_step"].items()
+    ]
     power_rows = [
         [
             p["meaning"],
@@ -373,6 +378,12 @@ def tables(d: dict) -> list[dict]:
             "rows": null_rows,
         },
         {
+            "name": "gate-false-fail-steps",
+            "stamp": stamp,
+            "headers": ["family", "step", "per-run model", "failed the check"],
+            "rows": step_rows,
+        },
+        {
             "name": "gate-power",
             "stamp": stamp
             + (
@@ -381,7 +392,13 @@ def tables(d: dict) -> list[dict]:
                 if smallest
                 else " No change in this grid is caught 80% of the time."
             ),
-            "headers": ["change", "per-run model", "pull requests", "failed the check", "extra trials"],
+            "headers": [
+                "change",
+                "per-run model",
+                "pull requests",
+                "failed the check",
+                "extra trials",
+            ],
             "rows": power_rows,
         },
         {
@@ -389,11 +406,11 @@ def tables(d: dict) -> list[dict]:
             "stamp": stamp,
             "headers": [
                 "baselines",
-                f"unchanged pull requests each",
+                "unchanged pull requests each",
                 "failures per baseline: median",
                 "90th percentile",
                 "most",
-                f"baselines with more than 5 failures",
+                "baselines with more than 5 failures",
             ],
             "rows": [
                 [
@@ -425,7 +442,20 @@ def main(argv: list[str] | None = None) -> int:
         "--amplifiers", type=int, default=1, help="amplifier series on a quiet step (1 to 4)"
     )
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--retable",
+        type=Path,
+        default=None,
+        help="re-render the tables of an existing artifact from its own figures, measuring nothing",
+    )
     args = parser.parse_args(argv)
+    if args.retable:
+        document = json.loads(args.retable.read_text(encoding="utf-8"))
+        document["tables"] = tables(document)
+        tmp = args.retable.with_name(f".{args.retable.name}.tmp")
+        tmp.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        tmp.replace(args.retable)
+        return 0
     global AMPLIFIERS
     AMPLIFIERS = args.amplifiers
     document = run(args)

@@ -44,11 +44,17 @@ def pipeline(steady: float | None, p10: float) -> str:
         else coin("steady", steady)
     )
     return "\n\n".join(
-        [first, coin("coin_05", 0.05), coin("coin_10", p10), coin("coin_20", 0.2), coin("coin_30", 0.3)]
+        [
+            first,
+            coin("coin_05", 0.05),
+            coin("coin_10", p10),
+            coin("coin_20", 0.2),
+            coin("coin_30", 0.3),
+        ]
     )
 
 
-def twicerun(*args: str, cwd: Path) -> tuple[int, float, dict]:
+def twicerun(*args: str, cwd: Path) -> tuple[int, float]:
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "twicerun", *args],
@@ -60,18 +66,30 @@ def twicerun(*args: str, cwd: Path) -> tuple[int, float, dict]:
     seconds = time.monotonic() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"twicerun {' '.join(args)} exited {done.returncode}:\n{done.stderr}")
-    return done.returncode, seconds, {}
+    return done.returncode, seconds
 
 
 def compare(cwd: Path, n: int, label: str) -> list[dict]:
     outcomes = []
     for i in range(n):
         gate = cwd / "gate.json"
-        code, seconds, _ = twicerun(
-            "baseline", "compare", "--pipelines", "coins.py", "--baseline", "baseline.json", "--json", str(gate), cwd=cwd
+        code, seconds = twicerun(
+            "baseline",
+            "compare",
+            "--pipelines",
+            "coins.py",
+            "--baseline",
+            "baseline.json",
+            "--json",
+            str(gate),
+            cwd=cwd,
         )
         document = json.loads(gate.read_text())
-        failed = [d["name"] for d in document["decisions"] if d["verdict"] in ("new divergence", "rate up")]
+        failed = [
+            d["name"]
+            for d in document["decisions"]
+            if d["verdict"] in ("new divergence", "rate up")
+        ]
         outcomes.append(
             {
                 "exit": code,
@@ -103,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
         (cwd / "coins.py").write_text(pipeline(None, 0.1))
-        code, baseline_seconds, _ = twicerun(
+        _, baseline_seconds = twicerun(
             "baseline", "update", "coins.py", "--output", "baseline.json", cwd=cwd
         )
         trials = len(json.loads((cwd / "baseline.json").read_text())["trials"])

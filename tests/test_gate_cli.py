@@ -110,12 +110,14 @@ def test_a_pipeline_in_the_baseline_that_the_check_did_not_run_fails(repo, twice
     assert outcome.code == 1
     assert verdicts(document)[("pipelines/new.py", "other")] == "not comparable: pipeline not run"
     (decision,) = [d for d in document["decisions"] if d["pipeline"] == "pipelines/new.py"]
-    assert decision["evidence"] == ["pipelines/new.py is in the baseline but the check did not run it"]
+    assert decision["evidence"] == [
+        "pipelines/new.py is in the baseline but the check did not run it"
+    ]
 
 
-def test_a_baseline_measured_with_other_runs_or_policy_is_not_comparable(repo, twicerun):
+def test_a_baseline_measured_with_other_runs_policy_or_amplifiers_is_not_comparable(repo, twicerun):
     update(twicerun, "pipelines/coins.py")
-    for flags in (["--runs", "4"], ["--policy", "reduction-order"]):
+    for flags in (["--runs", "4"], ["--policy", "reduction-order"], ["--amplify"]):
         outcome, document = compare(twicerun, *flags)
         assert outcome.code == 1, flags
         assert set(verdicts(document).values()) == {"not comparable: measured otherwise"}
@@ -237,12 +239,16 @@ def test_the_base_branch_ref_comes_from_the_pull_request_event(branches, twiceru
 
 
 def test_a_base_branch_without_a_baseline_is_bad_input_naming_the_way_out(branches, twicerun):
-    tree = subprocess.run(
-        ["git", "mktree"], input=b"", capture_output=True, check=True
-    ).stdout.decode().strip()
-    commit = subprocess.run(
-        ["git", "commit-tree", tree, "-m", "empty"], capture_output=True, check=True
-    ).stdout.decode().strip()
+    tree = (
+        subprocess.run(["git", "mktree"], input=b"", capture_output=True, check=True)
+        .stdout.decode()
+        .strip()
+    )
+    commit = (
+        subprocess.run(["git", "commit-tree", tree, "-m", "empty"], capture_output=True, check=True)
+        .stdout.decode()
+        .strip()
+    )
     git("update-ref", "refs/heads/empty", commit)
     outcome, document = compare(twicerun, "--baseline-ref", "empty")
     assert outcome.code == 2

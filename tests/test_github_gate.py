@@ -352,7 +352,9 @@ def test_a_hostile_step_name_renders_as_plain_text_in_the_comment():
 
 def test_a_hostile_step_name_in_an_annotation_cannot_end_the_command():
     trials = [result(("safe",)) for _ in range(19)]
-    gate = evaluate({P: result(("safe",), (HOSTILE, NOISY))}, baseline_of(trials), rerun=never_rerun)
+    gate = evaluate(
+        {P: result(("safe",), (HOSTILE, NOISY))}, baseline_of(trials), rerun=never_rerun
+    )
     (line,) = [line for line in commands(gate.annotations) if line.startswith("::error")]
     assert "\n" not in line
     properties, _message = line[len("::error ") :].split("::", 1)

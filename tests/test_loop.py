@@ -284,3 +284,12 @@ def test_canonical_digests_are_computed_only_where_bytes_differed(write_pipeline
     # Equal bytes settle the control; nothing ever needed its rows read.
     assert {a["settled_by"] for c in fixed["comparisons"] for a in c["artifacts"]} == {"bytes"}
     assert load_receipt(root / "loop" / "1" / "01-fixed").artifacts[0].canonical_digest == ""
+
+
+def test_the_platform_stamp_is_system_and_machine_without_the_kernel_build():
+    import platform
+
+    from twicerun.runner.environment import stamp
+
+    assert stamp(2).platform == f"{platform.system()}-{platform.machine()}"
+    assert platform.release() not in stamp(2).platform

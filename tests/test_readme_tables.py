@@ -39,3 +39,13 @@ def test_the_cost_ratio_in_the_readme_is_the_median_and_range_of_the_committed_b
     expected = f"| {median:.2f}x ({min(ratios):.2f}x to {max(ratios):.2f}x) |"
     assert f"| the whole invocation | {document['median']['wall']:.1f}s |" in block
     assert expected in block
+
+
+def test_the_gate_figures_in_docs_action_md_match_the_newest_gate_artifacts(twicerun, monkeypatch):
+    monkeypatch.chdir(REPO)
+    newest = [
+        sorted((REPO / "results").glob(f"{kind}-*.json"))[-1]
+        for kind in ("gate-calibration", "gate-coins")
+    ]
+    outcome = twicerun("report", *newest, "--check", "docs/action.md")
+    assert (outcome.code, outcome.err) == (0, "")

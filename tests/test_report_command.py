@@ -147,3 +147,27 @@ def test_an_artifact_of_an_unknown_kind_is_refused(twicerun, tmp_path):
         f"twicerun: {path} has schema 'someone.else/1' and carries no tables, so nothing "
         "renders it; known: "
     )
+
+
+def test_an_artifact_that_carries_its_tables_renders_them_as_they_are(twicerun, tmp_path):
+    path = tmp_path / "script.json"
+    path.write_text(
+        json.dumps(
+            {
+                "schema": "someone.else/2",
+                "tables": [
+                    {
+                        "name": "mine",
+                        "stamp": "Measured by a script.",
+                        "headers": ["a", "b"],
+                        "rows": [["1", "x|y"]],
+                    }
+                ],
+            }
+        )
+    )
+    outcome = twicerun("report", path)
+    assert outcome.code == 0
+    # Cells are Markdown as the script wrote them; a bare pipe is escaped so it cannot
+    # split the cell.
+    assert outcome.out == "Measured by a script.\n\n| a | b |\n|---|---|\n| 1 | x\\|y |\n"

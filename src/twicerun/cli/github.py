@@ -226,8 +226,7 @@ def baseline_update(
     write_bytes_atomic(output, document.to_json().encode("utf-8"))
     click.echo(
         f"wrote {output}: {len(keyed)} pipeline{'s' if len(keyed) != 1 else ''}, "
-        f"{len(document.trials)} trials of {runs} runs"
-        + (f" ({wanted} added)" if existing else "")
+        f"{len(document.trials)} trials of {runs} runs" + (f" ({wanted} added)" if existing else "")
     )
     return EXIT_CLEAN
 

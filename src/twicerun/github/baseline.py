@@ -312,7 +312,7 @@ def parse(text: str, where: str, create_command: str) -> Baseline:
         for t in baseline.trials:
             for key, shape in baseline.pipelines.items():
                 for name in shape.names:
-                    t.pipelines[key][name]  # noqa: B018 - every trial covers every step
+                    t.pipelines[key][name]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise BaselineError(
             f"the baseline {where} is malformed (at {exc!s}); recreate it with `{create_command}`"

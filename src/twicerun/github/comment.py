@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from twicerun.render.markdown import code, plain, table
@@ -43,7 +42,11 @@ def _p(p: float | None) -> str:
 def _baseline(d: StepDecision) -> str:
     if d.baseline_trials is None:
         return "n/a"
-    fired = "" if d.baseline_differed_trials is None else f"differed in {d.baseline_differed_trials} of "
+    fired = (
+        ""
+        if d.baseline_differed_trials is None
+        else f"differed in {d.baseline_differed_trials} of "
+    )
     return f"{fired}{d.baseline_trials} trials"
 
 

@@ -131,7 +131,7 @@ def evaluate(
     baseline: Baseline | None,
     *,
     rerun: Rerun,
-    options: GateOptions = GateOptions(),  # noqa: B008 - frozen, so one shared default is safe
+    options: GateOptions = GateOptions(),
     baseline_error: str | None = None,
     baseline_source: str | None = None,
     baseline_moved: Sequence[str] = (),
@@ -160,9 +160,7 @@ def evaluate(
                 )
             elif key not in baseline.pipelines:
                 note = f"{key} is in the check but not in the baseline"
-                decisions.extend(
-                    _plain(key, s, words.PIPELINE_ADDED, [note]) for s in result.steps
-                )
+                decisions.extend(_plain(key, s, words.PIPELINE_ADDED, [note]) for s in result.steps)
             else:
                 found, confirmation = _pipeline(key, result, baseline, rerun, options, level)
                 decisions.extend(found)

@@ -37,9 +37,7 @@ def read_at(ref: str, path: Path) -> str:
     """The file `path` (relative to the working directory) as it is at `ref`."""
     spec = f"{ref}:./{Path(path).as_posix().removeprefix('./')}"
     try:
-        done = subprocess.run(
-            ["git", "show", spec], capture_output=True, check=False, timeout=60
-        )
+        done = subprocess.run(["git", "show", spec], capture_output=True, check=False, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BaselineError(f"cannot run git to read the baseline at {ref} ({exc})") from exc
     if done.returncode != 0:

@@ -10,6 +10,7 @@ aligned text, or as JSON.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -542,11 +543,16 @@ def carried(artifact: Artifact) -> list[Table]:
                 name=str(t["name"]),
                 stamp=str(t["stamp"]),
                 headers=[str(h) for h in t["headers"]],
-                rows=[[str(c) for c in row] for row in t["rows"]],
+                rows=[[_pipes(str(c)) for c in row] for row in t["rows"]],
                 align=[str(a) for a in t.get("align", [])],
             )
         )
     return found
+
+
+def _pipes(cell: str) -> str:
+    """Cells are Markdown as the script wrote them; only a bare `|` would end one early."""
+    return re.sub(r"(?<!\\)\|", r"\\|", cell)
 
 
 def renders(document: object) -> bool:
