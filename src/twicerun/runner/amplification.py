@@ -20,6 +20,7 @@ from twicerun.runner.amplify.arrival_order import reorder
 from twicerun.runner.amplify.base import Applied, Declined, Outcome
 from twicerun.runner.amplify.row_multiplication import multiply_rows
 from twicerun.runner.amplify.tie_collapse import collapse_ties
+from twicerun.runner.interrupts import reraise_if_requested
 from twicerun.runner.series import Workbench, run_series
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.layout import LOOP, RunAddress, step_dir_name
@@ -132,6 +133,7 @@ def amplify(
         try:
             inputs_for, detail, declined = _inputs(stressed, amplifier, original, read)
         except Exception as exc:  # an amplifier that raises is a finding, never a clean zero
+            reraise_if_requested(exc)
             found.append(
                 Series(kind=amplifier, threads=threads, error=f"{type(exc).__name__}: {exc}")
             )

@@ -16,6 +16,7 @@ import duckdb
 from twicerun.compare.digest import Digests, digests
 from twicerun.errors import BadInput, ContractError, StepCrashed, UnsupportedColumn
 from twicerun.pipeline import Step
+from twicerun.runner.interrupts import reraise_if_requested
 from twicerun.storage.context import ArtifactRef, Connections, StepContext
 from twicerun.storage.layout import Invocation, RunAddress
 from twicerun.storage.receipts import ArtifactRecord, Receipt, save_receipt
@@ -62,11 +63,16 @@ def execute_step(
         finally:
             seconds = time.perf_counter() - start
             connections.close(connection)
+    except KeyboardInterrupt:
+        raise
     except BadInput as exc:
+        reraise_if_requested(exc)
         if address.run > 1 and isinstance(exc, ContractError):
             raise ContractError(f"{exc} (in run {address.run})") from exc
         raise
-    except Exception as exc:
+    except (Exception, SystemExit, GeneratorExit) as exc:
+        # A step that calls sys.exit() crashed: its exit status is not twicerun's.
+        reraise_if_requested(exc)
         save_receipt(
             out_dir,
             Receipt(

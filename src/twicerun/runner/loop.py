@@ -25,6 +25,7 @@ from twicerun.judge.policy import Policy
 from twicerun.judge.status import NO_DIVERGENCE_OBSERVED
 from twicerun.pipeline import Pipeline, Step, load_pipeline
 from twicerun.result import Comparison, Result, StepResult
+from twicerun.runner import interrupts
 from twicerun.runner.amplification import AMPLIFIED_DIR, Stressed, amplify
 from twicerun.runner.bisect import bisect
 from twicerun.runner.comparison import KEEP_PREFIX, WorstComparisons, compare_step
@@ -97,17 +98,26 @@ def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = si
     )
     started = time.time()
     try:
-        result = _loop(pipeline, options, threads, invocation, progress, started, keys)
-    except TwicerunError as exc:
-        exc.directory = str(invocation.root)
-        invocation.finish(FAILED, error=str(exc))
-        raise
+        with interrupts.watching():
+            result = _loop(pipeline, options, threads, invocation, progress, started, keys)
     except KeyboardInterrupt as exc:
         exc.directory = str(invocation.root)  # type: ignore[attr-defined]
         with contextlib.suppress(Exception):
             invocation.finish(INTERRUPTED)
         raise
     except BaseException as exc:
+        if interrupts.requested():
+            # DuckDB reported the Ctrl-C as a failed query somewhere the runner
+            # does not classify steps (a comparison, an amplified input).
+            interrupted = KeyboardInterrupt()
+            interrupted.directory = str(invocation.root)  # type: ignore[attr-defined]
+            with contextlib.suppress(Exception):
+                invocation.finish(INTERRUPTED)
+            raise interrupted from exc
+        if isinstance(exc, TwicerunError):
+            exc.directory = str(invocation.root)
+            invocation.finish(FAILED, error=str(exc))
+            raise
         with contextlib.suppress(Exception):
             invocation.finish(FAILED, error=f"{type(exc).__name__}: {exc}")
         raise

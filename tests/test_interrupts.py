@@ -1,0 +1,96 @@
+"""A step that exits crashed; Ctrl-C is an interrupt wherever it lands, and deletes nothing.
+
+The interrupts are real SIGINTs to this process, sent from inside a step (by a
+timer, so that one lands while DuckDB is executing a query): DuckDB 2.0.1 reports
+those as a failed query, which the runner must not mistake for a crash.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+# A query that takes a good fraction of a second, so a timer can land inside it.
+SLOW = "SELECT sum(hash(i) % 7) AS n FROM range(200000000) r(i)"
+
+INTERRUPT_IN_QUERY = f"""
+import os, signal, threading
+
+
+def inputs(ctx):
+    ctx.write("t", "SELECT range AS v FROM range(10)")
+
+
+def slow(ctx):
+    ctx.read("t")
+    if {{condition}}:
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+        for _ in range(20):
+            ctx.sql("{SLOW}").fetchall()
+    ctx.write("n", "SELECT count(*) AS n FROM t")
+"""
+
+
+def invocations(run_dir: Path) -> dict[str, str]:
+    return {
+        p.name: json.loads((p / "invocation.json").read_text())["outcome"]
+        for p in sorted(run_dir.iterdir())
+        if (p / "invocation.json").exists()
+    }
+
+
+@pytest.mark.parametrize("how", ["sys.exit(0)", "sys.exit('bye')", "raise SystemExit(1)"])
+def test_a_step_that_exits_is_a_step_that_crashed(write_pipeline, twicerun, run_dir, how):
+    path = write_pipeline(
+        f"import sys\n\n\ndef a(ctx):\n    ctx.write('x', 'SELECT 1 AS v')\n\n\n"
+        f"def b(ctx):\n    {how}\n"
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 3
+    assert "step 1 b" in outcome.err and "SystemExit" in outcome.err
+    assert list(invocations(run_dir).values()) == ["failed"]
+
+
+def test_a_step_that_exits_fails_the_baseline_and_the_gate_too(write_pipeline, twicerun, tmp_path):
+    path = write_pipeline("import sys\n\n\ndef b(ctx):\n    sys.exit(0)\n")
+    out = tmp_path / "baseline.json"
+    outcome = twicerun("baseline", "update", path, "--trials", "3", "--output", out)
+    assert outcome.code == 3 and not out.exists()
+    outcome = twicerun("baseline", "compare", "--pipelines", str(path), "--baseline", out)
+    assert outcome.code == 3
+
+
+def test_ctrl_c_during_a_query_in_the_loop_is_an_interrupt_and_deletes_nothing(
+    write_pipeline, twicerun, run_dir, monkeypatch
+):
+    path = write_pipeline(INTERRUPT_IN_QUERY.replace("{condition}", "os.environ.get('STOP')"))
+    assert twicerun("run", path, "--runs", "2").code == 0
+    (earlier,) = invocations(run_dir)
+    monkeypatch.setenv("STOP", "1")
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 130, outcome.err
+    assert "interrupted" in outcome.err and "raised" not in outcome.err
+    states = invocations(run_dir)
+    assert states[earlier] == "completed"
+    assert sorted(states.values()) == ["completed", "interrupted"]
+
+
+def test_ctrl_c_under_an_amplifier_is_an_interrupt_not_an_amplifier_failure(
+    write_pipeline, twicerun, run_dir, monkeypatch
+):
+    # The step interrupts only at a thread count other than the run's: under the
+    # thread-count amplifier, after the loop has finished.
+    path = write_pipeline(
+        INTERRUPT_IN_QUERY.replace("{condition}", "os.environ.get('STOP') and ctx.threads != 2")
+    )
+    assert twicerun("run", path, "--runs", "2", "--threads", "2", "--amplify").code == 0
+    (earlier,) = invocations(run_dir)
+    monkeypatch.setenv("STOP", "1")
+    outcome = twicerun("run", path, "--runs", "2", "--threads", "2", "--amplify")
+    assert outcome.code == 130, outcome.err + outcome.out
+    states = invocations(run_dir)
+    # Nothing ended "completed", so retention deleted nothing.
+    assert states[earlier] == "completed"
+    assert sorted(states.values()) == ["completed", "interrupted"]
