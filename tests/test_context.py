@@ -148,3 +148,54 @@ def test_sql_returns_rows_for_pragma_and_runs_every_statement_of_a_script(tmp_pa
         "CREATE TABLE t AS SELECT 1 AS a; INSERT INTO t VALUES (2); SELECT sum(a) FROM t"
     )
     assert relation.fetchall() == [(3,)]
+
+
+def test_artifact_names_that_differ_only_in_case_are_refused(write_pipeline, twicerun):
+    path = write_pipeline(
+        "def a(ctx):\n    ctx.write('T', 'SELECT 1 AS v')\n\n\n"
+        "def b(ctx):\n    ctx.write('t', 'SELECT 2 AS v')\n"
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 2
+    assert (
+        "ctx.write('t') in step 1 b: T is already written by step 0 a, and DuckDB does not "
+        "tell names apart by case" in outcome.err
+    )
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1 AS v;",
+        "SELECT 1 AS v -- the answer",
+        "SELECT 1 AS v /* c */ ;  ",
+        "FROM (VALUES (1)) t(v)",
+    ],
+)
+def test_a_query_with_a_trailing_semicolon_or_comment_is_written(write_pipeline, twicerun, sql):
+    path = write_pipeline(f"def a(ctx):\n    ctx.write('x', {sql!r})\n")
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 0, outcome.err
+
+
+def test_a_query_cannot_close_the_copy_and_write_elsewhere(write_pipeline, twicerun, tmp_path):
+    elsewhere = tmp_path / "elsewhere.parquet"
+    sql = f"SELECT 1 AS v) TO '{elsewhere}' (FORMAT parquet); COPY (SELECT 1 AS v"
+    path = write_pipeline(f"def a(ctx):\n    ctx.write('x', {sql!r})\n")
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 3  # the step's SQL does not parse: the step crashed
+    assert not elsewhere.exists()
+
+
+@pytest.mark.parametrize(
+    ("sql", "said"),
+    [
+        ("SELECT 1 AS v; SELECT 2 AS v", "give exactly one query, got 2 statements"),
+        ("CREATE TABLE y AS SELECT 1 AS v", "got a CREATE statement"),
+    ],
+)
+def test_ctx_write_takes_one_query(write_pipeline, twicerun, sql, said):
+    path = write_pipeline(f"def a(ctx):\n    ctx.write('x', {sql!r})\n")
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 2
+    assert said in outcome.err

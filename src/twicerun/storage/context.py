@@ -170,6 +170,18 @@ class StepContext:
                 f"ctx.write({name!r}) in step {self._index} {self._name}: {name} is already "
                 f"written by step {owner[0]} {owner[1]}; give this artifact another name"
             )
+        # DuckDB's catalog ignores case, so `T` and `t` would be one view to a reader.
+        for other, (index, step) in [
+            *((n, (self._index, self._name)) for n in self.output.written),
+            *self._owners.items(),
+        ]:
+            if other != name and other.lower() == name.lower():
+                who = "this step" if index == self._index else f"step {index} {step}"
+                raise ContractError(
+                    f"ctx.write({name!r}) in step {self._index} {self._name}: {other} is already "
+                    f"written by {who}, and DuckDB does not tell names apart by case, so a "
+                    f"step reading both would see one; give this artifact a different name"
+                )
         final = self._out_dir / f"{name}.parquet"
         # No fsync: an artifact is atomic against readers and against this process
         # dying, and a power cut costs only a rerun, which is what this tool does.
@@ -210,7 +222,9 @@ class StepContext:
         if isinstance(data, str):
             if _OUTSIDE_READ.search(data):
                 self.output.sql_outside_ctx.append(" ".join(data.split())[:200])
-            self._con.execute(f"COPY ({data}) TO {destination} (FORMAT parquet)")
+            query = self._one_query(name, data)
+            # On lines of their own, so a trailing `-- comment` cannot swallow the `)`.
+            self._con.execute(f"COPY (\n{query}\n) TO {destination} (FORMAT parquet)")
         elif isinstance(data, duckdb.DuckDBPyRelation):
             data.to_parquet(str(target))
         elif _is_arrow(data):
@@ -227,6 +241,27 @@ class StepContext:
                 f"ctx.write({name!r}, data) in step {self._index} {self._name}: data must be a SQL "
                 f"query string, a DuckDB relation or a pyarrow Table, got {type(data).__name__}"
             )
+
+    def _one_query(self, name: str, sql: str) -> str:
+        """`sql` as exactly one query, its trailing semicolon gone.
+
+        Parsed first, so nothing in it can close the COPY around it and add a
+        statement of its own (such as a second COPY to a path outside the run).
+        """
+        statements = self._con.extract_statements(sql)
+        head = f"ctx.write({name!r}, sql) in step {self._index} {self._name}"
+        if len(statements) != 1:
+            raise ContractError(
+                f"{head}: give exactly one query, got {len(statements)} statements; run the "
+                f"others with ctx.sql first"
+            )
+        (statement,) = statements
+        if statement.type.name != "SELECT":
+            raise ContractError(
+                f"{head}: give a query (SELECT, WITH, VALUES or FROM), got a "
+                f"{statement.type.name} statement; run it with ctx.sql and write a query of its result"
+            )
+        return statement.query.strip().removesuffix(";")
 
     def _unknown_read(self, name: str) -> str:
         head = f"ctx.read({name!r}) in step {self._index} {self._name}"
