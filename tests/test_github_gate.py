@@ -372,3 +372,27 @@ def test_the_comment_stays_under_githubs_limit_and_points_to_the_summary():
         "cut to keep this comment under GitHub's size limit; the [job summary](https://github.test/run/1) has every step."
         in body
     )
+
+
+INJECTED = "x\n::error file=README.md,line=1::injected\n  ::add-mask::secret\nsee ##[error]bad"
+
+
+def test_neutralize_leaves_no_line_a_runner_would_read_as_a_command():
+    from twicerun.github.commands import neutralize
+
+    text = neutralize(INJECTED)
+    for line in text.splitlines():
+        assert not line.lstrip().startswith("::")
+        assert "##[" not in line
+    # Only an invisible character was added; the words are all still there.
+    assert text.replace("\u2060", "") == INJECTED
+
+
+def test_a_step_error_carrying_a_workflow_command_prints_as_text(write_pipeline, twicerun):
+    path = write_pipeline(f"def a(ctx):\n    raise ValueError({INJECTED!r})\n")
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 3
+    assert "injected" in outcome.err
+    for line in (outcome.err + outcome.out).splitlines():
+        assert not line.lstrip().startswith("::"), line
+        assert "##[" not in line, line

@@ -20,6 +20,7 @@ from twicerun.cli.app import (
     exit_code,
 )
 from twicerun.errors import BadInput, StepCrashed, TwicerunError
+from twicerun.github.commands import neutralize
 
 __all__ = ["cli", "exit_code", "main"]
 
@@ -43,23 +44,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         exc.show()
         return EXIT_BAD_INPUT
     except BadInput as exc:
-        click.echo(f"twicerun: {exc}", err=True)
+        click.echo(neutralize(f"twicerun: {exc}"), err=True)
         if exc.directory:
             click.echo(f"twicerun: the invocation directory is kept: {exc.directory}", err=True)
         return EXIT_BAD_INPUT
     except StepCrashed as exc:
-        click.echo(f"twicerun: {exc}", err=True)
+        click.echo(neutralize(f"twicerun: {exc}"), err=True)
         if exc.directory:
             click.echo(f"twicerun: the invocation directory is kept: {exc.directory}", err=True)
         return EXIT_CRASHED
     except TwicerunError as exc:
-        click.echo(f"twicerun: {exc}", err=True)
+        click.echo(neutralize(f"twicerun: {exc}"), err=True)
         return EXIT_CRASHED
     except Exception as exc:  # a bug in twicerun: still "crashed", never "diverged"
         import traceback
 
-        traceback.print_exc(file=sys.stderr)
-        click.echo(f"twicerun: internal error: {type(exc).__name__}: {exc}", err=True)
+        click.echo(neutralize(traceback.format_exc()), err=True, nl=False)
+        click.echo(neutralize(f"twicerun: internal error: {type(exc).__name__}: {exc}"), err=True)
         return EXIT_CRASHED
     return value if isinstance(value, int) else EXIT_CLEAN
 

@@ -16,7 +16,13 @@ from twicerun.cli.app import EXIT_BAD_INPUT, EXIT_CLEAN, EXIT_DIVERGED, _Progres
 from twicerun.errors import UsageError
 from twicerun.github import baseline as baseline_module
 from twicerun.github.baseline import BaselineError, pipeline_key
-from twicerun.github.commands import Annotation, append_summary, commands, write_outputs
+from twicerun.github.commands import (
+    Annotation,
+    append_summary,
+    commands,
+    neutralize,
+    write_outputs,
+)
 from twicerun.github.comment import post_sticky
 from twicerun.github.decision import (
     DEFAULT_ALPHA,
@@ -456,9 +462,9 @@ def baseline_compare(
     )
     if json_path:
         _write_document(gate, json_path)
-    click.echo(summary(gate, pipelines), nl=False)
+    click.echo(neutralize(summary(gate, pipelines)), nl=False)
     if gate.baseline_error:
-        click.echo(f"twicerun: {gate.baseline_error}", err=True)
+        click.echo(neutralize(f"twicerun: {gate.baseline_error}"), err=True)
     return _gate_exit(gate)
 
 

@@ -17,6 +17,28 @@ from pathlib import Path
 LIMIT = 10
 SEVERITIES = ("error", "warning", "notice")
 
+# U+2060 WORD JOINER: invisible, and not white space to the runner, which trims
+# white space before looking for "::" at the start of a line.
+_BREAK = "\u2060"
+
+
+def neutralize(text: str) -> str:
+    """Text that may carry pipeline data, made unable to issue a workflow command.
+
+    The runner reads a line as a command when it starts with `::` after leading
+    white space, or when `##[` appears anywhere in it (the older form). Both are
+    broken with an invisible character, so a value such as
+    `x\n::error file=README.md::...` or `::add-mask::...` prints as text.
+    """
+    lines = []
+    for line in text.split("\n"):
+        stripped = line.lstrip()
+        if stripped.startswith("::"):
+            cut = len(line) - len(stripped)
+            line = f"{line[:cut]}:{_BREAK}{stripped[1:]}"
+        lines.append(line.replace("##[", f"##{_BREAK}["))
+    return "\n".join(lines)
+
 
 def escape_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
