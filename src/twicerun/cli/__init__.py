@@ -3,7 +3,6 @@ the one place a failure becomes an exit code."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 
 import click
