@@ -6,12 +6,17 @@ modules here decide what the user sees and which integer the shell gets.
 
 from __future__ import annotations
 
+import json
+import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
 from twicerun._version import __version__
+from twicerun.errors import UsageError
+from twicerun.github.commands import neutralize
 from twicerun.judge.policy import POLICIES, STRICT
 from twicerun.judge.status import AMPLIFICATION_FAILED, DIVERGENT, STABLE_ON_THIS_INPUT
 from twicerun.render.terminal import render_run
@@ -26,6 +31,13 @@ EXIT_CRASHED = 3
 EXIT_ONLY_AMPLIFIED = 4
 EXIT_AMPLIFIER_FAILED = 5
 EXIT_INTERRUPTED = 130
+
+# Bounds on flags a typo can make absurd. Runs: each keeps a copy of every artifact
+# until compared, and a study needs tens, not thousands. Threads: DuckDB starts one
+# OS thread each, and past a few thousand the process cannot.
+MAX_RUNS = 1000
+MAX_THREADS = 4096
+THREADS = click.IntRange(min=1, max=MAX_THREADS)
 
 RUN_EXIT_CODES = """\b
 Exit codes:
@@ -93,6 +105,7 @@ def _policy_options(fn):
         "--tolerance-rel",
         type=click.FloatRange(min=0),
         default=None,
+        callback=_finite,
         help="Also tolerate float drift of at most this relative difference.",
     )(fn)
     fn = click.option(
@@ -106,19 +119,86 @@ def _policy_options(fn):
     return fn
 
 
+def check_json_target(json_path: str | None, *, protected: Sequence[Path] = ()) -> None:
+    """Refuse, before anything runs, a --json path that would destroy something.
+
+    Only a twicerun Result (or nothing) may stand at the path; not a pipeline, not a
+    file inside a directory twicerun manages (a saved result.json among them), and
+    not a place that cannot be written.
+    """
+    if json_path in (None, "-"):
+        return
+    target = Path(json_path)
+    resolved = target.resolve()
+    for place in protected:
+        place = place.resolve()
+        if resolved == place or (place.is_dir() and resolved.is_relative_to(place)):
+            raise UsageError(
+                f"--json {json_path}: that is "
+                + ("inside " if resolved != place else "")
+                + f"{place}, which twicerun must not overwrite; name a file of its own"
+            )
+    if target.is_dir():
+        raise UsageError(f"--json {json_path} is a directory; name a file")
+    if target.exists():
+        try:
+            schema = json.loads(target.read_text(encoding="utf-8")).get("schema", "")
+        except (OSError, ValueError, AttributeError):
+            schema = ""
+        if not str(schema).startswith("twicerun.result/"):
+            raise UsageError(
+                f"--json {json_path} exists and is not a twicerun Result, so it is not "
+                f"overwritten; name a new file or remove that one"
+            )
+    ancestor = resolved.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK):
+        raise UsageError(f"--json {json_path}: {ancestor} cannot be written to; name another path")
+
+
+def check_directory_target(path: Path, flag: str) -> None:
+    """Refuse, before anything runs, a directory twicerun could not create or write in."""
+    ancestor = Path(path).absolute()
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UsageError(f"{flag} {path}: {ancestor} is a file, not a directory; name another path")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: {ancestor} cannot be written to; name another path")
+
+
 def _emit(result: Result, json_path: str | None) -> None:
+    """The report first, then the file: a path that fails at the last moment loses nothing."""
     if json_path == "-":
         click.echo(result.to_json(), nl=False)
         return
+    click.echo(neutralize(render_run(result)), nl=False)
     if json_path:
-        write_bytes_atomic(Path(json_path), result.to_json().encode("utf-8"))
-    click.echo(render_run(result), nl=False)
+        try:
+            write_bytes_atomic(Path(json_path), result.to_json().encode("utf-8"))
+        except OSError as exc:
+            raise UsageError(
+                f"the report above is complete, but --json {json_path} could not be written "
+                f"({exc.strerror or exc})"
+            ) from exc
+
+
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number", param=param)
+    return value
 
 
 def _parse_seeds(values: Sequence[str]) -> dict[str, int]:
     seeds = {}
     for value in values:
         step, sep, number = value.partition("=")
+        if step in seeds:
+            raise click.BadParameter(
+                f"{step} is given twice; hold each seeded step at one value",
+                param_hint="--seed",
+            )
         try:
             seeds[step] = int(number)
         except ValueError:

@@ -12,7 +12,16 @@ from pathlib import Path
 
 import click
 
-from twicerun.cli.app import EXIT_BAD_INPUT, EXIT_CLEAN, EXIT_DIVERGED, _Progress, cli
+from twicerun.cli.app import (
+    EXIT_BAD_INPUT,
+    EXIT_CLEAN,
+    EXIT_DIVERGED,
+    MAX_RUNS,
+    THREADS,
+    _Progress,
+    check_directory_target,
+    cli,
+)
 from twicerun.errors import UsageError
 from twicerun.github import baseline as baseline_module
 from twicerun.github.baseline import BaselineError, pipeline_key
@@ -127,7 +136,9 @@ def baseline() -> None:
     help="Add the trials to the existing baseline at --output instead of replacing it; "
     "refused if the pipelines or the settings changed.",
 )
-@click.option("--runs", type=click.IntRange(min=2), default=DEFAULT_RUNS, show_default=True)
+@click.option(
+    "--runs", type=click.IntRange(min=2, max=MAX_RUNS), default=DEFAULT_RUNS, show_default=True
+)
 @click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -137,7 +148,7 @@ def baseline() -> None:
 @click.option("--amplify/--no-amplify", default=True, show_default=True)
 @click.option(
     "--threads",
-    type=click.IntRange(min=1),
+    type=THREADS,
     default=None,
     help="DuckDB threads; the gate measures at the baseline's count unless told otherwise.",
 )
@@ -182,6 +193,7 @@ def baseline_update(
     a workflow on pushes to main can make it stronger over time.
     """
     keyed = _keyed(_expand(pipelines or (DEFAULT_PIPELINES,)))
+    check_directory_target(run_dir, "--run-dir")
     existing = None
     if add:
         create = _create_command(list(keyed), output)
@@ -275,14 +287,14 @@ def _gate_options(fn):
             click.option(
                 "--runs",
                 envvar="TWICERUN_RUNS",
-                type=click.IntRange(min=2),
+                type=click.IntRange(min=2, max=MAX_RUNS),
                 default=DEFAULT_RUNS,
                 show_default=True,
             ),
             click.option(
                 "--threads",
                 envvar="TWICERUN_THREADS",
-                type=click.IntRange(min=1),
+                type=THREADS,
                 default=None,
                 help="DuckDB threads. Default: the baseline's, so both measure alike.",
             ),
@@ -367,6 +379,7 @@ def _compare(
     amplify: bool = True,
 ) -> Gate:
     keyed = _keyed(_expand([pipelines]))
+    check_directory_target(run_dir, "--run-dir")
     options = GateOptions(alpha=alpha, confirm=confirm, screen=screen, fail_on=_fail_on(fail_on))
     ref = baseline_ref or default_ref(dict(os.environ))
     chosen = choose(
@@ -378,7 +391,13 @@ def _compare(
     if threads is None and chosen.baseline is not None:
         threads = chosen.baseline.settings.threads
     loop = LoopOptions(
-        runs=runs, threads=threads, run_dir=run_dir, policy=Policy(policy), amplify=amplify
+        runs=runs,
+        threads=threads,
+        run_dir=run_dir,
+        policy=Policy(policy),
+        amplify=amplify,
+        # A check that will exit 2 for its baseline still reports, but prunes nothing.
+        keep=0 if chosen.baseline is None else 1,
     )
     results = _run_all(keyed, loop)
     if chosen.baseline is not None:
@@ -504,6 +523,7 @@ def gate(
     """The GitHub Action's one step: compare with the baseline, then comment, annotate,
     summarise and set outputs, from the environment a workflow runner provides."""
     env = os.environ
+    _check_workflow_files(env)
     started = time.time()
     result = _compare(
         pipelines,
@@ -578,13 +598,33 @@ def gate(
     return _gate_exit(result)
 
 
+def _check_workflow_files(env) -> None:
+    """Refuse, before running anything, the files a runner names that cannot be used."""
+    for name in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
+        value = env.get(name)
+        if not value:
+            continue
+        path = Path(value)
+        if path.is_dir():
+            raise UsageError(f"{name}={value} is a directory; it must name a file to append to")
+        if not path.parent.is_dir():
+            raise UsageError(f"{name}={value}: {path.parent} is not a directory")
+    event_path = env.get("GITHUB_EVENT_PATH")
+    if event_path:
+        try:
+            event = json.loads(Path(event_path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise UsageError(
+                f"GITHUB_EVENT_PATH={event_path} is not a readable JSON event ({exc})"
+            ) from exc
+        if not isinstance(event, dict):
+            raise UsageError(f"GITHUB_EVENT_PATH={event_path} is not a JSON object")
+
+
 def _pull_request_number(event_path: str | None) -> int | None:
     if not event_path or not Path(event_path).is_file():
         return None
-    try:
-        event = json.loads(Path(event_path).read_text(encoding="utf-8"))
-    except ValueError:
-        return None
+    event = json.loads(Path(event_path).read_text(encoding="utf-8"))
     pull = event.get("pull_request") or {}
     number = pull.get("number") or (event.get("issue") or {}).get("number") or event.get("number")
     return int(number) if number else None

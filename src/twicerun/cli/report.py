@@ -25,8 +25,11 @@ Exit codes:
 
 
 def _read_text(path: Path) -> str:
-    with open(path, encoding="utf-8", newline="") as f:
-        return f.read()
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            return f.read()
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from exc
 
 
 def _load_artifacts(paths: Sequence[str], results: Path) -> list[Artifact]:
@@ -117,12 +120,12 @@ def report(
     tables = render_tables(loaded)
     target = update_path or check_path
     if target is None:
-        chosen = [tables[n] for n in names] if names else list(tables.values())
         unknown = [n for n in names if n not in tables]
         if unknown:
             raise UsageError(
                 f"no table called {', '.join(unknown)}; these render: {', '.join(tables)}"
             )
+        chosen = [tables[n] for n in names] if names else list(tables.values())
         if fmt == "json":
             click.echo(json.dumps([t.json() for t in chosen], indent=2))
         else:

@@ -8,11 +8,15 @@ from pathlib import Path
 import click
 
 from twicerun.cli.app import (
+    MAX_RUNS,
     RUN_EXIT_CODES,
+    THREADS,
     _emit,
     _parse_seeds,
     _policy_options,
     _Progress,
+    check_directory_target,
+    check_json_target,
     cli,
     exit_code,
 )
@@ -34,7 +38,7 @@ from twicerun.runner.rescore import rejudge, resolve_invocation
 )
 @click.option(
     "--threads",
-    type=click.IntRange(min=1),
+    type=THREADS,
     default=None,
     help="DuckDB threads for every step. Default: what DuckDB picks on this machine.",
 )
@@ -121,6 +125,14 @@ def run(
     tell a parallel-order cause from one that persists; each step that stayed quiet
     is handed stressed inputs, since a clean loop only speaks for the input it got.
     """
+    if runs > MAX_RUNS:
+        raise click.BadParameter(
+            f"{runs} is more than {MAX_RUNS}; each run keeps a copy of every artifact until it "
+            f"is compared, and a fire rate needs tens of runs, not thousands",
+            param_hint="--runs",
+        )
+    check_directory_target(run_dir, "--run-dir")
+    check_json_target(json_path, protected=[pipeline, run_dir])
     options = LoopOptions(
         runs=runs,
         threads=threads,
@@ -166,6 +178,7 @@ def judge(
     ones recorded; only the verdicts change. The saved result.json is not modified.
     """
     invocation = resolve_invocation(run_dir)
+    check_json_target(json_path, protected=[invocation.root])
     result = rejudge(invocation, Policy(policy, tolerance_rel, tolerance_ulps))
     _emit(result, json_path)
     return exit_code(result)

@@ -217,6 +217,25 @@ def _make_step(index: int, fn: Callable[..., Any], overrides: dict[str, int]) ->
         raise PipelineError(
             f"step {name} takes no parameters; twicerun calls every step as {name}(ctx)"
         )
+    first = parameters[0]
+    if first.kind not in (
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    ):
+        raise PipelineError(
+            f"step {name} takes {first.name} as a keyword-only parameter; twicerun passes ctx "
+            f"by position, as {name}(ctx), so write def {name}(ctx, ...)"
+        )
+    if (
+        declaration.seed is not None
+        and declaration.seed in {p.name for p in parameters}
+        and next(p for p in parameters if p.name == declaration.seed).kind
+        is inspect.Parameter.POSITIONAL_ONLY
+    ):
+        raise PipelineError(
+            f"step {name} takes its seed {declaration.seed} as a positional-only parameter; "
+            f"twicerun passes the seed by name, so move it after the /"
+        )
     for p in parameters[1:]:
         if (
             p.default is inspect.Parameter.empty
