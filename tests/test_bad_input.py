@@ -69,6 +69,13 @@ CASES = [
         pipeline("p.py", step("ctx.write('no good', 'SELECT 1 AS v')")),
     ),
     Case(
+        "artifact-name-too-long",
+        [*RUN, "p.py"],
+        2,
+        "at most 128 characters, this one has 230",
+        pipeline("p.py", step(f"ctx.write('{'n' * 230}', 'SELECT 1 AS v')")),
+    ),
+    Case(
         "written-twice",
         [*RUN, "p.py"],
         2,

@@ -199,3 +199,22 @@ def test_ctx_write_takes_one_query(write_pipeline, twicerun, sql, said):
     outcome = twicerun("run", path, "--runs", "2")
     assert outcome.code == 2
     assert said in outcome.err
+
+
+def test_a_step_that_changes_directory_breaks_nothing(
+    write_pipeline, twicerun, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    path = write_pipeline(
+        f"import os\n\n\ndef a(ctx):\n    os.chdir({str(elsewhere)!r})\n"
+        f"    ctx.write('x', 'SELECT 1 AS v')\n\n\n"
+        f"def b(ctx):\n    ctx.read('x')\n    ctx.write('y', 'SELECT v + 1 AS v FROM x')\n"
+    )
+    before = Path.cwd()
+    outcome = twicerun("run", path, "--runs", "3", "--run-dir", "relative-runs")
+    assert outcome.code == 0, outcome.err
+    assert Path.cwd() == before
+    assert (tmp_path / "relative-runs").is_dir()
+    assert not (elsewhere / "relative-runs").exists()

@@ -579,6 +579,14 @@ def gate(
             click.echo(f"twicerun: comment {posted.action}: {posted.url}")
     elif comment and number is None:
         click.echo("twicerun: not a pull request event, so no comment")
+    elif comment and not repository:
+        click.echo(
+            Annotation(
+                "warning",
+                "GITHUB_REPOSITORY is empty, so the comment was not posted; the job summary has it",
+                "twicerun: comment not posted",
+            ).command()
+        )
     if env.get("GITHUB_STEP_SUMMARY"):
         append_summary(Path(env["GITHUB_STEP_SUMMARY"]), summary(result, pipelines))
     if env.get("GITHUB_OUTPUT"):

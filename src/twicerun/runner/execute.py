@@ -6,6 +6,7 @@ the tool's own overhead, which `bench/loop.py` measures against it.
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -57,12 +58,16 @@ def execute_step(
     # The step's seconds are its own call, writes included; opening and closing the
     # connection is the tool's cost of isolating steps, and is counted as overhead.
     start = time.perf_counter()
+    cwd = os.getcwd()
     try:
         try:
             step.call(ctx)
         finally:
             seconds = time.perf_counter() - start
             connections.close(connection)
+            # A step that changed directory changed it for the whole process.
+            if os.getcwd() != cwd:
+                os.chdir(cwd)
     except KeyboardInterrupt:
         raise
     except BadInput as exc:

@@ -74,6 +74,8 @@ def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = si
             f"--runs {options.runs}: at least 2 runs are needed, since run 1 is the reference "
             f"and every later run is compared against it"
         )
+    # Absolute from here on: a step that calls os.chdir must not move the run directory.
+    options = replace(options, run_dir=Path(options.run_dir).absolute())
     pipeline = load_pipeline(path, options.seeds)
     keys = KeyChecker(pipeline, options.keys, options.run_dir)
     keys.check_before_running()

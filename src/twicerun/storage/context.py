@@ -56,7 +56,17 @@ class StepOutput:
     sql_outside_ctx: list[str] = field(default_factory=list)
 
 
+# An artifact is a file named after it, and file names stop at 255 bytes; this
+# leaves room for the suffixes of temporary files.
+MAX_NAME = 128
+
+
 def check_name(name: Any, call: str, where: str) -> str:
+    if isinstance(name, str) and IDENTIFIER.match(name) and len(name) > MAX_NAME:
+        raise ContractError(
+            f"{call}({name[:20]}...) in {where}: an artifact name is at most {MAX_NAME} "
+            f"characters, this one has {len(name)}; shorten it"
+        )
     if not isinstance(name, str) or not IDENTIFIER.match(name):
         raise ContractError(
             f"{call}({name!r}) in {where}: an artifact name is an identifier "
