@@ -178,3 +178,15 @@ def test_arrival_order_is_a_pure_function(tmp_path, variant):
     reorder(CON, source, a, artifact="events", variant=variant)
     reorder(CON, source, b, artifact="events", variant=variant)
     assert bytes_digest(a) == bytes_digest(b)
+
+
+def test_an_amplified_input_that_fails_to_write_leaves_no_file(tmp_path):
+    import duckdb
+
+    from twicerun.runner.amplify.base import copy_ordered
+
+    target = tmp_path / "amplified.parquet"
+    con = duckdb.connect()
+    with pytest.raises(duckdb.Error):
+        copy_ordered(con, "SELECT error('stop') AS v FROM range(10) ORDER BY 1", target)
+    assert list(tmp_path.iterdir()) == []

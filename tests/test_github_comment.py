@@ -6,6 +6,7 @@ import pytest
 from fakegithub import BOT, READ_ONLY_TOKEN, WORKFLOW_TOKEN, FakeGitHub
 
 from twicerun.github.comment import marker, post_sticky
+from twicerun.storage.atomic import write_bytes_atomic
 
 PR = 7
 
@@ -24,6 +25,7 @@ def post(github, body, tmp_path, token=WORKFLOW_TOKEN):
         number=PR,
         body=body,
         fallback=tmp_path / "comment.md",
+        save=write_bytes_atomic,
     )
 
 

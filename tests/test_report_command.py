@@ -171,3 +171,35 @@ def test_an_artifact_that_carries_its_tables_renders_them_as_they_are(twicerun, 
     # Cells are Markdown as the script wrote them; a bare pipe is escaped so it cannot
     # split the cell.
     assert outcome.out == "Measured by a script.\n\n| a | b |\n|---|---|\n| 1 | x\\|y |\n"
+
+
+def _readme_with_a_stale_block(tmp_path, twicerun):
+    result = tmp_path / "r.json"
+    pipeline = tmp_path / "p.py"
+    pipeline.write_text("def a(ctx):\n    ctx.write('x', 'SELECT 1 AS v')\n")
+    assert twicerun("run", pipeline, "--runs", "2", "--json", result).code == 0
+    stem = "p"
+    text = f"# t\n\n<!-- twicerun:steps-{stem} -->\nold\n<!-- /twicerun:steps-{stem} -->\n"
+    return result, text
+
+
+def test_update_keeps_a_read_only_readme_read_only(twicerun, tmp_path):
+    result, text = _readme_with_a_stale_block(tmp_path, twicerun)
+    readme = tmp_path / "README.md"
+    readme.write_text(text)
+    readme.chmod(0o444)
+    assert twicerun("report", result, "--update", readme).code == 0
+    assert "old" not in readme.read_text()
+    assert readme.stat().st_mode & 0o777 == 0o444
+
+
+def test_update_through_a_symlink_rewrites_the_file_it_points_to(twicerun, tmp_path):
+    result, text = _readme_with_a_stale_block(tmp_path, twicerun)
+    real = tmp_path / "docs" / "README.md"
+    real.parent.mkdir()
+    real.write_text(text)
+    link = tmp_path / "README.md"
+    link.symlink_to(real)
+    assert twicerun("report", result, "--update", link).code == 0
+    assert link.is_symlink()
+    assert "old" not in real.read_text()

@@ -562,6 +562,7 @@ def gate(
             number=number,
             body=comment_body(result, pipelines, run_url),
             fallback=fallback,
+            save=write_bytes_atomic,
         )
         comment_url = posted.url or ""
         if posted.action == "written-to-file":
@@ -664,6 +665,7 @@ def comment_command(body_file: Path, number: int, repository: str) -> int:
         number=number,
         body=body,
         fallback=body_file.with_name(body_file.name + ".unposted"),
+        save=write_bytes_atomic,
     )
     if posted.action == "written-to-file":
         click.echo(f"twicerun: GitHub refused the comment ({posted.reason})", err=True)

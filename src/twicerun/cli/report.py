@@ -164,6 +164,11 @@ def report(
         return EXIT_DIVERGED if old else EXIT_CLEAN
     new_text, changed = update(text, rendered, str(target))
     if changed:
-        write_bytes_atomic(target, new_text.encode("utf-8"))
+        try:
+            write_bytes_atomic(target, new_text.encode("utf-8"), keep_mode=True)
+        except OSError as exc:
+            raise UsageError(
+                f"{target} could not be rewritten ({exc.strerror or exc}); it is unchanged"
+            ) from exc
         click.echo(f"{target}: rewrote {', '.join(changed)}")
     return EXIT_CLEAN

@@ -11,6 +11,7 @@ a `workflow_run` workflow to post.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -189,6 +190,7 @@ def post_sticky(
     number: int,
     body: str,
     fallback: Path,
+    save: Callable[[Path, bytes], None],
 ) -> Posted:
     """Create or edit the one comment carrying this body's marker; fall back to a file on 403."""
     # PyGithub takes a third of a second to import; only a command that posts pays for it.
@@ -216,8 +218,7 @@ def post_sticky(
         return Posted("created", created.html_url)
     except GithubException as exc:
         if exc.status in (401, 403, 404):
-            fallback.parent.mkdir(parents=True, exist_ok=True)
-            fallback.write_text(body, encoding="utf-8")
+            save(fallback, body.encode("utf-8"))  # atomically: a reader never sees half
             return Posted(
                 "written-to-file",
                 path=str(fallback),

@@ -19,15 +19,25 @@ TEMPORARY_MARK = ".tmp-"
 
 
 @contextlib.contextmanager
-def atomic_path(final: Path, *, fsync: bool = True) -> Iterator[Path]:
-    """Yield a temporary path; on success it replaces `final` in one step."""
+def atomic_path(final: Path, *, fsync: bool = True, keep_mode: bool = False) -> Iterator[Path]:
+    """Yield a temporary path; on success it replaces `final` in one step.
+
+    With `keep_mode`, a file that already exists keeps its permission bits, and a
+    symbolic link keeps being one: the file it points to is what gets replaced.
+    """
     final = Path(final)
+    mode = None
+    if keep_mode and final.exists():
+        final = final.resolve()
+        mode = final.stat().st_mode & 0o7777
     final.parent.mkdir(parents=True, exist_ok=True)
     temporary = final.with_name(f".{final.name}{TEMPORARY_MARK}{uuid.uuid4().hex[:12]}")
     try:
         yield temporary
         if fsync:
             _fsync(temporary)
+        if mode is not None:
+            os.chmod(temporary, mode)
         os.replace(temporary, final)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -35,8 +45,10 @@ def atomic_path(final: Path, *, fsync: bool = True) -> Iterator[Path]:
         raise
 
 
-def write_bytes_atomic(final: Path, data: bytes, *, fsync: bool = True) -> None:
-    with atomic_path(final, fsync=fsync) as temporary:
+def write_bytes_atomic(
+    final: Path, data: bytes, *, fsync: bool = True, keep_mode: bool = False
+) -> None:
+    with atomic_path(final, fsync=fsync, keep_mode=keep_mode) as temporary:
         temporary.write_bytes(data)
 
 

@@ -9,6 +9,7 @@ import duckdb
 
 from twicerun.compare.columns import ColumnClass, classify, quote_identifier
 from twicerun.compare.digest import parquet_source
+from twicerun.storage.atomic import atomic_path
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,12 @@ def most_distinct(facts: list[ColumnFacts]) -> ColumnFacts | None:
 def copy_ordered(con: duckdb.DuckDBPyConnection, query: str, target: Path) -> None:
     """Write `query` (which ends in ORDER BY) to `target`, keeping that order in the file."""
     con.execute("SET preserve_insertion_order = true")
-    con.execute(f"COPY ({query}) TO '{str(target).replace(chr(39), chr(39) * 2)}' (FORMAT parquet)")
+    # Through a temporary name: an interrupted write never leaves a short file under
+    # the final one for a series to read.
+    with atomic_path(target, fsync=False) as temporary:
+        con.execute(
+            f"COPY ({query}) TO '{str(temporary).replace(chr(39), chr(39) * 2)}' (FORMAT parquet)"
+        )
 
 
 def numbered(source: Path) -> str:
