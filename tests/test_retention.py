@@ -90,3 +90,36 @@ def test_an_unreadable_manifest_is_left_alone(tmp_path):
     current.finish("completed")
     assert prune(run_dir, 1, current) == []
     assert odd.exists()
+
+
+def test_the_newest_invocation_is_the_one_that_started_last_not_the_last_name(
+    write_pipeline, twicerun, run_dir
+):
+    from twicerun.runner.rescore import resolve_invocation
+
+    path = write_pipeline(QUIET)
+    for _ in range(2):
+        assert twicerun("run", path, "--runs", "2", "--keep", "0").code == 0
+    first, second = sorted(run_dir.iterdir())
+    # Same second, and the random suffix sorts the other way round.
+    started = json.loads((second / "invocation.json").read_text())["started"]
+    for directory, name, at in (
+        (first, "20260101-000000-ffff", started - 0.5),
+        (second, "20260101-000000-0000", started),
+    ):
+        manifest = json.loads((directory / "invocation.json").read_text())
+        manifest["started"] = at
+        (directory / "invocation.json").write_text(json.dumps(manifest))
+        directory.rename(run_dir / name)
+    assert resolve_invocation(run_dir).root.name == "20260101-000000-0000"
+
+
+def test_a_corrupt_receipt_in_an_earlier_run_does_not_stop_a_later_run_with_a_key(
+    write_pipeline, twicerun, run_dir
+):
+    path = write_pipeline("def a(ctx):\n    ctx.write('x', 'SELECT 1 AS k, 2 AS v')\n")
+    assert twicerun("run", path, "--runs", "2").code == 0
+    (receipt,) = run_dir.glob("*/loop/1/*/receipt.json")
+    receipt.write_text("{ not json")
+    outcome = twicerun("run", path, "--runs", "2", "--key", "x=k")
+    assert outcome.code == 0, outcome.err

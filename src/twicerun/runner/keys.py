@@ -129,11 +129,16 @@ class KeyChecker:
                 continue
             schemas: dict[str, list[list[str]]] = {}
             run1 = invocation.root / LOOP / "1"
-            if run1.is_dir():
-                for step_dir in sorted(run1.iterdir()):
-                    receipt = load_receipt(step_dir)
-                    if receipt is not None:
-                        for record in receipt.artifacts:
-                            schemas[record.name] = record.schema
+            try:
+                if run1.is_dir():
+                    for step_dir in sorted(run1.iterdir()):
+                        receipt = load_receipt(step_dir)
+                        if receipt is not None:
+                            for record in receipt.artifacts:
+                                schemas[record.name] = record.schema
+            except (OSError, ValueError, TypeError, KeyError, AttributeError):
+                # An early check, never a reason to refuse: a damaged earlier
+                # invocation only means the check waits for run 1 of this one.
+                continue
             return schemas
         return {}

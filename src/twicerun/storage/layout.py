@@ -144,5 +144,14 @@ def find_invocations(run_dir: Path) -> list[Invocation]:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         return []
-    found = [Invocation(p) for p in sorted(run_dir.iterdir()) if (p / MANIFEST_NAME).is_file()]
-    return found
+    found = [Invocation(p) for p in run_dir.iterdir() if (p / MANIFEST_NAME).is_file()]
+    # By when they started: names carry whole seconds and then a random suffix, so two
+    # invocations in one second would otherwise be ordered by chance.
+    return sorted(found, key=lambda i: (_started(i), i.root.name))
+
+
+def _started(invocation: Invocation) -> float:
+    try:
+        return float(invocation.manifest()["started"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return float("-inf")
