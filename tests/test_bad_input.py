@@ -220,6 +220,8 @@ CASES = [
     Case("report-not-json", ["report", "good.py"], 2, "is not JSON"),
     Case("report-unknown-schema", ["report", "other.json"], 2, "carries no tables", {"other.json": '{"schema": "x/1"}'}),
     Case("report-unknown-table", ["report", "{result}", "--table", "nosuch"], 2, "no table called nosuch"),
+    Case("report-results-unreadable", ["report", "--results", "res", "--check", "README.md"], 2, "not a readable JSON artifact", {"res/broken.json": "{"}),
+    Case("report-results-unknown", ["report", "--results", "res", "--check", "README.md"], 2, "renders no table", {"res/other.json": '{"schema": "x/1"}'}),
     Case("report-update-and-check", ["report", "{result}", "--update", "README.md", "--check", "README.md"], 2, "give one"),
     Case("report-unpaired-marker", ["report", "{result}", "--check", "bad.md"], 2, "bad.md", {"bad.md": "<!-- twicerun:steps-good -->\n"}),
     Case("report-orphan-block", ["report", "{result}", "--check", "orphan.md"], 2, "no artifact renders", {"orphan.md": "<!-- twicerun:invented -->\n<!-- /twicerun:invented -->\n"}),
@@ -308,6 +310,7 @@ def test_bad_input(case: Case, template, tmp_path, capsys, monkeypatch):
     for name, value in case.env.items():
         monkeypatch.setenv(name, value)
     for name, content in case.files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, bytes):
             (root / name).write_bytes(content)
         else:

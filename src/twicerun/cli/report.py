@@ -38,15 +38,22 @@ def _load_artifacts(paths: Sequence[str], results: Path) -> list[Artifact]:
         for candidate in sorted(results.glob("*.json")):
             try:
                 document = json.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
+            except (OSError, ValueError) as exc:
+                # Skipping it would let --check pass on a README whose source is broken.
+                raise UsageError(
+                    f"{candidate} is not a readable JSON artifact ({exc}); fix or remove it"
+                ) from exc
             schema = document.get("schema") if isinstance(document, dict) else None
-            if renders(document):
-                # One of each kind, and for Results one per pipeline: the newest.
-                kind = f"{schema} {document.get('pipeline', '')}"
-                key = (str(document.get("written", document.get("started", ""))), candidate.name)
-                if kind not in newest or key > newest[kind][:2]:
-                    newest[kind] = (*key, Artifact(str(candidate), document))
+            if not renders(document):
+                raise UsageError(
+                    f"{candidate} has schema {schema!r}, which renders no table; move it out "
+                    f"of {results}/ or name the artifacts to render"
+                )
+            # One of each kind, and for Results one per pipeline: the newest.
+            kind = f"{schema} {document.get('pipeline', '')}"
+            key = (str(document.get("written", document.get("started", ""))), candidate.name)
+            if kind not in newest or key > newest[kind][:2]:
+                newest[kind] = (*key, Artifact(str(candidate), document))
         return [a for _, _, a in newest.values()]
     artifacts = []
     for path in paths:
