@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from markdown_it import MarkdownIt
 
 from twicerun.render.markers import MarkerError, find_blocks, stale, update
 
@@ -117,3 +118,36 @@ def test_blocks_are_found_with_their_lines():
         ("a", 2, 4),
         ("b", 6, 7),
     ]
+
+
+TABLE = "| a | b |\n|---|---|\n| 1 | 2 |"
+
+
+@pytest.mark.parametrize("odd", ["\u2028", "\u2029", "\x85", "\x0c", "\x0b"])
+def test_a_line_break_python_knows_and_markdown_does_not_moves_nothing(odd):
+    text = f"# t\n\nprose with {odd} inside\n\n<!-- twicerun:x -->\nold\n<!-- /twicerun:x -->\n\nafter\n"
+    new, changed = update(text, {"x": TABLE})
+    assert changed == ["x"]
+    assert new == (
+        f"# t\n\nprose with {odd} inside\n\n<!-- twicerun:x -->\n\n{TABLE}\n\n"
+        "<!-- /twicerun:x -->\n\nafter\n"
+    )
+    assert update(new, {"x": TABLE}) == (new, [])
+    assert stale(new, {"x": TABLE}) == {}
+
+
+@pytest.mark.parametrize(
+    ("prefix", "tag"),
+    [("> ", "blockquote"), ("   ", "li")],
+)
+def test_a_block_inside_a_blockquote_or_a_list_item_stays_inside_it(prefix, tag):
+    opener = "> intro\n>\n" if prefix == "> " else "1. intro\n\n"
+    text = f"{opener}{prefix}<!-- twicerun:x -->\n{prefix}<!-- /twicerun:x -->\n"
+    new, changed = update(text, {"x": TABLE})
+    assert changed == ["x"]
+    for line in new.splitlines()[2:]:
+        assert line.startswith(prefix.rstrip()), repr(line)
+    assert update(new, {"x": TABLE}) == (new, [])
+    html = MarkdownIt("commonmark").enable("table").render(new)
+    inner = html.split(f"<{tag}>", 1)[1].split(f"</{tag}>", 1)[0]
+    assert "<table>" in inner

@@ -12,7 +12,12 @@ each with its line number.
 
 Updating rewrites only the lines between a pair of markers, keeps the file's
 line endings (CRLF stays CRLF) and whether it ends in a newline, and leaves a
-file whose blocks already match untouched.
+file whose blocks already match untouched. A block inside a blockquote or a list
+item keeps its `> ` or indentation on every line it writes.
+
+Lines are split the way markdown-it splits them (at CR LF, CR or LF only), never
+with `str.splitlines`, which also breaks at form feeds, U+2028 and the like and
+would put every line number after one of those out of step with the parser's.
 """
 
 from __future__ import annotations
@@ -24,6 +29,18 @@ from dataclasses import dataclass
 from markdown_it import MarkdownIt
 
 MARKER = re.compile(r"<!--\s*(/?)twicerun:([A-Za-z0-9_.-]+)\s*-->")
+_NEWLINE = re.compile(r"\r\n?|\n")
+
+
+def split_lines(text: str, keepends: bool = False) -> list[str]:
+    """`text` in lines as markdown-it counts them."""
+    lines, start = [], 0
+    for found in _NEWLINE.finditer(text):
+        lines.append(text[start : found.end() if keepends else found.start()])
+        start = found.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
 
 
 class MarkerError(ValueError):
@@ -37,11 +54,14 @@ class MarkerError(ValueError):
 
 @dataclass(frozen=True)
 class Block:
-    """A generated region: its name and the 0-based lines of its two markers."""
+    """A generated region: its name, the 0-based lines of its two markers, and what
+    stands before the opening marker on its line (a blockquote's `> `, a list
+    item's indentation), which every line inside repeats."""
 
     name: str
     open_line: int
     close_line: int
+    prefix: str = ""
 
 
 def _parser() -> MarkdownIt:
@@ -49,11 +69,11 @@ def _parser() -> MarkdownIt:
 
 
 def find_blocks(text: str, path: str = "<text>") -> list[Block]:
-    lines = text.splitlines()
+    lines = split_lines(text)
     events: list[tuple[int, bool, str]] = []
     for token in _parser().parse(text):
         if token.type == "html_block" and token.map:
-            for offset, line in enumerate(token.content.splitlines()):
+            for offset, line in enumerate(token.content.split("\n")):
                 found = MARKER.search(line)
                 if not found:
                     continue
@@ -101,7 +121,8 @@ def find_blocks(text: str, path: str = "<text>") -> list[Block]:
                 raise MarkerError(
                     path, number + 1, f"<!-- /twicerun:{name} --> closes nothing{expected}"
                 )
-            blocks.append(Block(name, open_[0], number))
+            raw = lines[open_[0]]
+            blocks.append(Block(name, open_[0], number, raw[: raw.index("<!--")]))
             open_ = None
     if open_ is not None:
         raise MarkerError(
@@ -123,32 +144,41 @@ def newline_of(text: str) -> str:
     return "\r\n" if "\r\n" in text else "\n"
 
 
-def _inner(content: str, newline: str) -> list[str]:
-    """The lines a block holds: a blank line, the content, a blank line."""
+def _inner(content: str, newline: str, prefix: str = "") -> list[str]:
+    """The lines a block holds: a blank line, the content, a blank line, each behind
+    the block's prefix (a blank line takes the prefix without trailing spaces)."""
     body = content.strip("\n").split("\n")
-    return [newline, *(line + newline for line in body), newline]
+    blank = prefix.rstrip() + newline
+    return [
+        blank,
+        *(
+            (prefix + line).rstrip() + newline if not line else prefix + line + newline
+            for line in body
+        ),
+        blank,
+    ]
 
 
 def current(text: str, block: Block) -> str:
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text, keepends=True)
     return "".join(lines[block.open_line + 1 : block.close_line])
 
 
-def expected(content: str, newline: str) -> str:
-    return "".join(_inner(content, newline))
+def expected(content: str, newline: str, prefix: str = "") -> str:
+    return "".join(_inner(content, newline, prefix))
 
 
 def update(text: str, rendered: dict[str, str], path: str = "<text>") -> tuple[str, list[str]]:
     """The text with every block whose content differs rewritten; and the names rewritten."""
     blocks = find_blocks(text, path)
     newline = newline_of(text)
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text, keepends=True)
     changed = []
     # From the bottom up, so earlier line numbers stay valid.
     for block in sorted(blocks, key=lambda b: b.open_line, reverse=True):
         if block.name not in rendered:
             continue
-        want = _inner(rendered[block.name], newline)
+        want = _inner(rendered[block.name], newline, block.prefix)
         if lines[block.open_line + 1 : block.close_line] != want:
             lines[block.open_line + 1 : block.close_line] = want
             changed.append(block.name)
@@ -163,11 +193,11 @@ def stale(text: str, rendered: dict[str, str], path: str = "<text>") -> dict[str
         if block.name not in rendered:
             continue
         have = current(text, block)
-        want = expected(rendered[block.name], newline)
+        want = expected(rendered[block.name], newline, block.prefix)
         if have != want:
             diff = difflib.unified_diff(
-                have.replace("\r\n", "\n").splitlines(keepends=True),
-                want.replace("\r\n", "\n").splitlines(keepends=True),
+                split_lines(have.replace("\r\n", "\n"), keepends=True),
+                split_lines(want.replace("\r\n", "\n"), keepends=True),
                 fromfile=f"{path} (twicerun:{block.name})",
                 tofile="rendered now",
             )
