@@ -61,7 +61,7 @@ def test_the_report_mentions_kept_failures(write_pipeline, twicerun, run_dir):
     twicerun("run", write_pipeline(BROKEN, name="broken.py"), "--runs", "2")
     outcome = twicerun("run", write_pipeline(QUIET, name="quiet.py"), "--runs", "2")
     assert (
-        "1 directory from failed or interrupted invocations is kept beside this one; "
+        "1 directory from failed, interrupted or killed invocations is kept beside this one; "
         "remove them once read."
     ) in outcome.out.splitlines()
 

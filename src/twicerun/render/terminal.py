@@ -116,7 +116,7 @@ def _footer(result: Result) -> list[str]:
     if result.kept_failures:
         n = len(result.kept_failures)
         lines.append(
-            f"{n} director{'ies' if n != 1 else 'y'} from failed or interrupted invocations "
+            f"{n} director{'ies' if n != 1 else 'y'} from failed, interrupted or killed invocations "
             f"{'are' if n != 1 else 'is'} kept beside this one; remove them once read."
         )
     return lines

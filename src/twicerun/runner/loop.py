@@ -47,7 +47,7 @@ from twicerun.storage.layout import (
     Invocation,
     RunAddress,
 )
-from twicerun.storage.retention import kept_failures, prune
+from twicerun.storage.retention import kept_failures, prune, reap
 
 DEFAULT_RUNS = 5
 DEFAULT_RUN_DIR = Path(".twicerun")
@@ -98,6 +98,8 @@ def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = si
             "keys": {k: list(v) for k, v in options.keys.items()},
         },
     )
+    # A run that was killed (SIGKILL, a lost machine) never said so: say it for it.
+    reap(options.run_dir, invocation)
     started = time.time()
     try:
         with interrupts.watching():

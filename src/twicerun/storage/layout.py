@@ -19,6 +19,7 @@ import contextlib
 import os
 import re
 import secrets
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,9 @@ MANIFEST_SCHEMA = "twicerun.invocation/1"
 RUNNING = "running"
 COMPLETED = "completed"
 FAILED = "failed"
+# A "running" invocation whose process is gone: set by the next invocation, never
+# by the one that died.
+KILLED = "killed"
 INTERRUPTED = "interrupted"
 
 
@@ -82,6 +86,7 @@ class Invocation:
                 "schema": MANIFEST_SCHEMA,
                 "outcome": RUNNING,
                 "pid": os.getpid(),
+                "host": socket.gethostname(),
                 "started": time.time(),
                 **manifest,
             }

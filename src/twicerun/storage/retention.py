@@ -9,10 +9,13 @@ crash is exactly the one that must survive the next invocation.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import socket
 from pathlib import Path
 
-from twicerun.storage.layout import COMPLETED, Invocation, find_invocations
+from twicerun.storage.atomic import is_temporary
+from twicerun.storage.layout import COMPLETED, KILLED, RUNNING, Invocation, find_invocations
 
 
 def prune(run_dir: Path, keep: int, current: Invocation) -> list[str]:
@@ -51,13 +54,55 @@ def prune(run_dir: Path, keep: int, current: Invocation) -> list[str]:
 
 
 def kept_failures(run_dir: Path) -> list[str]:
-    """Invocation directories left by failed or interrupted invocations."""
+    """Invocation directories left by failed, interrupted or killed invocations."""
     names = []
     for invocation in find_invocations(run_dir):
         try:
             outcome = invocation.manifest().get("outcome")
         except (OSError, ValueError):
             continue
-        if outcome in ("failed", "interrupted"):
+        if outcome in ("failed", "interrupted", KILLED):
             names.append(invocation.root.name)
     return names
+
+
+def reap(run_dir: Path, current: Invocation) -> list[str]:
+    """Mark invocations whose process died without a word as killed, and clear their
+    temporary files; returns their names.
+
+    Only invocations started on this host are judged, by their recorded pid: on a
+    run directory shared between machines a pid elsewhere means nothing here.
+    """
+    reaped = []
+    host = socket.gethostname()
+    for invocation in find_invocations(run_dir):
+        if invocation.root.resolve() == current.root.resolve():
+            continue
+        try:
+            manifest = invocation.manifest()
+        except (OSError, ValueError):
+            continue
+        if manifest.get("outcome") != RUNNING or manifest.get("host") != host:
+            continue
+        if _alive(manifest.get("pid")):
+            continue
+        for path in invocation.root.rglob("*"):
+            if is_temporary(path) and path.is_file():
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        with contextlib.suppress(OSError, ValueError):
+            invocation.update_manifest(outcome=KILLED, reaped_by=current.root.name)
+            reaped.append(invocation.root.name)
+    return reaped
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return True
