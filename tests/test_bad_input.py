@@ -69,6 +69,13 @@ CASES = [
         pipeline("p.py", step("ctx.write('no good', 'SELECT 1 AS v')")),
     ),
     Case(
+        "non-ascii-name",
+        [*RUN, "p.py"],
+        2,
+        "such as 'caf'",
+        pipeline("p.py", step("ctx.write('café', 'SELECT 1 AS v')")),
+    ),
+    Case(
         "artifact-name-too-long",
         [*RUN, "p.py"],
         2,

@@ -139,3 +139,47 @@ def test_a_result_with_an_unknown_schema_is_refused(tmp_path):
         "this Result has schema 'twicerun.result/9', and this twicerun reads "
         "'twicerun.result/1'; use the twicerun that wrote it, or re-run the pipeline"
     )
+
+
+def _flipping(write_pipeline, first: str, second: str):
+    return write_pipeline(
+        "import itertools\n\n_c = itertools.count()\n\n\n"
+        "def a(ctx):\n"
+        "    n = next(_c)\n"
+        f"    rows = {second!r} if n % 2 else {first!r}\n"
+        "    ctx.write('x', f'SELECT * FROM (VALUES {rows}) t(k, v)')\n"
+    )
+
+
+def test_a_negative_zero_shows_its_sign(write_pipeline, twicerun):
+    path = _flipping(write_pipeline, "(1, 0.0::DOUBLE)", "(1, -0.0::DOUBLE)")
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 1
+    assert "0.0 against -0.0" in outcome.out
+
+
+def test_the_relative_figure_printed_is_the_shown_pairs_own(write_pipeline, twicerun):
+    # Pair 1 moves one ulp off zero (relative 1); pair 2 moves 2**51 ulps (relative
+    # 1/3). The line shows pair 2, so its relative figure must be pair 2's.
+    path = _flipping(
+        write_pipeline,
+        "(1, 0.0::DOUBLE), (2, 1.5::DOUBLE)",
+        "(1, 5e-324::DOUBLE), (2, 1.0::DOUBLE)",
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 1
+    assert "0.333 relative, 1.5 against 1.0" in outcome.out, outcome.out
+
+
+def test_the_amplification_header_says_the_runs_it_made(write_pipeline, twicerun):
+    path = write_pipeline(
+        "def a(ctx):\n    ctx.write('t', 'SELECT range AS v FROM range(50)')\n\n\n"
+        "def b(ctx):\n    ctx.read('t')\n    ctx.write('s', 'SELECT sum(v) AS s FROM t')\n"
+    )
+    outcome = twicerun("run", path, "--runs", "2", "--amplify")
+    assert "amplification, on the steps the loop found quiet (2 runs each):" in outcome.out
+    outcome = twicerun("run", path, "--runs", "5", "--amplify")
+    assert (
+        "amplification, on the steps the loop found quiet (3 runs each, continuing to 5 when "
+        "one fires):" in outcome.out
+    )

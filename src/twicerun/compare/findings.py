@@ -72,6 +72,9 @@ class Drift:
     reference_value: float | str | None = None
     later_value: float | str | None = None
     incomparable: int = 0
+    # The relative difference of the pair shown (reference_value, later_value);
+    # max_relative may belong to another pair.
+    shown_relative: float | str | None = None
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ cases: signed zeros, subnormals, infinities, NaN, values straddling zero.
 
 from __future__ import annotations
 
+import struct
+
 from twicerun.compare.columns import CANONICAL_NAN
 
 _WIDTH = {
@@ -32,6 +34,15 @@ def bits(expr: str, type_id: str) -> str:
     """The raw bits as a signed integer, every NaN folded into one pattern."""
     cast, _ = _WIDTH[type_id]
     return f"(CASE WHEN isnan({expr}) THEN {CANONICAL_NAN[type_id]} ELSE ({expr})::BIT::{cast} END)"
+
+
+def from_bits(value: int | None, type_id: str) -> float | None:
+    """The float whose bits `bits()` gave, sign of zero included."""
+    if value is None:
+        return None
+    if type_id == "double":
+        return struct.unpack("<d", struct.pack("<q", int(value)))[0]
+    return struct.unpack("<f", struct.pack("<i", int(value)))[0]
 
 
 def ordered(expr: str, type_id: str) -> str:

@@ -547,12 +547,15 @@ def _leaf_drift(con: duckdb.DuckDBPyConnection, i: int, leaf: Leaf, identical: i
                count(*) FILTER (WHERE mv),
                max(u) FILTER (WHERE mv),
                max(rl) FILTER (WHERE mv),
-               arg_max([a::DOUBLE, b::DOUBLE], u) FILTER (WHERE mv),
+               arg_max({{'a': ba, 'b': bb, 'r': rl}}, u) FILTER (WHERE mv),
                count(*) FILTER (WHERE mv AND u IS NULL),
-               arg_max([a::DOUBLE, b::DOUBLE], 1) FILTER (WHERE mv AND u IS NULL)
+               arg_max({{'a': ba, 'b': bb, 'r': rl}}, 1) FILTER (WHERE mv AND u IS NULL)
         FROM (
             SELECT a, b, {floats.moved("a", "b", t)} AS mv, {floats.ulps("a", "b", t)} AS u,
-                   {floats.relative("a", "b")} AS rl
+                   {floats.relative("a", "b")} AS rl,
+                   -- The pair leaves SQL as its bits: DuckDB drops the sign of -0.0
+                   -- when it builds a list or struct of doubles.
+                   {floats.bits("a", t)} AS ba, {floats.bits("b", t)} AS bb
             FROM {source}
         )
         """
@@ -567,9 +570,10 @@ def _leaf_drift(con: duckdb.DuckDBPyConnection, i: int, leaf: Leaf, identical: i
         compared=int(compared or 0) + identical,
         max_ulps=int(max_ulps) if max_ulps is not None else None,
         max_relative=json_float(max_rel),
-        reference_value=json_float(at[0]) if at else None,
-        later_value=json_float(at[1]) if at else None,
+        reference_value=json_float(floats.from_bits(at["a"], t)) if at else None,
+        later_value=json_float(floats.from_bits(at["b"], t)) if at else None,
         incomparable=int(incomparable or 0),
+        shown_relative=json_float(at["r"]) if at and at["r"] is not None else None,
     )
 
 

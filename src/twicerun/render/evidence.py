@@ -27,6 +27,14 @@ def value(v: float | str | None) -> str:
     return repr(float(v))
 
 
+def _shown_relative(drift: dict) -> float | str | None:
+    """The relative figure of the pair the line shows; a Result written before it was
+    recorded falls back to the column's largest, which may be another pair's."""
+    if "shown_relative" in drift:
+        return drift["shown_relative"]
+    return drift.get("max_relative")
+
+
 def relative(v: float | str | None) -> str:
     if v is None:
         return "no relative figure"
@@ -175,7 +183,7 @@ def _drift_lines(name: str, both: list[tuple[int, dict[str, Any]]], comparisons:
             )
             lines.append(
                 f"furthest move {over}: {column}, {plural(far['max_ulps'], 'ulp')} and "
-                f"{relative(far['max_relative'])}, {value(far['reference_value'])} against "
+                f"{relative(_shown_relative(far))}, {value(far['reference_value'])} against "
                 f"{value(far['later_value'])}"
             )
         odd = sum(d["incomparable"] for d in drifts)

@@ -67,11 +67,14 @@ def amplification_section(result: Result) -> list[str]:
                 "amplification: not run (--no-amplify), so every quiet step below is quiet on this input only.",
             ]
         return []
-    lines = [
-        "",
-        "amplification, on the steps the loop found quiet (3 runs each, continuing to "
-        f"{result.runs} when one fires):",
-    ]
+    # Results written before the probe was recorded always started at min(3, runs).
+    probe = result.amplifier_probe or min(3, result.runs)
+    how = (
+        f"{probe} runs each, continuing to {result.runs} when one fires"
+        if probe < result.runs
+        else f"{probe} runs each"
+    )
+    lines = ["", f"amplification, on the steps the loop found quiet ({how}):"]
     for s in steps:
         lines.append(f"  {s.index} {s.name}")
         for a in sorted(s.amplifiers, key=lambda a: AMPLIFIER_ORDER.index(a.kind)):

@@ -150,6 +150,9 @@ class Result:
     keys: dict[str, list[str]] = field(default_factory=dict)
     amplified: bool = True
     not_varied: list[str] = field(default_factory=list)
+    # Runs each amplifier starts with on a quiet step, continuing to `runs` when one
+    # fires. None in a Result written before it was recorded.
+    amplifier_probe: int | None = None
 
     @property
     def comparisons_per_step(self) -> int:

@@ -26,7 +26,7 @@ from twicerun.judge.status import NO_DIVERGENCE_OBSERVED
 from twicerun.pipeline import Pipeline, Step, load_pipeline
 from twicerun.result import Comparison, Result, StepResult
 from twicerun.runner import interrupts
-from twicerun.runner.amplification import AMPLIFIED_DIR, Stressed, amplify
+from twicerun.runner.amplification import AMPLIFIED_DIR, PROBE_RUNS, Stressed, amplify
 from twicerun.runner.bisect import bisect
 from twicerun.runner.comparison import KEEP_PREFIX, WorstComparisons, compare_step
 from twicerun.runner.environment import default_threads, stamp
@@ -259,6 +259,7 @@ def _loop(
         disk_bytes=invocation.disk_bytes(),
         kept_failures=kept_failures(options.run_dir),
         amplified=options.amplify,
+        amplifier_probe=min(PROBE_RUNS, options.runs) if options.amplify else None,
         not_varied=not_varied(step_results, options.amplify),
     )
     # The Result is on disk before the invocation is marked completed, so a

@@ -77,7 +77,8 @@ def check_name(name: Any, call: str, where: str) -> str:
 
 
 def _suggest(name: Any) -> str:
-    text = re.sub(r"\W+", "_", str(name)).strip("_") or "artifact"
+    # ASCII only: Python's \w would keep an é, and suggest a name that is refused too.
+    text = re.sub(r"[^A-Za-z0-9_]+", "_", str(name)).strip("_") or "artifact"
     return f"_{text}" if text[0].isdigit() else text
 
 
