@@ -229,6 +229,9 @@ CASES = [
     Case("report-unknown-table", ["report", "{result}", "--table", "nosuch"], 2, "no table called nosuch"),
     Case("report-results-unreadable", ["report", "--results", "res", "--check", "README.md"], 2, "not a readable JSON artifact", {"res/broken.json": "{"}),
     Case("report-results-unknown", ["report", "--results", "res", "--check", "README.md"], 2, "renders no table", {"res/other.json": '{"schema": "x/1"}'}),
+    Case("report-result-wrong-shape", ["report", "shape.json"], 2, "shape.json", {"shape.json": '{"schema": "twicerun.result/1", "steps": 7}'}),
+    Case("judge-result-not-json", ["judge", "{invocation}"], 2, "result.json", {"{invocation}/result.json": "{ broken"}),
+    Case("judge-result-wrong-shape", ["judge", "{invocation}"], 2, "result.json", {"{invocation}/result.json": '{"schema": "twicerun.result/1", "steps": 7}'}),
     Case("report-update-and-check", ["report", "{result}", "--update", "README.md", "--check", "README.md"], 2, "give one"),
     Case("report-unpaired-marker", ["report", "{result}", "--check", "bad.md"], 2, "bad.md", {"bad.md": "<!-- twicerun:steps-good -->\n"}),
     Case("report-orphan-block", ["report", "{result}", "--check", "orphan.md"], 2, "no artifact renders", {"orphan.md": "<!-- twicerun:invented -->\n<!-- /twicerun:invented -->\n"}),
@@ -316,15 +319,16 @@ def test_bad_input(case: Case, template, tmp_path, capsys, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     for name, value in case.env.items():
         monkeypatch.setenv(name, value)
+    run_dir = root / ".twicerun"
+    (invocation,) = [p for p in run_dir.iterdir() if (p / "invocation.json").exists()]
     for name, content in case.files.items():
+        name = name.replace("{invocation}", str(invocation))
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, bytes):
             (root / name).write_bytes(content)
         else:
             (root / name).write_text(content, encoding="utf-8")
-    run_dir = root / ".twicerun"
     earlier = {p.name for p in run_dir.iterdir()}
-    (invocation,) = [p for p in run_dir.iterdir() if (p / "invocation.json").exists()]
     result = root / "result.json"
     argv = [
         a.replace("{invocation}", str(invocation)).replace("{result}", str(result))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from twicerun.errors import UsageError
 from twicerun.render.markdown import cell, code, plain
 from twicerun.render.markdown import table as markdown_table
 
@@ -566,9 +567,16 @@ def render_tables(artifacts: Sequence[Artifact]) -> dict[str, Table]:
     """Every table the artifacts can render, by name; a later artifact of a kind wins."""
     tables: dict[str, Table] = {}
     for artifact in artifacts:
-        for _, build in BUILDERS.get(artifact.schema, []):
-            t = build(artifact)
-            tables[t.name] = t
-        for t in carried(artifact):
-            tables[t.name] = t
+        try:
+            for _, build in BUILDERS.get(artifact.schema, []):
+                t = build(artifact)
+                tables[t.name] = t
+            for t in carried(artifact):
+                tables[t.name] = t
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise UsageError(
+                f"{artifact.path} says it is {artifact.schema or 'an artifact'} but has the "
+                f"wrong shape ({type(exc).__name__}: {exc}); regenerate it with the script "
+                f"that wrote it"
+            ) from exc
     return tables
