@@ -260,3 +260,20 @@ def test_an_unfetched_base_branch_is_bad_input_saying_what_to_fetch(branches, tw
     outcome, _ = compare(twicerun, "--baseline-ref", "origin/nowhere")
     assert outcome.code == 2
     assert "git fetch origin nowhere" in outcome.err
+
+
+def test_a_step_removed_or_renamed_fails_by_default(repo, twicerun):
+    update(twicerun, "pipelines/coins.py")
+    Path("pipelines/coins.py").write_text(STEADY)
+    outcome, document = compare(twicerun)
+    assert outcome.code == 1
+    assert verdicts(document)[("pipelines/coins.py", "noisy")] == "not comparable: step removed"
+    renamed = NOISY.replace("def noisy", "def noisier")
+    Path("pipelines/coins.py").write_text(STEADY + "\n\n" + renamed)
+    outcome, document = compare(twicerun)
+    assert outcome.code == 1
+    (decision,) = [d for d in document["decisions"] if d["name"] == "noisier"]
+    assert (decision["verdict"], decision["renamed_from"]) == (
+        "not comparable: step renamed",
+        "noisy",
+    )
