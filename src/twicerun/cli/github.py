@@ -364,6 +364,7 @@ def _gate_options(fn):
 
 
 def _compare(
+    *,
     pipelines: str,
     baseline_path: Path,
     baseline_source: str,
@@ -442,43 +443,15 @@ def _write_document(gate: Gate, path: Path) -> None:
 @baseline.command("compare", epilog=GATE_EXIT_CODES)
 @_gate_options
 @click.option("--amplify/--no-amplify", default=True, show_default=True)
-def baseline_compare(
-    pipelines,
-    baseline_path,
-    baseline_source,
-    baseline_ref,
-    runs,
-    threads,
-    policy,
-    fail_on,
-    alpha,
-    confirm,
-    screen,
-    run_dir,
-    json_path,
-    amplify,
-) -> int:
+def baseline_compare(json_path, amplify, **options) -> int:
     """Run the pipelines once and decide, per step, how they compare with the baseline.
 
     The same decision `twicerun gate` makes in a workflow, printed as the job
     summary would show it: a step that looks worse is re-run --confirm times, and
     only those fresh trials can fail it (docs/action.md explains the test).
     """
-    gate = _compare(
-        pipelines,
-        baseline_path,
-        baseline_source,
-        baseline_ref,
-        runs,
-        threads,
-        policy,
-        fail_on,
-        alpha,
-        confirm,
-        screen,
-        run_dir,
-        amplify,
-    )
+    pipelines = options["pipelines"]
+    gate = _compare(amplify=amplify, **options)
     if json_path:
         _write_document(gate, json_path)
     click.echo(neutralize(summary(gate, pipelines)), nl=False)
@@ -503,43 +476,14 @@ def baseline_compare(
     show_default=True,
     help="Stress the steps the loop found quiet.",
 )
-def gate(
-    pipelines,
-    baseline_path,
-    baseline_source,
-    baseline_ref,
-    runs,
-    threads,
-    policy,
-    fail_on,
-    alpha,
-    confirm,
-    screen,
-    run_dir,
-    json_path,
-    comment,
-    amplify,
-) -> int:
+def gate(json_path, comment, amplify, **options) -> int:
     """The GitHub Action's one step: compare with the baseline, then comment, annotate,
     summarise and set outputs, from the environment a workflow runner provides."""
     env = os.environ
+    pipelines = options["pipelines"]
     _check_workflow_files(env)
     started = time.time()
-    result = _compare(
-        pipelines,
-        baseline_path,
-        baseline_source,
-        baseline_ref,
-        runs,
-        threads,
-        policy,
-        fail_on,
-        alpha,
-        confirm,
-        screen,
-        run_dir,
-        amplify,
-    )
+    result = _compare(amplify=amplify, **options)
     document = json_path or Path(env.get("RUNNER_TEMP", ".")) / "twicerun-result.json"
     _write_document(result, document)
     for line in commands(result.annotations):

@@ -18,6 +18,7 @@ from typing import Any
 from twicerun.github.baseline import (
     Baseline,
     StepRecord,
+    StepShape,
     describe_settings,
     settings_of,
 )
@@ -170,16 +171,7 @@ def evaluate(
             if key not in results:
                 note = f"{key} is in the baseline but the check did not run it"
                 decisions.extend(
-                    StepDecision(
-                        pipeline=key,
-                        name=s.name,
-                        index=s.index,
-                        line=s.line,
-                        file=key,
-                        verdict=words.PIPELINE_MISSING,
-                        evidence=[note],
-                    )
-                    for s in shape.steps
+                    _absent(baseline, key, s, words.PIPELINE_MISSING, [note]) for s in shape.steps
                 )
         environment = environment_changes(baseline, results)
     regressions = [d for d in decisions if is_regression(d, options.fail_on)]
@@ -294,23 +286,30 @@ def _pipeline(
                 level=level if suspect else None,
             )
         )
-    for old in removed_by_index.values():
-        records = baseline.records(key, old.name)
-        decisions.append(
-            StepDecision(
-                pipeline=key,
-                name=old.name,
-                index=old.index,
-                line=old.line,
-                file=key,
-                verdict=words.STEP_REMOVED,
-                baseline_fired=sum(r.fired for r in records),
-                baseline_compared=sum(r.compared for r in records),
-                baseline_trials=len(records),
-                baseline_statuses=[r.status for r in records],
-            )
-        )
+    decisions.extend(
+        _absent(baseline, key, old, words.STEP_REMOVED) for old in removed_by_index.values()
+    )
     return decisions, confirmation
+
+
+def _absent(
+    baseline: Baseline, key: str, s: StepShape, verdict: str, evidence: Sequence[str] = ()
+) -> StepDecision:
+    """A step the baseline has and this check does not: what the baseline said of it."""
+    records = baseline.records(key, s.name)
+    return StepDecision(
+        pipeline=key,
+        name=s.name,
+        index=s.index,
+        line=s.line,
+        file=key,
+        verdict=verdict,
+        baseline_fired=sum(r.fired for r in records),
+        baseline_compared=sum(r.compared for r in records),
+        baseline_trials=len(records),
+        baseline_statuses=[r.status for r in records],
+        evidence=list(evidence),
+    )
 
 
 def _with(d: StepDecision, **changes: Any) -> StepDecision:
