@@ -2,8 +2,9 @@
 
 It keeps issue comments between requests, paginates them with Link headers the
 way GitHub does, refuses writes (403) for a read-only token, answers /user with
-403 for the workflow token (as GitHub does for GITHUB_TOKEN), and records every
-request so a test can assert that an unchanged comment caused no write.
+403 for the workflow token (as GitHub does for GITHUB_TOKEN), can answer with
+server errors on demand (`failures`, `always`), and records every request so a
+test can assert that an unchanged comment caused no write.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ class FakeGitHub:
         self.owner, self.repo = owner, repo
         self.comments: list[dict] = []
         self.requests: list[tuple[str, str]] = []
+        # Statuses to answer the next requests with, one each, before behaving;
+        # `always` answers every request with that status.
+        self.failures: list[int] = []
+        self.always: int | None = None
         self._next_id = 1000
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -121,6 +126,9 @@ class FakeGitHub:
                 parsed = urlparse(self.path)
                 path = parsed.path
                 fake.requests.append((method, path))
+                if fake.always is not None or fake.failures:
+                    status = fake.always if fake.always is not None else fake.failures.pop(0)
+                    return self._send(status, {"message": "Server Error"})
                 token = self._token()
                 repo = fake._repo_path()
                 if method == "GET" and path == "/user":

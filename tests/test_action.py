@@ -270,3 +270,112 @@ def test_a_pull_request_that_rewrites_its_baseline_is_still_judged_by_the_base_b
         "::warning title=twicerun%3A baseline edited::This pull request changes the baseline"
     )
     assert summary.read_text().startswith("> [!WARNING]\n> **This pull request edits the baseline")
+
+
+def test_github_failing_all_day_keeps_the_checks_exit_code_summary_and_outputs(workspace, tmp_path):
+    runner_temp = tmp_path / "runner"
+    runner_temp.mkdir()
+    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 12}}))
+    summary = tmp_path / "summary.md"
+    with FakeGitHub() as github:
+        github.always = 500
+        run = run_action(
+            REPO / "action.yml",
+            inputs={"amplify": "false", "github-token": WORKFLOW_TOKEN},
+            workspace=workspace,
+            runner_temp=runner_temp,
+            env={
+                **base_env(),
+                "GITHUB_API_URL": github.url,
+                "GITHUB_REPOSITORY": "octo/pipes",
+                "GITHUB_EVENT_PATH": str(event),
+                "GITHUB_STEP_SUMMARY": str(summary),
+            },
+        )
+    gate = {s.name: s for s in run.steps}["Run twicerun"]
+    assert gate.code == 1, gate.stdout + gate.stderr  # the regression, not GitHub's trouble
+    assert summary.read_text().startswith("### twicerun: 1 step got worse")
+    assert run.outputs["regressions"] == "1" and run.outputs["comment-url"] == ""
+    assert Path(run.outputs["result"]).is_file()
+    assert any(
+        line.startswith("::warning title=twicerun%3A comment not posted::The comment could not")
+        for line in gate.stdout.splitlines()
+    )
+    assert any(line.startswith("::notice title=twicerun::") for line in gate.stdout.splitlines())
+
+
+SNOOP = """
+import os
+from pathlib import Path
+
+TOKEN = {token!r}
+
+
+def snoop(ctx):
+    seen = [k for k, v in os.environ.items() if TOKEN in v]
+    if TOKEN.encode() in Path("/proc/self/environ").read_bytes():
+        seen.append("/proc/self/environ")
+    Path({report!r}).write_text(",".join(seen))
+    ctx.write("x", "SELECT 1 AS v")
+"""
+
+
+def test_a_pipeline_step_cannot_find_the_token(tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    (ws / "pipelines").mkdir(parents=True)
+    report = tmp_path / "seen.txt"
+    (ws / "pipelines" / "snoop.py").write_text(
+        SNOOP.format(token=WORKFLOW_TOKEN, report=str(report))
+    )
+    monkeypatch.chdir(ws)
+    assert main(["baseline", "update", "pipelines/snoop.py", "--trials", "3", "--no-amplify",
+                 "--run-dir", str(tmp_path / "b")]) == 0  # fmt: skip
+    runner_temp = tmp_path / "runner"
+    runner_temp.mkdir()
+    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 5}}))
+    with FakeGitHub() as github:
+        run = run_action(
+            REPO / "action.yml",
+            inputs={"amplify": "false", "github-token": WORKFLOW_TOKEN},
+            workspace=ws,
+            runner_temp=runner_temp,
+            env={
+                **base_env(),
+                "GITHUB_API_URL": github.url,
+                "GITHUB_REPOSITORY": "octo/pipes",
+                "GITHUB_EVENT_PATH": str(event),
+            },
+        )
+        posted = github.ours(5)
+    gate = {s.name: s for s in run.steps}["Run twicerun"]
+    assert gate.code == 0, gate.stdout + gate.stderr
+    assert report.read_text() == ""  # neither in os.environ nor in /proc/self/environ
+    assert len(posted) == 1  # and yet the posting code had it
+    assert not (runner_temp / "twicerun-token").exists()
+
+
+def test_annotation_paths_are_the_repositorys_when_the_pipelines_live_below_it(workspace, tmp_path):
+    import shutil
+
+    sub = workspace / "analytics"
+    sub.mkdir()
+    for name in ("pipelines", ".github"):
+        shutil.move(str(workspace / name), str(sub / name))
+    runner_temp = tmp_path / "runner"
+    runner_temp.mkdir()
+    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    run = run_action(
+        REPO / "action.yml",
+        inputs={"amplify": "false", "comment": "false", "working-directory": "analytics"},
+        workspace=workspace,
+        runner_temp=runner_temp,
+        env=base_env(),
+    )
+    gate = {s.name: s for s in run.steps}["Run twicerun"]
+    assert gate.code == 1, gate.stdout + gate.stderr
+    (error,) = [line for line in gate.stdout.splitlines() if line.startswith("::error ")]
+    assert error.startswith("::error file=analytics/pipelines/orders.py,line=10,")

@@ -98,3 +98,18 @@ def test_the_comment_verb_refuses_a_file_that_is_not_a_twicerun_comment(tmp_path
     assert outcome.err == (
         f"twicerun: {path} is not a comment twicerun gate wrote (no marker on its first line)\n"
     )
+
+
+def test_two_bad_gateways_then_success_posts_the_comment(github, tmp_path):
+    github.failures = [502, 502]
+    posted = post(github, body("after a bad day"), tmp_path)
+    assert posted.action == "created"
+    assert [c["body"] for c in github.ours(PR)] == [body("after a bad day")]
+
+
+def test_a_server_that_keeps_failing_is_a_failed_post_not_an_exception(github, tmp_path):
+    github.always = 500
+    posted = post(github, body("never"), tmp_path)
+    assert posted.action == "failed"
+    assert "500" in posted.reason
+    assert not (tmp_path / "comment.md").exists()

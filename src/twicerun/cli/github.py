@@ -6,8 +6,10 @@ from __future__ import annotations
 import glob
 import json
 import os
+import posixpath
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -476,18 +478,56 @@ def baseline_compare(json_path, amplify, **options) -> int:
     show_default=True,
     help="Stress the steps the loop found quiet.",
 )
-def gate(json_path, comment, amplify, **options) -> int:
+@click.option(
+    "--token-file",
+    envvar="TWICERUN_TOKEN_FILE",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Read the token for the comment from this file and delete it before any pipeline "
+    "runs (the action's way); otherwise GITHUB_TOKEN, removed from the environment first.",
+)
+def gate(json_path, comment, amplify, token_file, **options) -> int:
     """The GitHub Action's one step: compare with the baseline, then comment, annotate,
     summarise and set outputs, from the environment a workflow runner provides."""
     env = os.environ
     pipelines = options["pipelines"]
     _check_workflow_files(env)
+    # Pipelines are code from the pull request: they run without the token, which
+    # only the posting code below gets back. The action hands it over in a file
+    # (so it is not even in /proc/self/environ), read and deleted here.
+    token = env.pop("GITHUB_TOKEN", "")
+    if token_file:
+        path = Path(token_file)
+        try:
+            token = path.read_text(encoding="utf-8").strip() or token
+        except OSError as exc:
+            raise UsageError(f"--token-file {token_file} cannot be read ({exc.strerror})") from exc
+        finally:
+            path.unlink(missing_ok=True)
     started = time.time()
     result = _compare(amplify=amplify, **options)
     document = json_path or Path(env.get("RUNNER_TEMP", ".")) / "twicerun-result.json"
     _write_document(result, document)
-    for line in commands(result.annotations):
+    # Annotation paths are the repository's; the pipelines' are the working directory's.
+    where = env.get("TWICERUN_WORKING_DIRECTORY", ".").strip() or "."
+    annotations = [
+        replace(a, file=posixpath.normpath(posixpath.join(where, a.file))) if a.file else a
+        for a in result.annotations
+    ]
+    for line in commands(annotations):
         click.echo(line)
+    # Everything the check owes the job comes before the comment, so a bad day at
+    # GitHub's API cannot cost the summary or the outputs.
+    if env.get("GITHUB_STEP_SUMMARY"):
+        append_summary(Path(env["GITHUB_STEP_SUMMARY"]), summary(result, pipelines))
+    outputs = {
+        "result": str(document),
+        "diverged": str(result.diverged),
+        "regressions": str(len(result.regressions)),
+        "comment-url": "",
+    }
+    if env.get("GITHUB_OUTPUT"):
+        write_outputs(Path(env["GITHUB_OUTPUT"]), outputs)
     server = env.get("GITHUB_SERVER_URL", "https://github.com")
     repository = env.get("GITHUB_REPOSITORY", "")
     run_url = (
@@ -495,20 +535,18 @@ def gate(json_path, comment, amplify, **options) -> int:
         if env.get("GITHUB_RUN_ID")
         else None
     )
-    comment_url = ""
     number = _pull_request_number(env.get("GITHUB_EVENT_PATH"))
     if comment and number is not None and repository:
         fallback = Path(env.get("RUNNER_TEMP", ".")) / "twicerun-comment.md"
         posted = post_sticky(
             api_url=env.get("GITHUB_API_URL", "https://api.github.com"),
-            token=env.get("GITHUB_TOKEN", ""),
+            token=token,
             repository=repository,
             number=number,
             body=comment_body(result, pipelines, run_url),
             fallback=fallback,
             save=write_bytes_atomic,
         )
-        comment_url = posted.url or ""
         if posted.action == "written-to-file":
             write_bytes_atomic(
                 fallback.with_suffix(".json"),
@@ -520,8 +558,21 @@ def gate(json_path, comment, amplify, **options) -> int:
                 f"and post it from a workflow_run workflow (docs/action.md, fork pull requests)."
             )
             click.echo(Annotation("warning", message, "twicerun: comment not posted").command())
+        elif posted.action == "failed":
+            click.echo(
+                Annotation(
+                    "warning",
+                    f"The comment could not be posted ({posted.reason}); the check's result "
+                    f"does not depend on it.",
+                    "twicerun: comment not posted",
+                ).command()
+            )
+            where = f" ({run_url})" if run_url else ""
+            click.echo(f"::notice title=twicerun::The job summary{where} has the full report.")
         else:
             click.echo(f"twicerun: comment {posted.action}: {posted.url}")
+            if env.get("GITHUB_OUTPUT") and posted.url:
+                write_outputs(Path(env["GITHUB_OUTPUT"]), {"comment-url": posted.url})
     elif comment and number is None:
         click.echo("twicerun: not a pull request event, so no comment")
     elif comment and not repository:
@@ -531,18 +582,6 @@ def gate(json_path, comment, amplify, **options) -> int:
                 "GITHUB_REPOSITORY is empty, so the comment was not posted; the job summary has it",
                 "twicerun: comment not posted",
             ).command()
-        )
-    if env.get("GITHUB_STEP_SUMMARY"):
-        append_summary(Path(env["GITHUB_STEP_SUMMARY"]), summary(result, pipelines))
-    if env.get("GITHUB_OUTPUT"):
-        write_outputs(
-            Path(env["GITHUB_OUTPUT"]),
-            {
-                "result": str(document),
-                "diverged": str(result.diverged),
-                "regressions": str(len(result.regressions)),
-                "comment-url": comment_url,
-            },
         )
     click.echo(
         f"twicerun: {len(result.regressions)} regression{'s' if len(result.regressions) != 1 else ''}, "

@@ -3,8 +3,8 @@
 GitHub reads `::error file=F,line=L,title=T::message` from a step's standard
 output. The message (data) and the properties are escaped differently: data
 escapes %, CR and LF; a property value also escapes ':' and ',', which would
-otherwise end it. At most ten annotations per severity are emitted (GitHub
-shows ten per step anyway); the rest are counted in one more line.
+otherwise end it. At most ten annotations per severity are emitted, the line
+counting the rest among them (GitHub shows ten per severity and drops the rest).
 """
 
 from __future__ import annotations
@@ -71,9 +71,11 @@ def commands(annotations: Sequence[Annotation]) -> list[str]:
     lines = []
     for severity in SEVERITIES:
         chosen = [a for a in annotations if a.severity == severity]
-        lines.extend(a.command() for a in chosen[:LIMIT])
-        if len(chosen) > LIMIT:
-            rest = len(chosen) - LIMIT
+        # GitHub shows ten per severity, so the line counting the rest is one of the ten.
+        shown = chosen if len(chosen) <= LIMIT else chosen[: LIMIT - 1]
+        lines.extend(a.command() for a in shown)
+        if len(chosen) > len(shown):
+            rest = len(chosen) - len(shown)
             lines.append(
                 f"::{severity} title={escape_property('twicerun')}::"
                 + escape_data(

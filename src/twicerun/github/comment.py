@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from twicerun.github.gate import StepDecision
 
 LIMIT = 65_536
+RETRIES = 3
 BUDGET = 60_000  # well under GitHub's limit, leaving room for the tail
 DEFAULT_AUTHOR = "github-actions[bot]"
 
@@ -112,13 +113,20 @@ def render(
         parts.append(f"### twicerun: {len(worse)} step{'s' if len(worse) != 1 else ''} got worse")
     else:
         parts.append("### twicerun: no step got worse")
-    if worse:
-        parts.append("**Worse**\n\n" + "\n".join(f"- {_line(d)}" for d in worse))
-    if better:
-        parts.append("**Better**\n\n" + "\n".join(f"- {_line(d)}" for d in better))
-    if notable:
+    # The lists share half the budget, so that however many steps changed, the
+    # whole body (not only the table) stays under GitHub's limit.
+    lists = [
+        (t, items)
+        for t, items in (
+            ("**Worse**", worse),
+            ("**Better**", better),
+            ("**Changed, not failing this check**", notable),
+        )
+        if items
+    ]
+    for title, items in lists:
         parts.append(
-            "**Changed, not failing this check**\n\n" + "\n".join(f"- {_line(d)}" for d in notable)
+            _bullets(title, [_line(d) for d in items], budget // 2 // len(lists), summary_url)
         )
     if confirmations:
         parts.append(
@@ -156,6 +164,23 @@ def render(
     return "\n\n".join([*parts, details]) + tail + "\n"
 
 
+def _bullets(title: str, lines: list[str], room: int, summary_url: str | None) -> str:
+    """A titled list of as many lines as fit in `room` characters, and a count of the rest."""
+    kept: list[str] = []
+    used = len(title) + 2
+    for line in lines:
+        if used + len(line) + 3 > room - 200:  # leave room for the note below
+            break
+        kept.append(f"- {line}")
+        used += len(line) + 3
+    text = f"{title}\n\n" + "\n".join(kept)
+    cut = len(lines) - len(kept)
+    if cut:
+        where = f"the [job summary]({summary_url})" if summary_url else "the job summary"
+        text += f"\n- {cut} more not shown here, to keep this comment under GitHub's size limit; {where} has them all."
+    return text
+
+
 def _details(
     summary: str, headers: list[str], rows: list[list[str]], budget: int, summary_url: str | None
 ) -> str:
@@ -176,7 +201,7 @@ def _details(
 
 @dataclass(frozen=True)
 class Posted:
-    action: str  # created, edited, unchanged, or written-to-file
+    action: str  # created, edited, unchanged, written-to-file, or failed
     url: str | None = None
     path: str | None = None
     reason: str | None = None
@@ -194,10 +219,13 @@ def post_sticky(
 ) -> Posted:
     """Create or edit the one comment carrying this body's marker; fall back to a file on 403."""
     # PyGithub takes a third of a second to import; only a command that posts pays for it.
-    from github import Auth, Github, GithubException
+    import requests
+    from github import Auth, Github, GithubException, GithubRetry
 
     mark = body.split("\n", 1)[0]
-    gh = Github(base_url=api_url, auth=Auth.Token(token), retry=None, lazy=True)
+    # PyGithub's own retry: 5xx and rate-limited 403s, with backoff (0, 1, 2 s).
+    retry = GithubRetry(total=RETRIES, backoff_factor=0.5, max_rate_limit_wait=60)
+    gh = Github(base_url=api_url, auth=Auth.Token(token), retry=retry, lazy=True, timeout=30)
     try:
         try:
             login = gh.get_user().login
@@ -217,13 +245,15 @@ def post_sticky(
         created = issue.create_comment(body)
         return Posted("created", created.html_url)
     except GithubException as exc:
+        reason = (
+            f"{exc.status}: {exc.data.get('message') if isinstance(exc.data, dict) else exc.data}"
+        )
         if exc.status in (401, 403, 404):
             save(fallback, body.encode("utf-8"))  # atomically: a reader never sees half
-            return Posted(
-                "written-to-file",
-                path=str(fallback),
-                reason=f"{exc.status}: {exc.data.get('message') if isinstance(exc.data, dict) else exc.data}",
-            )
-        raise
+            return Posted("written-to-file", path=str(fallback), reason=reason)
+        return Posted("failed", reason=f"GitHub answered {reason} after {RETRIES} retries")
+    except requests.RequestException as exc:
+        # Out of retries (urllib3 gives up with a RetryError) or no connection at all.
+        return Posted("failed", reason=f"{type(exc).__name__}: {exc}")
     finally:
         gh.close()

@@ -430,12 +430,18 @@ def comment_body(
         confirmations=[
             # No seconds here: a comment that changed with the timing would be edited
             # on every run. The gate document has them.
-            f"{c.pipeline}: {c.trials} more trials, for {', '.join(c.suspects)}"
+            f"{c.pipeline}: {c.trials} more trials, for {_some(c.suspects)}"
             for c in gate.confirmations
         ],
         summary_url=summary_url,
         budget=budget,
     )
+
+
+def _some(names: Sequence[str], shown: int = 5) -> str:
+    if len(names) <= shown:
+        return ", ".join(names)
+    return f"{', '.join(names[:shown])} and {len(names) - shown} more"
 
 
 def summary(gate: Gate, pipelines: str) -> str:
