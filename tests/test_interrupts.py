@@ -33,6 +33,19 @@ def slow(ctx):
 """
 
 
+def whole_and_judgeable(twicerun, run_dir: Path, earlier: str) -> None:
+    """No file under a final name is half-written, and the earlier run still judges."""
+    import pyarrow.parquet as pq
+
+    for path in run_dir.rglob("*"):
+        if path.is_file() and ".tmp-" not in path.name:
+            if path.suffix == ".parquet":
+                pq.read_metadata(path)
+            elif path.suffix == ".json":
+                json.loads(path.read_text())
+    assert twicerun("judge", run_dir / earlier).code == 0
+
+
 def invocations(run_dir: Path) -> dict[str, str]:
     return {
         p.name: json.loads((p / "invocation.json").read_text())["outcome"]
@@ -75,6 +88,7 @@ def test_ctrl_c_during_a_query_in_the_loop_is_an_interrupt_and_deletes_nothing(
     states = invocations(run_dir)
     assert states[earlier] == "completed"
     assert sorted(states.values()) == ["completed", "interrupted"]
+    whole_and_judgeable(twicerun, run_dir, earlier)
 
 
 def test_ctrl_c_under_an_amplifier_is_an_interrupt_not_an_amplifier_failure(
@@ -94,3 +108,4 @@ def test_ctrl_c_under_an_amplifier_is_an_interrupt_not_an_amplifier_failure(
     # Nothing ended "completed", so retention deleted nothing.
     assert states[earlier] == "completed"
     assert sorted(states.values()) == ["completed", "interrupted"]
+    whole_and_judgeable(twicerun, run_dir, earlier)
