@@ -262,6 +262,14 @@ CASES = [
         env={"GITHUB_STEP_SUMMARY": "sub"},
     ),
     Case(
+        "gate-fork-under-pull-request-target",
+        ["gate", "--pipelines", "good.py", "--baseline", "b.json", "--no-amplify"],
+        2,
+        "refusing to run pipelines from the fork evil/pipes under pull_request_target",
+        {"event.json": json.dumps({"pull_request": {"number": 3, "head": {"repo": {"full_name": "evil/pipes"}}, "base": {"repo": {"full_name": "octo/pipes"}}}})},
+        env={"GITHUB_EVENT_PATH": "event.json", "GITHUB_EVENT_NAME": "pull_request_target", "GITHUB_REPOSITORY": "octo/pipes"},
+    ),
+    Case(
         "gate-event-not-json",
         ["gate", "--pipelines", "good.py", "--baseline", "b.json", "--no-amplify"],
         2,
@@ -315,7 +323,8 @@ def test_bad_input(case: Case, template, tmp_path, capsys, monkeypatch):
     root = tmp_path / "sandbox"
     shutil.copytree(template, root, symlinks=True)
     monkeypatch.chdir(root)
-    for name in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_EVENT_PATH", "GITHUB_BASE_REF"):
+    for name in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_EVENT_PATH", "GITHUB_BASE_REF",
+                 "GITHUB_EVENT_NAME", "GITHUB_TOKEN"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     for name, value in case.env.items():
         monkeypatch.setenv(name, value)

@@ -409,3 +409,13 @@ def test_four_hundred_regressions_still_make_a_body_github_accepts():
     from twicerun.github.gate import summary
 
     assert all(n in summary(gate, "pipelines/*.py") for n in names)
+
+
+def test_the_comment_is_found_by_the_sorted_pipelines_or_an_explicit_id():
+    from twicerun.github.comment import marker
+
+    trials = [result(("a",)) for _ in range(19)]
+    one = evaluate({P: result(("a",))}, baseline_of(trials), rerun=never_rerun)
+    assert comment_body(one, "./pipelines/p.py").startswith(marker(P))
+    assert comment_body(one, "pipelines/*.py").startswith(marker(P))
+    assert comment_body(one, "x", comment_id="nightly").startswith(marker("nightly"))

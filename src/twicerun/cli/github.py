@@ -486,7 +486,14 @@ def baseline_compare(json_path, amplify, **options) -> int:
     help="Read the token for the comment from this file and delete it before any pipeline "
     "runs (the action's way); otherwise GITHUB_TOKEN, removed from the environment first.",
 )
-def gate(json_path, comment, amplify, token_file, **options) -> int:
+@click.option(
+    "--comment-id",
+    envvar="TWICERUN_COMMENT_ID",
+    default=None,
+    help="What the sticky comment is found again by. Default: the pipelines that ran, "
+    "sorted; give one per job when several jobs check the same pipelines (a matrix).",
+)
+def gate(json_path, comment, amplify, token_file, comment_id, **options) -> int:
     """The GitHub Action's one step: compare with the baseline, then comment, annotate,
     summarise and set outputs, from the environment a workflow runner provides."""
     env = os.environ
@@ -543,7 +550,7 @@ def gate(json_path, comment, amplify, token_file, **options) -> int:
             token=token,
             repository=repository,
             number=number,
-            body=comment_body(result, pipelines, run_url),
+            body=comment_body(result, pipelines, run_url, comment_id=comment_id),
             fallback=fallback,
             save=write_bytes_atomic,
         )
@@ -602,15 +609,32 @@ def _check_workflow_files(env) -> None:
         if not path.parent.is_dir():
             raise UsageError(f"{name}={value}: {path.parent} is not a directory")
     event_path = env.get("GITHUB_EVENT_PATH")
-    if event_path:
-        try:
-            event = json.loads(Path(event_path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+    if event_path and env.get("GITHUB_EVENT_NAME") == "pull_request_target":
+        event = _read_event(event_path)
+        pull = event.get("pull_request") or {}
+        head = ((pull.get("head") or {}).get("repo") or {}).get("full_name")
+        base = ((pull.get("base") or {}).get("repo") or {}).get("full_name")
+        if head != base:
             raise UsageError(
-                f"GITHUB_EVENT_PATH={event_path} is not a readable JSON event ({exc})"
-            ) from exc
-        if not isinstance(event, dict):
-            raise UsageError(f"GITHUB_EVENT_PATH={event_path} is not a JSON object")
+                f"refusing to run pipelines from the fork {head} under pull_request_target, "
+                f"where the workflow holds a write token and the base repository's secrets; "
+                f"run the check on pull_request and post its comment from workflow_run "
+                f"(docs/action.md, pull requests from forks)"
+            )
+    if event_path:
+        _read_event(event_path)
+
+
+def _read_event(event_path: str) -> dict:
+    try:
+        event = json.loads(Path(event_path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(
+            f"GITHUB_EVENT_PATH={event_path} is not a readable JSON event ({exc})"
+        ) from exc
+    if not isinstance(event, dict):
+        raise UsageError(f"GITHUB_EVENT_PATH={event_path} is not a JSON object")
+    return event
 
 
 def _pull_request_number(event_path: str | None) -> int | None:

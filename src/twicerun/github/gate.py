@@ -415,12 +415,27 @@ def stamp(results: Mapping[str, Result], options: GateOptions) -> str:
     )
 
 
+# GitHub refuses a job summary over 1 MiB; this leaves room for what else is in it.
+SUMMARY_BUDGET = 1_000_000
+
+
+def comment_identity(gate: Gate, comment_id: str | None = None) -> str:
+    """What the sticky comment is found again by: an explicit id, or the set of pipelines
+    (normalised and sorted, so `b.py a.py` and `./a.py b.py` share one comment)."""
+    return comment_id or " ".join(sorted(gate.results))
+
+
 def comment_body(
-    gate: Gate, pipelines: str, summary_url: str | None = None, budget: int = BUDGET
+    gate: Gate,
+    pipelines: str,
+    summary_url: str | None = None,
+    budget: int = BUDGET,
+    comment_id: str | None = None,
 ) -> str:
+    del pipelines  # the comment is identified by what ran, not by how it was spelled
     return render(
         gate.decisions,
-        pipelines=pipelines,
+        pipelines=comment_identity(gate, comment_id),
         regressions=gate.regressions,
         environment=gate.environment,
         stamp=stamp(gate.results, gate.options),
@@ -445,7 +460,7 @@ def _some(names: Sequence[str], shown: int = 5) -> str:
 
 
 def summary(gate: Gate, pipelines: str) -> str:
-    """The job summary: the comment's content with nothing cut."""
-    body = comment_body(gate, pipelines, budget=10**9)
+    """The job summary: the comment's content, cut only past GitHub's 1 MiB."""
+    body = comment_body(gate, pipelines, budget=SUMMARY_BUDGET)
     # The hidden marker belongs to the comment; the summary has no use for it.
     return body.split("\n", 1)[1].lstrip("\n")
