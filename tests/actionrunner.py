@@ -72,6 +72,7 @@ def run_action(
     workspace: Path,
     runner_temp: Path,
     env: dict[str, str],
+    runner_os: str = "Linux",
 ) -> ActionRun:
     spec = yaml.safe_load(action.read_text())
     context = {
@@ -84,7 +85,7 @@ def run_action(
             "workspace": str(workspace),
             "base_ref": env.get("GITHUB_BASE_REF", ""),
         },
-        "runner": {"temp": str(runner_temp), "os": "Linux"},
+        "runner": {"temp": str(runner_temp), "os": runner_os, "arch": "X64"},
         "steps": {},
     }
     context["inputs"].update(inputs)

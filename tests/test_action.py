@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -379,3 +380,36 @@ def test_annotation_paths_are_the_repositorys_when_the_pipelines_live_below_it(w
     assert gate.code == 1, gate.stdout + gate.stderr
     (error,) = [line for line in gate.stdout.splitlines() if line.startswith("::error ")]
     assert error.startswith("::error file=analytics/pipelines/orders.py,line=10,")
+
+
+def test_the_action_refuses_windows_in_one_sentence_and_runs_nothing(workspace, tmp_path):
+    runner_temp = tmp_path / "runner"
+    runner_temp.mkdir()
+    run = run_action(
+        REPO / "action.yml",
+        inputs={},
+        workspace=workspace,
+        runner_temp=runner_temp,
+        env=base_env(),
+        runner_os="Windows",
+    )
+    (refused,) = [s for s in run.steps if not s.skipped]
+    assert refused.name == "Refuse Windows" and refused.code == 1
+    assert "runs on Linux and macOS runners" in refused.stdout
+
+
+def test_the_fingerprint_is_computed_in_python_and_follows_the_source(workspace, tmp_path):
+    runner_temp = tmp_path / "runner"
+    runner_temp.mkdir()
+    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    run = run_action(
+        REPO / "action.yml",
+        inputs={"amplify": "false", "comment": "false"},
+        workspace=workspace,
+        runner_temp=runner_temp,
+        env=base_env(),
+    )
+    steps = {s.name: s for s in run.steps}
+    value = steps["Fingerprint this twicerun"].outputs["value"]
+    assert re.fullmatch(r"[0-9a-f]{16}", value)
+    assert steps["Refuse Windows"].skipped and steps["Set up Python for twicerun"].skipped
