@@ -181,3 +181,54 @@ def test_the_projects_own_config_runs_the_check_on_its_readme(hook_repo, env):
     )
     readme.write_text(committed)
     assert edited.returncode == 1 and "is stale" in edited.stdout
+
+
+def test_a_consumer_points_the_hook_at_another_file_through_args(hook_repo, env, tmp_path):
+    consumer = tmp_path / "elsewhere"
+    (consumer / "results").mkdir(parents=True)
+    (consumer / "docs").mkdir()
+    result = Result(
+        pipeline="pipelines/p.py",
+        runs=3,
+        contained=True,
+        policy="strict",
+        environment=Environment("2.0.1", 2, "Linux", "3.11.7", "0.1.0"),
+        seconds=1.0,
+        steps=[
+            StepResult(
+                index=0, name="load", line=1, fired=0, compared=2, status="NO_DIVERGENCE_OBSERVED"
+            )
+        ],
+    )
+    (consumer / "results" / "result.json").write_text(result.to_json())
+    figures = consumer / "docs" / "figures.md"
+    figures.write_text("# Figures\n\n<!-- twicerun:steps-p -->\n<!-- /twicerun:steps-p -->\n")
+    assert twicerun_cli("report", "--update", "docs/figures.md", cwd=consumer).returncode == 0
+    rev = run([*GIT, "rev-parse", "HEAD"], hook_repo).stdout.strip()
+    (consumer / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {hook_repo}\n    rev: {rev}\n    hooks:\n"
+        "      - id: twicerun-readme\n        args: [docs/figures.md]\n"
+        "        files: ^(docs/figures\\.md|results/.*\\.json)$\n"
+    )
+    run([*GIT, "init", "-q"], consumer)
+    run([*GIT, "add", "-A"], consumer)
+    run([*GIT, "commit", "-q", "-m", "figures"], consumer)
+    hook = [sys.executable, "-m", "pre_commit", "run", "--all-files"]
+    passed = run(hook, consumer, env, check=False)
+    assert passed.returncode == 0 and "Passed" in passed.stdout, passed.stdout
+    figures.write_text(figures.read_text().replace("| 0 of 2 |", "| 2 of 2 |"))
+    failed = run(hook, consumer, env, check=False)
+    assert failed.returncode == 1 and "twicerun:steps-p is stale" in failed.stdout, failed.stdout
+
+
+def test_report_check_imports_neither_duckdb_nor_pyarrow():
+    # What the hook runs compares Markdown; installing and importing the engine is
+    # the rest of the tool's business.
+    probe = (
+        "import sys\n"
+        "from twicerun.cli import main\n"
+        "main(['report', '--check', 'README.md'])\n"
+        "print(sorted(m for m in ('duckdb', 'pyarrow') if m in sys.modules))\n"
+    )
+    done = run([sys.executable, "-c", probe], REPO)
+    assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -7,9 +7,6 @@ from collections.abc import Sequence
 
 import click
 
-from twicerun.cli import github as _github  # noqa: F401  (registers its commands)
-from twicerun.cli import report as _report  # noqa: F401
-from twicerun.cli import run as _run  # noqa: F401
 from twicerun.cli.app import (
     EXIT_BAD_INPUT,
     EXIT_CLEAN,
