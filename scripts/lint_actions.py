@@ -63,6 +63,33 @@ def as_workflow(action: Path) -> str:
     return yaml.safe_dump(workflow, sort_keys=False)
 
 
+def doc_workflows() -> list[tuple[str, str]]:
+    """Every ```yaml block in the docs and the README that is a workflow (it has `on` and
+    `jobs`), named by file and line, so an example a user copies has been linted."""
+    found = []
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        lines = doc.read_text(encoding="utf-8").splitlines()
+        start = None
+        for number, line in enumerate(lines):
+            if line.strip() in ("```yaml", "```yml") and start is None:
+                start = number + 1
+            elif line.strip() == "```" and start is not None:
+                text = "\n".join(lines[start:number]) + "\n"
+                start = None
+                try:
+                    parsed = yaml.safe_load(text)
+                except yaml.YAMLError:
+                    parsed = None
+                # YAML reads the key `on` as True.
+                if (
+                    isinstance(parsed, dict)
+                    and "jobs" in parsed
+                    and (True in parsed or "on" in parsed)
+                ):
+                    found.append((f"{doc.relative_to(REPO)}:{number - text.count(chr(10))}", text))
+    return found
+
+
 def lint(files: list[tuple[str, str]]) -> list[dict]:
     done = subprocess.run(
         ["node", "-e", RUNNER, str(PACKAGE)],
@@ -97,6 +124,7 @@ def main() -> int:
         for p in sorted((REPO / ".github" / "workflows").glob("*.y*ml"))
     ]
     files.append(("action.yml (its steps, as a workflow)", as_workflow(REPO / "action.yml")))
+    files.extend(doc_workflows())
     found = lint(files)
     for f in found:
         print(f"{f['file']}:{f['line']}:{f['column']}: {f['message']} [{f['kind']}]")

@@ -413,3 +413,21 @@ def test_the_fingerprint_is_computed_in_python_and_follows_the_source(workspace,
     value = steps["Fingerprint this twicerun"].outputs["value"]
     assert re.fullmatch(r"[0-9a-f]{16}", value)
     assert steps["Refuse Windows"].skipped and steps["Set up Python for twicerun"].skipped
+
+
+def test_every_workflow_example_in_the_docs_is_handed_to_the_linter():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "lint_actions", REPO / "scripts" / "lint_actions.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found = module.doc_workflows()
+    names = [name for name, _ in found]
+    assert all(name.startswith(("docs/", "README.md")) for name in names)
+    texts = "\n".join(text for _, text in found)
+    doc = (REPO / "docs" / "action.md").read_text()
+    # Every ```yaml block in docs/action.md that is a workflow is among them.
+    assert doc.count("\njobs:\n") == texts.count("\njobs:\n") >= 4
+    assert "uses: twicerun/action@v1" in texts and "merge_group:" in texts
