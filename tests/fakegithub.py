@@ -27,6 +27,8 @@ class FakeGitHub:
         self.requests: list[tuple[str, str]] = []
         # Statuses to answer the next requests with, one each, before behaving;
         # `always` answers every request with that status.
+        # Open pull requests: {"number", "head_sha", "head_owner", "head_branch"}.
+        self.pulls: list[dict] = []
         self.failures: list[int] = []
         self.always: int | None = None
         self._next_id = 1000
@@ -148,6 +150,25 @@ class FakeGitHub:
                             "url": f"{fake.url}{repo}",
                         },
                     )
+                if method == "GET" and path == f"{repo}/pulls":
+                    query = parse_qs(parsed.query)
+                    head = query.get("head", [""])[0]
+                    found = [
+                        {
+                            "number": p["number"],
+                            "state": "open",
+                            "url": f"{fake.url}{repo}/pulls/{p['number']}",
+                            "head": {
+                                "sha": p["head_sha"],
+                                "ref": p["head_branch"],
+                                "label": f"{p['head_owner']}:{p['head_branch']}",
+                                "repo": {"full_name": f"{p['head_owner']}/{fake.repo}"},
+                            },
+                        }
+                        for p in fake.pulls
+                        if not head or head == f"{p['head_owner']}:{p['head_branch']}"
+                    ]
+                    return self._send(200, found)
                 if (m := re.fullmatch(rf"{repo}/issues/(\d+)", path)) and method == "GET":
                     return self._send(200, fake._issue_json(int(m.group(1))))
                 if m := re.fullmatch(rf"{repo}/issues/(\d+)/comments", path):

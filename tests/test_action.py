@@ -431,3 +431,83 @@ def test_every_workflow_example_in_the_docs_is_handed_to_the_linter():
     # Every ```yaml block in docs/action.md that is a workflow is among them.
     assert doc.count("\njobs:\n") == texts.count("\njobs:\n") >= 4
     assert "uses: twicerun/action@v1" in texts and "merge_group:" in texts
+
+
+def test_the_fork_flow_posts_on_the_right_pull_request_and_refuses_a_hostile_artifact(
+    workspace, tmp_path
+):
+    from fakegithub import READ_ONLY_TOKEN
+
+    def temp(name: str) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        (path / "twicerun-venv").symlink_to(REPO / ".venv")
+        return path
+
+    pull_event = tmp_path / "pull.json"
+    pull_event.write_text(json.dumps({"pull_request": {"number": 12, "head": {"sha": "abc123"}}}))
+    run_event = tmp_path / "run.json"
+    run_event.write_text(
+        json.dumps(
+            {
+                "workflow_run": {
+                    "head_sha": "abc123",
+                    "head_branch": "feature",
+                    "head_repository": {"full_name": "forker/pipes"},
+                    "html_url": "https://github.test/octo/pipes/actions/runs/7",
+                }
+            }
+        )
+    )
+    with FakeGitHub() as github:
+        github.pulls = [
+            {"number": 12, "head_sha": "abc123", "head_owner": "forker", "head_branch": "feature"},
+            {"number": 13, "head_sha": "fff999", "head_owner": "other", "head_branch": "main"},
+        ]
+        common = {**base_env(), "GITHUB_API_URL": github.url, "GITHUB_REPOSITORY": "octo/pipes"}
+        # 1. The fork's pull_request run: its token cannot write, so it leaves its document.
+        fork = run_action(
+            REPO / "action.yml",
+            inputs={"amplify": "false", "github-token": READ_ONLY_TOKEN},
+            workspace=workspace,
+            runner_temp=temp("fork-runner"),
+            env={**common, "GITHUB_EVENT_PATH": str(pull_event)},
+        )
+        assert {s.name: s for s in fork.steps}["Run twicerun"].code == 1
+        assert github.comments == []
+        artifact = tmp_path / "artifact" / "twicerun-result.json"
+        artifact.parent.mkdir()
+        artifact.write_bytes(Path(fork.outputs["result"]).read_bytes())
+
+        # 2. The workflow_run side, on the base repository, with a token that can write.
+        empty = tmp_path / "base-checkout"
+        empty.mkdir()
+
+        def post(document: Path):
+            return run_action(
+                REPO / "action.yml",
+                inputs={"mode": "post", "document": str(document), "github-token": WORKFLOW_TOKEN},
+                workspace=empty,
+                runner_temp=temp(f"post-runner-{document.stem}"),
+                env={**common, "GITHUB_EVENT_PATH": str(run_event)},
+            )
+
+        steps = {s.name: s for s in post(artifact).steps}
+        assert steps["Run twicerun"].skipped  # no pipeline runs on this side
+        posting = steps["Post the comment a pull request's run left"]
+        assert posting.code == 0, posting.stdout + posting.stderr
+        (comment,) = github.ours(12)
+        assert comment["body"].startswith("<!-- twicerun:comment:")
+        assert "### twicerun: 1 step got worse" in comment["body"]
+
+        # 3. A hostile artifact names another pull request: nothing is posted anywhere.
+        hostile = tmp_path / "artifact" / "hostile.json"
+        document = json.loads(artifact.read_text())
+        document["pull_request"]["number"] = 13
+        hostile.write_text(json.dumps(document))
+        refused = {s.name: s for s in post(hostile).steps}[
+            "Post the comment a pull request's run left"
+        ]
+        assert refused.code == 2
+        assert "names pull request #13" in refused.stderr and "posting nothing" in refused.stderr
+        assert github.ours(13) == [] and len(github.ours(12)) == 1

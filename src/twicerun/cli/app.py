@@ -228,6 +228,7 @@ class _LazyGroup(click.Group):
         "baseline": "twicerun.cli.github",
         "gate": "twicerun.cli.github",
         "comment": "twicerun.cli.github",
+        "post": "twicerun.cli.github",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

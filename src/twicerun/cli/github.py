@@ -34,7 +34,7 @@ from twicerun.github.commands import (
     neutralize,
     write_outputs,
 )
-from twicerun.github.comment import post_sticky
+from twicerun.github.comment import find_pull_request, post_sticky
 from twicerun.github.decision import (
     DEFAULT_ALPHA,
     DEFAULT_CONFIRM,
@@ -380,6 +380,7 @@ def _compare(
     screen: float,
     run_dir: Path,
     amplify: bool = True,
+    pull_request: dict | None = None,
 ) -> Gate:
     keyed = _keyed(_expand([pipelines]))
     check_directory_target(run_dir, "--run-dir")
@@ -429,6 +430,7 @@ def _compare(
         baseline_error=chosen.error,
         baseline_source=chosen.source,
         baseline_moved=chosen.moved,
+        pull_request=pull_request,
     )
 
 
@@ -512,7 +514,7 @@ def gate(json_path, comment, amplify, token_file, comment_id, **options) -> int:
         finally:
             path.unlink(missing_ok=True)
     started = time.time()
-    result = _compare(amplify=amplify, **options)
+    result = _compare(amplify=amplify, pull_request=_pull_request(env), **options)
     document = json_path or Path(env.get("RUNNER_TEMP", ".")) / "twicerun-result.json"
     _write_document(result, document)
     # Annotation paths are the repository's; the pipelines' are the working directory's.
@@ -637,6 +639,17 @@ def _read_event(event_path: str) -> dict:
     return event
 
 
+def _pull_request(env) -> dict | None:
+    """The pull request this run is for, as the runner's event says: number and head."""
+    event_path = env.get("GITHUB_EVENT_PATH")
+    if not event_path or not Path(event_path).is_file():
+        return None
+    pull = _read_event(event_path).get("pull_request") or {}
+    if not pull.get("number"):
+        return None
+    return {"number": int(pull["number"]), "head_sha": (pull.get("head") or {}).get("sha")}
+
+
 def _pull_request_number(event_path: str | None) -> int | None:
     if not event_path or not Path(event_path).is_file():
         return None
@@ -675,6 +688,76 @@ def comment_command(body_file: Path, number: int, repository: str) -> int:
         save=write_bytes_atomic,
     )
     if posted.action == "written-to-file":
+        click.echo(f"twicerun: GitHub refused the comment ({posted.reason})", err=True)
+        return 3
+    click.echo(f"twicerun: comment {posted.action}: {posted.url}")
+    return EXIT_CLEAN
+
+
+@cli.command(
+    "post",
+    epilog="\b\nExit codes:\n  0  posted, edited or unchanged\n  2  refused: the document or "
+    "the event is not what it must be\n  3  GitHub refused the comment",
+)
+@click.argument("document", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--repository", envvar="GITHUB_REPOSITORY", required=True, help="OWNER/REPO.")
+@click.option("--comment-id", envvar="TWICERUN_COMMENT_ID", default=None)
+def post(document: Path, repository: str, comment_id: str | None) -> int:
+    """Post the comment of a gate DOCUMENT that a pull request's run left as an artifact.
+
+    For pull requests from forks, whose own run has a read-only token: a
+    `workflow_run` workflow (the action's `mode: post`) downloads the document and
+    runs this. The pull request is looked up from the workflow run's head, never
+    taken from the artifact; a document naming another pull request or another head
+    is refused; the body is rendered here from the document's data. Nothing from
+    the pull request is checked out or run.
+    """
+    env = os.environ
+    event = _read_event(env.get("GITHUB_EVENT_PATH") or "")
+    run = event.get("workflow_run")
+    if not isinstance(run, dict) or not run.get("head_sha"):
+        raise UsageError(
+            "twicerun post runs in a workflow_run workflow: GITHUB_EVENT_PATH holds no workflow_run"
+        )
+    try:
+        gate = Gate.from_document(json.loads(document.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise UsageError(
+            f"{document} is not a twicerun gate document ({exc}); posting nothing"
+        ) from exc
+    claimed = gate.pull_request or {}
+    api_url = env.get("GITHUB_API_URL", "https://api.github.com")
+    token = env.get("GITHUB_TOKEN", "")
+    head_repository = (run.get("head_repository") or {}).get("full_name") or repository
+    number = find_pull_request(
+        api_url=api_url,
+        token=token,
+        repository=repository,
+        head_repository=head_repository,
+        head_branch=str(run.get("head_branch") or ""),
+        head_sha=str(run["head_sha"]),
+    )
+    if number is None:
+        raise UsageError(
+            f"no open pull request into {repository} has the head {run['head_sha']}; posting nothing"
+        )
+    if claimed.get("number") != number or claimed.get("head_sha") != run["head_sha"]:
+        raise UsageError(
+            f"the document names pull request #{claimed.get('number')} at "
+            f"{claimed.get('head_sha')}, but the run that made it was for #{number} at "
+            f"{run['head_sha']}; posting nothing"
+        )
+    run_url = run.get("html_url")
+    posted = post_sticky(
+        api_url=api_url,
+        token=token,
+        repository=repository,
+        number=number,
+        body=comment_body(gate, "", run_url, comment_id=comment_id),
+        fallback=document.with_name(document.name + ".unposted.md"),
+        save=write_bytes_atomic,
+    )
+    if posted.action in ("written-to-file", "failed"):
         click.echo(f"twicerun: GitHub refused the comment ({posted.reason})", err=True)
         return 3
     click.echo(f"twicerun: comment {posted.action}: {posted.url}")

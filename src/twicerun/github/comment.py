@@ -257,3 +257,28 @@ def post_sticky(
         return Posted("failed", reason=f"{type(exc).__name__}: {exc}")
     finally:
         gh.close()
+
+
+def find_pull_request(
+    *,
+    api_url: str,
+    token: str,
+    repository: str,
+    head_repository: str,
+    head_branch: str,
+    head_sha: str,
+) -> int | None:
+    """The open pull request into `repository` whose head is exactly `head_sha`, by asking
+    GitHub, never the artifact: what the posting side trusts."""
+    from github import Auth, Github, GithubRetry
+
+    owner = head_repository.split("/", 1)[0]
+    retry = GithubRetry(total=RETRIES, backoff_factor=0.5, max_rate_limit_wait=60)
+    gh = Github(base_url=api_url, auth=Auth.Token(token), retry=retry, lazy=True, timeout=30)
+    try:
+        for pull in gh.get_repo(repository).get_pulls(state="open", head=f"{owner}:{head_branch}"):
+            if pull.head.sha == head_sha:
+                return pull.number
+        return None
+    finally:
+        gh.close()

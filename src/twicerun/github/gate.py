@@ -93,6 +93,9 @@ class Gate:
     options: GateOptions
     confirmations: list[Confirmation]
     annotations: list[Annotation]
+    # The pull request the check ran on ({"number", "head_sha"}), when it ran on one:
+    # what the posting side checks an artifact against.
+    pull_request: dict[str, Any] | None = None
 
     @property
     def diverged(self) -> int:
@@ -112,6 +115,7 @@ class Gate:
             "baseline_error": self.baseline_error,
             "baseline_source": self.baseline_source,
             "baseline_moved": self.baseline_moved,
+            "pull_request": self.pull_request,
             "environment_changes": self.environment,
             "regressions": len(self.regressions),
             "diverged": self.diverged,
@@ -122,6 +126,36 @@ class Gate:
 
     def json(self) -> str:
         return json.dumps(self.document(), indent=2) + "\n"
+
+    @classmethod
+    def from_document(cls, data: Any) -> Gate:
+        """A Gate from the document `json()` wrote, enough to render its comment again.
+
+        The fork flow posts from this: the body is rendered here, from data, never
+        taken as Markdown from an artifact a fork could have written.
+        """
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise ValueError(f"not a twicerun gate document (schema {SCHEMA} expected)")
+        options = GateOptions(
+            alpha=float(data["alpha"]),
+            confirm=int(data["confirm"]),
+            screen=float(data["screen"]),
+            fail_on=tuple(str(w) for w in data["fail_on"] if w in words.FAIL_ON),
+        )
+        decisions = [StepDecision(**d) for d in data["decisions"]]
+        return cls(
+            decisions=decisions,
+            regressions=[d for d in decisions if is_regression(d, options.fail_on)],
+            environment=[str(e) for e in data["environment_changes"]],
+            baseline_error=data.get("baseline_error"),
+            baseline_source=data.get("baseline_source"),
+            baseline_moved=[str(m) for m in data.get("baseline_moved", [])],
+            results={k: Result.from_dict(v) for k, v in data["results"].items()},
+            options=options,
+            confirmations=[Confirmation(**c) for c in data.get("confirmations", [])],
+            annotations=[],
+            pull_request=data.get("pull_request"),
+        )
 
 
 Rerun = Callable[[str], Result]
@@ -136,6 +170,7 @@ def evaluate(
     baseline_error: str | None = None,
     baseline_source: str | None = None,
     baseline_moved: Sequence[str] = (),
+    pull_request: dict[str, Any] | None = None,
 ) -> Gate:
     """Decide every step of every pipeline against the baseline.
 
@@ -187,6 +222,7 @@ def evaluate(
         options=options,
         confirmations=confirmations,
         annotations=meta + annotations(decisions, regressions),
+        pull_request=pull_request,
     )
 
 
