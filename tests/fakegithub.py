@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 WORKFLOW_TOKEN = "workflow-token"
+APP_TOKEN = "app-token"  # a GitHub App's installation token: /user refused, posts as its bot
+APP_BOT = "twicerun-app[bot]"
 READ_ONLY_TOKEN = "read-only-token"
 BOT = "github-actions[bot]"
 
@@ -57,7 +59,7 @@ class FakeGitHub:
                 "user": {
                     "login": login,
                     "id": 41898282 if login == BOT else 7,
-                    "type": "Bot" if login == BOT else "User",
+                    "type": "Bot" if login.endswith("[bot]") else "User",
                 },
                 "created_at": "2026-11-30T00:00:00Z",
                 "updated_at": "2026-11-30T00:00:00Z",
@@ -134,7 +136,7 @@ class FakeGitHub:
                 token = self._token()
                 repo = fake._repo_path()
                 if method == "GET" and path == "/user":
-                    if token in (WORKFLOW_TOKEN, READ_ONLY_TOKEN):
+                    if token in (WORKFLOW_TOKEN, READ_ONLY_TOKEN, APP_TOKEN):
                         return self._send(
                             403, {"message": "Resource not accessible by integration"}
                         )
@@ -194,7 +196,7 @@ class FakeGitHub:
                             return self._send(
                                 403, {"message": "Resource not accessible by integration"}
                             )
-                        login = BOT if token == WORKFLOW_TOKEN else token
+                        login = {WORKFLOW_TOKEN: BOT, APP_TOKEN: APP_BOT}.get(token, token)
                         comment = fake.add_comment(number, self._body()["body"], login)
                         return self._send(201, fake._comment_json(comment))
                 if m := re.fullmatch(rf"{repo}/issues/comments/(\d+)", path):

@@ -199,9 +199,10 @@ def test_a_token_that_cannot_write_leaves_the_comment_in_a_file_and_the_exit_cod
             ("POST", "/repos/octo/pipes/issues/5/comments")
         ]
     assert run.outputs["comment-url"] == ""
-    body = (runner_temp / "twicerun-comment.md").read_text()
+    (left,) = runner_temp.glob("twicerun-*-comment.md")
+    body = left.read_text()
     assert body.startswith("<!-- twicerun:comment:") and "new divergence" in body
-    assert json.loads((runner_temp / "twicerun-comment.json").read_text()) == {
+    assert json.loads(left.with_suffix(".json").read_text()) == {
         "number": 5,
         "repository": "octo/pipes",
     }
@@ -475,9 +476,11 @@ def test_the_fork_flow_posts_on_the_right_pull_request_and_refuses_a_hostile_art
         )
         assert {s.name: s for s in fork.steps}["Run twicerun"].code == 1
         assert github.comments == []
-        artifact = tmp_path / "artifact" / "twicerun-result.json"
+        left = Path(fork.outputs["result"])
+        assert re.fullmatch(r"twicerun-[0-9a-f]{12}-result\.json", left.name)
+        artifact = tmp_path / "artifact" / left.name
         artifact.parent.mkdir()
-        artifact.write_bytes(Path(fork.outputs["result"]).read_bytes())
+        artifact.write_bytes(left.read_bytes())
 
         # 2. The workflow_run side, on the base repository, with a token that can write.
         empty = tmp_path / "base-checkout"
@@ -492,7 +495,7 @@ def test_the_fork_flow_posts_on_the_right_pull_request_and_refuses_a_hostile_art
                 env={**common, "GITHUB_EVENT_PATH": str(run_event)},
             )
 
-        steps = {s.name: s for s in post(artifact).steps}
+        steps = {s.name: s for s in post(artifact.parent).steps}  # the downloaded directory
         assert steps["Run twicerun"].skipped  # no pipeline runs on this side
         posting = steps["Post the comment a pull request's run left"]
         assert posting.code == 0, posting.stdout + posting.stderr
@@ -501,7 +504,7 @@ def test_the_fork_flow_posts_on_the_right_pull_request_and_refuses_a_hostile_art
         assert "### twicerun: 1 step got worse" in comment["body"]
 
         # 3. A hostile artifact names another pull request: nothing is posted anywhere.
-        hostile = tmp_path / "artifact" / "hostile.json"
+        hostile = tmp_path / "hostile.json"
         document = json.loads(artifact.read_text())
         document["pull_request"]["number"] = 13
         hostile.write_text(json.dumps(document))

@@ -113,3 +113,18 @@ def test_a_server_that_keeps_failing_is_a_failed_post_not_an_exception(github, t
     assert posted.action == "failed"
     assert "500" in posted.reason
     assert not (tmp_path / "comment.md").exists()
+
+
+def test_an_app_token_edits_its_own_comment_instead_of_adding_one_per_push(github, tmp_path):
+    from fakegithub import APP_BOT, APP_TOKEN
+
+    github.add_comment(PR, body("a person quoting the marker"), "contributor")
+    assert post(github, body("first"), tmp_path, token=APP_TOKEN).action == "created"
+    assert post(github, body("second"), tmp_path, token=APP_TOKEN).action == "edited"
+    assert post(github, body("second"), tmp_path, token=APP_TOKEN).action == "unchanged"
+    ours = [c for c in github.comments if c["user"]["login"] == APP_BOT]
+    assert [c["body"] for c in ours] == [body("second")]
+    # The person's comment with the marker was never ours to edit.
+    assert [c["body"] for c in github.comments if c["user"]["login"] == "contributor"] == [
+        body("a person quoting the marker")
+    ]

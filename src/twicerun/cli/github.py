@@ -4,6 +4,7 @@ baseline, and the one verb the GitHub Action runs."""
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import posixpath
@@ -42,7 +43,14 @@ from twicerun.github.decision import (
     default_trials,
     needed_trials,
 )
-from twicerun.github.gate import Gate, GateOptions, comment_body, evaluate, summary
+from twicerun.github.gate import (
+    Gate,
+    GateOptions,
+    comment_body,
+    comment_identity,
+    evaluate,
+    summary,
+)
 from twicerun.github.source import choose, default_ref
 from twicerun.judge.policy import POLICIES, STRICT, Policy
 from twicerun.result import Result
@@ -515,7 +523,13 @@ def gate(json_path, comment, amplify, token_file, comment_id, **options) -> int:
             path.unlink(missing_ok=True)
     started = time.time()
     result = _compare(amplify=amplify, pull_request=_pull_request(env), **options)
-    document = json_path or Path(env.get("RUNNER_TEMP", ".")) / "twicerun-result.json"
+    # Named for this check's comment identity: two invocations in one job (two
+    # pipeline sets, a matrix on one runner) never overwrite each other's files.
+    stem = (
+        "twicerun-"
+        + hashlib.sha256(comment_identity(result, comment_id).encode("utf-8")).hexdigest()[:12]
+    )
+    document = json_path or Path(env.get("RUNNER_TEMP", ".")) / f"{stem}-result.json"
     _write_document(result, document)
     # Annotation paths are the repository's; the pipelines' are the working directory's.
     where = env.get("TWICERUN_WORKING_DIRECTORY", ".").strip() or "."
@@ -546,7 +560,7 @@ def gate(json_path, comment, amplify, token_file, comment_id, **options) -> int:
     )
     number = _pull_request_number(env.get("GITHUB_EVENT_PATH"))
     if comment and number is not None and repository:
-        fallback = Path(env.get("RUNNER_TEMP", ".")) / "twicerun-comment.md"
+        fallback = Path(env.get("RUNNER_TEMP", ".")) / f"{stem}-comment.md"
         posted = post_sticky(
             api_url=env.get("GITHUB_API_URL", "https://api.github.com"),
             token=token,
@@ -699,11 +713,12 @@ def comment_command(body_file: Path, number: int, repository: str) -> int:
     epilog="\b\nExit codes:\n  0  posted, edited or unchanged\n  2  refused: the document or "
     "the event is not what it must be\n  3  GitHub refused the comment",
 )
-@click.argument("document", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("document", type=click.Path(exists=True, path_type=Path))
 @click.option("--repository", envvar="GITHUB_REPOSITORY", required=True, help="OWNER/REPO.")
 @click.option("--comment-id", envvar="TWICERUN_COMMENT_ID", default=None)
 def post(document: Path, repository: str, comment_id: str | None) -> int:
-    """Post the comment of a gate DOCUMENT that a pull request's run left as an artifact.
+    """Post the comment of a gate DOCUMENT that a pull request's run left as an artifact
+    (the file, or the directory the artifact was downloaded into).
 
     For pull requests from forks, whose own run has a read-only token: a
     `workflow_run` workflow (the action's `mode: post`) downloads the document and
@@ -712,6 +727,14 @@ def post(document: Path, repository: str, comment_id: str | None) -> int:
     is refused; the body is rendered here from the document's data. Nothing from
     the pull request is checked out or run.
     """
+    if document.is_dir():
+        found = sorted(document.glob("twicerun-*-result.json"))
+        if len(found) != 1:
+            raise UsageError(
+                f"{document} holds {len(found)} gate documents (twicerun-*-result.json); "
+                f"name the one to post"
+            )
+        document = found[0]
     env = os.environ
     event = _read_event(env.get("GITHUB_EVENT_PATH") or "")
     run = event.get("workflow_run")

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 LIMIT = 65_536
 RETRIES = 3
 BUDGET = 60_000  # well under GitHub's limit, leaving room for the tail
-DEFAULT_AUTHOR = "github-actions[bot]"
 
 
 def marker(pipelines: str) -> str:
@@ -228,13 +227,19 @@ def post_sticky(
     gh = Github(base_url=api_url, auth=Auth.Token(token), retry=retry, lazy=True, timeout=30)
     try:
         try:
-            login = gh.get_user().login
+            login: str | None = gh.get_user().login
         except GithubException:
-            login = DEFAULT_AUTHOR  # the workflow token cannot read /user; it posts as the bot
+            # The workflow token and GitHub App tokens cannot read /user: they post as
+            # a bot whose name we cannot know in advance.
+            login = None
         issue = gh.get_repo(repository).get_issue(number)
         existing = None
         for comment in issue.get_comments():
-            if comment.user.login == login and (comment.body or "").startswith(mark):
+            if not (comment.body or "").startswith(mark):
+                continue
+            # Ours is the marker's comment by the account we are, or, when we cannot
+            # tell who we are, by a bot: never a person's comment that copied the marker.
+            if (comment.user.login == login) if login else comment.user.type == "Bot":
                 existing = comment
                 break
         if existing is not None:
