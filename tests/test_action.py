@@ -514,3 +514,26 @@ def test_the_fork_flow_posts_on_the_right_pull_request_and_refuses_a_hostile_art
         assert refused.code == 2
         assert "names pull request #13" in refused.stderr and "posting nothing" in refused.stderr
         assert github.ours(13) == [] and len(github.ours(12)) == 1
+
+
+def test_the_gate_writes_sarif_for_code_scanning(workspace, tmp_path, monkeypatch):
+    for name in ("GITHUB_EVENT_PATH", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TWICERUN_WORKING_DIRECTORY", "analytics")
+    out = tmp_path / "twicerun.sarif"
+    code = main(["gate", "--pipelines", "pipelines/orders.py", "--no-amplify", "--no-comment",
+                 "--runs", "5", "--json", str(tmp_path / "gate.json"), "--sarif", str(out),
+                 "--run-dir", str(tmp_path / "runs")])  # fmt: skip
+    assert code == 1
+    log = json.loads(out.read_text())
+    assert log["version"] == "2.1.0" and log["$schema"].endswith("sarif-2.1.0.json")
+    (run,) = log["runs"]
+    rules = {r["id"] for r in run["tool"]["driver"]["rules"]}
+    (found,) = run["results"]
+    assert found["ruleId"] in rules
+    assert found["ruleId"].startswith("twicerun/") and "PERSISTS_SINGLE_THREADED" in found["ruleId"]
+    assert found["level"] == "error"
+    location = found["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "analytics/pipelines/orders.py"
+    assert location["region"]["startLine"] == 10
+    assert found["partialFingerprints"]["twicerun/v1"]

@@ -419,3 +419,16 @@ def test_the_comment_is_found_by_the_sorted_pipelines_or_an_explicit_id():
     assert comment_body(one, "./pipelines/p.py").startswith(marker(P))
     assert comment_body(one, "pipelines/*.py").startswith(marker(P))
     assert comment_body(one, "x", comment_id="nightly").startswith(marker("nightly"))
+
+
+def test_the_comment_charts_a_changed_step_trial_by_trial():
+    trials = [result(("a", STEADY)) for _ in range(19)]
+    worse = result(("a", SPLIT))
+    gate = evaluate({P: worse}, baseline_of(trials), rerun=rerun_with(worse, worse, worse))
+    body = comment_body(gate, "pipelines/*.py")
+    chart = body.split("```mermaid\n", 1)[1].split("```", 1)[0]
+    assert chart.startswith("xychart-beta\n")
+    assert '"b1"' in chart and '"b19"' in chart and '"now"' in chart and '"re-run 3"' in chart
+    assert f"    bar [{', '.join(['0'] * 19 + ['3', '3', '3', '3'])}]" in chart
+    unchanged = evaluate({P: result(("a", STEADY))}, baseline_of(trials), rerun=never_rerun)
+    assert "```mermaid" not in comment_body(unchanged, "pipelines/*.py")

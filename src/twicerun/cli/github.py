@@ -51,6 +51,7 @@ from twicerun.github.gate import (
     evaluate,
     summary,
 )
+from twicerun.github.sarif import sarif_json
 from twicerun.github.source import choose, default_ref
 from twicerun.judge.policy import POLICIES, STRICT, Policy
 from twicerun.result import Result
@@ -503,7 +504,15 @@ def baseline_compare(json_path, amplify, **options) -> int:
     help="What the sticky comment is found again by. Default: the pipelines that ran, "
     "sorted; give one per job when several jobs check the same pipelines (a matrix).",
 )
-def gate(json_path, comment, amplify, token_file, comment_id, **options) -> int:
+@click.option(
+    "--sarif",
+    "sarif_path",
+    envvar="TWICERUN_SARIF",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the steps that got worse or diverged as SARIF, for code scanning.",
+)
+def gate(json_path, comment, amplify, token_file, comment_id, sarif_path, **options) -> int:
     """The GitHub Action's one step: compare with the baseline, then comment, annotate,
     summarise and set outputs, from the environment a workflow runner provides."""
     env = os.environ
@@ -533,6 +542,8 @@ def gate(json_path, comment, amplify, token_file, comment_id, **options) -> int:
     _write_document(result, document)
     # Annotation paths are the repository's; the pipelines' are the working directory's.
     where = env.get("TWICERUN_WORKING_DIRECTORY", ".").strip() or "."
+    if sarif_path:
+        write_bytes_atomic(sarif_path, sarif_json(result, where).encode("utf-8"))
     annotations = [
         replace(a, file=posixpath.normpath(posixpath.join(where, a.file))) if a.file else a
         for a in result.annotations

@@ -11,6 +11,7 @@ a `workflow_run` workflow to post.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +128,13 @@ def render(
         parts.append(
             _bullets(title, [_line(d) for d in items], budget // 2 // len(lists), summary_url)
         )
+    charted = [d for d in (*worse, *better, *notable) if d.baseline_fired_by_trial][:CHARTS]
+    if charted:
+        parts.append(
+            "<details><summary>Each changed step, trial by trial</summary>\n\n"
+            + "\n\n".join(_chart(d) for d in charted)
+            + "\n\n</details>"
+        )
     if confirmations:
         parts.append(
             "**Confirmation re-runs** (a suspect step is re-run before it can fail the check): "
@@ -161,6 +169,26 @@ def render(
         summary_url,
     )
     return "\n\n".join([*parts, details]) + tail + "\n"
+
+
+CHARTS = 3
+
+
+def _chart(d: StepDecision) -> str:
+    """A bar per trial: the baseline's, this run's, and its re-runs', as Mermaid, which
+    GitHub draws in comments. Names are Python identifiers and paths, quoted safely."""
+    values = [*d.baseline_fired_by_trial, d.now_fired or 0, *d.confirm_fired]
+    labels = [f"b{i}" for i in range(1, len(d.baseline_fired_by_trial) + 1)]
+    labels += ["now", *(f"re-run {i}" for i in range(1, len(d.confirm_fired) + 1))]
+    top = max([*values, d.now_compared or 1, 1])
+    title = f"{d.name}: comparisons that differed, baseline trials then this run".replace('"', "'")
+    return (
+        "```mermaid\nxychart-beta\n"
+        f'    title "{title}"\n'
+        f"    x-axis [{', '.join(json.dumps(label) for label in labels)}]\n"
+        f'    y-axis "of {d.now_compared or top}" 0 --> {top}\n'
+        f"    bar [{', '.join(str(v) for v in values)}]\n```"
+    )
 
 
 def _bullets(title: str, lines: list[str], room: int, summary_url: str | None) -> str:

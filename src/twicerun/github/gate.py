@@ -58,6 +58,8 @@ class StepDecision:
     baseline_trials: int | None = None
     baseline_differed_trials: int | None = None
     baseline_statuses: list[str | None] = field(default_factory=list)
+    # Each baseline trial's count of comparisons that differed, for the comment's chart.
+    baseline_fired_by_trial: list[int] = field(default_factory=list)
     now_fired: int | None = None
     now_compared: int | None = None
     status: str | None = None
@@ -316,6 +318,7 @@ def _pipeline(
                 baseline_trials=len(records),
                 baseline_differed_trials=sum(1 for x in history if x > 0),
                 baseline_statuses=[r.status for r in records],
+                baseline_fired_by_trial=[r.fired for r in records],
                 screen_p=outcome.screened.p,
                 confirm_fired=fresh_fired[s.name] if suspect else [],
                 p_value=outcome.p,
