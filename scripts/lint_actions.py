@@ -65,7 +65,8 @@ def as_workflow(action: Path) -> str:
 
 def doc_workflows() -> list[tuple[str, str]]:
     """Every ```yaml block in the docs and the README that is a workflow (it has `on` and
-    `jobs`), named by file and line, so an example a user copies has been linted."""
+    `jobs`) or a list of steps to paste into one, named by file and line, so an example
+    a user copies has been linted."""
     found = []
     for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
         lines = doc.read_text(encoding="utf-8").splitlines()
@@ -80,13 +81,23 @@ def doc_workflows() -> list[tuple[str, str]]:
                     parsed = yaml.safe_load(text)
                 except yaml.YAMLError:
                     parsed = None
+                where = f"{doc.relative_to(REPO)}:{number - text.count(chr(10))}"
                 # YAML reads the key `on` as True.
                 if (
                     isinstance(parsed, dict)
                     and "jobs" in parsed
                     and (True in parsed or "on" in parsed)
                 ):
-                    found.append((f"{doc.relative_to(REPO)}:{number - text.count(chr(10))}", text))
+                    found.append((where, text))
+                elif isinstance(parsed, list) and all(
+                    isinstance(s, dict) and ("uses" in s or "run" in s) for s in parsed
+                ):
+                    # Steps to paste into a job: linted inside one, after the action's step
+                    # (id twicerun) that such fragments refer to.
+                    steps = [{"id": "twicerun", "uses": "twicerun/action@v1"}, *parsed]
+                    job = {"runs-on": "ubuntu-latest", "steps": steps}
+                    wrapped = {"on": "pull_request", "jobs": {"fragment": job}}
+                    found.append((f"{where} (steps)", yaml.safe_dump(wrapped, sort_keys=False)))
     return found
 
 

@@ -548,8 +548,6 @@ def gate(json_path, comment, amplify, token_file, comment_id, sarif_path, **opti
         replace(a, file=posixpath.normpath(posixpath.join(where, a.file))) if a.file else a
         for a in result.annotations
     ]
-    for line in commands(annotations):
-        click.echo(line)
     # Everything the check owes the job comes before the comment, so a bad day at
     # GitHub's API cannot cost the summary or the outputs.
     if env.get("GITHUB_STEP_SUMMARY"):
@@ -570,6 +568,7 @@ def gate(json_path, comment, amplify, token_file, comment_id, sarif_path, **opti
         else None
     )
     number = _pull_request_number(env.get("GITHUB_EVENT_PATH"))
+    late: list[Annotation] = []
     if comment and number is not None and repository:
         fallback = Path(env.get("RUNNER_TEMP", ".")) / f"{stem}-comment.md"
         posted = post_sticky(
@@ -591,15 +590,15 @@ def gate(json_path, comment, amplify, token_file, comment_id, sarif_path, **opti
                 f"request from a fork. The comment is in {posted.path}; upload it as an artifact "
                 f"and post it from a workflow_run workflow (docs/action.md, fork pull requests)."
             )
-            click.echo(Annotation("warning", message, "twicerun: comment not posted").command())
+            late.append(Annotation("warning", message, "twicerun: comment not posted"))
         elif posted.action == "failed":
-            click.echo(
+            late.append(
                 Annotation(
                     "warning",
                     f"The comment could not be posted ({posted.reason}); the check's result "
                     f"does not depend on it.",
                     "twicerun: comment not posted",
-                ).command()
+                )
             )
             where = f" ({run_url})" if run_url else ""
             click.echo(f"::notice title=twicerun::The job summary{where} has the full report.")
@@ -610,13 +609,18 @@ def gate(json_path, comment, amplify, token_file, comment_id, sarif_path, **opti
     elif comment and number is None:
         click.echo("twicerun: not a pull request event, so no comment")
     elif comment and not repository:
-        click.echo(
+        late.append(
             Annotation(
                 "warning",
                 "GITHUB_REPOSITORY is empty, so the comment was not posted; the job summary has it",
                 "twicerun: comment not posted",
-            ).command()
+            )
         )
+    # After the comment, so that what became of it is known; the annotations about the
+    # check itself lead their severity, where the cap of ten cannot drop them.
+    meta = [a for a in annotations if not a.file]
+    for line in commands([*meta, *late, *(a for a in annotations if a.file)]):
+        click.echo(line)
     click.echo(
         f"twicerun: {len(result.regressions)} regression{'s' if len(result.regressions) != 1 else ''}, "
         f"{result.diverged} divergent step{'s' if result.diverged != 1 else ''}, in {time.time() - started:.1f}s"
