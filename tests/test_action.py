@@ -574,3 +574,31 @@ def test_comment_not_posted_leads_the_warnings_even_past_ten_of_them(tmp_path, m
     assert len(warnings) == 10
     assert warnings[0].startswith("::warning title=twicerun%3A comment not posted::")
     assert "more warnings not shown" in warnings[-1]
+
+
+def test_a_cached_venv_whose_interpreter_is_gone_is_rebuilt_and_runs_the_check(workspace, tmp_path):
+    wheelhouse = REPO / ".venv" / "wheelhouse"
+    if not any(wheelhouse.glob("duckdb-*.whl")):
+        pytest.fail(f"{wheelhouse} has no wheels: run the README's test line, which builds it")
+    runner_temp = tmp_path / "runner"
+    venv = runner_temp / "twicerun-venv"
+    (venv / "bin").mkdir(parents=True)
+    # What a restored cache holds after the runner's Python moved on a patch release.
+    (venv / "bin" / "python").symlink_to(tmp_path / "python3.11.0-that-is-gone")
+    run = run_action(
+        REPO / "action.yml",
+        inputs={"amplify": "false", "comment": "false"},
+        workspace=workspace,
+        runner_temp=runner_temp,
+        env={
+            **base_env(),
+            "PIP_NO_INDEX": "1",
+            "PIP_FIND_LINKS": str(wheelhouse),
+            "PIP_NO_COMPILE": "1",
+        },
+    )
+    steps = {s.name: s for s in run.steps}
+    install = steps["Install twicerun from the action's checkout"]
+    assert install.code == 0, install.stdout + install.stderr
+    assert (venv / "bin" / "python").resolve().exists()
+    assert steps["Run twicerun"].code == 1  # the rebuilt twicerun measured the regression
