@@ -41,6 +41,14 @@ def drifts(ctx):
 """
 
 
+def warm_runner(tmp_path: Path, name: str = "runner") -> Path:
+    """A RUNNER_TEMP whose cached venv is this test run's own (a warm cache)."""
+    runner_temp = tmp_path / name
+    runner_temp.mkdir()
+    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    return runner_temp
+
+
 @pytest.fixture
 def workspace(tmp_path, monkeypatch) -> Path:
     ws = tmp_path / "workspace"
@@ -147,9 +155,7 @@ def test_the_action_gates_a_regression_comments_annotates_and_summarises(workspa
 
 def test_a_missing_baseline_names_the_command_and_still_reports(workspace, tmp_path):
     Path(".github/twicerun-baseline.json").unlink()
-    runner_temp = tmp_path / "runner"
-    runner_temp.mkdir()
-    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    runner_temp = warm_runner(tmp_path)
     summary = tmp_path / "summary.md"
     run = run_action(
         REPO / "action.yml",
@@ -173,9 +179,7 @@ def test_a_token_that_cannot_write_leaves_the_comment_in_a_file_and_the_exit_cod
 ):
     from fakegithub import READ_ONLY_TOKEN
 
-    runner_temp = tmp_path / "runner"
-    runner_temp.mkdir()
-    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    runner_temp = warm_runner(tmp_path)
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": 5}}))
     with FakeGitHub() as github:
@@ -245,9 +249,7 @@ def test_a_pull_request_that_rewrites_its_baseline_is_still_judged_by_the_base_b
     git("commit", "-qam", "a worse step, and a baseline that says so")
     git("update-ref", "-d", "refs/remotes/origin/main")  # as a fresh checkout of the pull request
 
-    runner_temp = tmp_path / "runner"
-    runner_temp.mkdir()
-    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    runner_temp = warm_runner(tmp_path)
     summary = tmp_path / "summary.md"
     run = run_action(
         REPO / "action.yml",
@@ -275,9 +277,7 @@ def test_a_pull_request_that_rewrites_its_baseline_is_still_judged_by_the_base_b
 
 
 def test_github_failing_all_day_keeps_the_checks_exit_code_summary_and_outputs(workspace, tmp_path):
-    runner_temp = tmp_path / "runner"
-    runner_temp.mkdir()
-    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    runner_temp = warm_runner(tmp_path)
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": 12}}))
     summary = tmp_path / "summary.md"
@@ -334,9 +334,7 @@ def test_a_pipeline_step_cannot_find_the_token(tmp_path, monkeypatch):
     monkeypatch.chdir(ws)
     assert main(["baseline", "update", "pipelines/snoop.py", "--trials", "3", "--no-amplify",
                  "--run-dir", str(tmp_path / "b")]) == 0  # fmt: skip
-    runner_temp = tmp_path / "runner"
-    runner_temp.mkdir()
-    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    runner_temp = warm_runner(tmp_path)
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": 5}}))
     with FakeGitHub() as github:
@@ -367,9 +365,7 @@ def test_annotation_paths_are_the_repositorys_when_the_pipelines_live_below_it(w
     sub.mkdir()
     for name in ("pipelines", ".github"):
         shutil.move(str(workspace / name), str(sub / name))
-    runner_temp = tmp_path / "runner"
-    runner_temp.mkdir()
-    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    runner_temp = warm_runner(tmp_path)
     run = run_action(
         REPO / "action.yml",
         inputs={"amplify": "false", "comment": "false", "working-directory": "analytics"},
@@ -400,9 +396,7 @@ def test_the_action_refuses_windows_in_one_sentence_and_runs_nothing(workspace, 
 
 
 def test_the_fingerprint_is_computed_in_python_and_follows_the_source(workspace, tmp_path):
-    runner_temp = tmp_path / "runner"
-    runner_temp.mkdir()
-    (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
+    runner_temp = warm_runner(tmp_path)
     run = run_action(
         REPO / "action.yml",
         inputs={"amplify": "false", "comment": "false"},

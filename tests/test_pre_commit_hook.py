@@ -76,6 +76,23 @@ def env(tmp_path_factory) -> dict[str, str]:
     }
 
 
+def a_result() -> Result:
+    """A small Result of one quiet step, as a consumer's results/ would hold."""
+    return Result(
+        pipeline="pipelines/p.py",
+        runs=3,
+        contained=True,
+        policy="strict",
+        environment=Environment("2.0.1", 2, "Linux", "3.11.7", "0.1.0"),
+        seconds=1.0,
+        steps=[
+            StepResult(
+                index=0, name="load", line=1, fired=0, compared=2, status="NO_DIVERGENCE_OBSERVED"
+            )
+        ],
+    )
+
+
 def twicerun_cli(*args, cwd):
     return run([sys.executable, "-m", "twicerun", *args], cwd, check=False)
 
@@ -109,19 +126,7 @@ def test_the_hook_passes_a_clean_readme_fails_every_way_it_can_go_stale_and_pass
 ):
     consumer = tmp_path / "consumer"
     (consumer / "results").mkdir(parents=True)
-    result = Result(
-        pipeline="pipelines/p.py",
-        runs=3,
-        contained=True,
-        policy="strict",
-        environment=Environment("2.0.1", 2, "Linux", "3.11.7", "0.1.0"),
-        seconds=1.0,
-        steps=[
-            StepResult(
-                index=0, name="load", line=1, fired=0, compared=2, status="NO_DIVERGENCE_OBSERVED"
-            )
-        ],
-    )
+    result = a_result()
     (consumer / "results" / "result.json").write_text(result.to_json())
     other_result = Result(**{**result.__dict__, "pipeline": "pipelines/q.py"})
     (consumer / "results" / "other.json").write_text(other_result.to_json())
@@ -187,19 +192,7 @@ def test_a_consumer_points_the_hook_at_another_file_through_args(hook_repo, env,
     consumer = tmp_path / "elsewhere"
     (consumer / "results").mkdir(parents=True)
     (consumer / "docs").mkdir()
-    result = Result(
-        pipeline="pipelines/p.py",
-        runs=3,
-        contained=True,
-        policy="strict",
-        environment=Environment("2.0.1", 2, "Linux", "3.11.7", "0.1.0"),
-        seconds=1.0,
-        steps=[
-            StepResult(
-                index=0, name="load", line=1, fired=0, compared=2, status="NO_DIVERGENCE_OBSERVED"
-            )
-        ],
-    )
+    result = a_result()
     (consumer / "results" / "result.json").write_text(result.to_json())
     figures = consumer / "docs" / "figures.md"
     figures.write_text("# Figures\n\n<!-- twicerun:steps-p -->\n<!-- /twicerun:steps-p -->\n")
