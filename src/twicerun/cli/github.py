@@ -139,7 +139,8 @@ def baseline() -> None:
     type=click.IntRange(min=1),
     default=None,
     help="Invocations of every pipeline to measure (with --add: to add). Default: what "
-    "--alpha and the power target need (19 at the defaults); see docs/action.md.",
+    f"--alpha and the power target need ({default_trials()} at the defaults); see "
+    "docs/action.md.",
 )
 @click.option(
     "--add",
