@@ -2,10 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
+from pathlib import Path
+from typing import Any
 
 
 def environment(threads: int) -> dict:
     from twicerun.runner.environment import stamp
 
     return asdict(stamp(threads))
+
+
+def write_artifact(
+    path: str, document: dict[str, Any], tables: Callable[[str, dict[str, Any]], list[dict]]
+) -> None:
+    """The bench's figures and the tables that present them, written atomically together."""
+    from twicerun.storage.atomic import write_json_atomic
+
+    document["tables"] = tables(path, document)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(Path(path), document)
+
+
+def retable(path: str, tables: Callable[[str, dict[str, Any]], list[dict]]) -> None:
+    """Rebuild an artifact's tables from its own figures, measuring nothing."""
+    from twicerun.storage.atomic import read_json
+
+    write_artifact(path, read_json(Path(path)), tables)

@@ -36,7 +36,8 @@ import threading
 import time
 from pathlib import Path
 
-from bench.common import environment
+from bench.common import environment, retable, write_artifact
+from twicerun.render.tables import Artifact, Table, carry, stamp
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -161,6 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipeline", default=str(REPO / "pipelines" / "reference.py"))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", dest="json_path", default=None)
+    parser.add_argument(
+        "--retable",
+        metavar="PATH",
+        default=None,
+        help="rebuild the tables of an existing artifact from its own figures, measuring nothing",
+    )
     parser.add_argument("--no-containment", action="store_true")
     parser.add_argument(
         "--no-amplify", action="store_true", help="without amplifiers (the bisect still runs)"
@@ -173,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--run-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.retable:
+        retable(args.retable, tables)
+        return 0
     extra = (
         (["--no-containment"] if args.no_containment else [])
         + (["--no-amplify"] if args.no_amplify else [])
@@ -236,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             "runs": rows,
             "median": median,
         }
-        Path(args.json_path).write_text(json.dumps(document, indent=2) + "\n")
+        write_artifact(args.json_path, document, tables)
     return 0
 
 
@@ -255,6 +265,67 @@ def _line(label: str, r: dict) -> str:
         f"the loop alone: wall {r['loop_wall']:.2f}s  steps {r['loop_steps']:.2f}s  "
         f"overhead {(r['loop_wall'] - r['loop_steps']) / r['loop_steps']:.2f}x"
     )
+
+
+# The artifact's tables, as data ------------------------------------------------------
+
+
+def _ratio_range(runs: list[dict], wall: str, steps: str) -> str:
+    """The median's ratio is one figure; the spread over invocations says how settled it is."""
+    ratios = [r[wall] / r[steps] for r in runs if r.get(steps)]
+    if len(ratios) < 2:
+        return ""
+    return f" ({min(ratios):.2f}x to {max(ratios):.2f}x)"
+
+
+def bench_loop(a: Artifact) -> Table:
+    d = a.document
+    m = d["median"]
+    overhead = m["wall"] - m["steps"]
+    rows = [
+        [
+            "the whole invocation",
+            f"{m['wall']:.1f}s",
+            f"{m['steps']:.1f}s",
+            f"{m['wall'] / m['steps']:.2f}x{_ratio_range(d['runs'], 'wall', 'steps')}",
+            f"{m['open'] + m['close']:.1f}s, {m['digests']:.1f}s, {m['oracle']:.1f}s, "
+            f"{overhead - m['open'] - m['close'] - m['digests'] - m['oracle']:.1f}s",
+            f"{m['peak_rss_bytes'] / 2**20:,.0f} MiB",
+            f"{m['peak_disk_bytes'] / 2**20:,.0f} MiB ({m['peak_disk_bytes'] / m['one_run_bytes']:.1f} runs' worth)",
+        ]
+    ]
+    if "loop_wall" in m:  # artifacts written before the bench split the loop out lack it
+        rows.append(
+            [
+                "the loop alone, up to the bisect",
+                f"{m['loop_wall']:.1f}s",
+                f"{m['loop_steps']:.1f}s",
+                f"{m['loop_wall'] / m['loop_steps']:.2f}x"
+                f"{_ratio_range(d['runs'], 'loop_wall', 'loop_steps')}",
+                "not split",
+                "",
+                "",
+            ]
+        )
+    what = f"Median of {len(d['runs'])} invocations of `{d.get('pipeline', 'pipelines/reference.py')}`, each in a fresh process."
+    return Table(
+        "bench-loop",
+        stamp(a, what),
+        [
+            "part",
+            "wall",
+            "inside step executions",
+            "wall / steps (range over invocations)",
+            "connections, digests, oracle, rest",
+            "peak RSS",
+            "peak disk",
+        ],
+        rows,
+    )
+
+
+def tables(path: str, document: dict) -> list[dict]:
+    return carry([bench_loop(Artifact(path, document))])
 
 
 if __name__ == "__main__":

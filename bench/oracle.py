@@ -21,7 +21,6 @@ written), against one full oracle comparison.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -31,7 +30,8 @@ from pathlib import Path
 
 import duckdb
 
-from bench.common import environment
+from bench.common import environment, retable, write_artifact
+from twicerun.render.tables import Artifact, Table, carry, stamp
 
 
 def make_artifacts(directory: Path, rows: int) -> tuple[Path, Path, Path]:
@@ -86,7 +86,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--json", dest="json_path", default=None)
+    parser.add_argument(
+        "--retable",
+        metavar="PATH",
+        default=None,
+        help="rebuild the tables of an existing artifact from its own figures, measuring nothing",
+    )
     args = parser.parse_args(argv)
+    if args.retable:
+        retable(args.retable, tables)
+        return 0
 
     from twicerun.compare.digest import canonical_digest
     from twicerun.compare.oracle import compare_artifacts
@@ -146,25 +155,23 @@ def main(argv: list[str] | None = None) -> int:
         f"{sum(x.moved for x in findings.drift)} values moved"
     )
     if args.json_path:
-        Path(args.json_path).write_text(
-            json.dumps(
-                {
-                    "schema": "twicerun.bench-oracle/1",
-                    "written": time.strftime("%Y-%m-%d"),
-                    "command": "python -m bench.oracle "
-                    + " ".join(argv if argv is not None else sys.argv[1:]),
-                    "environment": environment(int(threads)),
-                    "rows": args.rows,
-                    "threads": int(threads),
-                    "duckdb": duckdb.__version__,
-                    "repeat": args.repeat,
-                    "seconds": results,
-                    "identical_digest_seconds": identical_digest,
-                    "identical_oracle_seconds": identical_oracle,
-                },
-                indent=2,
-            )
-            + "\n"
+        write_artifact(
+            args.json_path,
+            {
+                "schema": "twicerun.bench-oracle/1",
+                "written": time.strftime("%Y-%m-%d"),
+                "command": "python -m bench.oracle "
+                + " ".join(argv if argv is not None else sys.argv[1:]),
+                "environment": environment(int(threads)),
+                "rows": args.rows,
+                "threads": int(threads),
+                "duckdb": duckdb.__version__,
+                "repeat": args.repeat,
+                "seconds": results,
+                "identical_digest_seconds": identical_digest,
+                "identical_oracle_seconds": identical_oracle,
+            },
+            tables,
         )
     return 0
 
@@ -201,6 +208,34 @@ def _optional(reference: Path, later: Path, repeat: int) -> dict[str, float]:
 
         found["datacompy"] = median_seconds(datacompy_compare, repeat)
     return found
+
+
+# The artifact's tables, as data ------------------------------------------------------
+
+
+def bench_oracle(a: Artifact) -> Table:
+    d = a.document
+    base = d["seconds"]["EXCEPT ALL both ways"]
+    rows = [[name, f"{s:.3f}s", f"{s / base:.2f}x"] for name, s in d["seconds"].items()]
+    rows.append(
+        [
+            "canonical digest, same rows reordered",
+            f"{d['identical_digest_seconds']:.3f}s",
+            f"{d['identical_digest_seconds'] / base:.2f}x",
+        ]
+    )
+    what = f"Two {d['rows']:,}-row, six-column artifacts differing in a few rows; median of {d['repeat']}."
+    return Table(
+        "bench-oracle",
+        stamp(a, what),
+        ["comparison", "median", "against EXCEPT ALL"],
+        rows,
+        ["left", "right", "right"],
+    )
+
+
+def tables(path: str, document: dict) -> list[dict]:
+    return carry([bench_oracle(Artifact(path, document))])
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ declined, or raised). Progress goes to stderr.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -25,11 +24,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from eval_tables import gap_tables, retable  # noqa: E402
+from gap_pass import LOOP_SOURCE, one_pass  # noqa: E402
 
 from twicerun.judge.policy import Policy  # noqa: E402
 from twicerun.pipeline import load_pipeline  # noqa: E402
 from twicerun.runner.environment import default_threads, stamp  # noqa: E402
-from twicerun.runner.gap import LOOP_SOURCE, one_pass  # noqa: E402
+from twicerun.storage.atomic import write_json_atomic  # noqa: E402
 
 SCHEMA = "twicerun.gap/1"
 
@@ -42,7 +45,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--json", dest="json_path", default=None)
+    parser.add_argument(
+        "--retable",
+        metavar="PATH",
+        default=None,
+        help="rebuild the tables of an existing artifact from its own figures, measuring nothing",
+    )
     args = parser.parse_args(argv)
+    if args.retable:
+        retable(args.retable, gap_tables)
+        return 0
 
     pipeline = load_pipeline(args.pipeline)
     by_name = {s.name: s for s in pipeline.steps}
@@ -134,8 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         f"an amplifier fired on {caught} of those."
     )
     if args.json_path:
+        document["tables"] = gap_tables(args.json_path, document)
         Path(args.json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json_path).write_text(json.dumps(document, indent=2) + "\n")
+        write_json_atomic(Path(args.json_path), document)
     return 0
 
 

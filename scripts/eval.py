@@ -35,15 +35,19 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from eval_tables import eval_tables, retable  # noqa: E402
+from gap_pass import LOOP_SOURCE, one_pass  # noqa: E402
 
 from twicerun.cli import exit_code  # noqa: E402
 from twicerun.judge.policy import REDUCTION_ORDER, Policy  # noqa: E402
 from twicerun.pipeline import load_pipeline  # noqa: E402
 from twicerun.result import Result  # noqa: E402
 from twicerun.runner.environment import default_threads, stamp  # noqa: E402
-from twicerun.runner.gap import LOOP_SOURCE, one_pass  # noqa: E402
 from twicerun.runner.loop import LoopOptions, run_pipeline  # noqa: E402
 from twicerun.runner.scoring import score, score_step  # noqa: E402
+from twicerun.storage.atomic import write_json_atomic  # noqa: E402
 
 SCHEMA = "twicerun.eval/1"
 REFERENCE = REPO / "pipelines" / "reference.py"
@@ -533,7 +537,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--json", dest="json_path", default=None)
+    parser.add_argument(
+        "--retable",
+        metavar="PATH",
+        default=None,
+        help="rebuild the tables of an existing artifact from its own figures, measuring nothing",
+    )
     args = parser.parse_args(argv)
+    if args.retable:
+        retable(args.retable, eval_tables)
+        return 0
     threads = args.threads or default_threads()
     started = time.time()
     trials = []
@@ -558,13 +571,13 @@ def main(argv: list[str] | None = None) -> int:
         **summary,
         "conditions": judge_conditions(summary, args.trials, seconds),
     }
-    text = json.dumps(document, indent=2) + "\n"
     if args.json_path:
+        document["tables"] = eval_tables(args.json_path, document)
         Path(args.json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json_path).write_text(text)
+        write_json_atomic(Path(args.json_path), document)
         log(f"wrote {args.json_path} ({seconds}s)")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
     return 0
 
 

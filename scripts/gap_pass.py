@@ -4,7 +4,8 @@
 loop with the amplifiers on the same step. A pass here runs run 1 of everything up
 to and including the step (its inputs, and the receipt that says what it reads),
 then the step re-run on its own input, then every amplifier, none of them probing.
-Used by scripts/amplification_gap.py and scripts/eval.py.
+Used by scripts/amplification_gap.py and scripts/eval.py; a research harness, so it
+lives beside them rather than in the package.
 """
 
 from __future__ import annotations
