@@ -79,6 +79,7 @@ def test_the_report_has_the_documented_shape_exactly():
         seconds=3.04,
         step_seconds=2.5,
         artifacts=".twicerun/20261129-000000-abcd",
+        confidence=0.95,
         steps=[
             StepResult(
                 index=0,

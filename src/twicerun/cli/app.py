@@ -20,11 +20,11 @@ from twicerun._version import __version__
 from twicerun.errors import UsageError
 from twicerun.github.commands import neutralize
 from twicerun.judge.policy import POLICIES, STRICT
-from twicerun.judge.status import AMPLIFICATION_FAILED, DIVERGENT, STABLE_ON_THIS_INPUT
 from twicerun.render.terminal import render_run
 from twicerun.result import Result
 from twicerun.runner.progress import ProgressEvent
 from twicerun.storage.atomic import write_bytes_atomic
+from twicerun.vocabulary.loop import Status
 
 EXIT_CLEAN = 0
 EXIT_DIVERGED = 1
@@ -63,11 +63,11 @@ def exit_code(result: Result) -> int:
     claim, and the most serious one present wins.
     """
     statuses = {s.status for s in result.steps}
-    if DIVERGENT in statuses:
+    if Status.DIVERGENT in statuses:
         return EXIT_DIVERGED
-    if STABLE_ON_THIS_INPUT in statuses:
+    if Status.STABLE_ON_THIS_INPUT in statuses:
         return EXIT_ONLY_AMPLIFIED
-    if AMPLIFICATION_FAILED in statuses:
+    if Status.AMPLIFICATION_FAILED in statuses:
         return EXIT_AMPLIFIER_FAILED
     return EXIT_CLEAN
 

@@ -58,6 +58,7 @@ from twicerun.result import Result
 from twicerun.runner.loop import DEFAULT_RUN_DIR, DEFAULT_RUNS, LoopOptions, run_pipeline
 from twicerun.storage.atomic import write_bytes_atomic
 from twicerun.vocabulary.gate import DEFAULT_FAIL_ON, FAIL_ON
+from twicerun.vocabulary.loop import Status
 
 DEFAULT_BASELINE = Path(".github/twicerun-baseline.json")
 DEFAULT_PIPELINES = "pipelines/*.py"
@@ -325,7 +326,7 @@ def _gate_options(fn):
                 show_default=True,
                 help="Which changes fail the check: new (a step that never differed on the "
                 "baseline now does), rate-up (it differs significantly more), stable (newly "
-                "STABLE_ON_THIS_INPUT), not-comparable (a pipeline or step the baseline does not "
+                f"{Status.STABLE_ON_THIS_INPUT}), not-comparable (a pipeline or step the baseline does not "
                 "cover, or a baseline measured otherwise), or none.",
             ),
             click.option(

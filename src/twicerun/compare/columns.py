@@ -26,6 +26,7 @@ from typing import Any
 
 import duckdb
 
+from twicerun.compare import floats
 from twicerun.errors import UnsupportedColumn
 
 INTEGER_IDS = frozenset(
@@ -70,9 +71,6 @@ NESTED_IDS = frozenset({"list", "array", "struct", "map", "union"})
 TIMESTAMP_IDS = frozenset(
     {"timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns", "timestamp with time zone"}
 )
-
-# The one NaN every NaN is encoded as: payloads are not distinguished.
-CANONICAL_NAN = {"double": 9221120237041090560, "float": 2143289344}
 
 
 class ColumnClass(StrEnum):
@@ -144,17 +142,6 @@ def classify(name: str, t: duckdb.DuckDBPyType) -> Column:
     return Column(name=name, type=str(t), cls=cls)
 
 
-def columns_of(relation: duckdb.DuckDBPyRelation) -> list[Column]:
-    return [classify(n, t) for n, t in zip(relation.columns, relation.types, strict=True)]
-
-
-def bits_expr(expr: str, type_id: str) -> str:
-    """The IEEE-754 bits of a float as an integer, every NaN folded into one."""
-    cast = "BIGINT" if type_id == "double" else "INTEGER"
-    nan = CANONICAL_NAN[type_id]
-    return f"(CASE WHEN isnan({expr}) THEN {nan} ELSE ({expr})::BIT::{cast} END)"
-
-
 def rewrite_floats(
     expr: str, t: duckdb.DuckDBPyType, on_float: Callable[[str, str], str], depth: int = 0
 ) -> str:
@@ -201,7 +188,7 @@ def canonical_expr(expr: str, t: duckdb.DuckDBPyType) -> str:
     DuckDB's own hash and equality treat -0.0 and 0.0 as one value; floats are
     therefore encoded as their bits wherever they occur, nested ones included.
     """
-    return rewrite_floats(expr, t, bits_expr)
+    return rewrite_floats(expr, t, floats.bits)
 
 
 def contains_float(t: duckdb.DuckDBPyType) -> bool:

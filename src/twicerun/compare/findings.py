@@ -12,18 +12,6 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-SCHEMA = "SCHEMA"
-ROW_MISSING = "ROW_MISSING"
-ROW_EXTRA = "ROW_EXTRA"
-MULTIPLICITY = "MULTIPLICITY"
-VALUE_DRIFT = "VALUE_DRIFT"
-
-CLASS_ORDER = (SCHEMA, ROW_MISSING, ROW_EXTRA, MULTIPLICITY, VALUE_DRIFT)
-
-
-def ordered_classes(classes: set[str] | list[str]) -> list[str]:
-    return [c for c in CLASS_ORDER if c in set(classes)]
-
 
 def json_float(value: float | None) -> float | str | None:
     """A float JSON can hold: non-finite values become the strings Python's float() reads."""
@@ -125,10 +113,6 @@ class ArtifactFindings:
     @property
     def keyless(self) -> bool:
         return not self.key
-
-    @property
-    def only_drift(self) -> bool:
-        return self.classes == [VALUE_DRIFT]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

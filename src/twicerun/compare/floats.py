@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import struct
 
-from twicerun.compare.columns import CANONICAL_NAN
+# The one NaN every NaN is encoded as: payloads are not distinguished.
+CANONICAL_NAN = {"double": 9221120237041090560, "float": 2143289344}
 
 _WIDTH = {
     "double": ("BIGINT", "-9223372036854775808::HUGEINT"),
     "float": ("INTEGER", "-2147483648::BIGINT"),
 }
+# Half the gap between 1 and the next float: the relative error of one rounding.
 UNIT_ROUNDOFF = {"double": 2.0**-53, "float": 2.0**-24}
 
 

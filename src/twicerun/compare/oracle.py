@@ -2,12 +2,12 @@
 
 Rows are matched on their exact columns (the key). Within a key group the
 rows are counted on both sides, so a group that exists on both sides with a
-different count is MULTIPLICITY (a duplicated row, not a count that happens
-to differ), a group on the reference side only is ROW_MISSING and one on the
-later side only is ROW_EXTRA. Float columns never enter the key: inside a
+different count is Difference.MULTIPLICITY (a duplicated row, not a count that happens
+to differ), a group on the reference side only is Difference.ROW_MISSING and one on the
+later side only is Difference.ROW_EXTRA. Float columns never enter the key: inside a
 group, rows are paired by the order of their float values (sorted to sorted,
 which for one float column is the pairing with the least total movement), and
-every pair whose bits differ is VALUE_DRIFT, measured in ulp and relative
+every pair whose bits differ is Difference.VALUE_DRIFT, measured in ulp and relative
 terms. Nested columns with a float inside contribute their exact skeleton to
 the key and their float leaves to the drift (see nested.py).
 
@@ -33,21 +33,16 @@ from twicerun.compare.columns import (
 )
 from twicerun.compare.digest import parquet_source
 from twicerun.compare.findings import (
-    MULTIPLICITY,
-    ROW_EXTRA,
-    ROW_MISSING,
-    SCHEMA,
-    VALUE_DRIFT,
     ArtifactFindings,
     Attribution,
     Drift,
     SchemaChange,
     json_float,
-    ordered_classes,
 )
 from twicerun.compare.nested import Leaf, leaves, skeleton
 from twicerun.compare.pair import BOTH, LATER_ONLY, REFERENCE_ONLY
 from twicerun.errors import UsageError
+from twicerun.vocabulary.loop import Difference, ordered
 
 MAX_ATTRIBUTION_COLUMNS = 32
 # Column types a clock read writes; a step whose rows split on one of these gets a hint.
@@ -192,19 +187,19 @@ def compare_artifacts(
 
     classes = set()
     if change.any:
-        classes.add(SCHEMA)
+        classes.add(Difference.SCHEMA)
     if groups["missing"]:
-        classes.add(ROW_MISSING)
+        classes.add(Difference.ROW_MISSING)
     if groups["extra"]:
-        classes.add(ROW_EXTRA)
+        classes.add(Difference.ROW_EXTRA)
     if groups["mult_missing"] or groups["mult_extra"]:
-        classes.add(MULTIPLICITY)
+        classes.add(Difference.MULTIPLICITY)
     if any(d.moved for d in drift):
-        classes.add(VALUE_DRIFT)
+        classes.add(Difference.VALUE_DRIFT)
     return ArtifactFindings(
         artifact=name,
         presence=BOTH,
-        classes=ordered_classes(classes),
+        classes=ordered(classes, Difference),
         reference_rows=groups["ref_rows"],
         later_rows=groups["later_rows"],
         key=[n for n, _ in key_exprs],
@@ -228,9 +223,11 @@ def _one_side(
     assert present is not None
     (rows,) = con.execute(f"SELECT count(*) FROM {parquet_source(present)}").fetchone()
     if reference is None:
-        return ArtifactFindings(name, LATER_ONLY, [ROW_EXTRA], 0, int(rows), [], extra=int(rows))
+        return ArtifactFindings(
+            name, LATER_ONLY, [Difference.ROW_EXTRA], 0, int(rows), [], extra=int(rows)
+        )
     return ArtifactFindings(
-        name, REFERENCE_ONLY, [ROW_MISSING], int(rows), 0, [], missing=int(rows)
+        name, REFERENCE_ONLY, [Difference.ROW_MISSING], int(rows), 0, [], missing=int(rows)
     )
 
 

@@ -32,7 +32,7 @@ from twicerun.github.decision import (
 )
 from twicerun.result import Result
 from twicerun.vocabulary import gate as words
-from twicerun.vocabulary.loop import DIVERGENT, STABLE_ON_THIS_INPUT
+from twicerun.vocabulary.loop import Status
 
 SCHEMA = "twicerun.gate/2"
 
@@ -101,7 +101,9 @@ class Gate:
 
     @property
     def diverged(self) -> int:
-        return sum(1 for r in self.results.values() for s in r.steps if s.status == DIVERGENT)
+        return sum(
+            1 for r in self.results.values() for s in r.steps if s.status == Status.DIVERGENT
+        )
 
     @property
     def not_comparable(self) -> list[StepDecision]:
@@ -361,9 +363,9 @@ def is_regression(decision: StepDecision, fail_on: Sequence[str]) -> bool:
             return True
         if (
             word == "stable"
-            and decision.status == STABLE_ON_THIS_INPUT
+            and decision.status == Status.STABLE_ON_THIS_INPUT
             and decision.baseline_trials
-            and STABLE_ON_THIS_INPUT not in decision.baseline_statuses
+            and Status.STABLE_ON_THIS_INPUT not in decision.baseline_statuses
         ):
             return True
     return False
@@ -409,7 +411,7 @@ def annotations(
             found.append(
                 Annotation("error", _message(d), f"twicerun: {d.name} {d.verdict}", file, d.line)
             )
-        elif d.status in (DIVERGENT, STABLE_ON_THIS_INPUT):
+        elif d.status in (Status.DIVERGENT, Status.STABLE_ON_THIS_INPUT):
             found.append(
                 Annotation("warning", _message(d), f"twicerun: {d.name} {d.status}", file, d.line)
             )

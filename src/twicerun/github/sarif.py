@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from twicerun._version import __version__
-from twicerun.vocabulary.loop import DIVERGENT, STABLE_ON_THIS_INPUT
+from twicerun.vocabulary.loop import Status
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -31,7 +31,7 @@ def sarif(gate: Any, working_directory: str = ".") -> dict[str, Any]:
     results = []
     for d in gate.decisions:
         worse = d in gate.regressions
-        if not worse and d.status not in (DIVERGENT, STABLE_ON_THIS_INPUT):
+        if not worse and d.status not in (Status.DIVERGENT, Status.STABLE_ON_THIS_INPUT):
             continue
         rule = _rule_id(d.classes, d.cause, d.verdict)
         rules.setdefault(

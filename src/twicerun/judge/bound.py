@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-UNIT_ROUNDOFF = {"double": 2.0**-53, "float": 2.0**-24}
+from twicerun.compare.floats import UNIT_ROUNDOFF
 
 
 def gamma(n: int, u: float) -> float:

@@ -2,8 +2,8 @@
 
 Cause comes from re-executing a step that fired at threads=1: if it stops
 firing there, its answer depended on how the work was split between threads
-(PARALLEL_ORDER); if it keeps firing, the thread count is not the explanation
-(PERSISTS_SINGLE_THREADED), and the tool does not guess among what is left
+(Cause.PARALLEL_ORDER); if it keeps firing, the thread count is not the explanation
+(Cause.PERSISTS_SINGLE_THREADED), and the tool does not guess among what is left
 (a clock read, appended state, a data-dependent branch, something outside).
 
 A zero is m clean comparisons, not a property. It carries the one-sided upper
@@ -16,18 +16,16 @@ from __future__ import annotations
 
 import math
 
-PARALLEL_ORDER = "PARALLEL_ORDER"
-PERSISTS_SINGLE_THREADED = "PERSISTS_SINGLE_THREADED"
-WALL_CLOCK = "WALL_CLOCK"
+from twicerun.vocabulary.loop import Cause
 
 CONFIDENCE = 0.95
 
 
-def cause(fired: int, compared: int) -> str | None:
+def cause(fired: int, compared: int) -> Cause | None:
     """The cause label from the single-threaded re-executions; None when nothing was compared."""
     if compared == 0:
         return None
-    return PERSISTS_SINGLE_THREADED if fired else PARALLEL_ORDER
+    return Cause.PERSISTS_SINGLE_THREADED if fired else Cause.PARALLEL_ORDER
 
 
 def _binomial_cdf(k: int, m: int, p: float) -> float:

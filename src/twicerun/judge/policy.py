@@ -16,8 +16,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from twicerun.compare.findings import VALUE_DRIFT, ArtifactFindings, Drift, ordered_classes
+from twicerun.compare.findings import ArtifactFindings, Drift
 from twicerun.judge.bound import BoundFigures, figures, reassociation_bound
+from twicerun.vocabulary.loop import Difference, ordered
 
 STRICT = "strict"
 REDUCTION_ORDER = "reduction-order"
@@ -96,7 +97,7 @@ def judge_comparison(pairs: Sequence[PairMeasure], rows_read: int, policy: Polic
         return SAME
     for pair in differing:
         f = pair.findings
-        if f is None or f.classes != [VALUE_DRIFT]:
+        if f is None or f.classes != [Difference.VALUE_DRIFT]:
             return FIRES
         if not all(drift_tolerated(d, rows_read, policy) for d in f.drift):
             return FIRES
@@ -124,4 +125,4 @@ def judge_step(
         figures(artifact, column, type_id, observed, rows_read, output_rows)
         for (artifact, column), (observed, type_id, output_rows) in worst.items()
     ]
-    return StepJudgement(verdicts=verdicts, classes=ordered_classes(classes), bounds=bounds)
+    return StepJudgement(verdicts=verdicts, classes=ordered(classes, Difference), bounds=bounds)

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from twicerun.render.evidence import plural
 from twicerun.result import Result, Series, StepResult
-
-AMPLIFIER_ORDER = ("tie collapse", "thread count", "row multiplication", "arrival order")
+from twicerun.vocabulary.loop import Amplifier, Cause, Status
 
 
 def percent(p: float | None) -> str:
     return "?" if p is None else f"{100 * p:.0f} percent"
+
+
+def confidence(result: Result) -> str:
+    """The level the zero bounds were computed at, as the Result records it."""
+    if result.confidence is None:  # a Result written before the level was recorded
+        return "one-sided"
+    return f"{percent(result.confidence)}, one-sided"
 
 
 def series_rate(series: Series) -> str:
@@ -42,16 +48,18 @@ def cause_section(result: Result) -> list[str]:
             f"  {s.index} {s.name:<{width}}  {label:<24}  {s.fired} of {s.compared} at threads={threads}, "
             f"{series_rate(b)} at threads=1"
         )
-    if "PARALLEL_ORDER" in labels:
-        b = max((s.bisect for s in steps if s.cause == "PARALLEL_ORDER"), key=lambda b: b.compared)
-        lines.append(
-            f"  PARALLEL_ORDER: the step stopped firing with one thread. That is {plural(b.compared, 'clean comparison')}, "
-            f"which leaves the per-comparison rate at threads=1 anywhere up to {percent(b.zero_bound)} "
-            f"(95 percent, one-sided), and runs sharing a process and a machine are not independent draws."
+    if Cause.PARALLEL_ORDER in labels:
+        b = max(
+            (s.bisect for s in steps if s.cause == Cause.PARALLEL_ORDER), key=lambda b: b.compared
         )
-    if "PERSISTS_SINGLE_THREADED" in labels:
         lines.append(
-            "  PERSISTS_SINGLE_THREADED: one thread did not stop it, so the thread count is not the "
+            f"  {Cause.PARALLEL_ORDER}: the step stopped firing with one thread. That is {plural(b.compared, 'clean comparison')}, "
+            f"which leaves the per-comparison rate at threads=1 anywhere up to {percent(b.zero_bound)} "
+            f"({confidence(result)}), and runs sharing a process and a machine are not independent draws."
+        )
+    if Cause.PERSISTS_SINGLE_THREADED in labels:
+        lines.append(
+            f"  {Cause.PERSISTS_SINGLE_THREADED}: one thread did not stop it, so the thread count is not the "
             "explanation; twicerun does not guess among what is left (state the step appends to, a "
             "clock, a data-dependent branch, something outside the pipeline)."
         )
@@ -77,7 +85,7 @@ def amplification_section(result: Result) -> list[str]:
     lines = ["", f"amplification, on the steps the loop found quiet ({how}):"]
     for s in steps:
         lines.append(f"  {s.index} {s.name}")
-        for a in sorted(s.amplifiers, key=lambda a: AMPLIFIER_ORDER.index(a.kind)):
+        for a in sorted(s.amplifiers, key=lambda a: list(Amplifier).index(a.kind)):
             if a.declined:
                 text = f"not run: {a.declined}"
             elif a.error:
@@ -93,7 +101,7 @@ def amplification_section(result: Result) -> list[str]:
 def _varied(s: StepResult) -> tuple[list[str], list[str]]:
     varied = [f"the loop {s.fired} of {s.compared}"]
     missing = []
-    for a in sorted(s.amplifiers, key=lambda a: AMPLIFIER_ORDER.index(a.kind)):
+    for a in sorted(s.amplifiers, key=lambda a: list(Amplifier).index(a.kind)):
         if a.ran:
             varied.append(f"{a.kind} {series_rate(a)}")
         else:
@@ -105,11 +113,11 @@ def _varied(s: StepResult) -> tuple[list[str], list[str]]:
 
 def status_section(result: Result) -> list[str]:
     lines: list[str] = []
-    stable = [s for s in result.steps if s.status == "STABLE_ON_THIS_INPUT"]
+    stable = [s for s in result.steps if s.status == Status.STABLE_ON_THIS_INPUT]
     if stable:
         lines += [
             "",
-            "STABLE_ON_THIS_INPUT: agreed with itself on the input it was handed, and stopped "
+            f"{Status.STABLE_ON_THIS_INPUT}: agreed with itself on the input it was handed, and stopped "
             "agreeing once that input was stressed:",
         ]
         for s in stable:
@@ -117,22 +125,22 @@ def status_section(result: Result) -> list[str]:
             lines.append(f"  {s.index} {s.name}: {', '.join(fired)}")
         lines.append(
             "  This is the case a plain repeat loop reports as a clean zero. It is not a milder "
-            "DIVERGENT; it says the step broke under the stresses named, and nothing beyond them."
+            f"{Status.DIVERGENT}; it says the step broke under the stresses named, and nothing beyond them."
         )
-    failed = [s for s in result.steps if s.status == "AMPLIFICATION_FAILED"]
+    failed = [s for s in result.steps if s.status == Status.AMPLIFICATION_FAILED]
     if failed:
         lines += [
             "",
-            "AMPLIFICATION_FAILED: an amplifier could not run, so these zeros were not tightened:",
+            f"{Status.AMPLIFICATION_FAILED}: an amplifier could not run, so these zeros were not tightened:",
         ]
         for s in failed:
             errors = [f"{a.kind}: {a.error}" for a in s.amplifiers if a.error]
             lines.append(f"  {s.index} {s.name}: {'; '.join(errors)}")
-    quiet = [s for s in result.steps if s.status == "NO_DIVERGENCE_OBSERVED"]
+    quiet = [s for s in result.steps if s.status == Status.NO_DIVERGENCE_OBSERVED]
     if quiet:
         lines += [
             "",
-            "NO_DIVERGENCE_OBSERVED counts what was tried and lists what was not; it does not say the code is right:",
+            f"{Status.NO_DIVERGENCE_OBSERVED} counts what was tried and lists what was not; it does not say the code is right:",
         ]
         width = max(len(s.name) for s in quiet)
         for s in quiet:
@@ -156,7 +164,7 @@ def status_section(result: Result) -> list[str]:
             if b is not None
         ]
         lines.append(
-            f"  {'; '.join(bounds)} (95 percent, one-sided; runs on one machine are not independent)."
+            f"  {'; '.join(bounds)} ({confidence(result)}; runs on one machine are not independent)."
         )
     return lines
 

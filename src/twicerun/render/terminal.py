@@ -10,6 +10,7 @@ from twicerun.render.sections import (
     status_section,
 )
 from twicerun.result import Result, StepResult
+from twicerun.vocabulary.loop import Status
 
 
 def rate(step: StepResult) -> str:
@@ -104,7 +105,7 @@ def _bound_section(result: Result) -> list[str]:
 
 def _footer(result: Result) -> list[str]:
     fired = len(result.fired_steps)
-    stable = sum(1 for s in result.steps if s.status == "STABLE_ON_THIS_INPUT")
+    stable = sum(1 for s in result.steps if s.status == Status.STABLE_ON_THIS_INPUT)
     more = f", {stable} more only under an amplifier" if stable else ""
     lines = [
         f"{fired} of {len(result.steps)} step{'s' if len(result.steps) != 1 else ''} diverged{more}, "

@@ -12,12 +12,15 @@ guessing at what a renamed field meant.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from twicerun.vocabulary.loop import Cause, Difference, Hint, Status
 
 SCHEMA = "twicerun.result/1"
 SCHEMA_FAMILY = "twicerun.result/"
@@ -106,9 +109,9 @@ class StepResult:
     line: int
     fired: int
     compared: int
-    status: str | None
-    classes: list[str] = field(default_factory=list)
-    cause: str | None = None
+    status: Status | None
+    classes: list[Difference] = field(default_factory=list)
+    cause: Cause | None = None
     file: str = ""
     stochastic: bool = False
     seed: int | None = None
@@ -122,7 +125,7 @@ class StepResult:
     inputs: list[str] = field(default_factory=list)
     bisect: Series | None = None
     amplifiers: list[Series] = field(default_factory=list)
-    hints: list[str] = field(default_factory=list)
+    hints: list[Hint] = field(default_factory=list)
     zero_bound: float | None = None
 
 
@@ -153,6 +156,8 @@ class Result:
     # Runs each amplifier starts with on a quiet step, continuing to `runs` when one
     # fires. None in a Result written before it was recorded.
     amplifier_probe: int | None = None
+    # The confidence of every zero bound in it; None in a Result written before.
+    confidence: float | None = None
 
     @property
     def comparisons_per_step(self) -> int:
@@ -186,7 +191,7 @@ class Result:
             )
         try:
             return _build(cls, data)
-        except (TypeError, KeyError) as exc:
+        except (TypeError, KeyError, ValueError) as exc:
             raise ResultFormatError(f"malformed Result: {exc}") from exc
 
 
@@ -217,6 +222,10 @@ def _value(hint: Any, value: Any) -> Any:
     args = typing.get_args(hint)
     if origin is list and args and dataclasses.is_dataclass(args[0]):
         return [_build(args[0], v) for v in value]
+    if origin is list and args and isinstance(args[0], type) and issubclass(args[0], enum.Enum):
+        return [args[0](v) for v in value]
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint(value)
     if dataclasses.is_dataclass(hint):
         return _build(hint, value)
     if origin in (typing.Union, types.UnionType):

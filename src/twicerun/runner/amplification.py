@@ -15,7 +15,6 @@ import pyarrow.parquet as pq
 
 from twicerun.pipeline import Step
 from twicerun.result import Series
-from twicerun.runner.amplify import ARRIVAL_ORDER, ROW_MULTIPLICATION, THREAD_COUNT, TIE_COLLAPSE
 from twicerun.runner.amplify.arrival_order import reorder
 from twicerun.runner.amplify.base import Applied, Declined, Outcome
 from twicerun.runner.amplify.row_multiplication import multiply_rows
@@ -24,14 +23,15 @@ from twicerun.runner.interrupts import reraise_if_requested
 from twicerun.runner.series import Workbench, run_series
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.layout import LOOP, RunAddress, step_dir_name
+from twicerun.vocabulary.loop import Amplifier
 
 PROBE_RUNS = 3
 AMPLIFIED_DIR = "amplified"
 SLUG = {
-    TIE_COLLAPSE: "ties",
-    THREAD_COUNT: "threads",
-    ROW_MULTIPLICATION: "rows",
-    ARRIVAL_ORDER: "order",
+    Amplifier.TIE_COLLAPSE: "ties",
+    Amplifier.THREAD_COUNT: "threads",
+    Amplifier.ROW_MULTIPLICATION: "rows",
+    Amplifier.ARRIVAL_ORDER: "order",
 }
 
 
@@ -77,11 +77,11 @@ class Stressed:
 
     def _transform(self, amplifier: str, ref: ArtifactRef, target: Path, variant: int) -> Outcome:
         con = self.bench.con
-        if amplifier == TIE_COLLAPSE:
+        if amplifier == Amplifier.TIE_COLLAPSE:
             return collapse_ties(con, ref.path, target, artifact=ref.name)
-        if amplifier == ROW_MULTIPLICATION:
+        if amplifier == Amplifier.ROW_MULTIPLICATION:
             return multiply_rows(con, ref.path, target, artifact=ref.name)
-        if amplifier == ARRIVAL_ORDER:
+        if amplifier == Amplifier.ARRIVAL_ORDER:
             return reorder(con, ref.path, target, artifact=ref.name, variant=variant)
         raise ValueError(f"{amplifier} has no input transform")
 
@@ -104,10 +104,15 @@ def amplify(
     read = [r.name for r in receipt.reads if r.via == "read"] if receipt else []
     label = f"amplify-{step_dir_name(step.index, step.name)}"
     found = []
-    for amplifier in (TIE_COLLAPSE, THREAD_COUNT, ROW_MULTIPLICATION, ARRIVAL_ORDER):
+    for amplifier in (
+        Amplifier.TIE_COLLAPSE,
+        Amplifier.THREAD_COUNT,
+        Amplifier.ROW_MULTIPLICATION,
+        Amplifier.ARRIVAL_ORDER,
+    ):
         series_label = f"{label}-{SLUG[amplifier]}"
         common = dict(kind=amplifier, label=series_label, runs=runs, probe=probe)
-        if amplifier == THREAD_COUNT:
+        if amplifier == Amplifier.THREAD_COUNT:
             raised = raised_threads(threads)
             found.append(
                 run_series(
@@ -151,7 +156,7 @@ def _inputs(
     stressed: Stressed, amplifier: str, original: dict[str, ArtifactRef], read: list[str]
 ) -> tuple[Callable[[int], dict[str, ArtifactRef]], str | None, str | None]:
     """The inputs per run, what changed, or why nothing could."""
-    if amplifier == ARRIVAL_ORDER:
+    if amplifier == Amplifier.ARRIVAL_ORDER:
         details, reasons = [], []
         for name in read:
             _, outcome = stressed.get(amplifier, original[name], variant=2)

@@ -12,8 +12,8 @@ from twicerun.pipeline import Step
 from twicerun.result import Series
 from twicerun.runner.series import Workbench, run_series
 from twicerun.storage.layout import LOOP, RunAddress
+from twicerun.vocabulary.loop import BISECT
 
-BISECT = "bisect"
 BISECT_THREADS = 1
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from twicerun.compare.oracle import ReferenceCache
 from twicerun.errors import TwicerunError, UsageError
+from twicerun.judge.cause import CONFIDENCE
 from twicerun.judge.policy import Policy
-from twicerun.judge.status import NO_DIVERGENCE_OBSERVED
 from twicerun.pipeline import Pipeline, Step, load_pipeline
 from twicerun.result import Comparison, Result, StepResult
 from twicerun.runner import interrupts
@@ -48,6 +48,7 @@ from twicerun.storage.layout import (
     RunAddress,
 )
 from twicerun.storage.retention import kept_failures, prune, reap
+from twicerun.vocabulary.loop import Status
 
 DEFAULT_RUNS = 5
 DEFAULT_RUN_DIR = Path(".twicerun")
@@ -260,6 +261,7 @@ def _loop(
         kept_failures=kept_failures(options.run_dir),
         amplified=options.amplify,
         amplifier_probe=min(PROBE_RUNS, options.runs) if options.amplify else None,
+        confidence=CONFIDENCE,
         not_varied=not_varied(step_results, options.amplify),
     )
     # The Result is on disk before the invocation is marked completed, so a
@@ -332,7 +334,7 @@ def _cause_and_amplify(
                         "separate the causes",
                     ],
                 )
-            if options.amplify and result.status == NO_DIVERGENCE_OBSERVED:
+            if options.amplify and result.status == Status.NO_DIVERGENCE_OBSERVED:
                 result = replace(
                     result, amplifiers=amplify(bench, step, stressed, options.runs, threads)
                 )

@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from twicerun.compare.findings import ArtifactFindings
-from twicerun.judge.cause import WALL_CLOCK, cause, upper_bound
+from twicerun.judge.cause import cause, upper_bound
 from twicerun.judge.policy import FIRES, PairMeasure, Policy, judge_step
 from twicerun.judge.status import final_status
 from twicerun.result import Comparison, Result, Series, StepResult
+from twicerun.vocabulary.loop import Hint
 
 # What no run of twicerun varies, whatever a step's status says.
 ALWAYS_NOT_VARIED = (
@@ -66,7 +67,7 @@ def _hints(step: StepResult) -> list[str]:
             f = artifact.findings or {}
             attribution = f.get("attribution") or {}
             if comparison.fired and attribution.get("column") in f.get("timestamps", []):
-                return [WALL_CLOCK]
+                return [Hint.WALL_CLOCK]
     return []
 
 

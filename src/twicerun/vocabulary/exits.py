@@ -1,0 +1,77 @@
+"""Every verb's exit codes, by name, with the sentence `--help` prints for each.
+
+One enum per verb, because the same integer means different things to different
+verbs: a failed gate is not "diverged", a stale README block is not a crash.
+The `--help` epilogs are generated from these, so the docs cannot drift.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class RunExit(IntEnum):
+    """`run` and `judge`: the most serious claim present wins."""
+
+    CLEAN = 0
+    DIVERGED = 1
+    BAD_INPUT = 2
+    CRASHED = 3
+    ONLY_AMPLIFIED = 4
+    AMPLIFIER_FAILED = 5
+    INTERRUPTED = 130
+
+
+class GateExit(IntEnum):
+    """`gate` and `baseline compare`."""
+
+    PASSED = 0
+    FAILED = 1
+    BAD_INPUT = 2
+    CRASHED = 3
+    INTERRUPTED = 130
+
+
+class ReportExit(IntEnum):
+    """`report`."""
+
+    RENDERED = 0
+    STALE = 1
+    BAD_INPUT = 2
+
+
+class PostExit(IntEnum):
+    """`post`, `comment` and `baseline update`."""
+
+    DONE = 0
+    BAD_INPUT = 2
+    FAILED = 3
+    INTERRUPTED = 130
+
+
+MEANINGS: dict[IntEnum, str] = {
+    RunExit.CLEAN: "every step agreed with itself wherever it was tested",
+    RunExit.DIVERGED: "a step gave a different answer on the pipeline's own input",
+    RunExit.BAD_INPUT: "bad input: the pipeline, a flag or an artifact name is wrong, "
+    "or a column type twicerun does not compare",
+    RunExit.CRASHED: "a step raised in the loop, or twicerun itself failed; the "
+    "invocation directory is kept",
+    RunExit.ONLY_AMPLIFIED: "a step gave a different answer only on an input an amplifier built",
+    RunExit.AMPLIFIER_FAILED: "an amplifier failed, so a quiet step went without its stress test",
+    RunExit.INTERRUPTED: "interrupted (Ctrl-C); the invocation directory is kept",
+    GateExit.PASSED: "no step failed the check (per --fail-on)",
+    GateExit.FAILED: "the check failed: a step got worse than on the baseline, or a "
+    "pipeline or step could not be compared with it",
+    GateExit.BAD_INPUT: "bad input, including a missing or unreadable baseline",
+    GateExit.CRASHED: "a pipeline crashed, or twicerun failed",
+    GateExit.INTERRUPTED: "interrupted (Ctrl-C)",
+    ReportExit.RENDERED: "rendered; with --check, every block matches; with --update, done",
+    ReportExit.STALE: "--check: a block is stale (it is named, with a diff)",
+    ReportExit.BAD_INPUT: "bad input: an artifact unreadable, markers that do not pair, or "
+    "the marker blocks in the file and the tables the artifacts render differ (both "
+    "sides are named)",
+    PostExit.DONE: "done",
+    PostExit.BAD_INPUT: "bad input: a missing document, token, repository or pull request",
+    PostExit.FAILED: "GitHub refused or could not be reached, after retries",
+    PostExit.INTERRUPTED: "interrupted (Ctrl-C)",
+}
