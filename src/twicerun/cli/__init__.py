@@ -7,16 +7,10 @@ from collections.abc import Sequence
 
 import click
 
-from twicerun.cli.app import (
-    EXIT_BAD_INPUT,
-    EXIT_CLEAN,
-    EXIT_CRASHED,
-    EXIT_INTERRUPTED,
-    cli,
-    exit_code,
-)
+from twicerun.cli.app import cli, exit_code
 from twicerun.errors import BadInput, StepCrashed, TwicerunError
 from twicerun.github.commands import neutralize
+from twicerun.vocabulary.exits import RunExit
 
 __all__ = ["cli", "exit_code", "main"]
 
@@ -35,30 +29,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         directory = getattr(exc.__cause__, "directory", None)
         kept = f"; the invocation directory is kept: {directory}" if directory else ""
         click.echo(f"twicerun: interrupted{kept}", err=True)
-        return EXIT_INTERRUPTED
+        return RunExit.INTERRUPTED
     except click.ClickException as exc:
         exc.show()
-        return EXIT_BAD_INPUT
+        return RunExit.BAD_INPUT
     except BadInput as exc:
         click.echo(neutralize(f"twicerun: {exc}"), err=True)
         if exc.directory:
             click.echo(f"twicerun: the invocation directory is kept: {exc.directory}", err=True)
-        return EXIT_BAD_INPUT
+        return RunExit.BAD_INPUT
     except StepCrashed as exc:
         click.echo(neutralize(f"twicerun: {exc}"), err=True)
         if exc.directory:
             click.echo(f"twicerun: the invocation directory is kept: {exc.directory}", err=True)
-        return EXIT_CRASHED
+        return RunExit.CRASHED
     except TwicerunError as exc:
         click.echo(neutralize(f"twicerun: {exc}"), err=True)
-        return EXIT_CRASHED
+        return RunExit.CRASHED
     except Exception as exc:  # a bug in twicerun: still "crashed", never "diverged"
         import traceback
 
         click.echo(neutralize(traceback.format_exc()), err=True, nl=False)
         click.echo(neutralize(f"twicerun: internal error: {type(exc).__name__}: {exc}"), err=True)
-        return EXIT_CRASHED
-    return value if isinstance(value, int) else EXIT_CLEAN
+        return RunExit.CRASHED
+    # Each verb returns its own enum; the process gets the integer.
+    return value if isinstance(value, int) else RunExit.CLEAN
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ import importlib
 import json
 import math
 import os
+import textwrap
 from collections.abc import Sequence
+from enum import IntEnum
 from pathlib import Path
 from typing import ClassVar
 
@@ -24,15 +26,8 @@ from twicerun.render.terminal import render_run
 from twicerun.result import Result
 from twicerun.runner.progress import ProgressEvent
 from twicerun.storage.atomic import write_bytes_atomic
+from twicerun.vocabulary.exits import MEANINGS, RunExit
 from twicerun.vocabulary.loop import Status
-
-EXIT_CLEAN = 0
-EXIT_DIVERGED = 1
-EXIT_BAD_INPUT = 2
-EXIT_CRASHED = 3
-EXIT_ONLY_AMPLIFIED = 4
-EXIT_AMPLIFIER_FAILED = 5
-EXIT_INTERRUPTED = 130
 
 # Bounds on flags a typo can make absurd. Runs: each keeps a copy of every artifact
 # until compared, and a study needs tens, not thousands. Threads: DuckDB starts one
@@ -41,21 +36,22 @@ MAX_RUNS = 1000
 MAX_THREADS = 4096
 THREADS = click.IntRange(min=1, max=MAX_THREADS)
 
-RUN_EXIT_CODES = """\b
-Exit codes:
-  0    every step agreed with itself wherever it was tested
-  1    a step gave a different answer on the pipeline's own input
-  2    bad input: the pipeline, a flag or an artifact name is wrong,
-       or a column type twicerun does not compare
-  3    a step raised in the loop, or twicerun itself failed; the
-       invocation directory is kept
-  4    a step gave a different answer only on an input an amplifier built
-  5    an amplifier failed, so a quiet step went without its stress test
-  130  interrupted (Ctrl-C); the invocation directory is kept
-"""
+
+def epilog(kind: type[IntEnum]) -> str:
+    """The `--help` section listing a verb's exit codes, from the vocabulary's own sentences."""
+    width = max(len(str(int(code))) for code in kind)
+    lines = ["\b", "Exit codes:"]
+    for code in kind:
+        wrapped = textwrap.wrap(MEANINGS[kind][code], 62)
+        lines.append(f"  {int(code):<{width}}  {wrapped[0]}")
+        lines += [f"  {'':<{width}}  {more}" for more in wrapped[1:]]
+    return "\n".join(lines) + "\n"
 
 
-def exit_code(result: Result) -> int:
+RUN_EXIT_CODES = epilog(RunExit)
+
+
+def exit_code(result: Result) -> RunExit:
     """The exit code a finished `run` or `judge` returns. The only place it is decided.
 
     Divergence on the user's own input outranks divergence on an input twicerun
@@ -64,12 +60,12 @@ def exit_code(result: Result) -> int:
     """
     statuses = {s.status for s in result.steps}
     if Status.DIVERGENT in statuses:
-        return EXIT_DIVERGED
+        return RunExit.DIVERGED
     if Status.STABLE_ON_THIS_INPUT in statuses:
-        return EXIT_ONLY_AMPLIFIED
+        return RunExit.ONLY_AMPLIFIED
     if Status.AMPLIFICATION_FAILED in statuses:
-        return EXIT_AMPLIFIER_FAILED
-    return EXIT_CLEAN
+        return RunExit.AMPLIFIER_FAILED
+    return RunExit.CLEAN
 
 
 class _Progress:

@@ -16,14 +16,12 @@ from pathlib import Path
 import click
 
 from twicerun.cli.app import (
-    EXIT_BAD_INPUT,
-    EXIT_CLEAN,
-    EXIT_DIVERGED,
     MAX_RUNS,
     THREADS,
     _Progress,
     check_directory_target,
     cli,
+    epilog,
 )
 from twicerun.errors import UsageError
 from twicerun.github import baseline as baseline_module
@@ -57,26 +55,16 @@ from twicerun.judge.policy import POLICIES, STRICT, Policy
 from twicerun.result import Result
 from twicerun.runner.loop import DEFAULT_RUN_DIR, DEFAULT_RUNS, LoopOptions, run_pipeline
 from twicerun.storage.atomic import write_bytes_atomic
+from twicerun.vocabulary.exits import BaselineExit, GateExit, PostExit
 from twicerun.vocabulary.gate import DEFAULT_FAIL_ON, FAIL_ON
 from twicerun.vocabulary.loop import Status
 
 DEFAULT_BASELINE = Path(".github/twicerun-baseline.json")
 DEFAULT_PIPELINES = "pipelines/*.py"
 
-# The gate's own exit codes: a failed check is not "diverged", and a missing
-# baseline is bad input, never a pass.
-GATE_PASSED = EXIT_CLEAN
-GATE_FAILED = EXIT_DIVERGED
-GATE_BAD_INPUT = EXIT_BAD_INPUT
-
-GATE_EXIT_CODES = """\b
-Exit codes:
-  0  no step failed the check (per --fail-on)
-  1  the check failed: a step got worse than on the baseline, or a
-     pipeline or step could not be compared with it
-  2  bad input, including a missing or unreadable baseline
-  3  a pipeline crashed, or twicerun failed
-"""
+# The gate's own exit codes (vocabulary/exits.py): a failed check is not "diverged",
+# and a missing baseline is bad input, never a pass.
+GATE_EXIT_CODES = epilog(GateExit)
 
 
 def _expand(patterns: Sequence[str]) -> list[str]:
@@ -131,8 +119,7 @@ def baseline() -> None:
 
 @baseline.command(
     "update",
-    epilog="Exit codes: 0 written; 2 bad input (including a baseline too small to decide); "
-    "3 a pipeline crashed.",
+    epilog=epilog(BaselineExit),
 )
 @click.argument("pipelines", nargs=-1)
 @click.option(
@@ -150,22 +137,38 @@ def baseline() -> None:
     "refused if the pipelines or the settings changed.",
 )
 @click.option(
-    "--runs", type=click.IntRange(min=2, max=MAX_RUNS), default=DEFAULT_RUNS, show_default=True
+    "--runs",
+    type=click.IntRange(min=2, max=MAX_RUNS),
+    default=DEFAULT_RUNS,
+    show_default=True,
+    help="Runs per trial; the gate must then measure with the same number.",
 )
 @click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
     default=DEFAULT_BASELINE,
     show_default=True,
+    help="The baseline file to write (atomically), committed for the gate to read.",
 )
-@click.option("--amplify/--no-amplify", default=True, show_default=True)
+@click.option(
+    "--amplify/--no-amplify",
+    default=True,
+    show_default=True,
+    help="Stress quiet steps in every trial; the gate must then do the same.",
+)
 @click.option(
     "--threads",
     type=THREADS,
     default=None,
     help="DuckDB threads; the gate measures at the baseline's count unless told otherwise.",
 )
-@click.option("--policy", type=click.Choice(POLICIES), default=STRICT, show_default=True)
+@click.option(
+    "--policy",
+    type=click.Choice(POLICIES),
+    default=STRICT,
+    show_default=True,
+    help="What counts as a difference; the gate must then judge alike.",
+)
 @click.option(
     "--alpha",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
@@ -185,6 +188,7 @@ def baseline() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     default=DEFAULT_RUN_DIR,
     show_default=True,
+    help="Where the trials' invocation directories go.",
 )
 def baseline_update(
     pipelines: tuple[str, ...],
@@ -233,7 +237,7 @@ def baseline_update(
         )
     if wanted == 0:
         click.echo(f"{output} already has {have} trials, the default; nothing to add")
-        return EXIT_CLEAN
+        return BaselineExit.WRITTEN
     options = LoopOptions(
         runs=runs, threads=threads, run_dir=run_dir, amplify=amplify, policy=Policy(policy)
     )
@@ -259,7 +263,7 @@ def baseline_update(
         f"wrote {output}: {len(keyed)} pipeline{'s' if len(keyed) != 1 else ''}, "
         f"{len(document.trials)} trials of {runs} runs" + (f" ({wanted} added)" if existing else "")
     )
-    return EXIT_CLEAN
+    return BaselineExit.WRITTEN
 
 
 def _gate_options(fn):
@@ -279,6 +283,7 @@ def _gate_options(fn):
                 type=click.Path(path_type=Path),
                 default=DEFAULT_BASELINE,
                 show_default=True,
+                help="The committed baseline (written by `twicerun baseline update`).",
             ),
             click.option(
                 "--baseline-source",
@@ -303,6 +308,7 @@ def _gate_options(fn):
                 type=click.IntRange(min=2, max=MAX_RUNS),
                 default=DEFAULT_RUNS,
                 show_default=True,
+                help="Runs per trial; a baseline measured with another number is not comparable.",
             ),
             click.option(
                 "--threads",
@@ -317,6 +323,7 @@ def _gate_options(fn):
                 type=click.Choice(POLICIES),
                 default=STRICT,
                 show_default=True,
+                help="What counts as a difference; a baseline judged otherwise is not comparable.",
             ),
             click.option(
                 "--fail-on",
@@ -361,6 +368,7 @@ def _gate_options(fn):
                 type=click.Path(file_okay=False, path_type=Path),
                 default=DEFAULT_RUN_DIR,
                 show_default=True,
+                help="Where the invocation directories go.",
             ),
             click.option(
                 "--json",
@@ -445,10 +453,10 @@ def _compare(
     )
 
 
-def _gate_exit(gate: Gate) -> int:
+def _gate_exit(gate: Gate) -> GateExit:
     if gate.baseline_error:
-        return GATE_BAD_INPUT
-    return GATE_FAILED if gate.regressions else GATE_PASSED
+        return GateExit.BAD_INPUT
+    return GateExit.FAILED if gate.regressions else GateExit.PASSED
 
 
 def _write_document(gate: Gate, path: Path) -> None:
@@ -457,7 +465,12 @@ def _write_document(gate: Gate, path: Path) -> None:
 
 @baseline.command("compare", epilog=GATE_EXIT_CODES)
 @_gate_options
-@click.option("--amplify/--no-amplify", default=True, show_default=True)
+@click.option(
+    "--amplify/--no-amplify",
+    default=True,
+    show_default=True,
+    help="Stress the steps the loop found quiet, as the baseline did.",
+)
 def baseline_compare(json_path, amplify, **options) -> int:
     """Run the pipelines once and decide, per step, how they compare with the baseline.
 
@@ -690,9 +703,7 @@ def _pull_request_number(event_path: str | None) -> int | None:
     return int(number) if number else None
 
 
-@cli.command(
-    "comment", epilog="Exit codes: 0 posted, edited or unchanged; 2 bad input; 3 GitHub refused."
-)
+@cli.command("comment", epilog=epilog(PostExit))
 @click.argument("body_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--number", type=click.IntRange(min=1), required=True, help="The pull request.")
 @click.option("--repository", envvar="GITHUB_REPOSITORY", required=True, help="OWNER/REPO.")
@@ -720,19 +731,20 @@ def comment_command(body_file: Path, number: int, repository: str) -> int:
     )
     if posted.action == "written-to-file":
         click.echo(f"twicerun: GitHub refused the comment ({posted.reason})", err=True)
-        return 3
+        return PostExit.FAILED
     click.echo(f"twicerun: comment {posted.action}: {posted.url}")
-    return EXIT_CLEAN
+    return PostExit.DONE
 
 
-@cli.command(
-    "post",
-    epilog="\b\nExit codes:\n  0  posted, edited or unchanged\n  2  refused: the document or "
-    "the event is not what it must be\n  3  GitHub refused the comment",
-)
+@cli.command("post", epilog=epilog(PostExit))
 @click.argument("document", type=click.Path(exists=True, path_type=Path))
 @click.option("--repository", envvar="GITHUB_REPOSITORY", required=True, help="OWNER/REPO.")
-@click.option("--comment-id", envvar="TWICERUN_COMMENT_ID", default=None)
+@click.option(
+    "--comment-id",
+    envvar="TWICERUN_COMMENT_ID",
+    default=None,
+    help="The sticky comment's identity, as the gate that wrote the document used it.",
+)
 def post(document: Path, repository: str, comment_id: str | None) -> int:
     """Post the comment of a gate DOCUMENT that a pull request's run left as an artifact
     (the file, or the directory the artifact was downloaded into).
@@ -799,6 +811,6 @@ def post(document: Path, repository: str, comment_id: str | None) -> int:
     )
     if posted.action in ("written-to-file", "failed"):
         click.echo(f"twicerun: GitHub refused the comment ({posted.reason})", err=True)
-        return 3
+        return PostExit.FAILED
     click.echo(f"twicerun: comment {posted.action}: {posted.url}")
-    return EXIT_CLEAN
+    return PostExit.DONE

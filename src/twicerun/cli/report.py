@@ -8,20 +8,14 @@ from pathlib import Path
 
 import click
 
-from twicerun.cli.app import EXIT_CLEAN, EXIT_DIVERGED, cli
+from twicerun.cli.app import cli, epilog
 from twicerun.errors import UsageError
 from twicerun.render.markers import MarkerError, find_blocks, stale, update
 from twicerun.render.tables import BUILDERS, Artifact, render_tables, renders
 from twicerun.storage.atomic import write_bytes_atomic
+from twicerun.vocabulary.exits import ReportExit
 
-REPORT_EXIT_CODES = """\b
-Exit codes:
-  0  rendered; with --check, every block matches; with --update, done
-  1  --check: a block is stale (it is named, with a diff)
-  2  bad input: an artifact unreadable, markers that do not pair, or
-     the marker blocks in the file and the tables the artifacts render
-     differ (both sides are named)
-"""
+REPORT_EXIT_CODES = epilog(ReportExit)
 
 
 def _read_text(path: Path) -> str:
@@ -139,7 +133,7 @@ def report(
             click.echo(
                 "\n".join(t.markdown() if fmt == "md" else t.text() for t in chosen), nl=False
             )
-        return EXIT_CLEAN
+        return ReportExit.RENDERED
     text = _read_text(target)
     try:
         blocks = find_blocks(text, str(target))
@@ -168,7 +162,7 @@ def report(
                 err=True,
             )
             click.echo(diff, err=True, nl=False)
-        return EXIT_DIVERGED if old else EXIT_CLEAN
+        return ReportExit.STALE if old else ReportExit.RENDERED
     new_text, changed = update(text, rendered, str(target))
     if changed:
         try:
@@ -178,4 +172,4 @@ def report(
                 f"{target} could not be rewritten ({exc.strerror or exc}); it is unchanged"
             ) from exc
         click.echo(f"{target}: rewrote {', '.join(changed)}")
-    return EXIT_CLEAN
+    return ReportExit.RENDERED

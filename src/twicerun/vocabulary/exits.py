@@ -40,8 +40,17 @@ class ReportExit(IntEnum):
     BAD_INPUT = 2
 
 
+class BaselineExit(IntEnum):
+    """`baseline update`."""
+
+    WRITTEN = 0
+    BAD_INPUT = 2
+    CRASHED = 3
+    INTERRUPTED = 130
+
+
 class PostExit(IntEnum):
-    """`post`, `comment` and `baseline update`."""
+    """`post` and `comment`."""
 
     DONE = 0
     BAD_INPUT = 2
@@ -49,29 +58,46 @@ class PostExit(IntEnum):
     INTERRUPTED = 130
 
 
-MEANINGS: dict[IntEnum, str] = {
-    RunExit.CLEAN: "every step agreed with itself wherever it was tested",
-    RunExit.DIVERGED: "a step gave a different answer on the pipeline's own input",
-    RunExit.BAD_INPUT: "bad input: the pipeline, a flag or an artifact name is wrong, "
-    "or a column type twicerun does not compare",
-    RunExit.CRASHED: "a step raised in the loop, or twicerun itself failed; the "
-    "invocation directory is kept",
-    RunExit.ONLY_AMPLIFIED: "a step gave a different answer only on an input an amplifier built",
-    RunExit.AMPLIFIER_FAILED: "an amplifier failed, so a quiet step went without its stress test",
-    RunExit.INTERRUPTED: "interrupted (Ctrl-C); the invocation directory is kept",
-    GateExit.PASSED: "no step failed the check (per --fail-on)",
-    GateExit.FAILED: "the check failed: a step got worse than on the baseline, or a "
-    "pipeline or step could not be compared with it",
-    GateExit.BAD_INPUT: "bad input, including a missing or unreadable baseline",
-    GateExit.CRASHED: "a pipeline crashed, or twicerun failed",
-    GateExit.INTERRUPTED: "interrupted (Ctrl-C)",
-    ReportExit.RENDERED: "rendered; with --check, every block matches; with --update, done",
-    ReportExit.STALE: "--check: a block is stale (it is named, with a diff)",
-    ReportExit.BAD_INPUT: "bad input: an artifact unreadable, markers that do not pair, or "
-    "the marker blocks in the file and the tables the artifacts render differ (both "
-    "sides are named)",
-    PostExit.DONE: "done",
-    PostExit.BAD_INPUT: "bad input: a missing document, token, repository or pull request",
-    PostExit.FAILED: "GitHub refused or could not be reached, after retries",
-    PostExit.INTERRUPTED: "interrupted (Ctrl-C)",
+# Integer values repeat across verbs (0 is every verb's success), so the sentences are
+# kept per enum: an IntEnum member hashes as its integer.
+MEANINGS: dict[type[IntEnum], dict[int, str]] = {
+    RunExit: {
+        RunExit.CLEAN: "every step agreed with itself wherever it was tested",
+        RunExit.DIVERGED: "a step gave a different answer on the pipeline's own input",
+        RunExit.BAD_INPUT: "bad input: the pipeline, a flag or an artifact name is wrong, "
+        "or a column type twicerun does not compare",
+        RunExit.CRASHED: "a step raised in the loop, or twicerun itself failed; the "
+        "invocation directory is kept",
+        RunExit.ONLY_AMPLIFIED: "a step gave a different answer only on an input an amplifier built",
+        RunExit.AMPLIFIER_FAILED: "an amplifier failed, so a quiet step went without its stress test",
+        RunExit.INTERRUPTED: "interrupted (Ctrl-C); the invocation directory is kept",
+    },
+    GateExit: {
+        GateExit.PASSED: "no step failed the check (per --fail-on)",
+        GateExit.FAILED: "the check failed: a step got worse than on the baseline, or a "
+        "pipeline or step could not be compared with it",
+        GateExit.BAD_INPUT: "bad input, including a missing or unreadable baseline",
+        GateExit.CRASHED: "a pipeline crashed, or twicerun failed",
+        GateExit.INTERRUPTED: "interrupted (Ctrl-C)",
+    },
+    ReportExit: {
+        ReportExit.RENDERED: "rendered; with --check, every block matches; with --update, done",
+        ReportExit.STALE: "--check: a block is stale (it is named, with a diff)",
+        ReportExit.BAD_INPUT: "bad input: an artifact unreadable, markers that do not pair, or "
+        "the marker blocks in the file and the tables the artifacts render differ (both "
+        "sides are named)",
+    },
+    BaselineExit: {
+        BaselineExit.WRITTEN: "written, or already holding the trials asked for",
+        BaselineExit.BAD_INPUT: "bad input, including a baseline too small for the gate ever "
+        "to find a step worse",
+        BaselineExit.CRASHED: "a pipeline crashed, or twicerun failed",
+        BaselineExit.INTERRUPTED: "interrupted (Ctrl-C); nothing is written",
+    },
+    PostExit: {
+        PostExit.DONE: "posted, edited, or already current",
+        PostExit.BAD_INPUT: "bad input: a missing document, token, repository or pull request",
+        PostExit.FAILED: "GitHub refused or could not be reached, after retries",
+        PostExit.INTERRUPTED: "interrupted (Ctrl-C)",
+    },
 }
