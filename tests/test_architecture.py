@@ -31,7 +31,7 @@ def room_of(module: str) -> str | None:
 
 
 # Shared leaves every room may import: types, words and a version string.
-LEAVES = {"errors", "vocabulary", "_version"}
+LEAVES = {"errors", "vocabulary", "sql", "_version"}
 
 
 def imports_of(path) -> set[str]:
@@ -40,6 +40,8 @@ def imports_of(path) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module == "twicerun":
+            found.update(f"twicerun.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
     return found

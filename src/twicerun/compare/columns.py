@@ -26,6 +26,7 @@ from typing import Any
 
 import duckdb
 
+from twicerun import sql
 from twicerun.compare import floats
 from twicerun.errors import UnsupportedColumn
 
@@ -94,10 +95,6 @@ class Column:
     cls: ColumnClass
 
 
-def quote_identifier(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def _children(t: duckdb.DuckDBPyType) -> list[tuple[str, Any]]:
     try:
         return list(t.children)
@@ -164,7 +161,7 @@ def rewrite_floats(
         return f"list_transform({expr}, lambda {var}: {inner(var, child)})"
     if t.id == "struct":
         fields = ", ".join(
-            f"{quote_identifier(k)} := {inner(f'({expr}).{quote_identifier(k)}', v)}"
+            f"{sql.identifier(k)} := {inner(f'({expr}).{sql.identifier(k)}', v)}"
             for k, v in _nested_members(t)
         )
         return f"(CASE WHEN ({expr}) IS NULL THEN NULL ELSE struct_pack({fields}) END)"
@@ -175,7 +172,7 @@ def rewrite_floats(
         return f"list_transform(map_entries({expr}), lambda {var}: struct_pack(k := {key}, v := {value}))"
     if t.id == "union":
         parts = ", ".join(
-            f"{quote_identifier(k)} := {inner(f'union_extract({expr}, {_sql_string(k)})', v)}"
+            f"{sql.identifier(k)} := {inner(f'union_extract({expr}, {sql.string(k)})', v)}"
             for k, v in _nested_members(t)
         )
         return f"(CASE WHEN ({expr}) IS NULL THEN NULL ELSE struct_pack(tag := union_tag({expr}), {parts}) END)"
@@ -197,7 +194,3 @@ def contains_float(t: duckdb.DuckDBPyType) -> bool:
     if t.id in NESTED_IDS:
         return any(contains_float(child) for _, child in _nested_members(t))
     return False
-
-
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import duckdb
 
-from twicerun.compare.columns import canonical_expr, classify, quote_identifier
+from twicerun import sql
+from twicerun.compare.columns import canonical_expr, classify
 
 _SALT = "'twicerun/canonical/2'"
 
@@ -42,7 +43,7 @@ def bytes_digest(path: Path) -> str:
 
 
 def parquet_source(path: Path) -> str:
-    return "read_parquet('" + str(path).replace("'", "''") + "')"
+    return sql.parquet(path)
 
 
 def canonical_digest(
@@ -53,7 +54,7 @@ def canonical_digest(
     columns = [classify(n, t) for n, t in zip(relation.columns, relation.types, strict=True)]
     schema = [[c.name, c.type] for c in columns]
     encoded = [
-        canonical_expr(quote_identifier(n), t)
+        canonical_expr(sql.identifier(n), t)
         for n, t in zip(relation.columns, relation.types, strict=True)
     ]
     row = ", ".join(encoded)

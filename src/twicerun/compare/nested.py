@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import duckdb
 
+from twicerun import sql
 from twicerun.compare.columns import (
     FLOAT_IDS,
     _nested_members,
     contains_float,
-    quote_identifier,
     rewrite_floats,
 )
 
@@ -51,7 +51,7 @@ def skeleton(expr: str, t: duckdb.DuckDBPyType) -> str:
 
 
 def _union_member(expr: str, member: str) -> str:
-    return f"union_extract({expr}, '{member.replace(chr(39), chr(39) * 2)}')"
+    return f"union_extract({expr}, {sql.string(member)})"
 
 
 def leaves(expr: str, t: duckdb.DuckDBPyType, path: str, depth: int = 0) -> list[Leaf]:
@@ -72,7 +72,7 @@ def leaves(expr: str, t: duckdb.DuckDBPyType, path: str, depth: int = 0) -> list
         return found
     if t.id == "struct":
         for k, c in _nested_members(t):
-            found.extend(leaves(f"({expr}).{quote_identifier(k)}", c, f"{path}.{k}", depth + 1))
+            found.extend(leaves(f"({expr}).{sql.identifier(k)}", c, f"{path}.{k}", depth + 1))
         return found
     if t.id == "map":
         members = dict(_nested_members(t))

@@ -23,13 +23,13 @@ from pathlib import Path
 
 import duckdb
 
+from twicerun import sql
 from twicerun.compare import floats
 from twicerun.compare.columns import (
     TIMESTAMP_IDS,
     ColumnClass,
     canonical_expr,
     classify,
-    quote_identifier,
 )
 from twicerun.compare.digest import parquet_source
 from twicerun.compare.findings import (
@@ -57,7 +57,7 @@ class _Column:
 
     @property
     def sql(self) -> str:
-        return quote_identifier(self.name)
+        return sql.identifier(self.name)
 
 
 def _columns(con: duckdb.DuckDBPyConnection, path: Path) -> list[_Column]:

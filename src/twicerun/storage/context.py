@@ -19,6 +19,7 @@ from typing import Any
 
 import duckdb
 
+from twicerun import sql
 from twicerun.errors import ContractError
 from twicerun.storage.atomic import atomic_path
 from twicerun.storage.receipts import ReadRecord
@@ -82,10 +83,6 @@ def _suggest(name: Any) -> str:
     return f"_{text}" if text[0].isdigit() else text
 
 
-def _quote_path(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
-
-
 class StepContext:
     """The `ctx` of one execution of one step."""
 
@@ -126,7 +123,7 @@ class StepContext:
         if ref is None:
             raise ContractError(self._unknown_read(name))
         self._con.execute(
-            f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote_path(ref.path)})'
+            f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({sql.string(ref.path)})'
         )
         if name not in self._read_names:
             self._read_names.add(name)
@@ -155,7 +152,7 @@ class StepContext:
         ref = self._state_source(name)
         if ref is not None:
             self._con.execute(
-                f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote_path(ref.path)})'
+                f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({sql.string(ref.path)})'
             )
             rows = ref.rows
             run, index = ref.run, ref.step_index
@@ -229,7 +226,7 @@ class StepContext:
         return None
 
     def _write_parquet(self, name: str, data: Any, target: Path) -> None:
-        destination = _quote_path(target)
+        destination = sql.string(target)
         if isinstance(data, str):
             if _OUTSIDE_READ.search(data):
                 self.output.sql_outside_ctx.append(" ".join(data.split())[:200])

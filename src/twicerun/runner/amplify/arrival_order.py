@@ -14,13 +14,13 @@ from pathlib import Path
 
 import duckdb
 
+from twicerun import sql
 from twicerun.runner.amplify.base import Applied, Declined, Outcome, copy_ordered, numbered
 
 
 def _row_groups(con: duckdb.DuckDBPyConnection, source: Path) -> list[tuple[int, int]]:
-    path = str(source).replace("'", "''")
     sizes = con.execute(
-        f"SELECT row_group_id, any_value(row_group_num_rows) FROM parquet_metadata('{path}') "
+        f"SELECT row_group_id, any_value(row_group_num_rows) FROM parquet_metadata({sql.string(source)}) "
         f"GROUP BY row_group_id ORDER BY row_group_id"
     ).fetchall()
     spans, start = [], 0
@@ -33,8 +33,7 @@ def _row_groups(con: duckdb.DuckDBPyConnection, source: Path) -> list[tuple[int,
 def reorder(
     con: duckdb.DuckDBPyConnection, source: Path, target: Path, *, artifact: str, variant: int
 ) -> Outcome:
-    path = str(source).replace("'", "''")
-    (rows,) = con.execute(f"SELECT count(*) FROM read_parquet('{path}')").fetchone()
+    (rows,) = con.execute(f"SELECT count(*) FROM {sql.parquet(source)}").fetchone()
     if rows <= 1:
         return Declined(f"{artifact} has {rows} row{'s' if rows != 1 else ''}, so no other order")
     source_rows = f"(SELECT * FROM {numbered(source)})"

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import duckdb
 
-from twicerun.compare.columns import ColumnClass, classify, quote_identifier
+from twicerun import sql
+from twicerun.compare.columns import ColumnClass, classify
 from twicerun.compare.digest import parquet_source
 from twicerun.storage.atomic import atomic_path
 
@@ -38,7 +39,7 @@ class ColumnFacts:
 
     @property
     def sql(self) -> str:
-        return quote_identifier(self.name)
+        return sql.identifier(self.name)
 
 
 _FACTS: dict[tuple[str, int, int], tuple[int, list[ColumnFacts]]] = {}
@@ -60,7 +61,7 @@ def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> tuple[int, lis
 def _count(con: duckdb.DuckDBPyConnection, source: Path) -> tuple[int, list[ColumnFacts]]:
     relation = con.sql(f"SELECT * FROM {parquet_source(source)}")
     names, types = relation.columns, relation.types
-    counts = ", ".join(f"count(DISTINCT {quote_identifier(n)})" for n in names)
+    counts = ", ".join(f"count(DISTINCT {sql.identifier(n)})" for n in names)
     row = con.execute(f"SELECT count(*), {counts} FROM {parquet_source(source)}").fetchone()
     facts = [
         ColumnFacts(n, t, classify(n, t).cls, int(d))
@@ -80,12 +81,9 @@ def copy_ordered(con: duckdb.DuckDBPyConnection, query: str, target: Path) -> No
     # Through a temporary name: an interrupted write never leaves a short file under
     # the final one for a series to read.
     with atomic_path(target, fsync=False) as temporary:
-        con.execute(
-            f"COPY ({query}) TO '{str(temporary).replace(chr(39), chr(39) * 2)}' (FORMAT parquet)"
-        )
+        con.execute(f"COPY ({query}) TO {sql.string(temporary)} (FORMAT parquet)")
 
 
 def numbered(source: Path) -> str:
     """The source with its exact position in the file as `file_row_number`."""
-    path = str(source).replace("'", "''")
-    return f"read_parquet('{path}', file_row_number = true)"
+    return sql.parquet(source, file_row_number="true")

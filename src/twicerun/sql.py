@@ -1,0 +1,25 @@
+"""Quoting for the SQL twicerun writes itself: one place, so no caller gets it slightly wrong.
+
+A leaf like `errors`: every room may import it. Paths and names come from the
+user's disk and pipeline, so they are always quoted, never pasted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def string(text: str | Path) -> str:
+    """A SQL string literal holding exactly `text`."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+def identifier(name: str) -> str:
+    """A quoted identifier naming exactly `name`, whatever characters it holds."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def parquet(path: str | Path, **options: str) -> str:
+    """`read_parquet(...)` over one file, with options passed as written (`x = true`)."""
+    extra = "".join(f", {key} = {value}" for key, value in options.items())
+    return f"read_parquet({string(path)}{extra})"
