@@ -56,9 +56,9 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
     if "--digests-only" in extra:
         _without_the_oracle()
     from twicerun.compare import digest as digest_module
-    from twicerun.runner import comparison as comparison_module
     from twicerun.runner import execute as execute_module
     from twicerun.runner import loop as loop_module
+    from twicerun.runner import settle_step as comparison_module
     from twicerun.runner.loop import LoopOptions, run_pipeline
     from twicerun.storage import context as context_module
 
@@ -140,7 +140,7 @@ def _without_the_oracle() -> None:
     """
     from twicerun.compare.findings import ArtifactFindings
     from twicerun.compare.pair import BOTH
-    from twicerun.runner import comparison as comparison_module
+    from twicerun.runner import settle_step as comparison_module
 
     def unmeasured(con, name, reference, later, **_):
         return ArtifactFindings(name, BOTH, [], 0, 0, [])

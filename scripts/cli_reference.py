@@ -61,8 +61,7 @@ def block_name(path: str) -> str:
 def rendered() -> dict[str, str]:
     """Block name -> the Markdown that belongs between its markers."""
     return {
-        block_name(path): f"```text\n{help_text(path).rstrip()}\n```"
-        for path in ["", *commands()]
+        block_name(path): f"```text\n{help_text(path).rstrip()}\n```" for path in ["", *commands()]
     }
 
 

@@ -16,11 +16,11 @@ from pathlib import Path
 from twicerun.judge.policy import Policy
 from twicerun.pipeline import Pipeline, Step
 from twicerun.result import Series
-from twicerun.runner.amplification import Stressed, amplify
 from twicerun.runner.execute import execute_step
 from twicerun.runner.records import Records
 from twicerun.runner.scoring import score_series
 from twicerun.runner.series import Workbench, discard_directory, run_series
+from twicerun.runner.stress import Stressed, amplify
 from twicerun.storage.context import Connections, open_connection
 from twicerun.storage.janitor import Janitor
 from twicerun.storage.layout import LOOP, Invocation, RunAddress

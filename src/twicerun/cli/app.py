@@ -68,7 +68,7 @@ def exit_code(result: Result) -> RunExit:
     return RunExit.CLEAN
 
 
-class _Progress:
+class Progress:
     """One line on stderr, rewritten in place; silent when stderr is not a terminal."""
 
     def __init__(self, enabled: bool):
@@ -91,7 +91,7 @@ class _Progress:
             self.shown = False
 
 
-def _policy_options(fn):
+def policy_options(fn):
     """--policy, --tolerance-rel and --tolerance-ulps, shared by run and judge."""
     fn = click.option(
         "--tolerance-ulps",
@@ -166,7 +166,7 @@ def check_directory_target(path: Path, flag: str) -> None:
         raise UsageError(f"{flag} {path}: {ancestor} cannot be written to; name another path")
 
 
-def _emit(result: Result, json_path: str | None) -> None:
+def emit(result: Result, json_path: str | None) -> None:
     """The report first, then the file: a path that fails at the last moment loses nothing."""
     if json_path == "-":
         click.echo(result.to_json(), nl=False)
@@ -188,7 +188,7 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
     return value
 
 
-def _parse_seeds(values: Sequence[str]) -> dict[str, int]:
+def parse_seeds(values: Sequence[str]) -> dict[str, int]:
     seeds = {}
     for value in values:
         step, sep, number = value.partition("=")

@@ -18,7 +18,7 @@ import click
 from twicerun.cli.app import (
     MAX_RUNS,
     THREADS,
-    _Progress,
+    Progress,
     check_directory_target,
     cli,
     epilog,
@@ -105,7 +105,7 @@ def _create_command(pipelines: Sequence[str], output: Path) -> str:
 
 
 def _run_all(keyed: dict[str, str], options: LoopOptions) -> dict[str, Result]:
-    progress = _Progress(enabled=os.isatty(2))
+    progress = Progress(enabled=os.isatty(2))
     try:
         return {key: run_pipeline(path, options, progress) for key, path in keyed.items()}
     finally:

@@ -11,14 +11,14 @@ from twicerun.cli.app import (
     MAX_RUNS,
     RUN_EXIT_CODES,
     THREADS,
-    _emit,
-    _parse_seeds,
-    _policy_options,
-    _Progress,
+    Progress,
     check_directory_target,
     check_json_target,
     cli,
+    emit,
     exit_code,
+    parse_seeds,
+    policy_options,
 )
 from twicerun.judge.policy import Policy
 from twicerun.runner.keys import parse_keys
@@ -100,7 +100,7 @@ from twicerun.runner.rescore import rejudge, resolve_invocation
     help="Keep, for each step, the latest later run's copy of any artifact that differed from "
     "run 1 (by default only run 1's artifacts stay: the findings are in the Result).",
 )
-@_policy_options
+@policy_options
 def run(
     pipeline: Path,
     runs: int,
@@ -139,24 +139,24 @@ def run(
         containment=containment,
         run_dir=run_dir,
         keep=keep,
-        seeds=_parse_seeds(seeds),
+        seeds=parse_seeds(seeds),
         keys=parse_keys(keys),
         policy=Policy(policy, tolerance_rel, tolerance_ulps),
         amplify=amplify,
         keep_copies=keep_copies,
     )
-    progress = _Progress(enabled=sys.stderr.isatty())
+    progress = Progress(enabled=sys.stderr.isatty())
     try:
         result = run_pipeline(pipeline, options, progress)
     finally:
         progress.clear()
-    _emit(result, json_path)
+    emit(result, json_path)
     return exit_code(result)
 
 
 @cli.command(epilog=RUN_EXIT_CODES)
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@_policy_options
+@policy_options
 @click.option(
     "--json",
     "json_path",
@@ -180,5 +180,5 @@ def judge(
     invocation = resolve_invocation(run_dir)
     check_json_target(json_path, protected=[invocation.root])
     result = rejudge(invocation, Policy(policy, tolerance_rel, tolerance_ulps))
-    _emit(result, json_path)
+    emit(result, json_path)
     return exit_code(result)

@@ -102,7 +102,7 @@ def _children(t: duckdb.DuckDBPyType) -> list[tuple[str, Any]]:
         return []
 
 
-def _nested_members(t: duckdb.DuckDBPyType) -> list[tuple[str, duckdb.DuckDBPyType]]:
+def nested_members(t: duckdb.DuckDBPyType) -> list[tuple[str, duckdb.DuckDBPyType]]:
     """The typed children of a nested type (the union's tag and the array's size left out)."""
     if t.id in ("list", "array"):
         return [(k, v) for k, v in _children(t) if k == "child"]
@@ -118,7 +118,7 @@ def _check(t: duckdb.DuckDBPyType, where: str) -> bool:
     if t.id in FLOAT_IDS:
         return True
     if t.id in NESTED_IDS:
-        inner = [_check(child, f"{where}.{key}") for key, child in _nested_members(t)]
+        inner = [_check(child, f"{where}.{key}") for key, child in nested_members(t)]
         return any(inner)
     raise UnsupportedColumn(
         f"column {where} has type {t}, which twicerun does not know how to compare; "
@@ -157,23 +157,23 @@ def rewrite_floats(
         return rewrite_floats(e, child, on_float, depth + 1)
 
     if t.id in ("list", "array"):
-        ((_, child),) = _nested_members(t)
+        ((_, child),) = nested_members(t)
         return f"list_transform({expr}, lambda {var}: {inner(var, child)})"
     if t.id == "struct":
         fields = ", ".join(
             f"{sql.identifier(k)} := {inner(f'({expr}).{sql.identifier(k)}', v)}"
-            for k, v in _nested_members(t)
+            for k, v in nested_members(t)
         )
         return f"(CASE WHEN ({expr}) IS NULL THEN NULL ELSE struct_pack({fields}) END)"
     if t.id == "map":
-        members = dict(_nested_members(t))
+        members = dict(nested_members(t))
         key = inner(f"{var}.key", members["key"])
         value = inner(f"{var}.value", members["value"])
         return f"list_transform(map_entries({expr}), lambda {var}: struct_pack(k := {key}, v := {value}))"
     if t.id == "union":
         parts = ", ".join(
             f"{sql.identifier(k)} := {inner(f'union_extract({expr}, {sql.string(k)})', v)}"
-            for k, v in _nested_members(t)
+            for k, v in nested_members(t)
         )
         return f"(CASE WHEN ({expr}) IS NULL THEN NULL ELSE struct_pack(tag := union_tag({expr}), {parts}) END)"
     raise UnsupportedColumn(f"no encoding for type {t}")  # unreachable after _check
@@ -192,5 +192,5 @@ def contains_float(t: duckdb.DuckDBPyType) -> bool:
     if t.id in FLOAT_IDS:
         return True
     if t.id in NESTED_IDS:
-        return any(contains_float(child) for _, child in _nested_members(t))
+        return any(contains_float(child) for _, child in nested_members(t))
     return False

@@ -12,6 +12,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from twicerun.vocabulary.loop import UNMATCHED_FIELDS
+
 
 def json_float(value: float | None) -> float | str | None:
     """A float JSON can hold: non-finite values become the strings Python's float() reads."""
@@ -108,7 +110,7 @@ class ArtifactFindings:
 
     @property
     def unmatched(self) -> int:
-        return self.missing + self.extra + self.multiplicity_missing + self.multiplicity_extra
+        return sum(getattr(self, name) for name in UNMATCHED_FIELDS)
 
     @property
     def keyless(self) -> bool:

@@ -25,8 +25,8 @@ import duckdb
 from twicerun import sql
 from twicerun.compare.columns import (
     FLOAT_IDS,
-    _nested_members,
     contains_float,
+    nested_members,
     rewrite_floats,
 )
 
@@ -63,7 +63,7 @@ def leaves(expr: str, t: duckdb.DuckDBPyType, path: str, depth: int = 0) -> list
     v = _var(depth)
     found: list[Leaf] = []
     if t.id in ("list", "array"):
-        ((_, child),) = _nested_members(t)
+        ((_, child),) = nested_members(t)
         for leaf in leaves(v, child, f"{path}[]", depth + 1):
             inner = f"list_transform({expr}, lambda {v}: {leaf.expr})"
             found.append(
@@ -71,11 +71,11 @@ def leaves(expr: str, t: duckdb.DuckDBPyType, path: str, depth: int = 0) -> list
             )
         return found
     if t.id == "struct":
-        for k, c in _nested_members(t):
+        for k, c in nested_members(t):
             found.extend(leaves(f"({expr}).{sql.identifier(k)}", c, f"{path}.{k}", depth + 1))
         return found
     if t.id == "map":
-        members = dict(_nested_members(t))
+        members = dict(nested_members(t))
         for part, getter in (("key", "map_keys"), ("value", "map_values")):
             for leaf in leaves(v, members[part], f"{path}.{part}[]", depth + 1):
                 inner = f"list_transform({getter}({expr}), lambda {v}: {leaf.expr})"
@@ -89,7 +89,7 @@ def leaves(expr: str, t: duckdb.DuckDBPyType, path: str, depth: int = 0) -> list
                 )
         return found
     if t.id == "union":
-        for k, c in _nested_members(t):
+        for k, c in nested_members(t):
             found.extend(leaves(_union_member(expr, k), c, f"{path}.{k}", depth + 1))
         return found
     return found

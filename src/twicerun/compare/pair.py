@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 BOTH = "both"
 REFERENCE_ONLY = "reference only"
@@ -52,6 +52,25 @@ class PairOutcome:
 Oracle = Callable[[Side | None, Side | None], dict[str, Any]]
 
 
+class Digested(Protocol):
+    bytes_digest: str
+    canonical_digest: str
+
+
+def same_rows(a: Digested, b: Digested) -> str | None:
+    """What proves two copies hold the same rows (BY_BYTES, BY_CANONICAL), or None.
+
+    The one definition of sameness: the loop's pairs, the pruning of copies
+    identical to run 1, and the verdicts over recorded runs all ask it.
+    """
+    if a.bytes_digest == b.bytes_digest:
+        return BY_BYTES
+    # An empty canonical digest was never computed, and two of them prove nothing.
+    if a.canonical_digest and a.canonical_digest == b.canonical_digest:
+        return BY_CANONICAL
+    return None
+
+
 def settle(reference: Side | None, later: Side | None, oracle: Oracle | None = None) -> PairOutcome:
     """Compare one artifact across two runs, reading rows only when the digests disagree."""
     if reference is None and later is None:
@@ -71,11 +90,9 @@ def settle(reference: Side | None, later: Side | None, oracle: Oracle | None = N
     common = dict(
         name=reference.name, presence=BOTH, reference_rows=reference.rows, later_rows=later.rows
     )
-    if reference.bytes_digest == later.bytes_digest:
-        return PairOutcome(settled_by=BY_BYTES, differs=False, **common)
-    # An empty canonical digest was never computed, and two of them prove nothing.
-    if reference.canonical_digest and reference.canonical_digest == later.canonical_digest:
-        return PairOutcome(settled_by=BY_CANONICAL, differs=False, **common)
+    proof = same_rows(reference, later)
+    if proof is not None:
+        return PairOutcome(settled_by=proof, differs=False, **common)
     findings = oracle(reference, later) if oracle is not None else None
     return PairOutcome(
         settled_by=BY_ORACLE if oracle is not None else BY_CANONICAL,

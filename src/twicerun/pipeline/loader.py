@@ -138,14 +138,21 @@ def _import(path: Path, digest: str) -> ModuleType:
     return module
 
 
-def _line_in(exc: BaseException, path: Path) -> str:
-    resolved = str(path.resolve())
+def line_in(exc: BaseException, path: str | Path) -> int | None:
+    """The deepest line of `path` in the exception's traceback: where the pipeline's own
+    code was when it raised. None when the file is not in the traceback."""
+    resolved = Path(path).resolve()
     lines = [
         frame.lineno
         for frame in traceback.extract_tb(exc.__traceback__)
-        if str(Path(frame.filename).resolve()) == resolved
+        if Path(frame.filename).resolve() == resolved
     ]
-    return f":{lines[-1]}" if lines else ""
+    return lines[-1] if lines else None
+
+
+def _line_in(exc: BaseException, path: Path) -> str:
+    line = line_in(exc, path)
+    return f":{line}" if line is not None else ""
 
 
 def _listed_steps(module: ModuleType, path: Path) -> list[Callable[..., Any]]:

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from twicerun.result import StepResult
-
-UNMATCHED = ("missing", "extra", "multiplicity_missing", "multiplicity_extra")
+from twicerun.result import StepResult, unmatched
 
 
 def number(n: int | None) -> str:
@@ -45,10 +43,6 @@ def relative(v: float | str | None) -> str:
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
-
-
-def _unmatched(f: dict[str, Any]) -> int:
-    return sum(f.get(k, 0) for k in UNMATCHED)
 
 
 def _per_artifact(step: StepResult) -> dict[str, list[tuple[int, dict[str, Any]]]]:
@@ -96,7 +90,7 @@ def _artifact_lines(
             parts.append("columns reordered")
         lines.append(f"{name}: schema changed: {'; '.join(parts)}")
 
-    run, worst = max(both, key=lambda item: _unmatched(item[1]))
+    run, worst = max(both, key=lambda item: unmatched(item[1]))
     if worst.get("not_compared"):
         lines.append(
             f"{name}: matched on {', '.join(worst['key'])} (--key); "
@@ -125,7 +119,7 @@ def _artifact_lines(
             f"{number(worst['later_rows'])} in run {run})"
         )
     explained = [f for _, f in both if f.get("attribution")]
-    attribution = max(explained, key=_unmatched)["attribution"] if explained else None
+    attribution = max(explained, key=unmatched)["attribution"] if explained else None
     if attribution:
         line = _attribution_line(attribution)
         if line:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from twicerun.vocabulary.loop import Cause, Difference, Hint, Status
+from twicerun.vocabulary.loop import UNMATCHED_FIELDS, Cause, Difference, Hint, Status
 
 SCHEMA = "twicerun.result/1"
 SCHEMA_FAMILY = "twicerun.result/"
@@ -41,6 +41,11 @@ class Environment:
     twicerun: str
 
 
+def unmatched(findings: dict[str, Any]) -> int:
+    """Rows of either side that found no partner, from an artifact's recorded findings."""
+    return sum(findings.get(k, 0) for k in UNMATCHED_FIELDS)
+
+
 @dataclass(frozen=True)
 class ArtifactOutcome:
     """One artifact in one comparison of a later run against run 1."""
@@ -52,6 +57,11 @@ class ArtifactOutcome:
     reference_rows: int | None = None
     later_rows: int | None = None
     findings: dict[str, Any] | None = None
+
+    @property
+    def unmatched(self) -> int:
+        """Rows of either side that found no partner; 0 where nothing was measured."""
+        return unmatched(self.findings or {})
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import duckdb
 from twicerun.compare.digest import Digests, digests
 from twicerun.errors import BadInput, ContractError, StepCrashed, UnsupportedColumn
 from twicerun.pipeline import Step
+from twicerun.pipeline.loader import line_in
 from twicerun.runner.interrupts import reraise_if_requested
 from twicerun.storage.context import ArtifactRef, Connections, StepContext
 from twicerun.storage.layout import Invocation, RunAddress
@@ -143,16 +144,11 @@ def _where(exc: BaseException, step: Step) -> str:
     """The deepest line of the pipeline's own file in the traceback, as file:line."""
     if not step.file:
         return ""
-    target = Path(step.file).resolve()
-    lines = [
-        frame.lineno
-        for frame in traceback.extract_tb(exc.__traceback__)
-        if Path(frame.filename).resolve() == target
-    ]
-    if not lines:
+    line = line_in(exc, step.file)
+    if line is None:
         return ""
     try:
         shown = Path(step.file).resolve().relative_to(Path.cwd().resolve())
     except ValueError:
         shown = Path(step.file)
-    return f"{shown}:{lines[-1]}"
+    return f"{shown}:{line}"

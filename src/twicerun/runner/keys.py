@@ -27,8 +27,8 @@ from twicerun.compare.columns import classify
 from twicerun.compare.oracle import check_key
 from twicerun.errors import UsageError
 from twicerun.pipeline import Pipeline
-from twicerun.storage.layout import COMPLETED, LOOP, find_invocations
-from twicerun.storage.receipts import ArtifactRecord, load_receipt
+from twicerun.storage.layout import COMPLETED, LOOP, RunAddress, invocations_with
+from twicerun.storage.receipts import ArtifactRecord
 
 
 def parse_keys(values: Iterable[str]) -> dict[str, list[str]]:
@@ -120,22 +120,14 @@ class KeyChecker:
     def _earlier_schemas(self) -> dict[str, list[list[str]]]:
         """Artifact schemas from the newest completed invocation of this same pipeline file."""
         target = str(self.pipeline.path.resolve())
-        for invocation in reversed(find_invocations(self.run_dir)):
-            try:
-                manifest = invocation.manifest()
-            except (OSError, ValueError):
-                continue
-            if manifest.get("outcome") != COMPLETED or manifest.get("pipeline_resolved") != target:
+        for invocation, manifest in reversed(invocations_with(self.run_dir, COMPLETED)):
+            if manifest.get("pipeline_resolved") != target:
                 continue
             schemas: dict[str, list[list[str]]] = {}
-            run1 = invocation.root / LOOP / "1"
             try:
-                if run1.is_dir():
-                    for step_dir in sorted(run1.iterdir()):
-                        receipt = load_receipt(step_dir)
-                        if receipt is not None:
-                            for record in receipt.artifacts:
-                                schemas[record.name] = record.schema
+                for receipt in invocation.receipts(RunAddress(LOOP, 1)):
+                    for record in receipt.artifacts:
+                        schemas[record.name] = record.schema
             except (OSError, ValueError, TypeError, KeyError, AttributeError):
                 # An early check, never a reason to refuse: a damaged earlier
                 # invocation only means the check waits for run 1 of this one.

@@ -26,9 +26,7 @@ from twicerun.judge.policy import Policy
 from twicerun.pipeline import Pipeline, Step, load_pipeline
 from twicerun.result import Comparison, Result, StepResult
 from twicerun.runner import interrupts
-from twicerun.runner.amplification import AMPLIFIED_DIR, PROBE_RUNS, Stressed, amplify
 from twicerun.runner.bisect import bisect
-from twicerun.runner.comparison import KEEP_PREFIX, WorstComparisons, compare_step
 from twicerun.runner.environment import default_threads, stamp
 from twicerun.runner.execute import execute_step
 from twicerun.runner.keys import KeyChecker
@@ -36,6 +34,8 @@ from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
 from twicerun.runner.scoring import not_varied, score_step
 from twicerun.runner.series import Workbench, discard_directory
+from twicerun.runner.settle_step import KEEP_PREFIX, WorstComparisons, compare_step
+from twicerun.runner.stress import AMPLIFIED_DIR, PROBE_RUNS, Stressed, amplify
 from twicerun.storage.atomic import write_bytes_atomic
 from twicerun.storage.context import Connections, open_connection
 from twicerun.storage.janitor import Janitor

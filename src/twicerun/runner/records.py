@@ -11,11 +11,11 @@ from collections.abc import Collection
 from dataclasses import replace
 
 from twicerun.compare.digest import canonical_digest
-from twicerun.compare.pair import Side
+from twicerun.compare.pair import Side, same_rows
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.janitor import Janitor, remove_now
-from twicerun.storage.layout import Invocation, RunAddress
-from twicerun.storage.receipts import ArtifactRecord, Receipt, save_receipt
+from twicerun.storage.layout import Invocation, RunAddress, follow
+from twicerun.storage.receipts import Receipt, save_receipt
 
 
 class Records:
@@ -39,16 +39,10 @@ class Records:
 
     def ref(self, address: RunAddress, index: int, name: str) -> ArtifactRef | None:
         """Where (address, step, name) lives, following a pruned copy to run 1's."""
-        receipt = self.get(address, index)
-        if receipt is None:
-            return None
-        record = receipt.artifact(name)
-        if record is None:
-            return None
-        if not record.kept:
-            if record.same_as is None:
-                return None  # discarded after it was compared: its findings remain
-            return self.ref(RunAddress.parse(record.same_as), index, name)
+        found = follow(self.get, address, index, name)
+        if found is None or not found[2].kept:
+            return None  # discarded after it was compared: its findings remain
+        address, receipt, record = found
         return ArtifactRef(
             name=name,
             run=str(address),
@@ -194,7 +188,7 @@ class Records:
         records = []
         for record in receipt.artifacts:
             prior = reference.artifact(record.name)
-            if record.kept and prior is not None and _same_rows(prior, record):
+            if record.kept and prior is not None and same_rows(prior, record):
                 doomed.append(self.invocation.absolute(record.file))
                 record = replace(record, kept=False, same_as=str(against))
             records.append(record)
@@ -214,10 +208,3 @@ class Records:
             else:
                 remove_now(path)
         return freed
-
-
-def _same_rows(prior: ArtifactRecord, record: ArtifactRecord) -> bool:
-    """Equal bytes, or equal canonical digests where both were computed."""
-    if prior.bytes_digest == record.bytes_digest:
-        return True
-    return bool(prior.canonical_digest) and prior.canonical_digest == record.canonical_digest

@@ -23,9 +23,10 @@ from twicerun.storage.layout import (
     MANIFEST_NAME,
     Invocation,
     RunAddress,
-    find_invocations,
+    follow,
+    invocations_with,
 )
-from twicerun.storage.receipts import load_receipt
+from twicerun.storage.receipts import Receipt, load_receipt
 
 
 def resolve_invocation(path: Path) -> Invocation:
@@ -34,15 +35,9 @@ def resolve_invocation(path: Path) -> Invocation:
     if (path / MANIFEST_NAME).is_file():
         return Invocation(path)
     if path.is_dir():
-        completed = []
-        for invocation in find_invocations(path):
-            try:
-                if invocation.manifest().get("outcome") == COMPLETED:
-                    completed.append(invocation)
-            except (OSError, ValueError):
-                continue
+        completed = invocations_with(path, COMPLETED)
         if completed:
-            return completed[-1]
+            return completed[-1][0]
         raise UsageError(
             f"{path} holds no completed invocation to judge; run `twicerun run PIPELINE` first"
         )
@@ -105,21 +100,21 @@ def _fill_missing_findings(invocation: Invocation, result: Result) -> Result:
 def _artifact_path(
     invocation: Invocation, address: RunAddress, index: int, step: str, name: str
 ) -> Path | None:
-    """The file of (address, step, name), following a pruned copy as RunRecords.ref does."""
-    receipt = load_receipt(invocation.step_dir(address, index, step))
-    if receipt is None:
+    """The file of (address, step, name), following a pruned copy as Records.ref does."""
+
+    def get(address: RunAddress, index: int) -> Receipt | None:
+        return load_receipt(invocation.step_dir(address, index, step))
+
+    found = follow(get, address, index, name)
+    if found is None:
         return None
-    record = receipt.artifact(name)
-    if record is None:
-        return None
+    address, _, record = found
     if not record.kept:
-        if record.same_as is None:
-            raise UsageError(
-                f"cannot measure {name} of step {index} {step} in run {address.run}: its copy was deleted "
-                f"once its findings were recorded, and the Result has no findings for it; re-run "
-                f"the pipeline (with --keep-copies to keep the latest differing copies)"
-            )
-        return _artifact_path(invocation, RunAddress.parse(record.same_as), index, step, name)
+        raise UsageError(
+            f"cannot measure {name} of step {index} {step} in run {address.run}: its copy was deleted "
+            f"once its findings were recorded, and the Result has no findings for it; re-run "
+            f"the pipeline (with --keep-copies to keep the latest differing copies)"
+        )
     path = invocation.absolute(record.file)
     if not path.exists():
         raise UsageError(

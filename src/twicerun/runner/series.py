@@ -24,11 +24,11 @@ from twicerun.errors import BadInput, StepCrashed
 from twicerun.judge.policy import Policy, judge_step
 from twicerun.pipeline import Step
 from twicerun.result import Comparison, Series
-from twicerun.runner.comparison import compare_step
 from twicerun.runner.execute import execute_step
 from twicerun.runner.progress import Progress, ProgressEvent
 from twicerun.runner.records import Records
 from twicerun.runner.scoring import measures
+from twicerun.runner.settle_step import compare_step
 from twicerun.storage.context import ArtifactRef, Connections
 from twicerun.storage.janitor import Janitor
 from twicerun.storage.layout import LOOP, Invocation, RunAddress

@@ -21,12 +21,13 @@ import re
 import secrets
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from twicerun.storage.atomic import read_json, write_json_atomic
-from twicerun.storage.receipts import Receipt, load_receipt
+from twicerun.storage.receipts import ArtifactRecord, Receipt, load_receipt
 
 MANIFEST_NAME = "invocation.json"
 RESULT_NAME = "result.json"
@@ -126,14 +127,19 @@ class Invocation:
     def step_dir(self, address: RunAddress, index: int, name: str) -> Path:
         return self.root / address.series / str(address.run) / step_dir_name(index, name)
 
+    def receipts(self, address: RunAddress) -> list[Receipt]:
+        """Every step receipt of one run, in step order; [] when the run has none."""
+        run = self.root / address.series / str(address.run)
+        if not run.is_dir():
+            return []
+        found = (load_receipt(step) for step in sorted(run.iterdir()) if step.is_dir())
+        return [r for r in found if r is not None]
+
     def relative(self, path: Path) -> str:
         return str(Path(path).relative_to(self.root))
 
     def absolute(self, relative: str) -> Path:
         return self.root / relative
-
-    def receipt(self, address: RunAddress, index: int, name: str) -> Receipt | None:
-        return load_receipt(self.step_dir(address, index, name))
 
     def disk_bytes(self) -> int:
         total = 0
@@ -155,8 +161,45 @@ def find_invocations(run_dir: Path) -> list[Invocation]:
     return sorted(found, key=lambda i: (_started(i), i.root.name))
 
 
+def invocations_with(run_dir: Path, *outcomes: str) -> list[tuple[Invocation, dict[str, Any]]]:
+    """The invocations under `run_dir` whose manifest says one of `outcomes`, oldest first,
+    each with its manifest. One whose manifest cannot be read is nobody's to judge: skipped."""
+    found = []
+    for invocation in find_invocations(run_dir):
+        try:
+            manifest = invocation.manifest()
+        except (OSError, ValueError):
+            continue
+        if manifest.get("outcome") in outcomes:
+            found.append((invocation, manifest))
+    return found
+
+
 def _started(invocation: Invocation) -> float:
     try:
         return float(invocation.manifest()["started"])
     except (OSError, ValueError, KeyError, TypeError):
         return float("-inf")
+
+
+def follow(
+    get: Callable[[RunAddress, int], Receipt | None], address: RunAddress, index: int, name: str
+) -> tuple[RunAddress, Receipt, ArtifactRecord] | None:
+    """The run, receipt and record that hold the rows of (address, step `index`, `name`).
+
+    A copy pruned as identical to another run's leads to that run's (`same_as`), as
+    often as it takes. A copy discarded after it was compared comes back as its own
+    record, not kept and with no `same_as`: its findings remain, its rows do not.
+    None when there is no such receipt or artifact. `get` is where receipts come
+    from: the loop's in-memory records, or the files of a recorded invocation.
+    """
+    seen = set()
+    while True:
+        receipt = get(address, index)
+        record = receipt.artifact(name) if receipt else None
+        if receipt is None or record is None:
+            return None
+        if record.kept or record.same_as is None or address in seen:
+            return address, receipt, record
+        seen.add(address)
+        address = RunAddress.parse(record.same_as)

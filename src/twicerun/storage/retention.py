@@ -15,7 +15,15 @@ import socket
 from pathlib import Path
 
 from twicerun.storage.atomic import is_temporary
-from twicerun.storage.layout import COMPLETED, KILLED, RUNNING, Invocation, find_invocations
+from twicerun.storage.layout import (
+    COMPLETED,
+    FAILED,
+    INTERRUPTED,
+    KILLED,
+    RUNNING,
+    Invocation,
+    invocations_with,
+)
 
 
 def prune(run_dir: Path, keep: int, current: Invocation) -> list[str]:
@@ -25,19 +33,13 @@ def prune(run_dir: Path, keep: int, current: Invocation) -> list[str]:
     """
     if keep <= 0:
         return []
-    completed = []
-    for invocation in find_invocations(run_dir):
-        try:
-            manifest = invocation.manifest()
-        except (OSError, ValueError):
-            continue  # unreadable manifest: not ours to judge, so not ours to delete
-        if manifest.get("outcome") == COMPLETED:
-            completed.append((manifest.get("started", 0.0), invocation.root.name, invocation))
-    completed.sort(key=lambda item: (item[0], item[1]))
-    survivors = {inv.root.resolve() for _, _, inv in completed[-keep:]}
+    # Oldest first; an unreadable manifest is not ours to judge, so not ours to delete.
+    completed = [invocation for invocation, _ in invocations_with(run_dir, COMPLETED)]
+    survivors = {inv.root.resolve() for inv in completed[-keep:]}
     survivors.add(current.root.resolve())
     removed = []
-    for _, name, invocation in completed:
+    for invocation in completed:
+        name = invocation.root.name
         if invocation.root.resolve() in survivors:
             continue
         # Rename first, so an interrupted removal never leaves something that
@@ -55,15 +57,7 @@ def prune(run_dir: Path, keep: int, current: Invocation) -> list[str]:
 
 def kept_failures(run_dir: Path) -> list[str]:
     """Invocation directories left by failed, interrupted or killed invocations."""
-    names = []
-    for invocation in find_invocations(run_dir):
-        try:
-            outcome = invocation.manifest().get("outcome")
-        except (OSError, ValueError):
-            continue
-        if outcome in ("failed", "interrupted", KILLED):
-            names.append(invocation.root.name)
-    return names
+    return [inv.root.name for inv, _ in invocations_with(run_dir, FAILED, INTERRUPTED, KILLED)]
 
 
 def reap(run_dir: Path, current: Invocation) -> list[str]:
@@ -75,14 +69,8 @@ def reap(run_dir: Path, current: Invocation) -> list[str]:
     """
     reaped = []
     host = socket.gethostname()
-    for invocation in find_invocations(run_dir):
-        if invocation.root.resolve() == current.root.resolve():
-            continue
-        try:
-            manifest = invocation.manifest()
-        except (OSError, ValueError):
-            continue
-        if manifest.get("outcome") != RUNNING or manifest.get("host") != host:
+    for invocation, manifest in invocations_with(run_dir, RUNNING):
+        if invocation.root.resolve() == current.root.resolve() or manifest.get("host") != host:
             continue
         if _alive(manifest.get("pid")):
             continue

@@ -54,6 +54,10 @@ class Amplifier(StrEnum):
     ARRIVAL_ORDER = "arrival order"
 
 
+# The findings fields (as the Result spells them) that count rows of one side that
+# found no partner on the other: the measure of how far two answers are apart in rows.
+UNMATCHED_FIELDS = ("missing", "extra", "multiplicity_missing", "multiplicity_extra")
+
 # The kind of the one re-execution that is not an amplifier: the single-threaded bisect.
 BISECT = "bisect"
 

@@ -42,23 +42,15 @@ class ColumnFacts:
         return sql.identifier(self.name)
 
 
-_FACTS: dict[tuple[str, int, int], tuple[int, list[ColumnFacts]]] = {}
+Facts = tuple[int, list[ColumnFacts]]
 
 
-def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> tuple[int, list[ColumnFacts]]:
+def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> Facts:
     """Row count, and each column's class and exact count of distinct non-NULL values.
 
-    Remembered per file (path, size, modification time), since two amplifiers ask
-    about the same input and counting distinct values is the costly part.
+    The costly part of two amplifiers; the caller that runs both on one input
+    (runner/stress.py) counts once and hands the facts to each.
     """
-    stat = Path(source).stat()
-    slot = (str(source), stat.st_size, stat.st_mtime_ns)
-    if slot not in _FACTS:
-        _FACTS[slot] = _count(con, source)
-    return _FACTS[slot]
-
-
-def _count(con: duckdb.DuckDBPyConnection, source: Path) -> tuple[int, list[ColumnFacts]]:
     relation = con.sql(f"SELECT * FROM {parquet_source(source)}")
     names, types = relation.columns, relation.types
     counts = ", ".join(f"count(DISTINCT {sql.identifier(n)})" for n in names)

@@ -17,6 +17,7 @@ from twicerun.compare.digest import parquet_source
 from twicerun.runner.amplify.base import (
     Applied,
     Declined,
+    Facts,
     Outcome,
     column_facts,
     copy_ordered,
@@ -36,8 +37,9 @@ def multiply_rows(
     *,
     artifact: str,
     factor: int = FACTOR,
+    facts: Facts | None = None,
 ) -> Outcome:
-    rows, facts = column_facts(con, source)
+    rows, facts = facts or column_facts(con, source)
     if rows == 0:
         return Declined(f"{artifact} has no rows to multiply")
     keep = most_distinct(facts)

@@ -19,6 +19,7 @@ from twicerun.compare.columns import ColumnClass
 from twicerun.runner.amplify.base import (
     Applied,
     Declined,
+    Facts,
     Outcome,
     column_facts,
     copy_ordered,
@@ -36,8 +37,9 @@ def collapse_ties(
     *,
     artifact: str,
     rows_per_value: int = ROWS_PER_VALUE,
+    facts: Facts | None = None,
 ) -> Outcome:
-    rows, facts = column_facts(con, source)
+    rows, facts = facts or column_facts(con, source)
     if rows == 0:
         return Declined(f"{artifact} has no rows")
     exact = [c for c in facts if c.cls is ColumnClass.EXACT]

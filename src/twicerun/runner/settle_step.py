@@ -71,18 +71,8 @@ def compare_step(
 
     outcomes = []
     for name in list(ref_sides) + [n for n in later_sides if n not in ref_sides]:
-        o = settle(ref_sides.get(name), later_sides.get(name), oracle)
-        outcomes.append(
-            ArtifactOutcome(
-                name=o.name,
-                presence=o.presence,
-                settled_by=o.settled_by,
-                differs=o.differs,
-                reference_rows=o.reference_rows,
-                later_rows=o.later_rows,
-                findings=o.findings,
-            )
-        )
+        settled = settle(ref_sides.get(name), later_sides.get(name), oracle)
+        outcomes.append(ArtifactOutcome(**asdict(settled)))
     return Comparison(
         run=later.run,
         fired=any(o.differs for o in outcomes),
@@ -104,7 +94,6 @@ def _answer(outcomes: Sequence[ArtifactOutcome], later_sides: Mapping[str, Side]
 
 
 KEEP_PREFIX = "__twicerun_keep_"
-_UNMATCHED = ("missing", "extra", "multiplicity_missing", "multiplicity_extra")
 
 
 def _table_safe(name: str) -> str:
@@ -126,7 +115,7 @@ class WorstComparisons:
     def consider(self, index: int, comparison: Comparison) -> None:
         for a in comparison.artifacts:
             table = f"{KEEP_PREFIX}{comparison.run}_{_table_safe(a.name)}"
-            count = sum((a.findings or {}).get(k, 0) for k in _UNMATCHED)
+            count = a.unmatched
             previous = self._worst.get((index, a.name))
             if count and self._exists(table) and (previous is None or count > previous[0]):
                 if previous is not None:

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from twicerun.pipeline import Step
 from twicerun.result import Series
 from twicerun.runner.amplify.arrival_order import reorder
-from twicerun.runner.amplify.base import Applied, Declined, Outcome
+from twicerun.runner.amplify.base import Applied, Declined, Facts, Outcome, column_facts
 from twicerun.runner.amplify.row_multiplication import multiply_rows
 from twicerun.runner.amplify.tie_collapse import collapse_ties
 from twicerun.runner.interrupts import reraise_if_requested
@@ -46,6 +46,13 @@ class Stressed:
     def __init__(self, bench: Workbench):
         self.bench = bench
         self._made: dict[tuple[str, str, int], Outcome] = {}
+        # Two amplifiers count the same input's distinct values; count each file once.
+        self._facts: dict[Path, Facts] = {}
+
+    def _facts_of(self, path: Path) -> Facts:
+        if path not in self._facts:
+            self._facts[path] = column_facts(self.bench.con, path)
+        return self._facts[path]
 
     def get(
         self, amplifier: str, ref: ArtifactRef, variant: int = 0
@@ -78,9 +85,13 @@ class Stressed:
     def _transform(self, amplifier: str, ref: ArtifactRef, target: Path, variant: int) -> Outcome:
         con = self.bench.con
         if amplifier == Amplifier.TIE_COLLAPSE:
-            return collapse_ties(con, ref.path, target, artifact=ref.name)
+            return collapse_ties(
+                con, ref.path, target, artifact=ref.name, facts=self._facts_of(ref.path)
+            )
         if amplifier == Amplifier.ROW_MULTIPLICATION:
-            return multiply_rows(con, ref.path, target, artifact=ref.name)
+            return multiply_rows(
+                con, ref.path, target, artifact=ref.name, facts=self._facts_of(ref.path)
+            )
         if amplifier == Amplifier.ARRIVAL_ORDER:
             return reorder(con, ref.path, target, artifact=ref.name, variant=variant)
         raise ValueError(f"{amplifier} has no input transform")
