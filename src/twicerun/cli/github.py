@@ -4,13 +4,10 @@ baseline, and the one verb the GitHub Action runs."""
 from __future__ import annotations
 
 import glob
-import hashlib
 import json
 import os
-import posixpath
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -27,11 +24,7 @@ from twicerun.errors import UsageError
 from twicerun.github import baseline as baseline_module
 from twicerun.github.baseline import BaselineError, pipeline_key
 from twicerun.github.commands import (
-    Annotation,
-    append_summary,
-    commands,
     neutralize,
-    write_outputs,
 )
 from twicerun.github.comment import find_pull_request, post_sticky
 from twicerun.github.decision import (
@@ -41,16 +34,16 @@ from twicerun.github.decision import (
     default_trials,
     needed_trials,
 )
+from twicerun.github.deliver import deliver
 from twicerun.github.gate import (
     Gate,
     GateOptions,
     comment_body,
-    comment_identity,
     evaluate,
     summary,
 )
-from twicerun.github.sarif import sarif_json
 from twicerun.github.source import choose, default_ref
+from twicerun.github.workflow import Workflow, take_token
 from twicerun.judge.policy import POLICIES, STRICT, Policy
 from twicerun.result import Result
 from twicerun.runner.loop import DEFAULT_RUN_DIR, DEFAULT_RUNS, LoopOptions, run_pipeline
@@ -530,177 +523,31 @@ def baseline_compare(json_path, amplify, **options) -> int:
 def gate(json_path, comment, amplify, token_file, comment_id, sarif_path, **options) -> int:
     """The GitHub Action's one step: compare with the baseline, then comment, annotate,
     summarise and set outputs, from the environment a workflow runner provides."""
-    env = os.environ
-    pipelines = options["pipelines"]
-    _check_workflow_files(env)
+    workflow = Workflow.from_environ(os.environ)
+    workflow.refuse_fork_code_with_secrets()
     # Pipelines are code from the pull request: they run without the token, which
-    # only the posting code below gets back. The action hands it over in a file
-    # (so it is not even in /proc/self/environ), read and deleted here.
-    token = env.pop("GITHUB_TOKEN", "")
-    if token_file:
-        path = Path(token_file)
-        try:
-            token = path.read_text(encoding="utf-8").strip() or token
-        except OSError as exc:
-            raise UsageError(f"--token-file {token_file} cannot be read ({exc.strerror})") from exc
-        finally:
-            path.unlink(missing_ok=True)
+    # only the posting code gets back.
+    token = take_token(os.environ, token_file)
     started = time.time()
-    result = _compare(amplify=amplify, pull_request=_pull_request(env), **options)
-    # Named for this check's comment identity: two invocations in one job (two
-    # pipeline sets, a matrix on one runner) never overwrite each other's files.
-    stem = (
-        "twicerun-"
-        + hashlib.sha256(comment_identity(result, comment_id).encode("utf-8")).hexdigest()[:12]
+    result = _compare(amplify=amplify, pull_request=workflow.pull_request, **options)
+    delivered = deliver(
+        result,
+        workflow,
+        pipelines=options["pipelines"],
+        token=token,
+        comment=comment,
+        comment_id=comment_id,
+        document=json_path,
+        sarif_path=sarif_path,
+        save=write_bytes_atomic,
     )
-    document = json_path or Path(env.get("RUNNER_TEMP", ".")) / f"{stem}-result.json"
-    _write_document(result, document)
-    # Annotation paths are the repository's; the pipelines' are the working directory's.
-    where = env.get("TWICERUN_WORKING_DIRECTORY", ".").strip() or "."
-    if sarif_path:
-        write_bytes_atomic(sarif_path, sarif_json(result, where).encode("utf-8"))
-    annotations = [
-        replace(a, file=posixpath.normpath(posixpath.join(where, a.file))) if a.file else a
-        for a in result.annotations
-    ]
-    # Everything the check owes the job comes before the comment, so a bad day at
-    # GitHub's API cannot cost the summary or the outputs.
-    if env.get("GITHUB_STEP_SUMMARY"):
-        append_summary(Path(env["GITHUB_STEP_SUMMARY"]), summary(result, pipelines))
-    outputs = {
-        "result": str(document),
-        "diverged": str(result.diverged),
-        "regressions": str(len(result.regressions)),
-        "comment-url": "",
-    }
-    if env.get("GITHUB_OUTPUT"):
-        write_outputs(Path(env["GITHUB_OUTPUT"]), outputs)
-    server = env.get("GITHUB_SERVER_URL", "https://github.com")
-    repository = env.get("GITHUB_REPOSITORY", "")
-    run_url = (
-        f"{server}/{repository}/actions/runs/{env['GITHUB_RUN_ID']}"
-        if env.get("GITHUB_RUN_ID")
-        else None
-    )
-    number = _pull_request_number(env.get("GITHUB_EVENT_PATH"))
-    late: list[Annotation] = []
-    if comment and number is not None and repository:
-        fallback = Path(env.get("RUNNER_TEMP", ".")) / f"{stem}-comment.md"
-        posted = post_sticky(
-            api_url=env.get("GITHUB_API_URL", "https://api.github.com"),
-            token=token,
-            repository=repository,
-            number=number,
-            body=comment_body(result, pipelines, run_url, comment_id=comment_id),
-            fallback=fallback,
-            save=write_bytes_atomic,
-        )
-        if posted.action == "written-to-file":
-            write_bytes_atomic(
-                fallback.with_suffix(".json"),
-                (json.dumps({"number": number, "repository": repository}) + "\n").encode("utf-8"),
-            )
-            message = (
-                f"This token cannot write to the pull request ({posted.reason}), as on a pull "
-                f"request from a fork. The comment is in {posted.path}; upload it as an artifact "
-                f"and post it from a workflow_run workflow (docs/action.md, fork pull requests)."
-            )
-            late.append(Annotation("warning", message, "twicerun: comment not posted"))
-        elif posted.action == "failed":
-            late.append(
-                Annotation(
-                    "warning",
-                    f"The comment could not be posted ({posted.reason}); the check's result "
-                    f"does not depend on it.",
-                    "twicerun: comment not posted",
-                )
-            )
-            where = f" ({run_url})" if run_url else ""
-            click.echo(f"::notice title=twicerun::The job summary{where} has the full report.")
-        else:
-            click.echo(f"twicerun: comment {posted.action}: {posted.url}")
-            if env.get("GITHUB_OUTPUT") and posted.url:
-                write_outputs(Path(env["GITHUB_OUTPUT"]), {"comment-url": posted.url})
-    elif comment and number is None:
-        click.echo("twicerun: not a pull request event, so no comment")
-    elif comment and not repository:
-        late.append(
-            Annotation(
-                "warning",
-                "GITHUB_REPOSITORY is empty, so the comment was not posted; the job summary has it",
-                "twicerun: comment not posted",
-            )
-        )
-    # After the comment, so that what became of it is known; the annotations about the
-    # check itself lead their severity, where the cap of ten cannot drop them.
-    meta = [a for a in annotations if not a.file]
-    for line in commands([*meta, *late, *(a for a in annotations if a.file)]):
+    for line in delivered.lines:
         click.echo(line)
     click.echo(
         f"twicerun: {len(result.regressions)} regression{'s' if len(result.regressions) != 1 else ''}, "
         f"{result.diverged} divergent step{'s' if result.diverged != 1 else ''}, in {time.time() - started:.1f}s"
     )
     return _gate_exit(result)
-
-
-def _check_workflow_files(env) -> None:
-    """Refuse, before running anything, the files a runner names that cannot be used."""
-    for name in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
-        value = env.get(name)
-        if not value:
-            continue
-        path = Path(value)
-        if path.is_dir():
-            raise UsageError(f"{name}={value} is a directory; it must name a file to append to")
-        if not path.parent.is_dir():
-            raise UsageError(f"{name}={value}: {path.parent} is not a directory")
-    event_path = env.get("GITHUB_EVENT_PATH")
-    if event_path and env.get("GITHUB_EVENT_NAME") == "pull_request_target":
-        event = _read_event(event_path)
-        pull = event.get("pull_request") or {}
-        head = ((pull.get("head") or {}).get("repo") or {}).get("full_name")
-        base = ((pull.get("base") or {}).get("repo") or {}).get("full_name")
-        if head != base:
-            raise UsageError(
-                f"refusing to run pipelines from the fork {head} under pull_request_target, "
-                f"where the workflow holds a write token and the base repository's secrets; "
-                f"run the check on pull_request and post its comment from workflow_run "
-                f"(docs/action.md, pull requests from forks)"
-            )
-    if event_path:
-        _read_event(event_path)
-
-
-def _read_event(event_path: str) -> dict:
-    try:
-        event = json.loads(Path(event_path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(
-            f"GITHUB_EVENT_PATH={event_path} is not a readable JSON event ({exc})"
-        ) from exc
-    if not isinstance(event, dict):
-        raise UsageError(f"GITHUB_EVENT_PATH={event_path} is not a JSON object")
-    return event
-
-
-def _pull_request(env) -> dict | None:
-    """The pull request this run is for, as the runner's event says: number and head."""
-    event_path = env.get("GITHUB_EVENT_PATH")
-    if not event_path or not Path(event_path).is_file():
-        return None
-    pull = _read_event(event_path).get("pull_request") or {}
-    if not pull.get("number"):
-        return None
-    return {"number": int(pull["number"]), "head_sha": (pull.get("head") or {}).get("sha")}
-
-
-def _pull_request_number(event_path: str | None) -> int | None:
-    if not event_path or not Path(event_path).is_file():
-        return None
-    event = json.loads(Path(event_path).read_text(encoding="utf-8"))
-    pull = event.get("pull_request") or {}
-    number = pull.get("number") or (event.get("issue") or {}).get("number") or event.get("number")
-    return int(number) if number else None
 
 
 @cli.command("comment", epilog=epilog(PostExit))
@@ -719,10 +566,10 @@ def comment_command(body_file: Path, number: int, repository: str) -> int:
         raise UsageError(
             f"{body_file} is not a comment twicerun gate wrote (no marker on its first line)"
         )
-    env = os.environ
+    workflow = Workflow.from_environ(os.environ)
     posted = post_sticky(
-        api_url=env.get("GITHUB_API_URL", "https://api.github.com"),
-        token=env.get("GITHUB_TOKEN", ""),
+        api_url=workflow.api_url,
+        token=os.environ.get("GITHUB_TOKEN", ""),
         repository=repository,
         number=number,
         body=body,
@@ -764,13 +611,8 @@ def post(document: Path, repository: str, comment_id: str | None) -> int:
                 f"name the one to post"
             )
         document = found[0]
-    env = os.environ
-    event = _read_event(env.get("GITHUB_EVENT_PATH") or "")
-    run = event.get("workflow_run")
-    if not isinstance(run, dict) or not run.get("head_sha"):
-        raise UsageError(
-            "twicerun post runs in a workflow_run workflow: GITHUB_EVENT_PATH holds no workflow_run"
-        )
+    workflow = Workflow.from_environ(os.environ)
+    run = workflow.workflow_run
     try:
         gate = Gate.from_document(json.loads(document.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError, KeyError) as exc:
@@ -778,8 +620,8 @@ def post(document: Path, repository: str, comment_id: str | None) -> int:
             f"{document} is not a twicerun gate document ({exc}); posting nothing"
         ) from exc
     claimed = gate.pull_request or {}
-    api_url = env.get("GITHUB_API_URL", "https://api.github.com")
-    token = env.get("GITHUB_TOKEN", "")
+    api_url = workflow.api_url
+    token = os.environ.get("GITHUB_TOKEN", "")
     head_repository = (run.get("head_repository") or {}).get("full_name") or repository
     number = find_pull_request(
         api_url=api_url,
