@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from conftest import REPO
 
@@ -140,3 +141,17 @@ def test_the_public_surface_is_what_all_says():
     assert sorted(twicerun.__all__) == ["InvalidStep", "__version__", "step"]
     for name in twicerun.__all__:
         assert hasattr(twicerun, name)
+
+
+def test_the_package_names_no_step_of_the_shipped_pipelines():
+    # What twicerun says about its own fixtures is described by scripts/, never by src/.
+    steps = set()
+    for path in sorted((REPO / "pipelines").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        steps |= {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert steps, "pipelines/ holds no step functions to look for"
+    named = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        words = set(re.findall(r"\w+", path.read_text(encoding="utf-8")))
+        named += [f"{path.relative_to(PACKAGE)} names {s}" for s in sorted(steps & words)]
+    assert named == []

@@ -37,6 +37,51 @@ MAX_THREADS = 4096
 THREADS = click.IntRange(min=1, max=MAX_THREADS)
 
 
+def run_dir_option(help: str, **extra):
+    """--run-dir, alike on every verb that runs pipelines."""
+    from twicerun.runner.loop import DEFAULT_RUN_DIR
+
+    return click.option(
+        "--run-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=DEFAULT_RUN_DIR,
+        show_default=True,
+        help=help,
+        **extra,
+    )
+
+
+def runs_option(help: str, **extra):
+    """--runs for a trial of the gate or the baseline: two or more, as a study needs."""
+    from twicerun.runner.loop import DEFAULT_RUNS
+
+    return click.option(
+        "--runs",
+        type=click.IntRange(min=2, max=MAX_RUNS),
+        default=DEFAULT_RUNS,
+        show_default=True,
+        help=help,
+        **extra,
+    )
+
+
+def amplify_option(help: str, **extra):
+    return click.option(
+        "--amplify/--no-amplify", default=True, show_default=True, help=help, **extra
+    )
+
+
+def result_json_option(help: str):
+    """--json for a verb that writes a Result: a file, or '-' for stdout."""
+    return click.option(
+        "--json",
+        "json_path",
+        type=click.Path(dir_okay=False, allow_dash=True),
+        default=None,
+        help=help,
+    )
+
+
 def epilog(kind: type[IntEnum]) -> str:
     """The `--help` section listing a verb's exit codes, from the vocabulary's own sentences."""
     width = max(len(str(int(code))) for code in kind)

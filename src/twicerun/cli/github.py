@@ -13,12 +13,14 @@ from pathlib import Path
 import click
 
 from twicerun.cli.app import (
-    MAX_RUNS,
     THREADS,
     Progress,
+    amplify_option,
     check_directory_target,
     cli,
     epilog,
+    run_dir_option,
+    runs_option,
 )
 from twicerun.errors import UsageError
 from twicerun.github import baseline as baseline_module
@@ -46,7 +48,7 @@ from twicerun.github.source import choose, default_ref
 from twicerun.github.workflow import Workflow, take_token
 from twicerun.judge.policy import POLICIES, STRICT, Policy
 from twicerun.result import Result
-from twicerun.runner.loop import DEFAULT_RUN_DIR, DEFAULT_RUNS, LoopOptions, run_pipeline
+from twicerun.runner.loop import LoopOptions, run_pipeline
 from twicerun.storage.atomic import write_bytes_atomic
 from twicerun.vocabulary.exits import BaselineExit, GateExit, PostExit
 from twicerun.vocabulary.gate import DEFAULT_FAIL_ON, FAIL_ON
@@ -129,13 +131,7 @@ def baseline() -> None:
     help="Add the trials to the existing baseline at --output instead of replacing it; "
     "refused if the pipelines or the settings changed.",
 )
-@click.option(
-    "--runs",
-    type=click.IntRange(min=2, max=MAX_RUNS),
-    default=DEFAULT_RUNS,
-    show_default=True,
-    help="Runs per trial; the gate must then measure with the same number.",
-)
+@runs_option("Runs per trial; the gate must then measure with the same number.")
 @click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -143,12 +139,7 @@ def baseline() -> None:
     show_default=True,
     help="The baseline file to write (atomically), committed for the gate to read.",
 )
-@click.option(
-    "--amplify/--no-amplify",
-    default=True,
-    show_default=True,
-    help="Stress quiet steps in every trial; the gate must then do the same.",
-)
+@amplify_option("Stress quiet steps in every trial; the gate must then do the same.")
 @click.option(
     "--threads",
     type=THREADS,
@@ -176,13 +167,7 @@ def baseline() -> None:
     show_default=True,
     help="The gate's confirmation trials, to size the baseline for them.",
 )
-@click.option(
-    "--run-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_RUN_DIR,
-    show_default=True,
-    help="Where the trials' invocation directories go.",
-)
+@run_dir_option("Where the trials' invocation directories go.")
 def baseline_update(
     pipelines: tuple[str, ...],
     trials: int | None,
@@ -295,13 +280,9 @@ def _gate_options(fn):
                 help="The git ref of the base branch. Default: origin/$GITHUB_BASE_REF on a "
                 "pull request, otherwise this checkout's copy.",
             ),
-            click.option(
-                "--runs",
+            runs_option(
+                "Runs per trial; a baseline measured with another number is not comparable.",
                 envvar="TWICERUN_RUNS",
-                type=click.IntRange(min=2, max=MAX_RUNS),
-                default=DEFAULT_RUNS,
-                show_default=True,
-                help="Runs per trial; a baseline measured with another number is not comparable.",
             ),
             click.option(
                 "--threads",
@@ -355,14 +336,7 @@ def _gate_options(fn):
                 help="How unusual a step's first trial must look to be re-run (a cost knob: it "
                 "cannot make the check fail more often than --alpha).",
             ),
-            click.option(
-                "--run-dir",
-                envvar="TWICERUN_RUN_DIR",
-                type=click.Path(file_okay=False, path_type=Path),
-                default=DEFAULT_RUN_DIR,
-                show_default=True,
-                help="Where the invocation directories go.",
-            ),
+            run_dir_option("Where the invocation directories go.", envvar="TWICERUN_RUN_DIR"),
             click.option(
                 "--json",
                 "json_path",
@@ -458,12 +432,7 @@ def _write_document(gate: Gate, path: Path) -> None:
 
 @baseline.command("compare", epilog=GATE_EXIT_CODES)
 @_gate_options
-@click.option(
-    "--amplify/--no-amplify",
-    default=True,
-    show_default=True,
-    help="Stress the steps the loop found quiet, as the baseline did.",
-)
+@amplify_option("Stress the steps the loop found quiet, as the baseline did.")
 def baseline_compare(json_path, amplify, **options) -> int:
     """Run the pipelines once and decide, per step, how they compare with the baseline.
 
@@ -490,13 +459,7 @@ def baseline_compare(json_path, amplify, **options) -> int:
     show_default=True,
     help="Post (or update) the sticky pull-request comment.",
 )
-@click.option(
-    "--amplify/--no-amplify",
-    envvar="TWICERUN_AMPLIFY",
-    default=True,
-    show_default=True,
-    help="Stress the steps the loop found quiet.",
-)
+@amplify_option("Stress the steps the loop found quiet.", envvar="TWICERUN_AMPLIFY")
 @click.option(
     "--token-file",
     envvar="TWICERUN_TOKEN_FILE",

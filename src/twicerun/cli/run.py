@@ -12,6 +12,7 @@ from twicerun.cli.app import (
     RUN_EXIT_CODES,
     THREADS,
     Progress,
+    amplify_option,
     check_directory_target,
     check_json_target,
     cli,
@@ -19,10 +20,12 @@ from twicerun.cli.app import (
     exit_code,
     parse_seeds,
     policy_options,
+    result_json_option,
+    run_dir_option,
 )
 from twicerun.judge.policy import Policy
 from twicerun.runner.keys import parse_keys
-from twicerun.runner.loop import DEFAULT_RUN_DIR, DEFAULT_RUNS, LoopOptions, run_pipeline
+from twicerun.runner.loop import DEFAULT_RUNS, LoopOptions, run_pipeline
 from twicerun.runner.rescore import rejudge, resolve_invocation
 
 
@@ -49,13 +52,7 @@ from twicerun.runner.rescore import rejudge, resolve_invocation
     help="Contained, runs 2..N read run 1's upstream artifacts, so a difference at one step "
     "cannot be charged again to the steps after it.",
 )
-@click.option(
-    "--run-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_RUN_DIR,
-    show_default=True,
-    help="Where invocation directories go.",
-)
+@run_dir_option("Where invocation directories go.")
 @click.option(
     "--keep",
     type=click.IntRange(min=0),
@@ -64,12 +61,8 @@ from twicerun.runner.rescore import rejudge, resolve_invocation
     help="Completed invocation directories to keep after a successful invocation (0 keeps "
     "all). Failed, interrupted and live ones are never removed.",
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, allow_dash=True),
-    default=None,
-    help="Also write the Result document here ('-' for stdout, which replaces the report).",
+@result_json_option(
+    "Also write the Result document here ('-' for stdout, which replaces the report)."
 )
 @click.option(
     "--seed",
@@ -87,12 +80,9 @@ from twicerun.runner.rescore import rejudge, resolve_invocation
     "are left out of the comparison (say, a surrogate key that is not part of the answer). "
     "Repeatable.",
 )
-@click.option(
-    "--amplify/--no-amplify",
-    default=True,
-    show_default=True,
-    help="Stress the steps the loop found quiet (tie collapse, more threads, more rows, "
-    "another arrival order). --no-amplify skips this, and the report says so.",
+@amplify_option(
+    "Stress the steps the loop found quiet (tie collapse, more threads, more rows, "
+    "another arrival order). --no-amplify skips this, and the report says so."
 )
 @click.option(
     "--keep-copies",
@@ -157,12 +147,8 @@ def run(
 @cli.command(epilog=RUN_EXIT_CODES)
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @policy_options
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, allow_dash=True),
-    default=None,
-    help="Also write the re-scored Result here ('-' for stdout, which replaces the report).",
+@result_json_option(
+    "Also write the re-scored Result here ('-' for stdout, which replaces the report)."
 )
 def judge(
     run_dir: Path,

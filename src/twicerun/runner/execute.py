@@ -79,20 +79,9 @@ def execute_step(
     except (Exception, SystemExit, GeneratorExit) as exc:
         # A step that calls sys.exit() crashed: its exit status is not twicerun's.
         reraise_if_requested(exc)
+        error = "".join(traceback.format_exception(exc)).rstrip()
         save_receipt(
-            out_dir,
-            Receipt(
-                series=address.series,
-                run=address.run,
-                step_index=step.index,
-                step_name=step.name,
-                threads=threads,
-                seconds=seconds,
-                outcome="raised",
-                error="".join(traceback.format_exception(exc)).rstrip(),
-                reads=ctx.output.reads,
-                seed=step.seed_value,
-            ),
+            out_dir, _receipt(step, address, threads, seconds, ctx, outcome="raised", error=error)
         )
         raise StepCrashed(
             index=step.index, name=step.name, run=address.run, error=exc, where=_where(exc, step)
@@ -123,21 +112,35 @@ def execute_step(
                 canonical_digest=d.canonical_digest,
             )
         )
-    receipt = Receipt(
+    receipt = _receipt(
+        step,
+        address,
+        threads,
+        seconds,
+        ctx,
+        outcome="ok",
+        artifacts=records,
+        sql_outside_ctx=ctx.output.sql_outside_ctx,
+    )
+    save_receipt(out_dir, receipt)
+    return receipt
+
+
+def _receipt(
+    step: Step, address: RunAddress, threads: int, seconds: float, ctx, **ended
+) -> Receipt:
+    """What every receipt of an execution says, whatever it ended in, plus how it ended."""
+    return Receipt(
         series=address.series,
         run=address.run,
         step_index=step.index,
         step_name=step.name,
         threads=threads,
         seconds=seconds,
-        outcome="ok",
-        artifacts=records,
         reads=ctx.output.reads,
         seed=step.seed_value,
-        sql_outside_ctx=ctx.output.sql_outside_ctx,
+        **ended,
     )
-    save_receipt(out_dir, receipt)
-    return receipt
 
 
 def _where(exc: BaseException, step: Step) -> str:

@@ -123,7 +123,7 @@ class StepContext:
         if ref is None:
             raise ContractError(self._unknown_read(name))
         self._con.execute(
-            f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({sql.string(ref.path)})'
+            f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS SELECT * FROM {sql.parquet(ref.path)}"
         )
         if name not in self._read_names:
             self._read_names.add(name)
@@ -152,12 +152,12 @@ class StepContext:
         ref = self._state_source(name)
         if ref is not None:
             self._con.execute(
-                f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({sql.string(ref.path)})'
+                f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS SELECT * FROM {sql.parquet(ref.path)}"
             )
             rows = ref.rows
             run, index = ref.run, ref.step_index
         else:
-            self._con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {initial}')
+            self._con.execute(f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS {initial}")
             rows, run, index = 0, None, None
         self.output.reads.append(
             ReadRecord(name=name, via="state", run=run, step_index=index, rows=rows)
