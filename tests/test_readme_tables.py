@@ -59,6 +59,10 @@ def _builder(schema: str):
         from bench.oracle import tables
 
         return tables
+    if schema == "twicerun.bench-hook/1":
+        from bench.hook import tables
+
+        return tables
     if schema == "twicerun.gate-calibration/1":
         return lambda _path, d: _script("gate_calibration").tables(d)
     if schema == "twicerun.gate-coins/1":
