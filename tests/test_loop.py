@@ -270,7 +270,9 @@ def fixed(ctx):
 """
 
 
-def test_canonical_digests_are_computed_only_where_bytes_differed(write_pipeline, twicerun):
+def test_run_1_names_every_answer_by_its_canonical_digest_and_bytes_settle_what_they_can(
+    write_pipeline, twicerun
+):
     path = write_pipeline(REORDERED)
     outcome = twicerun("run", path, "--no-amplify", "--json", "-")
     root = Path(outcome.json()["artifacts"])
@@ -281,9 +283,12 @@ def test_canonical_digests_are_computed_only_where_bytes_differed(write_pipeline
         "canonical digest"
     }
     assert load_receipt(root / "loop" / "1" / "00-shuffled").artifacts[0].canonical_digest
-    # Equal bytes settle the control; nothing ever needed its rows read.
+    # Equal bytes settle the control; no later run needed its rows read.
     assert {a["settled_by"] for c in fixed["comparisons"] for a in c["artifacts"]} == {"bytes"}
-    assert load_receipt(root / "loop" / "1" / "01-fixed").artifacts[0].canonical_digest == ""
+    # Run 1's receipts name every answer, so a recorded-run verdict can (receipt v2).
+    first = load_receipt(root / "loop" / "1" / "01-fixed")
+    assert first.version == 2 and first.artifacts[0].canonical_digest
+    assert first.code_digest and first.duckdb and first.platform
 
 
 def test_the_platform_stamp_is_system_and_machine_without_the_kernel_build():

@@ -32,7 +32,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return RunExit.INTERRUPTED
     except click.ClickException as exc:
         exc.show()
-        return RunExit.BAD_INPUT
+        # A verb whose 2 already means something else refuses with its own code.
+        command = getattr(getattr(exc, "ctx", None), "command", None)
+        return getattr(command, "refused_exit", RunExit.BAD_INPUT)
     except BadInput as exc:
         click.echo(neutralize(f"twicerun: {exc}"), err=True)
         if exc.directory:

@@ -162,7 +162,12 @@ def policy_options(fn):
     return fn
 
 
-def check_json_target(json_path: str | None, *, protected: Sequence[Path] = ()) -> None:
+def check_json_target(
+    json_path: str | None,
+    *,
+    protected: Sequence[Path] = (),
+    schemas: Sequence[str] = ("twicerun.result/",),
+) -> None:
     """Refuse, before anything runs, a --json path that would destroy something.
 
     Only a twicerun Result (or nothing) may stand at the path; not a pipeline, not a
@@ -188,9 +193,12 @@ def check_json_target(json_path: str | None, *, protected: Sequence[Path] = ()) 
             schema = json.loads(target.read_text(encoding="utf-8")).get("schema", "")
         except (OSError, ValueError, AttributeError):
             schema = ""
-        if not str(schema).startswith("twicerun.result/"):
+        if not str(schema).startswith(tuple(schemas)):
+            what = (
+                "a twicerun Result" if schemas == ("twicerun.result/",) else "what this verb writes"
+            )
             raise UsageError(
-                f"--json {json_path} exists and is not a twicerun Result, so it is not "
+                f"--json {json_path} exists and is not {what}, so it is not "
                 f"overwritten; name a new file or remove that one"
             )
     ancestor = resolved.parent
@@ -270,6 +278,10 @@ class _LazyGroup(click.Group):
         "gate": "twicerun.cli.github",
         "comment": "twicerun.cli.github",
         "post": "twicerun.cli.github",
+        "diff": "twicerun.cli.verdicts",
+        "localize": "twicerun.cli.verdicts",
+        "reproduce": "twicerun.cli.verdicts",
+        "audit": "twicerun.cli.verdicts",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -40,6 +40,9 @@ class Step:
     line: int
     declaration: StepDeclaration
     seed_value: int | None = None
+    # sha256 of the function as written, decorator lines included: editing either is
+    # a change in the instrument a verdict must name. "" where Python has no source.
+    code_digest: str = ""
 
     def call(self, ctx: Any) -> None:
         """Call the step as the contract says: fn(ctx), plus its declared seed."""
@@ -212,6 +215,15 @@ def _def_line(fn: Callable[..., Any]) -> tuple[str, int]:
     return (code.co_filename, start)
 
 
+def code_digest(fn: Callable[..., Any]) -> str:
+    """The digest of a step's source as written, decorators included."""
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):
+        return ""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
 def _make_step(index: int, fn: Callable[..., Any], overrides: dict[str, int]) -> Step:
     name = getattr(fn, "__name__", f"step_{index}")
     declaration = declaration_of(fn)
@@ -259,6 +271,7 @@ def _make_step(index: int, fn: Callable[..., Any], overrides: dict[str, int]) ->
         seed_value = overrides.pop(name, default)
     file, line = _def_line(fn)
     return Step(
+        code_digest=code_digest(fn),
         index=index,
         name=name,
         fn=fn,

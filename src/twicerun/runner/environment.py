@@ -19,13 +19,17 @@ def default_threads() -> int:
         con.close()
 
 
+def platform_stamp() -> str:
+    # System and machine only: the kernel build changes under a hosted runner
+    # every few weeks without changing what a step computes.
+    return f"{platform.system()}-{platform.machine()}"
+
+
 def stamp(threads: int) -> Environment:
     return Environment(
         duckdb=duckdb.__version__,
         threads=threads,
-        # System and machine only: the kernel build changes under a hosted runner
-        # every few weeks without changing what a step computes.
-        platform=f"{platform.system()}-{platform.machine()}",
+        platform=platform_stamp(),
         python=platform.python_version(),
         twicerun=__version__,
     )

@@ -18,10 +18,11 @@ from twicerun.compare.digest import Digests, digests
 from twicerun.errors import BadInput, ContractError, StepCrashed, UnsupportedColumn
 from twicerun.pipeline import Step
 from twicerun.pipeline.loader import line_in
+from twicerun.runner.environment import platform_stamp
 from twicerun.runner.interrupts import reraise_if_requested
 from twicerun.storage.context import ArtifactRef, Connections, StepContext
 from twicerun.storage.layout import Invocation, RunAddress
-from twicerun.storage.receipts import ArtifactRecord, Receipt, save_receipt
+from twicerun.storage.receipts import RECEIPT_VERSION, ArtifactRecord, Receipt, save_receipt
 
 
 def execute_step(
@@ -36,12 +37,15 @@ def execute_step(
     reference: Receipt | None,
     digest_connection: duckdb.DuckDBPyConnection,
     connections: Connections,
+    canonical: bool = False,
 ) -> Receipt:
     """Run `step` once at `address` and return its receipt (already saved).
 
     Each artifact gets its bytes digest here; its canonical digest only when the
     bytes equal `reference`'s (it is copied) and otherwise once a comparison needs
     it (`Records.ensure_canonical`), since most artifacts never differ from run 1.
+    With `canonical` (run 1 of the loop) every artifact gets it at once: run 1 is
+    what a recorded-run verdict names an answer by.
     """
     out_dir = invocation.step_dir(address, step.index, step.name)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -97,7 +101,7 @@ def execute_step(
                     prior.bytes_digest, prior.canonical_digest, prior.rows, prior.schema
                 )
         try:
-            d = digests(digest_connection, path, known=known, canonical=False)
+            d = digests(digest_connection, path, known=known, canonical=canonical)
         except UnsupportedColumn as exc:
             raise UnsupportedColumn(
                 f"artifact {name} of step {step.index} {step.name}: {exc}"
@@ -139,6 +143,10 @@ def _receipt(
         seconds=seconds,
         reads=ctx.output.reads,
         seed=step.seed_value,
+        version=RECEIPT_VERSION,
+        code_digest=step.code_digest,
+        duckdb=duckdb.__version__,
+        platform=platform_stamp(),
         **ended,
     )
 

@@ -177,6 +177,7 @@ def _loop(
                     reference=records.get(reference, step.index),
                     digest_connection=digest_connection,
                     connections=connections,
+                    canonical=run == 1,
                 )
                 records.add(address, receipt)
                 if run == 1:

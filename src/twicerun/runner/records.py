@@ -50,6 +50,7 @@ class Records:
             step_name=receipt.step_name,
             path=self.invocation.absolute(record.file),
             rows=record.rows,
+            canonical_digest=record.canonical_digest,
         )
 
     def visible(self, address: RunAddress, before: int) -> dict[str, ArtifactRef]:

@@ -46,6 +46,7 @@ class ArtifactRef:
     step_name: str
     path: Path
     rows: int
+    canonical_digest: str = ""
 
 
 @dataclass
@@ -129,7 +130,12 @@ class StepContext:
             self._read_names.add(name)
             self.output.reads.append(
                 ReadRecord(
-                    name=name, via="read", run=ref.run, step_index=ref.step_index, rows=ref.rows
+                    name=name,
+                    via="read",
+                    run=ref.run,
+                    step_index=ref.step_index,
+                    rows=ref.rows,
+                    canonical_digest=ref.canonical_digest,
                 )
             )
         return self._con.table(name)
@@ -154,13 +160,20 @@ class StepContext:
             self._con.execute(
                 f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS SELECT * FROM {sql.parquet(ref.path)}"
             )
-            rows = ref.rows
+            rows, digest = ref.rows, ref.canonical_digest
             run, index = ref.run, ref.step_index
         else:
             self._con.execute(f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS {initial}")
-            rows, run, index = 0, None, None
+            rows, run, index, digest = 0, None, None, ""
         self.output.reads.append(
-            ReadRecord(name=name, via="state", run=run, step_index=index, rows=rows)
+            ReadRecord(
+                name=name,
+                via="state",
+                run=run,
+                step_index=index,
+                rows=rows,
+                canonical_digest=digest,
+            )
         )
         return self._con.table(name)
 

@@ -8,13 +8,17 @@ from which run, how long it took and how it ended.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from twicerun.storage.atomic import read_json, write_json_atomic
 
 RECEIPT_NAME = "receipt.json"
+# 2: the step's code digest, the instrument (DuckDB, platform), canonical digests of
+# what it read, and of what it wrote in run 1. A version-1 receipt has none of them;
+# a verdict that needs one says COULD NOT CHECK rather than passing.
+RECEIPT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,8 @@ class ReadRecord:
     run: str | None
     step_index: int | None
     rows: int
+    # The rows it read, named; "" where the source's had not been computed.
+    canonical_digest: str = ""
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,11 @@ class Receipt:
     error: str | None = None
     seed: int | None = None
     sql_outside_ctx: list[str] = field(default_factory=list)
+    # Receipt version 1 lacks everything below; see RECEIPT_VERSION.
+    version: int = 1
+    code_digest: str = ""
+    duckdb: str = ""
+    platform: str = ""
 
     @property
     def rows_read(self) -> int:
@@ -79,11 +90,18 @@ class Receipt:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Receipt:
-        d = dict(d)
-        d.pop("rows_read", None)
-        d["artifacts"] = [ArtifactRecord(**a) for a in d.get("artifacts", [])]
-        d["reads"] = [ReadRecord(**r) for r in d.get("reads", [])]
+        """Fields a newer twicerun added are dropped (its `version` says so to a reader)."""
+        d = _known(cls, d)
+        d["artifacts"] = [
+            ArtifactRecord(**_known(ArtifactRecord, a)) for a in d.get("artifacts", [])
+        ]
+        d["reads"] = [ReadRecord(**_known(ReadRecord, r)) for r in d.get("reads", [])]
         return cls(**d)
+
+
+def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
 
 
 def save_receipt(step_dir: Path, receipt: Receipt) -> None:

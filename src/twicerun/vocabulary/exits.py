@@ -58,6 +58,48 @@ class PostExit(IntEnum):
     INTERRUPTED = 130
 
 
+class DiffExit(IntEnum):
+    """`diff`, and `localize` given two runs: one word for the whole comparison."""
+
+    IDENTICAL = 0
+    DIVERGED = 1
+    NOT_COMPARABLE = 2
+    REFUSED = 3
+    COULD_NOT_CHECK = 4
+    INTERRUPTED = 130
+
+
+class LocalizeExit(IntEnum):
+    """`localize`: over one invocation's runs, or (with two) as `diff`."""
+
+    CLEAN = 0
+    LOCATED = 1
+    NOT_COMPARABLE = 2
+    REFUSED = 3
+    COULD_NOT_CHECK = 4
+    INTERRUPTED = 130
+
+
+class ReproduceExit(IntEnum):
+    """`reproduce`: each step re-executed against its receipt."""
+
+    REPRODUCED = 0
+    DIVERGED = 1
+    REFUSED = 3
+    COULD_NOT_CHECK = 4
+    INTERRUPTED = 130
+
+
+class AuditExit(IntEnum):
+    """`audit`: the pipeline's verdict is the worst of its steps'."""
+
+    REPEATS = 0
+    NOT_REPRODUCIBLE = 1
+    BAD_INPUT = 2
+    CRASHED = 3
+    INTERRUPTED = 130
+
+
 # Integer values repeat across verbs (0 is every verb's success), so the sentences are
 # kept per enum: an IntEnum member hashes as its integer.
 MEANINGS: dict[type[IntEnum], dict[int, str]] = {
@@ -93,6 +135,41 @@ MEANINGS: dict[type[IntEnum], dict[int, str]] = {
         "to find a step worse",
         BaselineExit.CRASHED: "a pipeline crashed, or twicerun failed",
         BaselineExit.INTERRUPTED: "interrupted (Ctrl-C); nothing is written",
+    },
+    DiffExit: {
+        DiffExit.IDENTICAL: "identical: every step's outputs are the same on both sides",
+        DiffExit.DIVERGED: "diverged: a step's outputs differ (the first one is named)",
+        DiffExit.NOT_COMPARABLE: "not comparable: the two runs have different step lists",
+        DiffExit.REFUSED: "refused: a run cannot be read, or a flag is wrong",
+        DiffExit.COULD_NOT_CHECK: "could not check: no step differs, but at least one could "
+        "not be evaluated (an artifact gone, a receipt this version cannot read)",
+        DiffExit.INTERRUPTED: "interrupted (Ctrl-C)",
+    },
+    LocalizeExit: {
+        LocalizeExit.CLEAN: "clean: no step's runs disagreed (with two runs: identical)",
+        LocalizeExit.LOCATED: "located: the first step whose runs disagreed is named (with "
+        "two runs: diverged)",
+        LocalizeExit.NOT_COMPARABLE: "not comparable (two runs with different step lists)",
+        LocalizeExit.REFUSED: "refused: a run cannot be read, or a flag is wrong",
+        LocalizeExit.COULD_NOT_CHECK: "could not check: nothing disagreed, but a step could "
+        "not be evaluated",
+        LocalizeExit.INTERRUPTED: "interrupted (Ctrl-C)",
+    },
+    ReproduceExit: {
+        ReproduceExit.REPRODUCED: "every step re-executed gave what its receipt records",
+        ReproduceExit.DIVERGED: "a step gave something else (the oracle says how)",
+        ReproduceExit.REFUSED: "refused: the run or the pipeline cannot be read, or a flag is wrong",
+        ReproduceExit.COULD_NOT_CHECK: "no step diverged, but at least one could not be "
+        "checked (its code or DuckDB changed, an input is gone)",
+        ReproduceExit.INTERRUPTED: "interrupted (Ctrl-C); nothing was written into the run",
+    },
+    AuditExit: {
+        AuditExit.REPEATS: "every step audited is deterministic or reproducible",
+        AuditExit.NOT_REPRODUCIBLE: "a step is not reproducible: its two audit runs wrote "
+        "different rows",
+        AuditExit.BAD_INPUT: "bad input: the pipeline or a flag is wrong",
+        AuditExit.CRASHED: "a step raised, or twicerun failed",
+        AuditExit.INTERRUPTED: "interrupted (Ctrl-C); the scratch files are deleted",
     },
     PostExit: {
         PostExit.DONE: "posted, edited, or already current",

@@ -1,0 +1,309 @@
+"""`twicerun diff`, `localize`, `reproduce` and `audit`: verdicts over recorded runs.
+
+Each verb has its own words (vocabulary/ladder.py, vocabulary/audit.py) and its
+own exit codes (vocabulary/exits.py). For `diff`, `localize` and `reproduce` a
+refusal is exit 3, not 2, because 2 already means "not comparable"; `main` reads
+`refused_exit` off the command for errors click raises before the command runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+import duckdb
+
+from twicerun.cli.app import Progress, check_json_target, cli, epilog
+from twicerun.errors import BadInput
+from twicerun.github.commands import neutralize
+from twicerun.pipeline import load_pipeline
+from twicerun.runner.environment import default_threads
+from twicerun.runner.replay import Scratch, audit_runs, recorded_inputs
+from twicerun.storage.atomic import write_bytes_atomic
+from twicerun.storage.layout import LOOP, RunAddress
+from twicerun.verdicts.audit import AuditReport, audit_step
+from twicerun.verdicts.ladder import diff as diff_runs
+from twicerun.verdicts.ladder import localize_one
+from twicerun.verdicts.recorded import RecordedRun
+from twicerun.verdicts.reproduce import (
+    Replayed,
+    ReproduceReport,
+    cannot_check,
+    compare_fresh,
+)
+from twicerun.vocabulary.audit import Repeatability
+from twicerun.vocabulary.exits import AuditExit, DiffExit, LocalizeExit, ReproduceExit
+from twicerun.vocabulary.ladder import Comparing, Locating, Replay
+
+COMPARING_EXIT = {
+    Comparing.IDENTICAL: DiffExit.IDENTICAL,
+    Comparing.DIVERGED: DiffExit.DIVERGED,
+    Comparing.NOT_COMPARABLE: DiffExit.NOT_COMPARABLE,
+    Comparing.REFUSED: DiffExit.REFUSED,
+    Comparing.COULD_NOT_CHECK: DiffExit.COULD_NOT_CHECK,
+}
+LOCATING_EXIT = {
+    Locating.CLEAN: LocalizeExit.CLEAN,
+    Locating.LOCATED: LocalizeExit.LOCATED,
+    Locating.REFUSED: LocalizeExit.REFUSED,
+    Locating.COULD_NOT_CHECK: LocalizeExit.COULD_NOT_CHECK,
+}
+REPLAY_EXIT = {
+    Replay.REPRODUCED: ReproduceExit.REPRODUCED,
+    Replay.DIVERGED: ReproduceExit.DIVERGED,
+    Replay.COULD_NOT_CHECK: ReproduceExit.COULD_NOT_CHECK,
+}
+
+JSON_HELP = "Also write the verdicts as JSON here ('-' for stdout, which replaces the text)."
+
+
+def refusing(code: int) -> Callable:
+    """A verb whose bad input is `code`: its own errors print one sentence and return it."""
+
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except BadInput as exc:
+                click.echo(neutralize(f"twicerun: refused: {exc}"), err=True)
+                return code
+
+        return inner
+
+    return wrap
+
+
+def _json_option(fn):
+    return click.option(
+        "--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True), help=JSON_HELP
+    )(fn)
+
+
+def _emit(document: dict, lines: list[str], json_path: str | None) -> None:
+    if json_path == "-":
+        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        return
+    for line in lines:
+        click.echo(neutralize(line))
+    if json_path:
+        write_bytes_atomic(
+            Path(json_path), (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+        )
+
+
+def _check_json(json_path: str | None, schema: str) -> None:
+    check_json_target(json_path, schemas=(schema,))
+
+
+@cli.command(epilog=epilog(DiffExit))
+@click.argument("a")
+@click.argument("b")
+@_json_option
+@refusing(DiffExit.REFUSED)
+def diff(a: str, b: str, json_path: str | None) -> int:
+    """Compare two recorded runs A and B step by step: each step is `same`,
+    `FIRST DIFFERENCE` (at most one), `downstream`, `reconverged` or `COULD NOT CHECK`.
+
+    A run is an invocation directory (its run 1), DIR#k for its run k, or a run
+    directory (its newest completed invocation): yesterday's and today's, main's
+    and a branch's. Outputs are compared by canonical digest, so rows in another
+    order are the same answer. A change in how a step's output was produced (its
+    code, DuckDB, threads, seed, platform) is printed beside its verdict and never
+    changes it.
+    """
+    _check_json(json_path, "twicerun.diff/")
+    left, right = RecordedRun.parse(a), RecordedRun.parse(b)
+    con = duckdb.connect()
+    try:
+        ladder = diff_runs(left, right, con)
+    finally:
+        con.close()
+    _emit(ladder.to_dict(), ladder.lines(), json_path)
+    return COMPARING_EXIT[ladder.result]
+
+
+@cli.command(epilog=epilog(LocalizeExit))
+@click.argument("a")
+@click.argument("b", required=False)
+@_json_option
+@refusing(LocalizeExit.REFUSED)
+def localize(a: str, b: str | None, json_path: str | None) -> int:
+    """Find where a pipeline's answer first changed.
+
+    With one invocation A: the first step, in chain order, whose later runs
+    disagreed with run 1 (`located`), or `clean`. With two recorded runs A and B:
+    `diff`, stopping at the first difference, with what changed before it (an
+    input, the code, the instrument) shown beside each step.
+    """
+    con = duckdb.connect()
+    try:
+        if b is not None:
+            _check_json(json_path, "twicerun.localize/")
+            ladder = diff_runs(
+                RecordedRun.parse(a),
+                RecordedRun.parse(b),
+                con,
+                stop_at_first=True,
+                schema="twicerun.localize/1",
+            )
+            _emit(ladder.to_dict(), ladder.lines(), json_path)
+            return LocalizeExit(int(COMPARING_EXIT[ladder.result]))
+        _check_json(json_path, "twicerun.localize/")
+        first = RecordedRun.parse(a)
+        runs = [first, *_later_runs(first)]
+        located = localize_one(a, runs, con)
+    finally:
+        con.close()
+    _emit(located.to_dict(), located.lines(), json_path)
+    return LOCATING_EXIT[located.result]
+
+
+def _later_runs(first: RecordedRun) -> list[RecordedRun]:
+    series = first.invocation.root / LOOP
+    numbers = sorted(int(p.name) for p in series.iterdir() if p.name.isdigit() and p.name != "1")
+    return [
+        RecordedRun(first.invocation, RunAddress(LOOP, n), f"{first.invocation.root}#{n}")
+        for n in numbers
+    ]
+
+
+@cli.command(epilog=epilog(ReproduceExit))
+@click.argument("run")
+@click.option(
+    "--pipeline",
+    "pipeline_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The pipeline file to re-execute. Default: the one the run recorded.",
+)
+@click.option("--step", "only", multiple=True, help="Only this step (repeatable).")
+@_json_option
+@refusing(ReproduceExit.REFUSED)
+def reproduce(run: str, pipeline_path: Path | None, only: tuple[str, ...], json_path) -> int:
+    """Re-execute each step of a recorded RUN from the inputs its receipt names, and
+    compare what it writes now with what the receipt says it wrote: `REPRODUCED`,
+    `DIVERGED` (with the oracle's detail) or `COULD NOT CHECK` (its code or DuckDB
+    changed since, or an input is gone).
+
+    Executions go into a scratch directory that is removed afterwards; nothing is
+    written into the recorded run.
+    """
+    _check_json(json_path, "twicerun.reproduce/")
+    recorded = RecordedRun.parse(run)
+    manifest = recorded.manifest()
+    source = pipeline_path or Path(
+        manifest.get("pipeline_resolved") or manifest.get("pipeline", "")
+    )
+    pipeline = load_pipeline(source, manifest.get("seeds") or {})
+    names = {s.name for s in pipeline.steps}
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        raise BadInput(
+            f"--step {unknown[0]}: {source} has no such step; its steps are {', '.join(names)}"
+        )
+    threads = int(manifest.get("threads") or default_threads())
+    progress = Progress(enabled=click.get_text_stream("stderr").isatty())
+    report_steps: list[Replayed] = []
+    con = duckdb.connect()
+    try:
+        recorded_steps = {s.index: s for s in recorded.steps(con)}
+        with Scratch(threads, "reproduce") as scratch:
+            for step in pipeline.steps:
+                if only and step.name not in only:
+                    continue
+                record = recorded_steps.get(step.index)
+                receipt = record.receipt if record and record.name == step.name else None
+                why = cannot_check(receipt, step.code_digest, duckdb.__version__)
+                inputs = recorded_inputs(recorded.invocation, receipt) if not why else None
+                if inputs is not None and inputs.missing:
+                    why = "; ".join(inputs.missing)
+                if why:
+                    report_steps.append(
+                        Replayed(step.index, step.name, Replay.COULD_NOT_CHECK, why)
+                    )
+                    continue
+                fresh = scratch.execute(
+                    step,
+                    recorded.address,
+                    receipt.threads,
+                    inputs.visible,
+                    state_source=lambda name, _s=inputs.state: _s.get(name),
+                )
+                outputs = {
+                    a.name: (a.canonical_digest, scratch.path(a.file)) for a in fresh.artifacts
+                }
+                verdict, detail = compare_fresh(con, record.outputs, outputs)
+                report_steps.append(
+                    Replayed(step.index, step.name, verdict, detail, round(fresh.seconds, 3))
+                )
+                scratch.forget(recorded.address, step)
+        progress.clear()
+    finally:
+        con.close()
+    report = ReproduceReport(run, report_steps)
+    _emit(report.to_dict(), report.lines(), json_path)
+    return REPLAY_EXIT[report.worst]
+
+
+@cli.command(epilog=epilog(AuditExit))
+@click.argument("pipeline", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--step", "only", multiple=True, help="Only this step (repeatable).")
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="DuckDB threads. Default: what DuckDB picks on this machine.",
+)
+@_json_option
+def audit(pipeline: Path, only: tuple[str, ...], threads: int | None, json_path) -> int:
+    """Run PIPELINE once so every step has its inputs, then run each step twice more on
+    those inputs and say whether it repeated itself: `deterministic` (the same bytes,
+    no seed), `reproducible` (the same rows; or the same bytes because a seed was
+    held) or `not reproducible` (other rows).
+
+    Steps are audited one at a time, each with its two durations. The audit runs go
+    to scratch files that are deleted whatever happens and recorded nowhere. A step
+    that declares a seed is never called deterministic.
+    """
+    _check_json(json_path, "twicerun.audit/")
+    loaded = load_pipeline(pipeline)
+    names = [s.name for s in loaded.steps]
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        raise BadInput(
+            f"--step {unknown[0]}: {pipeline} has no such step; its steps are {', '.join(names)}"
+        )
+    chosen = [s for s in loaded.steps if not only or s.name in only]
+    progress = Progress(enabled=click.get_text_stream("stderr").isatty())
+    started = time.monotonic()
+    audited = audit_runs(loaded, threads or default_threads(), chosen, progress)
+    progress.clear()
+    report = AuditReport(
+        str(pipeline),
+        [
+            audit_step(
+                a.step.index,
+                a.step.name,
+                a.step.declaration.seed,
+                a.step.seed_value,
+                tuple((r.seconds, r.bytes, r.canonical) for r in a.runs),
+            )
+            for a in audited
+        ],
+        round(time.monotonic() - started, 2),
+    )
+    _emit(report.to_dict(), report.lines(), json_path)
+    return (
+        AuditExit.NOT_REPRODUCIBLE
+        if report.verdict is Repeatability.NOT_REPRODUCIBLE
+        else AuditExit.REPEATS
+    )
+
+
+for _command in (diff, localize, reproduce):
+    _command.refused_exit = 3  # type: ignore[attr-defined]

@@ -1,0 +1,197 @@
+"""Executing steps for the verdict verbs: into scratch files, recorded nowhere.
+
+`reproduce` re-executes a step of a recorded run from the inputs its receipt
+names; `audit` makes one ordinary run so each step has its inputs, then runs
+each step twice more. Either way the executions go into a scratch invocation in
+a temporary directory that is removed whatever happens, so nothing they wrote
+can be mistaken for a record. The words about what they found are decided in
+the verdicts room; this module only executes and digests.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from twicerun.pipeline import Pipeline, Step
+from twicerun.runner.execute import execute_step
+from twicerun.runner.progress import Progress, ProgressEvent, silent
+from twicerun.runner.records import Records
+from twicerun.storage.context import ArtifactRef, Connections, open_connection
+from twicerun.storage.layout import LOOP, Invocation, RunAddress, follow
+from twicerun.storage.receipts import Receipt, load_receipt
+
+AUDIT = "audit"
+
+
+class Scratch:
+    """A throwaway invocation to execute steps in; removed on close."""
+
+    def __init__(self, threads: int, purpose: str):
+        self.root = Path(tempfile.mkdtemp(prefix="twicerun-scratch-"))
+        self.invocation = Invocation.create(self.root, {"purpose": purpose})
+        self.con = open_connection(threads, self.invocation.spill_dir)
+        self.connections = Connections(self.invocation.spill_dir)
+        self.records = Records(self.invocation, RunAddress(LOOP, 1))
+
+    def execute(
+        self,
+        step: Step,
+        address: RunAddress,
+        threads: int,
+        visible: Mapping[str, ArtifactRef],
+        state_source: Callable[[str], ArtifactRef | None] = lambda _name: None,
+    ) -> Receipt:
+        """One execution, every artifact named by its canonical digest."""
+        receipt = execute_step(
+            invocation=self.invocation,
+            step=step,
+            address=address,
+            threads=threads,
+            visible=visible,
+            state_source=state_source,
+            owners={},
+            reference=None,
+            digest_connection=self.con,
+            connections=self.connections,
+            canonical=True,
+        )
+        self.records.add(address, receipt)
+        return receipt
+
+    def path(self, record_file: str) -> Path:
+        return self.invocation.absolute(record_file)
+
+    def forget(self, address: RunAddress, step: Step) -> None:
+        shutil.rmtree(self.invocation.step_dir(address, step.index, step.name), ignore_errors=True)
+
+    def close(self) -> None:
+        try:
+            self.connections.shutdown()
+            self.con.close()
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> Scratch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# reproduce ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordedInputs:
+    """What a recorded execution read, resolved to files, or why some cannot be."""
+
+    visible: dict[str, ArtifactRef]
+    state: dict[str, ArtifactRef]
+    missing: list[str] = field(default_factory=list)
+
+
+def recorded_inputs(invocation: Invocation, receipt: Receipt) -> RecordedInputs:
+    """The artifacts a receipt says its step read, as files in the recorded invocation."""
+
+    def get(address: RunAddress, index: int) -> Receipt | None:
+        run = invocation.root / address.series / str(address.run)
+        for directory in run.glob(f"{index:02d}-*"):
+            return load_receipt(directory)
+        return None
+
+    visible: dict[str, ArtifactRef] = {}
+    state: dict[str, ArtifactRef] = {}
+    missing: list[str] = []
+    for read in receipt.reads:
+        if read.run is None or read.step_index is None:
+            continue  # a state read that started from its initial rows: nothing to find
+        try:
+            address = RunAddress.parse(read.run)
+        except ValueError:
+            missing.append(f"{read.name} was a stressed copy, never recorded")
+            continue
+        located = follow(get, address, read.step_index, read.name)
+        if located is None or not located[2].kept:
+            missing.append(f"input {read.name} (from run {read.run}) was pruned or never kept")
+            continue
+        where, source, record = located
+        path = invocation.absolute(record.file)
+        if not path.is_file():
+            missing.append(f"input {read.name}: {record.file} is gone")
+            continue
+        ref = ArtifactRef(
+            name=read.name,
+            run=str(where),
+            step_index=read.step_index,
+            step_name=source.step_name,
+            path=path,
+            rows=record.rows,
+            canonical_digest=record.canonical_digest,
+        )
+        (state if read.via == "state" else visible)[read.name] = ref
+    return RecordedInputs(visible, state, missing)
+
+
+# audit -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuditRun:
+    """One of a step's two audit executions: its digests by artifact, and its time."""
+
+    seconds: float
+    bytes: dict[str, str]
+    canonical: dict[str, str]
+
+
+@dataclass(frozen=True)
+class AuditedStep:
+    step: Step
+    runs: tuple[AuditRun, AuditRun]
+
+
+def audit_runs(
+    pipeline: Pipeline,
+    threads: int,
+    steps: Iterable[Step],
+    progress: Progress = silent,
+) -> list[AuditedStep]:
+    """One ordinary run so each step has its inputs, then each chosen step twice more,
+    one step at a time (a duration is part of the report, and two steps competing for
+    cores would time the machine), each pair's files deleted as soon as it is digested."""
+    chosen = {s.index for s in steps}
+    last = max(chosen, default=-1)
+    found = []
+    with Scratch(threads, "audit") as scratch:
+        first = RunAddress(LOOP, 1)
+        for step in pipeline.steps[: last + 1]:
+            progress(ProgressEvent("audit", 1, 3, step.index, len(pipeline.steps), step.name))
+            scratch.execute(step, first, threads, scratch.records.visible(first, step.index))
+        for step in pipeline.steps:
+            if step.index not in chosen:
+                continue
+            inputs = scratch.records.visible(first, step.index)
+            runs = []
+            for n in (1, 2):
+                progress(
+                    ProgressEvent("audit", n + 1, 3, step.index, len(pipeline.steps), step.name)
+                )
+                address = RunAddress(AUDIT, n)
+                started = time.perf_counter()
+                receipt = scratch.execute(step, address, threads, inputs)
+                seconds = time.perf_counter() - started
+                runs.append(
+                    AuditRun(
+                        seconds=round(receipt.seconds or seconds, 3),
+                        bytes={a.name: a.bytes_digest for a in receipt.artifacts},
+                        canonical={a.name: a.canonical_digest for a in receipt.artifacts},
+                    )
+                )
+                scratch.forget(address, step)
+            found.append(AuditedStep(step, (runs[0], runs[1])))
+    return found

@@ -1,0 +1,164 @@
+"""`audit`: a step run twice more on the same inputs, and whether it repeated itself.
+
+Bytes and meaning are compared apart: a step that writes the same rows in
+another order (or another row-group layout) computed the same answer, and a
+verdict of "not reproducible" for it would make the audit useless. So each
+artifact is hashed as bytes and in canonical form, and the verdict is:
+
+- canonical forms differ: not reproducible;
+- bytes equal and the step declares no seed: deterministic;
+- otherwise (bytes differ, or a seed was held): reproducible.
+
+A seeded step is never "deterministic": its bytes matched because its seed was
+held, and moving the seed moves them. The report's wording follows the same
+facts, never the word alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from twicerun.vocabulary.audit import Repeatability
+
+
+def verdict(bytes_equal: bool, canonical_equal: bool, seed_declared: bool) -> Repeatability:
+    if not canonical_equal:
+        return Repeatability.NOT_REPRODUCIBLE
+    # `and not seed_declared` is the whole point: do not simplify it away. A seeded step
+    # with equal bytes held its seed; it did not show that it cannot change.
+    if bytes_equal and not seed_declared:
+        return Repeatability.DETERMINISTIC
+    return Repeatability.REPRODUCIBLE
+
+
+@dataclass(frozen=True)
+class ArtifactAudit:
+    name: str
+    verdict: Repeatability
+    bytes: tuple[str, str]
+    canonical: tuple[str, str]
+
+
+@dataclass(frozen=True)
+class StepAudit:
+    index: int
+    name: str
+    seed: str | None  # the declared seed parameter
+    seed_value: int | None
+    seconds: tuple[float, float]
+    artifacts: list[ArtifactAudit] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> Repeatability:
+        # The worst over its artifacts: one artifact that moved is a step that moved.
+        return max((a.verdict for a in self.artifacts), default=Repeatability.DETERMINISTIC)
+
+    def lines(self) -> list[str]:
+        out = [
+            f"{self.verdict!s:<17} {self.index} {self.name}  "
+            f"({self.seconds[0]:.2f}s and {self.seconds[1]:.2f}s)"
+        ]
+        width = max((len(a.name) for a in self.artifacts), default=0)
+        for a in self.artifacts:
+
+            def row(label: str, text: str, name: str = "") -> str:
+                return f"    {name:<{width}}  {label:<26}  {text}"
+
+            if a.bytes[0] == a.bytes[1]:
+                out.append(row("identical bytes both times", a.bytes[0][:12], a.name))
+                out.append(row("canonical form", a.canonical[0][:12]))
+                if self.seed is not None:
+                    out.append(
+                        f"    {'':<{width}}  because `{self.seed}` was held at {self.seed_value}, "
+                        f"not because the step cannot change"
+                    )
+            elif a.canonical[0] == a.canonical[1]:
+                out.append(
+                    row("the bytes differ", f"{a.bytes[0][:12]} / {a.bytes[1][:12]}", a.name)
+                )
+                out.append(row("the rows do not", a.canonical[0][:12]))
+            else:
+                pair = f"{a.canonical[0][:12] or '(none)'} / {a.canonical[1][:12] or '(none)'}"
+                out.append(row("the rows differ", pair, a.name))
+                if self.seed is not None:
+                    out.append(
+                        f"    {'':<{width}}  `{self.seed}` was held at {self.seed_value} and the "
+                        f"result moved anyway: the seed does not control this step"
+                    )
+        if not self.artifacts:
+            out.append("    it wrote no artifact, so there was nothing to compare")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "verdict": str(self.verdict),
+            "seed": self.seed,
+            "seed_value": self.seed_value,
+            "seconds": list(self.seconds),
+            "artifacts": [
+                {
+                    "name": a.name,
+                    "verdict": str(a.verdict),
+                    "bytes": list(a.bytes),
+                    "canonical": list(a.canonical),
+                }
+                for a in self.artifacts
+            ],
+        }
+
+
+def audit_step(
+    index: int,
+    name: str,
+    seed: str | None,
+    seed_value: int | None,
+    runs: tuple[tuple[float, dict[str, str], dict[str, str]], ...],
+) -> StepAudit:
+    """The step's verdict from its two audit runs: (seconds, bytes by name, canonical by name)."""
+    (s1, b1, c1), (s2, b2, c2) = runs
+    artifacts = []
+    for artifact in sorted(set(b1) | set(b2)):
+        if artifact not in b1 or artifact not in b2:
+            found = Repeatability.NOT_REPRODUCIBLE
+            pair_b = (b1.get(artifact, ""), b2.get(artifact, ""))
+            pair_c = (c1.get(artifact, ""), c2.get(artifact, ""))
+        else:
+            pair_b, pair_c = (b1[artifact], b2[artifact]), (c1[artifact], c2[artifact])
+            found = verdict(pair_b[0] == pair_b[1], pair_c[0] == pair_c[1], seed is not None)
+        artifacts.append(ArtifactAudit(artifact, found, pair_b, pair_c))
+    return StepAudit(index, name, seed, seed_value, (s1, s2), artifacts)
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    pipeline: str
+    steps: list[StepAudit]
+    seconds: float
+    schema: str = "twicerun.audit/1"
+
+    @property
+    def verdict(self) -> Repeatability:
+        # The worst over steps, not the commonest: one step that moves is what an audit is for.
+        return max((s.verdict for s in self.steps), default=Repeatability.DETERMINISTIC)
+
+    def lines(self) -> list[str]:
+        out = []
+        for s in self.steps:
+            out += s.lines()
+        out.append(
+            f"{self.pipeline}: {self.verdict} ({len(self.steps)} step"
+            f"{'s' if len(self.steps) != 1 else ''} audited in {self.seconds:.1f}s)"
+        )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "pipeline": self.pipeline,
+            "verdict": str(self.verdict),
+            "seconds": self.seconds,
+            "steps": [s.to_dict() for s in self.steps],
+        }

@@ -1,0 +1,284 @@
+"""The ladder: two recorded runs compared step by step, in chain order.
+
+Each step gets exactly one rung (vocabulary/ladder.py). A rung is about the
+step's outputs, named by their canonical digests; what produced them (the code,
+DuckDB, threads, the seed, the platform) is an annotation beside the rung and
+never changes it, so `same` never hides that the code changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from twicerun.verdicts.explain import explain
+from twicerun.verdicts.recorded import RecordedRun, RecordedStep
+from twicerun.vocabulary.ladder import Comparing, Locating, Rung
+
+# What a receipt says about how an output was produced: (field, what to call it).
+INSTRUMENT = (
+    ("code_digest", "the step's code"),
+    ("duckdb", "DuckDB version"),
+    ("threads", "threads"),
+    ("seed", "seed"),
+    ("platform", "platform"),
+)
+
+
+@dataclass(frozen=True)
+class StepVerdict:
+    index: int
+    name: str
+    rung: Rung
+    why: str = ""  # for COULD NOT CHECK: what stopped it
+    instrument: list[str] = field(default_factory=list)  # what produced it differently
+    inputs: str = ""  # "identical", "differ: x, y", or "" when unknown
+    explanation: str = ""  # the oracle's, on the first difference
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "verdict": str(self.rung),
+            "why": self.why,
+            "instrument": self.instrument,
+            "inputs": self.inputs,
+            "explanation": self.explanation,
+        }
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """`diff` (or `localize` given two runs): one word and a rung per step."""
+
+    a: str
+    b: str
+    result: Comparing
+    steps: list[StepVerdict]
+    stopped_at_first: bool = False
+    schema: str = "twicerun.diff/1"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "a": self.a,
+            "b": self.b,
+            "result": str(self.result),
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+    def lines(self) -> list[str]:
+        width = max((len(s.name) for s in self.steps), default=0)
+        out = [f"{self.result}: {self.a} against {self.b}"]
+        for s in self.steps:
+            out.append(f"  {s.index:>2} {s.name:<{width}}  {s.rung}")
+            if s.why:
+                out.append(f"       {s.why}")
+            if s.explanation:
+                out.append(f"       {s.explanation}")
+            if s.inputs == "identical" and s.rung in (Rung.FIRST_DIFFERENCE, Rung.DOWNSTREAM):
+                out.append("       diverged with identical inputs")
+            elif s.inputs.startswith("differ"):
+                out.append(f"       its inputs {s.inputs}")
+            if s.instrument:
+                out.append(f"       produced differently: {'; '.join(s.instrument)}")
+        if self.stopped_at_first:
+            out.append("  (stopped at the first difference)")
+        return out
+
+
+def instrument_changes(a: RecordedStep, b: RecordedStep) -> list[str]:
+    """What differs in how the two outputs were produced, named; never a verdict."""
+    if a.receipt is None or b.receipt is None:
+        return []
+    changes = []
+    for name, shown in INSTRUMENT:
+        left, right = getattr(a.receipt, name), getattr(b.receipt, name)
+        if name != "threads" and name != "seed" and (not left or not right):
+            side = "the first" if not left else "the second"
+            if left or right:
+                changes.append(f"{shown} not recorded in {side} run")
+            continue
+        if left != right:
+            if name == "code_digest":
+                changes.append(f"{shown} ({str(left)[:12]} against {str(right)[:12]})")
+            else:
+                changes.append(f"{shown} ({left} against {right})")
+    return changes
+
+
+def inputs_compared(a: RecordedStep, b: RecordedStep) -> str:
+    if a.receipt is None or b.receipt is None:
+        return ""
+    left = {r.name: r.canonical_digest for r in a.receipt.reads}
+    right = {r.name: r.canonical_digest for r in b.receipt.reads}
+    if set(left) != set(right):
+        return "differ: it read " + ", ".join(sorted(set(left) ^ set(right))) + " on one side only"
+    if not all(left.values()) or not all(right.values()):
+        return ""
+    moved = sorted(n for n in left if left[n] != right[n])
+    return f"differ: {', '.join(moved)}" if moved else "identical"
+
+
+def _same_outputs(a: RecordedStep, b: RecordedStep) -> bool:
+    left = {o.name: o.canonical for o in a.outputs}
+    right = {o.name: o.canonical for o in b.outputs}
+    return left == right
+
+
+def diff(
+    a: RecordedRun,
+    b: RecordedRun,
+    con: duckdb.DuckDBPyConnection,
+    *,
+    stop_at_first: bool = False,
+    schema: str = "twicerun.diff/1",
+) -> Ladder:
+    left, right = a.steps(con), b.steps(con)
+    comparable = [(s.index, s.name) for s in left] == [(s.index, s.name) for s in right]
+    verdicts: list[StepVerdict] = []
+    seen_first = False
+    right_by_index = {s.index: s for s in right}
+    for s in left:
+        other = right_by_index.get(s.index)
+        if other is None or other.name != s.name:
+            verdicts.append(
+                StepVerdict(
+                    s.index, s.name, Rung.COULD_NOT_CHECK, why="the second run has no such step"
+                )
+            )
+            continue
+        common = dict(instrument=instrument_changes(s, other), inputs=inputs_compared(s, other))
+        if not s.checkable or not other.checkable:
+            why = "; ".join(
+                f"{side}: {step.problem()}"
+                for side, step in (("first", s), ("second", other))
+                if step.problem()
+            )
+            verdicts.append(StepVerdict(s.index, s.name, Rung.COULD_NOT_CHECK, why=why, **common))
+            continue
+        same = _same_outputs(s, other)
+        if not seen_first:
+            if same:
+                verdicts.append(StepVerdict(s.index, s.name, Rung.SAME, **common))
+                continue
+            seen_first = True
+            verdicts.append(
+                StepVerdict(
+                    s.index,
+                    s.name,
+                    Rung.FIRST_DIFFERENCE,
+                    explanation=_explanation(con, s, other),
+                    **common,
+                )
+            )
+            if stop_at_first:
+                break
+            continue
+        rung = Rung.RECONVERGED if same else Rung.DOWNSTREAM
+        verdicts.append(StepVerdict(s.index, s.name, rung, **common))
+    for s in right:
+        if s.index not in {v.index for v in verdicts} and not stop_at_first:
+            verdicts.append(
+                StepVerdict(
+                    s.index, s.name, Rung.COULD_NOT_CHECK, why="the first run has no such step"
+                )
+            )
+    if not comparable:
+        result = Comparing.NOT_COMPARABLE
+    elif seen_first:
+        result = Comparing.DIVERGED
+    elif any(v.rung is Rung.COULD_NOT_CHECK for v in verdicts):
+        result = Comparing.COULD_NOT_CHECK
+    else:
+        result = Comparing.IDENTICAL
+    return Ladder(a.label, b.label, result, verdicts, stop_at_first and seen_first, schema)
+
+
+def _explanation(con: duckdb.DuckDBPyConnection, a: RecordedStep, b: RecordedStep) -> str:
+    left = {o.name: o for o in a.outputs}
+    right = {o.name: o for o in b.outputs}
+    only = sorted(set(left) ^ set(right))
+    if only:
+        return f"written on one side only: {', '.join(only)}"
+    for name in left:
+        if left[name].canonical != right[name].canonical:
+            _, sentence = explain(con, name, left[name].path, right[name].path)
+            return sentence
+    return ""
+
+
+@dataclass(frozen=True)
+class Located:
+    """`localize` over one invocation: the first step whose runs disagreed, if any."""
+
+    run: str
+    result: Locating
+    step: str = ""
+    index: int | None = None
+    runs: str = ""  # which runs disagreed with run 1
+    explanation: str = ""
+    unchecked: list[str] = field(default_factory=list)
+    schema: str = "twicerun.localize/1"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "run": self.run,
+            "result": str(self.result),
+            "step": self.step,
+            "index": self.index,
+            "runs": self.runs,
+            "explanation": self.explanation,
+            "could_not_check": self.unchecked,
+        }
+
+    def lines(self) -> list[str]:
+        if self.result is Locating.LOCATED:
+            out = [f"{self.result}: step {self.index} {self.step} of {self.run}: {self.runs}"]
+            if self.explanation:
+                out.append(f"  {self.explanation}")
+        else:
+            out = [f"{self.result}: {self.run}"]
+        out += [f"  not checked: {u}" for u in self.unchecked]
+        return out
+
+
+def localize_one(label: str, runs: list[RecordedRun], con: duckdb.DuckDBPyConnection) -> Located:
+    """The first step, in chain order, whose later runs disagreed with run 1."""
+    reference = runs[0]
+    first = reference.steps(con)
+    others = [(r, {s.index: s for s in r.steps(con)}) for r in runs[1:]]
+    unchecked = []
+    for step in first:
+        disagreeing, missing = [], []
+        for run, by_index in others:
+            other = by_index.get(step.index)
+            if other is None or not step.checkable or not other.checkable:
+                missing.append(run.address.run)
+                continue
+            if not _same_outputs(step, other):
+                disagreeing.append((run, other))
+        if disagreeing:
+            run, other = disagreeing[0]
+            numbers = ", ".join(str(r.address.run) for r, _ in disagreeing)
+            return Located(
+                label,
+                Locating.LOCATED,
+                step.name,
+                step.index,
+                f"run{'s' if len(disagreeing) > 1 else ''} {numbers} of {len(runs)} disagreed "
+                f"with run 1",
+                _explanation(con, step, other),
+                unchecked,
+            )
+        if missing:
+            problem = step.problem() or "a later run's copy cannot be named"
+            unchecked.append(
+                f"step {step.index} {step.name} (runs {', '.join(map(str, missing))}): {problem}"
+            )
+    if unchecked:
+        return Located(label, Locating.COULD_NOT_CHECK, unchecked=unchecked)
+    return Located(label, Locating.CLEAN)

@@ -1,0 +1,178 @@
+"""A recorded run: one run of one invocation, as its receipts describe it.
+
+Named on the command line as an invocation directory (its run 1), `DIR#k` (run
+k of it), or a run directory (the newest completed invocation in it). Paths in
+receipts are relative to the invocation, so a directory copied to another
+machine reads the same there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from twicerun.compare.digest import canonical_digest
+from twicerun.errors import UsageError
+from twicerun.storage.layout import (
+    COMPLETED,
+    LOOP,
+    MANIFEST_NAME,
+    Invocation,
+    RunAddress,
+    follow,
+    invocations_with,
+)
+from twicerun.storage.receipts import RECEIPT_NAME, RECEIPT_VERSION, Receipt, load_receipt
+
+_STEP_DIR = re.compile(r"(\d+)-(.*)\Z")
+
+
+@dataclass(frozen=True)
+class Output:
+    """One artifact a step wrote, named by its rows; `why` says why it cannot be."""
+
+    name: str
+    canonical: str = ""
+    path: Path | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    """One step of a recorded run: its receipt, or why there is none to read."""
+
+    index: int
+    name: str
+    receipt: Receipt | None
+    why: str = ""
+    outputs: list[Output] = field(default_factory=list)
+
+    @property
+    def checkable(self) -> bool:
+        return self.receipt is not None and not self.why and all(o.canonical for o in self.outputs)
+
+    def problem(self) -> str:
+        """Why this step cannot be evaluated, or "" when it can."""
+        if self.why:
+            return self.why
+        missing = [o for o in self.outputs if not o.canonical]
+        return "; ".join(f"{o.name}: {o.why}" for o in missing)
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    invocation: Invocation
+    address: RunAddress
+    label: str
+
+    @classmethod
+    def parse(cls, text: str) -> RecordedRun:
+        """`DIR`, `DIR#k`, or a run directory holding invocations."""
+        where, _, run = text.partition("#")
+        path = Path(where)
+        if not run:
+            run_number = 1
+        elif run.isdigit() and int(run) >= 1:
+            run_number = int(run)
+        else:
+            raise UsageError(f"{text}: after '#' comes a run number (1, 2, ...), not {run!r}")
+        if (path / MANIFEST_NAME).is_file():
+            invocation = Invocation(path)
+        elif path.is_dir():
+            completed = invocations_with(path, COMPLETED)
+            if not completed:
+                raise UsageError(
+                    f"{where} is neither an invocation directory nor a run directory holding a "
+                    f"completed one; give the directory `twicerun run` printed"
+                )
+            invocation = completed[-1][0]
+        else:
+            raise UsageError(f"{where} does not exist; give a recorded invocation directory")
+        address = RunAddress(LOOP, run_number)
+        if not (invocation.root / address.series / str(run_number)).is_dir():
+            raise UsageError(
+                f"{invocation.root} has no run {run_number}; its runs are "
+                f"{', '.join(_runs(invocation)) or 'none'}"
+            )
+        return cls(invocation=invocation, address=address, label=text)
+
+    def manifest(self) -> dict:
+        try:
+            return self.invocation.manifest()
+        except (OSError, ValueError):
+            return {}
+
+    def _receipt(self, address: RunAddress, index: int) -> Receipt | None:
+        run = self.invocation.root / address.series / str(address.run)
+        for step in run.glob(f"{index:02d}-*"):
+            try:
+                return load_receipt(step)
+            except (OSError, ValueError, TypeError, KeyError):
+                return None
+        return None
+
+    def steps(self, con: duckdb.DuckDBPyConnection) -> list[RecordedStep]:
+        """Every step of this run in chain order, each output named by its canonical digest
+        (computed from the file where the receipt left it out)."""
+        run = self.invocation.root / self.address.series / str(self.address.run)
+        found = []
+        for directory in sorted(p for p in run.iterdir() if p.is_dir()):
+            match = _STEP_DIR.match(directory.name)
+            if match is None:
+                continue
+            index = int(match.group(1))
+            try:
+                receipt = load_receipt(directory)
+            except (OSError, ValueError, TypeError, KeyError) as exc:
+                found.append(
+                    RecordedStep(
+                        index, match.group(2), None, f"its {RECEIPT_NAME} cannot be read ({exc})"
+                    )
+                )
+                continue
+            if receipt is None:
+                found.append(RecordedStep(index, match.group(2), None, f"it has no {RECEIPT_NAME}"))
+                continue
+            if receipt.version > RECEIPT_VERSION:
+                why = (
+                    f"its receipt is version {receipt.version}, and this twicerun reads up to "
+                    f"{RECEIPT_VERSION}"
+                )
+                found.append(RecordedStep(index, receipt.step_name, receipt, why))
+                continue
+            if receipt.outcome != "ok":
+                found.append(
+                    RecordedStep(index, receipt.step_name, receipt, "it raised in this run")
+                )
+                continue
+            outputs = [self.output(con, index, a.name) for a in receipt.artifacts]
+            found.append(RecordedStep(index, receipt.step_name, receipt, "", outputs))
+        return found
+
+    def output(self, con: duckdb.DuckDBPyConnection, index: int, name: str) -> Output:
+        located = follow(self._receipt, self.address, index, name)
+        if located is None:
+            return Output(name, why="its receipt does not list it")
+        _, _, record = located
+        path = self.invocation.absolute(record.file) if record.kept else None
+        if path is not None and not path.is_file():
+            return Output(name, record.canonical_digest, None, f"{record.file} is gone")
+        if record.canonical_digest:
+            return Output(name, record.canonical_digest, path)
+        if path is None:
+            return Output(name, why="its copy was deleted after it was compared, unnamed")
+        try:
+            digest, _, _ = canonical_digest(con, path)
+        except (duckdb.Error, OSError) as exc:
+            return Output(name, why=f"{record.file} cannot be read ({type(exc).__name__})")
+        return Output(name, digest, path)
+
+
+def _runs(invocation: Invocation) -> list[str]:
+    series = invocation.root / LOOP
+    if not series.is_dir():
+        return []
+    return sorted((p.name for p in series.iterdir() if p.name.isdigit()), key=int)

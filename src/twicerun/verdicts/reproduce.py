@@ -1,0 +1,115 @@
+"""`reproduce`: does a step, re-executed now from its recorded inputs, give its record?
+
+A different question from the ladder's: not "do two recorded runs agree" but
+"does this step's code, run again, produce what its receipt says it produced".
+A step whose code or DuckDB changed since, or whose inputs are gone, is COULD
+NOT CHECK: re-executing it would answer a question about other code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from twicerun.storage.receipts import RECEIPT_VERSION, Receipt
+from twicerun.verdicts.explain import explain
+from twicerun.verdicts.recorded import Output
+from twicerun.vocabulary.ladder import Replay
+
+
+@dataclass(frozen=True)
+class Replayed:
+    index: int
+    name: str
+    verdict: Replay
+    detail: str = ""
+    seconds: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "verdict": str(self.verdict),
+            "detail": self.detail,
+            "seconds": self.seconds,
+        }
+
+
+@dataclass(frozen=True)
+class ReproduceReport:
+    run: str
+    steps: list[Replayed] = field(default_factory=list)
+    schema: str = "twicerun.reproduce/1"
+
+    @property
+    def worst(self) -> Replay:
+        verdicts = {s.verdict for s in self.steps}
+        if Replay.DIVERGED in verdicts:
+            return Replay.DIVERGED
+        if Replay.COULD_NOT_CHECK in verdicts:
+            return Replay.COULD_NOT_CHECK
+        return Replay.REPRODUCED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "run": self.run,
+            "result": str(self.worst),
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+    def lines(self) -> list[str]:
+        width = max((len(s.name) for s in self.steps), default=0)
+        out = [f"re-executed from {self.run}'s recorded inputs, against its receipts:"]
+        for s in self.steps:
+            took = f" ({s.seconds:.2f}s)" if s.seconds is not None else ""
+            out.append(f"  {s.index:>2} {s.name:<{width}}  {s.verdict}{took}")
+            if s.detail:
+                out.append(f"       {s.detail}")
+        return out
+
+
+def cannot_check(receipt: Receipt | None, code_digest: str, duckdb_version: str) -> str:
+    """Why re-executing this step would not test its record, or ""."""
+    if receipt is None:
+        return "no receipt to check against"
+    if receipt.version > RECEIPT_VERSION:
+        return (
+            f"its receipt is version {receipt.version}; this twicerun reads up to {RECEIPT_VERSION}"
+        )
+    if receipt.outcome != "ok":
+        return "it raised when it was recorded"
+    if not receipt.code_digest:
+        return "its receipt records no code digest (written by an older twicerun)"
+    if receipt.code_digest != code_digest:
+        return "its code changed since it was recorded"
+    if not receipt.duckdb:
+        return "its receipt records no DuckDB version (written by an older twicerun)"
+    if receipt.duckdb != duckdb_version:
+        return f"it was recorded with DuckDB {receipt.duckdb}; this is {duckdb_version}"
+    return ""
+
+
+def compare_fresh(
+    con: duckdb.DuckDBPyConnection,
+    recorded: list[Output],
+    fresh: dict[str, tuple[str, Path]],
+) -> tuple[Replay, str]:
+    """The verdict for one re-execution: its outputs (canonical digest, file) against the
+    record's. A recorded output that cannot be named makes it COULD NOT CHECK."""
+    unnamed = [o for o in recorded if not o.canonical]
+    if unnamed:
+        return Replay.COULD_NOT_CHECK, "; ".join(f"{o.name}: {o.why}" for o in unnamed)
+    names = {o.name for o in recorded}
+    if names != set(fresh):
+        only = sorted(names ^ set(fresh))
+        return Replay.DIVERGED, f"it wrote another set of artifacts ({', '.join(only)})"
+    for o in recorded:
+        digest, path = fresh[o.name]
+        if digest != o.canonical:
+            _, sentence = explain(con, o.name, o.path, path)
+            return Replay.DIVERGED, sentence
+    return Replay.REPRODUCED, ""
