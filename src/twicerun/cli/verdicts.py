@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from twicerun.errors import BadInput
 from twicerun.github.commands import neutralize
 from twicerun.pipeline import load_pipeline
 from twicerun.runner.environment import default_threads
+from twicerun.runner.progress import ProgressEvent
 from twicerun.runner.replay import Scratch, audit_runs, recorded_inputs
 from twicerun.storage.atomic import write_bytes_atomic
 from twicerun.storage.layout import LOOP, RunAddress
@@ -207,7 +209,7 @@ def reproduce(run: str, pipeline_path: Path | None, only: tuple[str, ...], json_
             f"--step {unknown[0]}: {source} has no such step; its steps are {', '.join(names)}"
         )
     threads = int(manifest.get("threads") or default_threads())
-    progress = Progress(enabled=click.get_text_stream("stderr").isatty())
+    progress = Progress(enabled=sys.stderr.isatty())
     report_steps: list[Replayed] = []
     con = duckdb.connect()
     try:
@@ -216,6 +218,9 @@ def reproduce(run: str, pipeline_path: Path | None, only: tuple[str, ...], json_
             for step in pipeline.steps:
                 if only and step.name not in only:
                     continue
+                progress(
+                    ProgressEvent("reproduce", 1, 1, step.index, len(pipeline.steps), step.name)
+                )
                 record = recorded_steps.get(step.index)
                 receipt = record.receipt if record and record.name == step.name else None
                 why = cannot_check(receipt, step.code_digest, duckdb.__version__)
@@ -279,7 +284,7 @@ def audit(pipeline: Path, only: tuple[str, ...], threads: int | None, json_path)
             f"--step {unknown[0]}: {pipeline} has no such step; its steps are {', '.join(names)}"
         )
     chosen = [s for s in loaded.steps if not only or s.name in only]
-    progress = Progress(enabled=click.get_text_stream("stderr").isatty())
+    progress = Progress(enabled=sys.stderr.isatty())
     started = time.monotonic()
     audited = audit_runs(loaded, threads or default_threads(), chosen, progress)
     progress.clear()

@@ -1,0 +1,371 @@
+"""`diff`, `localize`, `reproduce` and `audit` through the real CLI: every verdict and every
+exit code, on small pipelines built for each, and the three vocabularies kept apart."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from twicerun.storage.layout import MANIFEST_NAME
+from twicerun.storage.receipts import RECEIPT_NAME
+
+# Step 1 differs on every run; step 2 carries the difference on; step 3 only counts
+# rows, so it agrees again; step 4 reads nothing that moved.
+LADDER = """
+def base(ctx):
+    ctx.write("base", "SELECT range AS id FROM range(20)")
+
+
+def noisy(ctx):
+    ctx.read("base")
+    ctx.write("noise", "SELECT id, random() AS r FROM base")
+
+
+def carried(ctx):
+    ctx.read("noise")
+    ctx.write("doubled", "SELECT id, r * 2 AS r2 FROM noise")
+
+
+def counted(ctx):
+    ctx.read("noise")
+    ctx.write("how_many", "SELECT count(*) AS n FROM noise")
+
+
+def apart(ctx):
+    ctx.read("base")
+    ctx.write("evens", "SELECT id FROM base WHERE id % 2 = 0")
+"""
+
+STEADY = """
+def first(ctx):
+    ctx.write("numbers", "SELECT range AS n FROM range(50)")
+
+
+def second(ctx):
+    ctx.read("numbers")
+    ctx.write("total", "SELECT sum(n) AS s FROM numbers")
+"""
+
+
+def _invocations(run_dir: Path) -> list[Path]:
+    return sorted(
+        (p for p in run_dir.iterdir() if (p / MANIFEST_NAME).is_file()),
+        key=lambda p: json.loads((p / MANIFEST_NAME).read_text())["started"],
+    )
+
+
+def record(twicerun, path, run_dir, *extra) -> Path:
+    """One recorded invocation of `path`; every invocation is kept (--keep 0)."""
+    outcome = twicerun("run", path, "--runs", "2", "--keep", "0", *extra)
+    assert outcome.code in (0, 1), outcome.err
+    return _invocations(run_dir)[-1]
+
+
+def receipt_path(invocation: Path, run: int, index: int) -> Path:
+    (step,) = (invocation / "loop" / str(run)).glob(f"{index:02d}-*")
+    return step / RECEIPT_NAME
+
+
+def edit_receipt(invocation: Path, run: int, index: int, **changes) -> None:
+    path = receipt_path(invocation, run, index)
+    data = json.loads(path.read_text())
+    data.update(changes)
+    path.write_text(json.dumps(data))
+
+
+AUDIT_WORDS = re.compile(r"\b(deterministic|reproducible)\b")
+LADDER_WORDS = re.compile(r"FIRST DIFFERENCE|COULD NOT CHECK|\bdownstream\b|\breconverged\b")
+
+
+# diff ---------------------------------------------------------------------------------
+
+
+def test_diff_of_two_invocations_walks_the_whole_ladder(twicerun, write_pipeline, run_dir):
+    path = write_pipeline(LADDER)
+    a = record(twicerun, path, run_dir)
+    b = record(twicerun, path, run_dir)
+    outcome = twicerun("diff", a, b, "--json", "-")
+    assert outcome.code == 1, outcome.err
+    document = outcome.json()
+    assert document["schema"] == "twicerun.diff/1" and document["result"] == "diverged"
+    assert [(s["name"], s["verdict"]) for s in document["steps"]] == [
+        ("base", "same"),
+        ("noisy", "FIRST DIFFERENCE"),
+        ("carried", "downstream"),
+        ("counted", "reconverged"),
+        # After the first difference a match is reconverged by position, related or not.
+        ("apart", "reconverged"),
+    ]
+    first = document["steps"][1]
+    # The oracle says how: both run 1 copies are on disk.
+    assert (
+        "noise: VALUE_DRIFT" in first["explanation"]
+        and "float values moved" in first["explanation"]
+    )
+    assert first["inputs"] == "identical"
+    text = twicerun("diff", a, b)
+    assert "diverged with identical inputs" in text.out
+    assert not AUDIT_WORDS.search(text.out)
+
+
+def test_diff_of_two_runs_inside_one_invocation(twicerun, write_pipeline, run_dir):
+    a = record(twicerun, write_pipeline(LADDER), run_dir)
+    outcome = twicerun("diff", a, f"{a}#2", "--json", "-")
+    verdicts = [s["verdict"] for s in outcome.json()["steps"]]
+    # Contained: run 2 read run 1's noise, so what follows it agrees again.
+    assert verdicts == ["same", "FIRST DIFFERENCE", "reconverged", "reconverged", "reconverged"]
+    assert outcome.code == 1
+
+
+def test_identical_runs_with_a_changed_instrument_are_same_with_an_annotation(
+    twicerun, write_pipeline, run_dir
+):
+    path = write_pipeline(STEADY)
+    a = record(twicerun, path, run_dir)
+    # The step's code changes (a comment), and so does the recorded DuckDB: neither is a verdict.
+    path.write_text(path.read_text().replace('ctx.read("numbers")', 'ctx.read("numbers")  # again'))
+    b = record(twicerun, path, run_dir)
+    edit_receipt(b, 1, 0, duckdb="0.0.1")
+    outcome = twicerun("diff", a, b, "--json", "-")
+    assert outcome.code == 0 and outcome.json()["result"] == "identical"
+    first, second = outcome.json()["steps"]
+    assert (first["verdict"], second["verdict"]) == ("same", "same")
+    assert any(i.startswith("DuckDB version (") and "0.0.1" in i for i in first["instrument"])
+    assert any(i.startswith("the step's code (") for i in second["instrument"])
+    assert not any("code" in i for i in first["instrument"])
+    text = twicerun("diff", a, b).out
+    assert "produced differently: the step's code" in text
+
+
+def test_an_older_receipt_or_a_pruned_copy_is_could_not_check_never_a_pass(
+    twicerun, write_pipeline, run_dir, tmp_path
+):
+    path = write_pipeline(STEADY)
+    a = record(twicerun, path, run_dir)
+    b = tmp_path / "copied"
+    shutil.copytree(record(twicerun, path, run_dir), b)  # a run directory travels
+    # Step 1: written by a twicerun that did not name its rows, and the file is gone.
+    data = json.loads(receipt_path(b, 1, 1).read_text())
+    data["artifacts"][0]["canonical_digest"] = ""
+    data.pop("version")
+    receipt_path(b, 1, 1).write_text(json.dumps(data))
+    (b / data["artifacts"][0]["file"]).unlink()
+    outcome = twicerun("diff", a, b, "--json", "-")
+    assert outcome.code == 4 and outcome.json()["result"] == "could not check"
+    first, second = outcome.json()["steps"]
+    assert first["verdict"] == "same"
+    assert second["verdict"] == "COULD NOT CHECK" and "is gone" in second["why"]
+    # A receipt from a newer twicerun, and one that is not JSON.
+    edit_receipt(b, 1, 1, version=99)
+    assert "version 99" in twicerun("diff", a, b, "--json", "-").json()["steps"][1]["why"]
+    receipt_path(b, 1, 0).write_text("{not json")
+    steps = twicerun("diff", a, b, "--json", "-").json()["steps"]
+    assert steps[0]["verdict"] == "COULD NOT CHECK" and "cannot be read" in steps[0]["why"]
+
+
+def test_different_step_lists_are_not_comparable(twicerun, write_pipeline, run_dir):
+    a = record(twicerun, write_pipeline(STEADY, "one.py"), run_dir)
+    b = record(twicerun, write_pipeline(LADDER, "two.py"), run_dir)
+    outcome = twicerun("diff", a, b)
+    assert outcome.code == 2 and outcome.out.startswith("not comparable")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["diff", "nowhere", "nowhere"], ["diff", "only-one"], ["localize"], ["reproduce", "nowhere"]],
+    ids=["missing-run", "missing-argument", "localize-nothing", "reproduce-missing"],
+)
+def test_a_refusal_is_exit_3_for_the_ladder_verbs(twicerun, args):
+    outcome = twicerun(*args)
+    assert outcome.code == 3, outcome.err
+    assert outcome.err.strip()
+
+
+def test_a_run_number_that_does_not_exist_is_refused_with_the_ones_that_do(
+    twicerun, write_pipeline, run_dir
+):
+    a = record(twicerun, write_pipeline(STEADY), run_dir)
+    outcome = twicerun("diff", a, f"{a}#7")
+    assert outcome.code == 3 and "no run 7; its runs are 1, 2" in outcome.err
+
+
+# localize -----------------------------------------------------------------------------
+
+
+def test_localize_one_invocation_clean_and_located(twicerun, write_pipeline, run_dir):
+    clean = record(twicerun, write_pipeline(STEADY, "steady.py"), run_dir)
+    outcome = twicerun("localize", clean)
+    assert (outcome.code, outcome.out.split(":")[0]) == (0, "clean")
+    noisy = record(twicerun, write_pipeline(LADDER, "ladder.py"), run_dir)
+    outcome = twicerun("localize", noisy, "--json", "-")
+    assert outcome.code == 1
+    found = outcome.json()
+    assert (found["result"], found["step"], found["index"]) == ("located", "noisy", 1)
+    assert found["schema"] == "twicerun.localize/1"
+
+
+def test_localize_two_runs_stops_at_the_first_difference(twicerun, write_pipeline, run_dir):
+    path = write_pipeline(LADDER)
+    a, b = record(twicerun, path, run_dir), record(twicerun, path, run_dir)
+    outcome = twicerun("localize", a, b, "--json", "-")
+    assert outcome.code == 1
+    assert [s["verdict"] for s in outcome.json()["steps"]] == ["same", "FIRST DIFFERENCE"]
+    assert "stopped at the first difference" in twicerun("localize", a, b).out
+
+
+def test_localize_says_could_not_check_when_a_later_copy_cannot_be_named(
+    twicerun, write_pipeline, run_dir
+):
+    a = record(twicerun, write_pipeline(STEADY), run_dir)
+    data = json.loads(receipt_path(a, 2, 1).read_text())
+    for artifact in data["artifacts"]:
+        artifact.update(kept=False, same_as=None, canonical_digest="")
+    receipt_path(a, 2, 1).write_text(json.dumps(data))
+    outcome = twicerun("localize", a)
+    assert outcome.code == 4 and outcome.out.startswith("could not check")
+
+
+# reproduce ----------------------------------------------------------------------------
+
+
+def test_reproduce_every_verdict_and_exit(twicerun, write_pipeline, run_dir):
+    steady = record(twicerun, write_pipeline(STEADY, "steady.py"), run_dir)
+    outcome = twicerun("reproduce", steady, "--json", "-")
+    assert outcome.code == 0
+    assert [s["verdict"] for s in outcome.json()["steps"]] == ["REPRODUCED", "REPRODUCED"]
+
+    noisy = record(twicerun, write_pipeline(LADDER, "ladder.py"), run_dir)
+    outcome = twicerun("reproduce", noisy, "--json", "-")
+    assert outcome.code == 1
+    verdicts = {s["name"]: s for s in outcome.json()["steps"]}
+    assert verdicts["base"]["verdict"] == "REPRODUCED"
+    assert verdicts["noisy"]["verdict"] == "DIVERGED"
+    assert "VALUE_DRIFT" in verdicts["noisy"]["detail"]
+    text = twicerun("reproduce", noisy).out
+    assert not AUDIT_WORDS.search(text) and "REPRODUCED" in text
+
+    # Nothing it executed went into the recorded run.
+    before = sorted(p.name for p in (noisy / "loop" / "1").iterdir())
+    twicerun("reproduce", noisy)
+    assert sorted(p.name for p in (noisy / "loop" / "1").iterdir()) == before
+
+
+def test_reproduce_could_not_check_changed_code_changed_duckdb_and_a_missing_input(
+    twicerun, write_pipeline, run_dir
+):
+    path = write_pipeline(STEADY)
+    run = record(twicerun, path, run_dir)
+    edit_receipt(run, 1, 0, duckdb="0.0.1")
+    outcome = twicerun("reproduce", run, "--json", "-")
+    first, second = outcome.json()["steps"]
+    assert first["verdict"] == "COULD NOT CHECK" and "DuckDB 0.0.1" in first["detail"]
+    assert second["verdict"] == "REPRODUCED"
+    assert outcome.code == 4
+
+    data = json.loads(receipt_path(run, 1, 0).read_text())
+    (run / data["artifacts"][0]["file"]).unlink()
+    second = twicerun("reproduce", run, "--step", "second", "--json", "-").json()["steps"]
+    assert [s["verdict"] for s in second] == ["COULD NOT CHECK"]
+    assert "input numbers" in second[0]["detail"]
+
+    path.write_text(path.read_text().replace("range(50)", "range(51)"))
+    outcome = twicerun("reproduce", run, "--step", "first", "--json", "-")
+    assert outcome.json()["steps"][0]["detail"] == "its code changed since it was recorded"
+    assert outcome.code == 4
+
+
+def test_reproduce_on_the_reference_pipeline(twicerun, run_dir):
+    from conftest import REPO
+
+    outcome = twicerun("run", REPO / "pipelines" / "reference.py", "--runs", "2")
+    assert outcome.code == 1, outcome.err
+    (invocation,) = _invocations(run_dir)
+    found = twicerun("reproduce", invocation, "--json", "-")
+    verdicts = {s["name"]: s for s in found.json()["steps"]}
+    assert verdicts["make_inputs"]["verdict"] == "REPRODUCED"
+    assert verdicts["summarise_key_batches"]["verdict"] == "REPRODUCED"
+    assert verdicts["revenue_by_day"]["verdict"] == "DIVERGED"
+    assert "VALUE_DRIFT" in verdicts["revenue_by_day"]["detail"]
+    assert "ulp" in verdicts["revenue_by_day"]["detail"]
+    assert found.code == 1
+
+
+# audit --------------------------------------------------------------------------------
+
+AUDITED = """
+from twicerun import step
+
+
+def fixed(ctx):
+    ctx.write("fixed", "SELECT range AS n FROM range(100)")
+
+
+def shuffled(ctx):
+    # The same rows, in an order that changes on every call.
+    ctx.write("shuffled", "SELECT range AS n FROM range(100) ORDER BY random()")
+
+
+def moving(ctx):
+    ctx.write("moving", "SELECT range AS n, random() AS r FROM range(100)")
+
+
+@step(stochastic=True, seed="seed")
+def held(ctx, seed: int = 7):
+    ctx.sql(f"SELECT setseed({seed} / 100.0)")
+    ctx.write("sample", "SELECT range AS n, random() AS r FROM range(100)")
+
+
+@step(stochastic=True, seed="seed")
+def ignores_its_seed(ctx, seed: int = 7):
+    ctx.write("unseeded", "SELECT range AS n, random() AS r FROM range(100)")
+"""
+
+
+def test_audit_every_verdict_with_wording_that_follows_the_facts(twicerun, write_pipeline):
+    path = write_pipeline(AUDITED)
+    outcome = twicerun("audit", path, "--threads", "1", "--json", "-")
+    assert outcome.code == 1, outcome.err
+    document = outcome.json()
+    assert document["schema"] == "twicerun.audit/1"
+    verdicts = {s["name"]: s["verdict"] for s in document["steps"]}
+    assert verdicts == {
+        "fixed": "deterministic",
+        "shuffled": "reproducible",
+        "moving": "not reproducible",
+        "held": "reproducible",
+        "ignores_its_seed": "not reproducible",
+    }
+    assert document["verdict"] == "not reproducible"
+    assert all(len(s["seconds"]) == 2 for s in document["steps"])
+
+    text = twicerun("audit", path, "--threads", "1").out
+    held = text[text.index(" held") :]
+    assert "identical bytes both times" in held.split("\n")[1]
+    assert "because `seed` was held at 7, not because the step cannot change" in held
+    ignoring = text[text.index("ignores_its_seed") :]
+    assert "`seed` was held at 7 and the result moved anyway" in ignoring
+    # No command says "deterministic" of a seeded step, and the audit speaks no ladder word.
+    for line in text.splitlines():
+        if line.startswith("deterministic"):
+            assert line.split()[2] in ("fixed",), line
+    assert not LADDER_WORDS.search(text)
+
+
+def test_audit_of_a_pipeline_that_repeats_is_exit_0_and_deletes_its_scratch(
+    twicerun, write_pipeline, tmp_path, monkeypatch
+):
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    path = write_pipeline(STEADY)
+    outcome = twicerun("audit", path, "--step", "second")
+    assert outcome.code == 0, outcome.err
+    assert outcome.out.splitlines()[0].startswith("deterministic     1 second")
+    assert list(scratch.iterdir()) == []
+    assert twicerun("audit", path, "--step", "third").code == 2
