@@ -84,7 +84,11 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
     loop_module._cause_and_amplify = timed("after_loop", loop_module._cause_and_amplify)
     loop_execute = loop_module.execute_step
 
+    lazy = "--lazy-run-1" in extra
+
     def counted(**kwargs):
+        if lazy:  # receipts as before version 2: run 1's canonical digests left for later
+            kwargs["canonical"] = False
         receipt = loop_execute(**kwargs)
         loop_steps[0] += receipt.seconds
         return receipt
@@ -177,6 +181,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="time the loop without the oracle (digests only), as the loop was first specified",
     )
+    parser.add_argument(
+        "--receipt-cost",
+        action="store_true",
+        help="also run each repetition with run 1's canonical digests left lazy, side by side, "
+        "to measure what naming every run-1 answer (receipt version 2) costs",
+    )
+    parser.add_argument("--lazy-run-1", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--run-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -187,38 +198,26 @@ def main(argv: list[str] | None = None) -> int:
         (["--no-containment"] if args.no_containment else [])
         + (["--no-amplify"] if args.no_amplify else [])
         + (["--digests-only"] if args.digests_only else [])
+        + (["--lazy-run-1"] if args.lazy_run_1 else [])
     )
 
     if args.child:
         print(json.dumps(child(args.pipeline, args.run_dir, extra)))
         return 0
 
-    rows = []
+    rows, lazy_rows = [], []
     for i in range(args.repeat):
-        with tempfile.TemporaryDirectory(prefix="twicerun-bench-") as run_dir:
-            done = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "bench.loop",
-                    "--child",
-                    "--pipeline",
-                    args.pipeline,
-                    "--run-dir",
-                    run_dir,
-                    *extra,
-                ],
-                cwd=REPO,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-        if done.returncode != 0:
-            sys.stderr.write(done.stderr)
+        row = _spawn(args.pipeline, extra)
+        if row is None:
             return 1
-        row = json.loads(done.stdout.strip().splitlines()[-1])
         rows.append(row)
         print(_line(f"run {i + 1}", row), flush=True)
+        if args.receipt_cost:
+            row = _spawn(args.pipeline, [*extra, "--lazy-run-1"])
+            if row is None:
+                return 1
+            lazy_rows.append(row)
+            print(_line(f"lazy {i + 1}", row), flush=True)
 
     median = {
         k: statistics.median(r[k] for r in rows)
@@ -246,8 +245,41 @@ def main(argv: list[str] | None = None) -> int:
             "runs": rows,
             "median": median,
         }
+        if lazy_rows:
+            document["lazy_runs"] = lazy_rows
+            document["lazy_median"] = {
+                k: statistics.median(r[k] for r in lazy_rows)
+                for k in lazy_rows[0]
+                if isinstance(lazy_rows[0][k], (int, float))
+            }
         write_artifact(args.json_path, document, tables)
     return 0
+
+
+def _spawn(pipeline: str, extra: list[str]) -> dict | None:
+    """One invocation in a fresh child process, so its peak RSS is its own."""
+    with tempfile.TemporaryDirectory(prefix="twicerun-bench-") as run_dir:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "bench.loop",
+                "--child",
+                "--pipeline",
+                pipeline,
+                "--run-dir",
+                run_dir,
+                *extra,
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr)
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _line(label: str, r: dict) -> str:
@@ -305,6 +337,23 @@ def bench_loop(a: Artifact) -> Table:
                 "not split",
                 "",
                 "",
+            ]
+        )
+    if "lazy_median" in d:  # artifacts measured with --receipt-cost
+        lazy = d["lazy_median"]
+        lazy_overhead = lazy["wall"] - lazy["steps"]
+        rows.append(
+            [
+                "the whole invocation, run 1's canonical digests left lazy (receipt version 1)",
+                f"{lazy['wall']:.1f}s",
+                f"{lazy['steps']:.1f}s",
+                f"{lazy['wall'] / lazy['steps']:.2f}x"
+                f"{_ratio_range(d['lazy_runs'], 'wall', 'steps')}",
+                f"{lazy['open'] + lazy['close']:.1f}s, {lazy['digests']:.1f}s, "
+                f"{lazy['oracle']:.1f}s, "
+                f"{lazy_overhead - lazy['open'] - lazy['close'] - lazy['digests'] - lazy['oracle']:.1f}s",
+                f"{lazy['peak_rss_bytes'] / 2**20:,.0f} MiB",
+                f"{lazy['peak_disk_bytes'] / 2**20:,.0f} MiB",
             ]
         )
     what = f"Median of {len(d['runs'])} invocations of `{d.get('pipeline', 'pipelines/reference.py')}`, each in a fresh process."

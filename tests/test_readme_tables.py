@@ -33,6 +33,13 @@ def test_the_gate_figures_in_docs_action_md_match_the_newest_gate_artifacts(twic
     assert (outcome.code, outcome.err) == (0, "")
 
 
+def test_the_verdicts_in_docs_match_the_newest_verdicts_artifact(twicerun, monkeypatch):
+    monkeypatch.chdir(REPO)
+    newest = sorted((REPO / "results").glob("verdicts-*.json"))[-1]
+    outcome = twicerun("report", newest, "--check", "docs/verdicts.md")
+    assert (outcome.code, outcome.err) == (0, "")
+
+
 def _script(name: str):
     sys.path.insert(0, str(REPO / "scripts"))
     try:
@@ -63,6 +70,8 @@ def _builder(schema: str):
         from bench.hook import tables
 
         return tables
+    if schema == "twicerun.verdicts/1":
+        return _script("verdicts").tables
     if schema == "twicerun.gate-calibration/1":
         return lambda _path, d: _script("gate_calibration").tables(d)
     if schema == "twicerun.gate-coins/1":

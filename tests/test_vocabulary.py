@@ -9,10 +9,15 @@ import re
 from conftest import REPO
 
 from twicerun.result import load_result
+from twicerun.vocabulary.audit import Repeatability
 from twicerun.vocabulary.loop import Amplifier, Cause, Difference, Hint, Status
 
 SRC = REPO / "src" / "twicerun"
 CODES = [m.value for kind in (Status, Difference, Cause, Hint) for m in kind]
+# The ladder's and the audit's distinctive words (their lower-case ones, such as
+# "same" or "diverged", are ordinary English and checked by their enums' use instead).
+CODES += ["FIRST DIFFERENCE", "COULD NOT CHECK", "REPRODUCED", "DIVERGED"]
+CODES += [m.word for m in Repeatability]
 NAMES = {m.value for m in Amplifier}
 
 
