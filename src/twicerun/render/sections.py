@@ -123,6 +123,13 @@ def status_section(result: Result) -> list[str]:
         for s in stable:
             fired = [f"{series_rate(a)} under {a.kind}" for a in s.amplifiers if a.ran and a.fired]
             lines.append(f"  {s.index} {s.name}: {', '.join(fired)}")
+            for a in s.amplifiers:
+                raised = [c for c in a.comparisons if c.error]
+                if raised:
+                    lines.append(
+                        f"    under {a.kind}, run {raised[0].run} raised where run 1 had rows "
+                        f"({len(raised)} of {a.compared} did): {raised[0].error}"
+                    )
         lines.append(
             "  This is the case a plain repeat loop reports as a clean zero. It is not a milder "
             f"{Status.DIVERGENT}; it says the step broke under the stresses named, and nothing beyond them."

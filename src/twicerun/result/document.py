@@ -76,6 +76,8 @@ class Comparison:
     # canonical digests: two later runs with equal `answer` gave the same rows.
     # Empty when nothing differed from the reference.
     answer: str = ""
+    # When the later run raised where the reference did not: the error, as its answer.
+    error: str = ""
 
     @property
     def differs(self) -> bool:
@@ -111,6 +113,25 @@ class Series:
 
 
 @dataclass(frozen=True)
+class SourceFileUsed:
+    """One file a step read through ctx.source in run 1: path as given, size, bytes digest."""
+
+    path: str
+    size: int
+    digest: str
+
+
+@dataclass(frozen=True)
+class SourceUsed:
+    """A list of files read as one view; two Results with other files here had other input."""
+
+    name: str
+    reader: str
+    rows: int
+    files: list[SourceFileUsed] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class StepResult:
     """One step: its fire rate `fired of compared`, its status, and how it was measured."""
 
@@ -137,6 +158,7 @@ class StepResult:
     amplifiers: list[Series] = field(default_factory=list)
     hints: list[Hint] = field(default_factory=list)
     zero_bound: float | None = None
+    sources: list[SourceUsed] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ def execute_step(
     digest_connection: duckdb.DuckDBPyConnection,
     connections: Connections,
     canonical: bool = False,
+    source_order: Callable[[str, int], list[int]] | None = None,
 ) -> Receipt:
     """Run `step` once at `address` and return its receipt (already saved).
 
@@ -59,6 +60,7 @@ def execute_step(
         visible=visible,
         state_source=state_source,
         owners=owners,
+        source_order=source_order,
     )
     # The step's seconds are its own call, writes included; opening and closing the
     # connection is the tool's cost of isolating steps, and is counted as overhead.
@@ -142,6 +144,7 @@ def _receipt(
         threads=threads,
         seconds=seconds,
         reads=ctx.output.reads,
+        sources=ctx.output.sources,
         seed=step.seed_value,
         version=RECEIPT_VERSION,
         code_digest=step.code_digest,

@@ -25,6 +25,7 @@ from twicerun.judge.cause import CONFIDENCE
 from twicerun.judge.policy import Policy
 from twicerun.pipeline import Pipeline, Step, load_pipeline
 from twicerun.result import Comparison, Result, StepResult
+from twicerun.result.document import SourceFileUsed, SourceUsed
 from twicerun.runner import interrupts
 from twicerun.runner.bisect import bisect
 from twicerun.runner.environment import default_threads, stamp
@@ -306,6 +307,15 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
         comparisons=comparisons,
         notes=notes,
         inputs=sorted({r.name for r in run1.reads}) if run1 else [],
+        sources=[
+            SourceUsed(
+                name=s.name,
+                reader=s.reader,
+                rows=s.rows,
+                files=[SourceFileUsed(f.path, f.size, f.digest) for f in s.files],
+            )
+            for s in (run1.sources if run1 else [])
+        ],
     )
 
 

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 import duckdb
 
 from twicerun.compare.oracle import ReferenceCache
+from twicerun.compare.pair import BY_PRESENCE, REFERENCE_ONLY
 from twicerun.errors import BadInput, StepCrashed
 from twicerun.judge.policy import Policy, judge_step
 from twicerun.pipeline import Step
-from twicerun.result import Comparison, Series
+from twicerun.result import ArtifactOutcome, Comparison, Series
 from twicerun.runner.execute import execute_step
 from twicerun.runner.progress import Progress, ProgressEvent
 from twicerun.runner.records import Records
@@ -61,7 +62,12 @@ def run_series(
     probe: int | None = None,
     detail: str | None = None,
     same_inputs_as_loop: bool = False,
+    source_order_for: Callable[[int], Callable[[str, int], list[int]] | None] | None = None,
+    raise_is_answer: bool = False,
 ) -> Series:
+    """`source_order_for(run)` gives the order each ctx.source list is read in on that run.
+    With `raise_is_answer`, a later run that raises where run 1 did not is a comparison
+    that fired (rows became an error) rather than a failed series."""
     records = bench.records
     reference = RunAddress(label, 1)
     loop_reference = RunAddress(LOOP, 1)
@@ -80,20 +86,31 @@ def run_series(
             def state_source(name: str, _k=k):
                 return None if _k == 1 else records.ref(reference, step.index, name)
 
-            receipt = execute_step(
-                invocation=bench.invocation,
-                step=step,
-                address=address,
-                threads=threads,
-                visible=inputs_for(k),
-                state_source=state_source,
-                owners=records.owners(loop_reference),
-                # Run 1 has no run of its own to compare bytes with; the loop's run 1
-                # lets a copy with the same bytes inherit its canonical digest.
-                reference=records.get(reference if k > 1 else loop_reference, step.index),
-                digest_connection=bench.con,
-                connections=bench.connections,
-            )
+            try:
+                receipt = execute_step(
+                    invocation=bench.invocation,
+                    step=step,
+                    address=address,
+                    threads=threads,
+                    visible=inputs_for(k),
+                    state_source=state_source,
+                    owners=records.owners(loop_reference),
+                    # Run 1 has no run of its own to compare bytes with; the loop's run 1
+                    # lets a copy with the same bytes inherit its canonical digest.
+                    reference=records.get(reference if k > 1 else loop_reference, step.index),
+                    digest_connection=bench.con,
+                    connections=bench.connections,
+                    source_order=source_order_for(k) if source_order_for else None,
+                )
+            except StepCrashed as exc:
+                if not (raise_is_answer and k > 1):
+                    raise
+                executed += 1
+                comparisons.append(_raised(records.get(reference, step.index), k, exc))
+                if k == target < runs:
+                    target = runs  # rows became an error: that fired
+                k += 1
+                continue
             executed += 1
             records.add(address, receipt)
             if k == 1:
@@ -143,6 +160,23 @@ def run_series(
 
 
 DEDUPLICATE_ABOVE = 1 << 20
+
+
+def _raised(reference, run: int, exc: StepCrashed) -> Comparison:
+    """A later run that raised: every artifact run 1 wrote is missing, and the error says why."""
+    artifacts = [
+        ArtifactOutcome(
+            name=a.name,
+            presence=REFERENCE_ONLY,
+            settled_by=BY_PRESENCE,
+            differs=True,
+            reference_rows=a.rows,
+            later_rows=None,
+        )
+        for a in (reference.artifacts if reference else [])
+    ]
+    error = " ".join(f"{type(exc.error).__name__}: {exc.error}".split())
+    return Comparison(run=run, fired=True, artifacts=artifacts, error=error[:400])
 
 
 def _worth_deduplicating(bench: Workbench, receipt) -> bool:

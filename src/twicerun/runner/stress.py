@@ -17,6 +17,7 @@ from twicerun.pipeline import Step
 from twicerun.result import Series
 from twicerun.runner.amplify.arrival_order import reorder
 from twicerun.runner.amplify.base import Applied, Declined, Facts, Outcome, column_facts
+from twicerun.runner.amplify.file_order import permutation
 from twicerun.runner.amplify.row_multiplication import multiply_rows
 from twicerun.runner.amplify.tie_collapse import collapse_ties
 from twicerun.runner.interrupts import reraise_if_requested
@@ -32,6 +33,7 @@ SLUG = {
     Amplifier.THREAD_COUNT: "threads",
     Amplifier.ROW_MULTIPLICATION: "rows",
     Amplifier.ARRIVAL_ORDER: "order",
+    Amplifier.FILE_ORDER: "files",
 }
 
 
@@ -115,14 +117,12 @@ def amplify(
     read = [r.name for r in receipt.reads if r.via == "read"] if receipt else []
     label = f"amplify-{step_dir_name(step.index, step.name)}"
     found = []
-    for amplifier in (
-        Amplifier.TIE_COLLAPSE,
-        Amplifier.THREAD_COUNT,
-        Amplifier.ROW_MULTIPLICATION,
-        Amplifier.ARRIVAL_ORDER,
-    ):
+    for amplifier in Amplifier:
         series_label = f"{label}-{SLUG[amplifier]}"
         common = dict(kind=amplifier, label=series_label, runs=runs, probe=probe)
+        if amplifier == Amplifier.FILE_ORDER:
+            found.append(_file_order(bench, step, receipt, original, threads, common))
+            continue
         if amplifier == Amplifier.THREAD_COUNT:
             raised = raised_threads(threads)
             found.append(
@@ -161,6 +161,39 @@ def amplify(
             run_series(bench, step, threads=threads, inputs_for=inputs_for, detail=detail, **common)
         )
     return found
+
+
+def _file_order(bench, step, receipt, original, threads, common) -> Series:
+    """The step's multi-file sources read in other orders; a run that raises on another
+    order has changed its answer (rows to an error), which is a finding, not a failure."""
+    sources = [s for s in (receipt.sources if receipt else []) if len(s.files) > 1]
+    if not sources:
+        single = [s.name for s in (receipt.sources if receipt else [])]
+        reason = (
+            f"its source{'s' if len(single) > 1 else ''} {', '.join(single)} "
+            f"{'are' if len(single) > 1 else 'is'} one file each, so there is no other order"
+            if single
+            else "this step reads no list of files through ctx.source, so there is no order to change"
+        )
+        return Series(kind=Amplifier.FILE_ORDER, threads=threads, declined=reason)
+
+    def order_for(run: int):
+        if run == 1:
+            return None  # as listed: the loop's own order
+        return lambda _name, count: permutation(count, run - 1)
+
+    listed = ", ".join(f"{s.name} ({len(s.files)} files)" for s in sources)
+    return run_series(
+        bench,
+        step,
+        threads=threads,
+        inputs_for=lambda _run: original,
+        detail=f"{listed}: run 1 as listed, run 2 reversed, later runs rotated",
+        same_inputs_as_loop=True,
+        source_order_for=order_for,
+        raise_is_answer=True,
+        **common,
+    )
 
 
 def _inputs(

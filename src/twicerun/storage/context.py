@@ -9,6 +9,7 @@ the bisect and the amplifiers differ only in what they hand over.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -22,7 +23,7 @@ import duckdb
 from twicerun import sql
 from twicerun.errors import ContractError
 from twicerun.storage.atomic import atomic_path
-from twicerun.storage.receipts import ReadRecord
+from twicerun.storage.receipts import ReadRecord, SourceFile, SourceRecord
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -55,6 +56,7 @@ class StepOutput:
 
     written: dict[str, Path] = field(default_factory=dict)
     reads: list[ReadRecord] = field(default_factory=list)
+    sources: list[SourceRecord] = field(default_factory=list)
     sql_outside_ctx: list[str] = field(default_factory=list)
 
 
@@ -78,6 +80,67 @@ def check_name(name: Any, call: str, where: str) -> str:
     return name
 
 
+_READERS = {".parquet": "parquet", ".csv": "csv", ".tsv": "csv"}
+
+
+def _reader_of(head: str, files: list[str]) -> str:
+    kinds = set()
+    for path in files:
+        suffixes = [s.lower() for s in Path(path).suffixes if s.lower() not in (".gz", ".zst")]
+        kind = _READERS.get(suffixes[-1] if suffixes else "")
+        if kind is None:
+            raise ContractError(
+                f"{head}: {path} is neither Parquet nor CSV by its name; ctx.source reads "
+                f".parquet, .csv and .tsv files (compressed CSV too)"
+            )
+        kinds.add(kind)
+    if len(kinds) > 1:
+        raise ContractError(f"{head}: the list mixes Parquet and CSV files; give one source each")
+    return kinds.pop()
+
+
+def _options(head: str, options: dict[str, Any]) -> str:
+    """Reader options as DuckDB named parameters, exactly as given."""
+    rendered = []
+    for key, value in sorted(options.items()):
+        if not IDENTIFIER.match(key):
+            raise ContractError(f"{head}: {key!r} is not a reader option name")
+        rendered.append(f", {key} = {_literal(head, key, value)}")
+    return "".join(rendered)
+
+
+def _literal(head: str, key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return sql.string(value)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return "[" + ", ".join(sql.string(v) for v in value) + "]"
+    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+        return "{" + ", ".join(f"{sql.string(k)}: {sql.string(v)}" for k, v in value.items()) + "}"
+    raise ContractError(
+        f"{head}: option {key}={value!r} is not a bool, number, string, list of strings or "
+        f"dict of strings"
+    )
+
+
+# Digests of files read through ctx.source, by (path, size, modification time): a
+# file is read once per process however many runs read it, and a changed file is
+# a new key.
+_FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def _file_record(path: str) -> SourceFile:
+    stat = Path(path).stat()
+    key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _FILE_DIGESTS:
+        with open(path, "rb") as f:
+            _FILE_DIGESTS[key] = hashlib.file_digest(f, "sha256").hexdigest()
+    return SourceFile(path=path, size=stat.st_size, digest=_FILE_DIGESTS[key])
+
+
 def _suggest(name: Any) -> str:
     # ASCII only: Python's \w would keep an é, and suggest a name that is refused too.
     text = re.sub(r"[^A-Za-z0-9_]+", "_", str(name)).strip("_") or "artifact"
@@ -98,8 +161,12 @@ class StepContext:
         visible: Mapping[str, ArtifactRef],
         state_source: Callable[[str], ArtifactRef | None],
         owners: Mapping[str, tuple[int, str]],
+        source_order: Callable[[str, int], list[int]] | None = None,
     ):
         self._con = connection
+        # Given a source's name and its number of files, the order to read them in (the
+        # file-order amplifier's way in); None reads them as the step listed them.
+        self._source_order = source_order
         self._threads = threads
         self._index = step_index
         self._name = step_name
@@ -139,6 +206,64 @@ class StepContext:
                 )
             )
         return self._con.table(name)
+
+    def source(self, name: str, files: Any, **options: Any) -> duckdb.DuckDBPyRelation:
+        """Files from outside the pipeline (Parquet or CSV: a list, one path, or a glob) as the
+        view `name`, read as DuckDB reads that list; each file is recorded with its size and
+        digest, and its rows count toward rows read."""
+        check_name(name, "ctx.source", self._where)
+        head = f"ctx.source({name!r}, files) in {self._where}"
+        listed = self._listed(head, files)
+        reader = _reader_of(head, listed)
+        rendered = _options(head, options)
+        order = list(range(len(listed)))
+        if self._source_order is not None and len(listed) > 1:
+            order = self._source_order(name, len(listed))
+        paths = ", ".join(sql.string(listed[i]) for i in order)
+        self._con.execute(
+            f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS "
+            f"SELECT * FROM read_{reader}([{paths}]{rendered})"
+        )
+        # Counting reads every file's schema (and, for CSV, its rows), so a list DuckDB
+        # cannot read in this order raises here, where the step asked for it.
+        (rows,) = self._con.execute(f"SELECT count(*) FROM {sql.identifier(name)}").fetchone()
+        self.output.sources.append(
+            SourceRecord(
+                name=name,
+                reader=reader,
+                files=[_file_record(path) for path in listed],
+                rows=int(rows),
+                options={k: options[k] for k in sorted(options)},
+                order=order,
+            )
+        )
+        return self._con.table(name)
+
+    def _listed(self, head: str, files: Any) -> list[str]:
+        """The files as a list of paths, a glob expanded in DuckDB's own order."""
+        if isinstance(files, (str, Path)):
+            text = str(files)
+            if any(c in text for c in "*?["):
+                found = [
+                    r[0] for r in self._con.execute("SELECT file FROM glob(?)", [text]).fetchall()
+                ]
+                if not found:
+                    raise ContractError(f"{head}: the glob {text!r} matches no file")
+                return found
+            files = [text]
+        if not isinstance(files, (list, tuple)) or not files:
+            raise ContractError(
+                f"{head}: files is a list of paths (or one path, or a glob), got "
+                f"{type(files).__name__ if not isinstance(files, (list, tuple)) else 'an empty list'}"
+            )
+        listed = []
+        for entry in files:
+            if not isinstance(entry, (str, Path)):
+                raise ContractError(f"{head}: {entry!r} is not a path")
+            if not Path(entry).is_file():
+                raise ContractError(f"{head}: {entry} does not exist (or is not a file)")
+            listed.append(str(entry))
+        return listed
 
     def state(self, name: str, initial: str) -> duckdb.DuckDBPyRelation:
         """This step's own `name` as its previous run left it, or the rows of `initial`."""

@@ -54,6 +54,32 @@ class ReadRecord:
 
 
 @dataclass(frozen=True)
+class SourceFile:
+    """One file a step read through ctx.source: its path as given, size and bytes digest."""
+
+    path: str
+    size: int
+    digest: str
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """A list of files from outside the pipeline, exposed to a step as one view.
+
+    `files` is in the order the step gave them; `order` is the order they were
+    read in (a permutation of their positions), which differs only when the
+    file-order amplifier re-ran the step.
+    """
+
+    name: str
+    reader: str
+    files: list[SourceFile]
+    rows: int
+    options: dict[str, Any] = field(default_factory=dict)
+    order: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class Receipt:
     series: str
     run: int
@@ -72,10 +98,11 @@ class Receipt:
     code_digest: str = ""
     duckdb: str = ""
     platform: str = ""
+    sources: list[SourceRecord] = field(default_factory=list)
 
     @property
     def rows_read(self) -> int:
-        return sum(r.rows for r in self.reads)
+        return sum(r.rows for r in self.reads) + sum(s.rows for s in self.sources)
 
     def artifact(self, name: str) -> ArtifactRecord | None:
         for a in self.artifacts:
@@ -96,6 +123,15 @@ class Receipt:
             ArtifactRecord(**_known(ArtifactRecord, a)) for a in d.get("artifacts", [])
         ]
         d["reads"] = [ReadRecord(**_known(ReadRecord, r)) for r in d.get("reads", [])]
+        d["sources"] = [
+            SourceRecord(
+                **{
+                    **_known(SourceRecord, s),
+                    "files": [SourceFile(**_known(SourceFile, f)) for f in s.get("files", [])],
+                }
+            )
+            for s in d.get("sources", [])
+        ]
         return cls(**d)
 
 

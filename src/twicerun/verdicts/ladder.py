@@ -114,6 +114,10 @@ def inputs_compared(a: RecordedStep, b: RecordedStep) -> str:
         return ""
     left = {r.name: r.canonical_digest for r in a.receipt.reads}
     right = {r.name: r.canonical_digest for r in b.receipt.reads}
+    # Files from outside the pipeline are named by their bytes, in the order listed.
+    for side, receipt in ((left, a.receipt), (right, b.receipt)):
+        for s in receipt.sources:
+            side[f"source {s.name}"] = "|".join(f"{f.path}:{f.digest}" for f in s.files)
     if set(left) != set(right):
         return "differ: it read " + ", ".join(sorted(set(left) ^ set(right))) + " on one side only"
     if not all(left.values()) or not all(right.values()):

@@ -90,7 +90,20 @@ def cannot_check(receipt: Receipt | None, code_digest: str, duckdb_version: str)
         return "its receipt records no DuckDB version (written by an older twicerun)"
     if receipt.duckdb != duckdb_version:
         return f"it was recorded with DuckDB {receipt.duckdb}; this is {duckdb_version}"
+    for source in receipt.sources:
+        for f in source.files:
+            if not Path(f.path).is_file():
+                return f"its source {source.name} file {f.path} is gone"
+            if Path(f.path).stat().st_size != f.size or _sha256(Path(f.path)) != f.digest:
+                return f"its source {source.name} file {f.path} changed since it was recorded"
     return ""
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def compare_fresh(

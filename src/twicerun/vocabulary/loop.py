@@ -52,6 +52,7 @@ class Amplifier(StrEnum):
     THREAD_COUNT = "thread count"
     ROW_MULTIPLICATION = "row multiplication"
     ARRIVAL_ORDER = "arrival order"
+    FILE_ORDER = "file order"
 
 
 # The findings fields (as the Result spells them) that count rows of one side that
