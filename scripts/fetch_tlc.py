@@ -49,7 +49,8 @@ def sha256(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def load_record(path: Path = RECORD) -> dict[str, dict]:
+def load_record(path: Path | None = None) -> dict[str, dict]:
+    path = path or RECORD
     if not path.is_file():
         return {}
     return json.loads(path.read_text(encoding="utf-8")).get("files", {})
@@ -90,7 +91,8 @@ def download(month: str, directory: Path) -> Path:
     return target
 
 
-def record(directory: Path, path: Path = RECORD) -> dict[str, dict]:
+def record(directory: Path, path: Path | None = None) -> dict[str, dict]:
+    path = path or RECORD
     files = {
         file_name(m): {
             "size": (Path(directory) / file_name(m)).stat().st_size,

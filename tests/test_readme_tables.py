@@ -40,6 +40,13 @@ def test_the_verdicts_in_docs_match_the_newest_verdicts_artifact(twicerun, monke
     assert (outcome.code, outcome.err) == (0, "")
 
 
+def test_the_tlc_tables_in_docs_match_the_newest_tlc_artifact(twicerun, monkeypatch):
+    monkeypatch.chdir(REPO)
+    newest = sorted((REPO / "results").glob("tlc-*.json"))[-1]
+    outcome = twicerun("report", newest, "--check", "docs/data.md")
+    assert (outcome.code, outcome.err) == (0, "")
+
+
 def _script(name: str):
     sys.path.insert(0, str(REPO / "scripts"))
     try:
@@ -72,6 +79,8 @@ def _builder(schema: str):
         return tables
     if schema == "twicerun.verdicts/1":
         return _script("verdicts").tables
+    if schema == "twicerun.tlc/1":
+        return _script("tlc_schema").tables
     if schema == "twicerun.gate-calibration/1":
         return lambda _path, d: _script("gate_calibration").tables(d)
     if schema == "twicerun.gate-coins/1":

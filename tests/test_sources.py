@@ -1,0 +1,208 @@
+"""ctx.source, the file-order amplifier, and the TLC backfill on generated partitions."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import pytest
+from conftest import REPO
+from hypothesis import given
+from hypothesis import strategies as st
+
+from twicerun.runner.amplify.base import Applied, Declined
+from twicerun.runner.amplify.file_order import orders, other_order, permutation
+
+
+def _script(name: str):
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    return module
+
+
+@pytest.fixture(scope="module")
+def partitions(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("tlc")
+    _script("tlc_partitions").generate(directory, rows=200)
+    return directory
+
+
+# The amplifier, as a pure function ----------------------------------------------------
+
+
+@given(
+    st.lists(st.text(min_size=1, max_size=5), min_size=2, max_size=8, unique=True),
+    st.integers(1, 20),
+)
+def test_another_order_is_the_same_files_in_a_different_order(files, variant):
+    reordered, outcome = other_order(files, variant)
+    assert isinstance(outcome, Applied)
+    assert sorted(reordered) == sorted(files) and reordered != files
+    assert reordered == [files[i] for i in permutation(len(files), variant)]
+
+
+def test_the_first_other_order_is_reversed_then_rotations_in_turn():
+    assert orders(3) == [[2, 1, 0], [1, 2, 0], [2, 0, 1]]
+    assert orders(2) == [[1, 0]]  # reversed and rotated are one order: tried once
+    assert other_order(["a", "b", "c"], 1) == (["c", "b", "a"], Applied("reversed"))
+
+
+@pytest.mark.parametrize("files", [[], ["only.parquet"]])
+def test_a_single_file_source_is_declined_with_the_reason(files):
+    reordered, outcome = other_order(files, 1)
+    assert reordered is None and isinstance(outcome, Declined)
+    assert "no other order" in outcome.reason
+
+
+# ctx.source ---------------------------------------------------------------------------
+
+SOURCED = """
+import os
+
+FILES = os.environ["TLC_FILES"].split(",")
+
+
+def trips(ctx):
+    ctx.source("raw", FILES, union_by_name=True)
+    ctx.write("per_month", "SELECT strftime(lpep_pickup_datetime, '%Y-%m') AS month, count(*) AS n FROM raw GROUP BY ALL ORDER BY ALL")
+"""
+
+
+def test_a_sources_files_sizes_and_digests_are_in_the_receipt_and_the_result(
+    twicerun, write_pipeline, partitions, monkeypatch, run_dir
+):
+    files = sorted(str(p) for p in partitions.glob("*.parquet"))
+    monkeypatch.setenv("TLC_FILES", ",".join(files))
+    path = write_pipeline(SOURCED)
+    first = twicerun("run", path, "--runs", "2", "--keep", "0", "--json", "-")
+    assert first.code == 0, first.err
+    step = first.json()["steps"][0]
+    (source,) = step["sources"]
+    assert [f["path"] for f in source["files"]] == files
+    assert all(f["size"] > 0 and len(f["digest"]) == 64 for f in source["files"])
+    assert source["rows"] == 600 and step["rows_read"] == 600
+    receipt = json.loads(
+        next(run_dir.iterdir()).joinpath("loop", "1", "00-trips", "receipt.json").read_text()
+    )
+    assert receipt["sources"][0]["files"] == source["files"]
+    assert receipt["sources"][0]["options"] == {"union_by_name": True}
+
+    # One input file changes between two invocations: the Result shows it, and so does diff.
+    monthly = _script("tlc_partitions")
+    monthly.generate(partitions, rows=201)
+    second = twicerun("run", path, "--runs", "2", "--keep", "0", "--json", "-")
+    changed = second.json()["steps"][0]["sources"][0]["files"]
+    assert [f["digest"] for f in changed] != [f["digest"] for f in source["files"]]
+    a, b = (first.json()["artifacts"], second.json()["artifacts"])
+    outcome = twicerun("diff", a, b, "--json", "-")
+    (verdict,) = outcome.json()["steps"]
+    assert verdict["verdict"] == "FIRST DIFFERENCE"
+    assert verdict["inputs"].startswith("differ: source raw")
+    monthly.generate(partitions, rows=200)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ('ctx.source("raw", ["nowhere.parquet"])', "nowhere.parquet does not exist"),
+        ('ctx.source("raw", [])', "an empty list"),
+        ('ctx.source("raw", "*.nothing.parquet")', "matches no file"),
+        ('ctx.source("raw", [__file__])', "neither Parquet nor CSV"),
+        ('ctx.source("raw", FILES, union_by_name=object())', "is not a bool, number, string"),
+        ('ctx.source("1raw", FILES)', "an artifact name is an identifier"),
+    ],
+    ids=["missing", "empty", "glob", "not-data", "option", "name"],
+)
+def test_a_bad_source_is_one_sentence_and_exit_2(
+    twicerun, write_pipeline, partitions, monkeypatch, call, message
+):
+    monkeypatch.setenv("TLC_FILES", ",".join(str(p) for p in partitions.glob("*.parquet")))
+    path = write_pipeline(SOURCED.replace('ctx.source("raw", FILES, union_by_name=True)', call))
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 2, outcome.err
+    assert message in outcome.err
+
+
+# The TLC backfill ---------------------------------------------------------------------
+
+
+def test_the_backfill_is_quiet_in_the_loop_and_caught_by_file_order(
+    twicerun, partitions, monkeypatch
+):
+    monkeypatch.setenv("TWICERUN_TLC_DIR", str(partitions))
+    outcome = twicerun("run", REPO / "pipelines" / "tlc_backfill.py", "--amplify", "--json", "-")
+    assert outcome.code == 4, outcome.err
+    steps = {s["name"]: s for s in outcome.json()["steps"]}
+    backfill = steps["revenue_by_month"]
+    assert (backfill["fired"], backfill["compared"]) == (0, 4)
+    assert backfill["status"] == "STABLE_ON_THIS_INPUT"
+    (order,) = [a for a in backfill["amplifiers"] if a["kind"] == "file order"]
+    assert order["fired"] == order["compared"] > 0
+    assert any("cbd_congestion_fee" in c["error"] for c in order["comparisons"])
+    text = twicerun("run", REPO / "pipelines" / "tlc_backfill.py", "--amplify").out
+    assert "under file order" in text and "cbd_congestion_fee" in text
+
+
+def test_the_union_by_name_twin_exits_0(twicerun, partitions, monkeypatch):
+    monkeypatch.setenv("TWICERUN_TLC_DIR", str(partitions))
+    outcome = twicerun("run", REPO / "pipelines" / "tlc_backfill_twin.py", "--amplify")
+    assert outcome.code == 0, outcome.out + outcome.err
+
+
+def test_the_backfill_without_its_files_says_how_to_get_them(twicerun, tmp_path, monkeypatch):
+    monkeypatch.setenv("TWICERUN_TLC_DIR", str(tmp_path / "empty"))
+    outcome = twicerun("run", REPO / "pipelines" / "tlc_backfill.py")
+    assert outcome.code == 3
+    assert "scripts/tlc_partitions.py" in outcome.err
+
+
+def test_the_duckdb_facts_hold_and_a_broken_one_is_named(partitions, tmp_path, capsys):
+    schema = _script("tlc_schema")
+    assert schema.main(["--dir", str(partitions)]) == 0
+    # December with the new column already: "oldest first drops it" no longer holds.
+    import duckdb
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for p in partitions.glob("*.parquet"):
+        (broken / p.name).write_bytes(p.read_bytes())
+    con = duckdb.connect()
+    december = broken / "green_tripdata_2024-12.parquet"
+    con.execute(
+        f"COPY (SELECT *, 0.0 AS cbd_congestion_fee FROM '{partitions / december.name}') "
+        f"TO '{december}' (FORMAT parquet)"
+    )
+    capsys.readouterr()
+    assert schema.main(["--dir", str(broken)]) == 1
+    assert "oldest first no longer drops cbd_congestion_fee" in capsys.readouterr().err
+
+
+# fetch_tlc: verification only; the download is never called here ----------------------
+
+
+def test_fetch_verifies_size_and_digest_and_refuses_what_does_not_match(partitions, tmp_path):
+    fetch = _script("fetch_tlc")
+    record = fetch.record(partitions, tmp_path / "tlc_files.json")
+    assert all(c.ok for c in fetch.verify(partitions, record))
+    assert not any(c.ok for c in fetch.verify(partitions, {}))
+    tampered = {**record}
+    name = fetch.file_name("2025-01")
+    tampered[name] = {**record[name], "sha256": "0" * 64}
+    checks = {c.name: c for c in fetch.verify(partitions, tampered)}
+    assert not checks[name].ok and "SHA-256 differs" in checks[name].why
+    missing = fetch.verify(tmp_path / "nowhere", record)
+    assert all("missing" in c.why for c in missing)
+
+
+def test_fetch_refuses_to_run_without_a_record(monkeypatch, capsys, tmp_path):
+    fetch = _script("fetch_tlc")
+    monkeypatch.setattr(fetch, "RECORD", tmp_path / "absent.json")
+    assert fetch.main(["--dir", str(tmp_path)]) == 2
+    assert "--record" in capsys.readouterr().err
