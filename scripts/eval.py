@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import os
 import re
 import sys
 import tempfile
@@ -39,6 +40,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from eval_tables import eval_tables, retable  # noqa: E402
 from gap_pass import LOOP_SOURCE, one_pass  # noqa: E402
+from tlc_partitions import generate  # noqa: E402
 
 from twicerun.cli import exit_code  # noqa: E402
 from twicerun.judge.policy import REDUCTION_ORDER, Policy  # noqa: E402
@@ -52,6 +54,10 @@ from twicerun.storage.atomic import write_json_atomic  # noqa: E402
 SCHEMA = "twicerun.eval/1"
 REFERENCE = REPO / "pipelines" / "reference.py"
 TWINS = REPO / "pipelines" / "twins.py"
+# The file-order case (docs/data.md): a backfill wrong the same way on every run, and
+# its union_by_name twin, on generated stand-ins for three TLC months.
+TLC = REPO / "pipelines" / "tlc_backfill.py"
+TLC_TWIN = REPO / "pipelines" / "tlc_backfill_twin.py"
 INTERMITTENT = "assign_sparse_keys"
 PLANTED = ("revenue_by_day", "assign_customer_keys", "merge_price_updates", "append_audit_log")
 CORRECT_FLOAT = "average_basket"
@@ -166,6 +172,13 @@ def trial(number: int, runs: int, threads: int, run_dir: Path) -> dict:
     twins = run_pipeline(
         TWINS, LoopOptions(runs=runs, threads=threads, run_dir=run_dir / "twins", keep=1)
     )
+    log(f"trial {number}: the TLC backfill and its twin")
+    tlc = run_pipeline(
+        TLC, LoopOptions(runs=runs, threads=threads, run_dir=run_dir / "tlc", keep=1)
+    )
+    tlc_twin = run_pipeline(
+        TLC_TWIN, LoopOptions(runs=runs, threads=threads, run_dir=run_dir / "tlc-twin", keep=1)
+    )
     log(f"trial {number}: the reference pipeline without containment")
     loose = run_pipeline(
         REFERENCE,
@@ -189,6 +202,8 @@ def trial(number: int, runs: int, threads: int, run_dir: Path) -> dict:
         "strict": strict,
         "tolerant": tolerant,
         "twins": twins,
+        "tlc": tlc,
+        "tlc_twin": tlc_twin,
         "loose": loose,
         "gap": {
             kind: {"fired": s.fired, "compared": s.compared, "asked": s.ran}
@@ -270,10 +285,13 @@ def summarise(trials: list[dict], runs: int) -> dict:
 
     twins = []
     amplifier_totals: dict[str, dict] = {}
-    for s in trials[0]["twins"].steps:
-        row = {"name": s.name, "fired": [], "compared": [], "amplified_fired": [], "statuses": []}
+    twin_steps = [("twins", s.name, s.name) for s in trials[0]["twins"].steps] + [
+        ("tlc_twin", s.name, f"{TLC_TWIN.name}: {s.name}") for s in trials[0]["tlc_twin"].steps
+    ]
+    for key, step_name, shown in twin_steps:
+        row = {"name": shown, "fired": [], "compared": [], "amplified_fired": [], "statuses": []}
         for t in trials:
-            tw = by_name(t["twins"])[s.name]
+            tw = by_name(t[key])[step_name]
             row["fired"].append(tw.fired)
             row["compared"].append(tw.compared)
             row["amplified_fired"].append(sum(a.fired for a in tw.amplifiers))
@@ -298,6 +316,26 @@ def summarise(trials: list[dict], runs: int) -> dict:
                 tot["raised"] += 1 if a.error else 0
                 tot["declined"] += 1 if a.declined else 0
         twins.append(row)
+
+    sources = []
+    for s in trials[0]["tlc"].steps:
+        row = {"name": s.name, "fired": [], "compared": [], "statuses": [], "file_order": []}
+        for t in trials:
+            step = by_name(t["tlc"])[s.name]
+            row["fired"].append(step.fired)
+            row["compared"].append(step.compared)
+            row["statuses"].append(step.status)
+            order = [a for a in step.amplifiers if a.kind == "file order"]
+            row["file_order"].append(
+                {
+                    "fired": order[0].fired,
+                    "compared": order[0].compared,
+                    "declined": order[0].declined,
+                }
+                if order
+                else None
+            )
+        sources.append(row)
 
     # Baseline 1: two runs, bit-exact multiset equality (the canonical digest), rescored
     # from each trial's own runs 1 and 2.
@@ -386,6 +424,7 @@ def summarise(trials: list[dict], runs: int) -> dict:
         "steps": steps,
         "twins": twins,
         "twin_amplifiers": list(amplifier_totals.values()),
+        "sources": sources,
         "baselines": {
             "bitexact_two_runs": {
                 "step": CORRECT_FLOAT,
@@ -551,6 +590,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     trials = []
     with tempfile.TemporaryDirectory(prefix="twicerun-eval-") as run_dir:
+        os.environ["TWICERUN_TLC_DIR"] = str(Path(run_dir) / "tlc-data")
+        generate(Path(run_dir) / "tlc-data")
         for number in range(1, args.trials + 1):
             trials.append(trial(number, args.runs, threads, Path(run_dir)))
             log(f"trial {number}/{args.trials} done in {trials[-1]['seconds']}s")

@@ -348,6 +348,30 @@ def gap_table(a: Artifact) -> Table:
     return _gap("gap", a, d, what)
 
 
+def eval_sources(a: Artifact) -> Table:
+    """The file-order case: the backfill's steps, the loop beside the file-order amplifier."""
+    d = a.document
+    rows = []
+    for s in d["sources"]:
+        runs = [o for o in s["file_order"] if o is not None]
+        if runs and all(o["declined"] for o in runs):
+            order = f"declined in all {len(runs)}: {runs[0]['declined']}"
+        else:
+            order = distribution(
+                [o["fired"] if o else None for o in s["file_order"]],
+                [o["compared"] if o else None for o in s["file_order"]],
+            )
+        rows.append(
+            [code(s["name"]), distribution(s["fired"], s["compared"]), order, tally(s["statuses"])]
+        )
+    return Table(
+        "eval-sources",
+        stamp(a, _eval_what(d) + " `pipelines/tlc_backfill.py` on generated stand-ins."),
+        ["step", "fires in the loop", "fires under file order", "status"],
+        rows,
+    )
+
+
 EVAL_TABLES = (
     eval_steps,
     eval_containment,
@@ -363,7 +387,8 @@ EVAL_TABLES = (
 
 def eval_tables(path: str, document: dict[str, Any]) -> list[dict[str, Any]]:
     a = Artifact(path, document)
-    return carry([build(a) for build in EVAL_TABLES])
+    builders = EVAL_TABLES + ((eval_sources,) if "sources" in document else ())
+    return carry([build(a) for build in builders])
 
 
 def gap_tables(path: str, document: dict[str, Any]) -> list[dict[str, Any]]:
