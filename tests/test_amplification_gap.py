@@ -58,7 +58,10 @@ def test_the_gap_counts_each_source_and_what_it_could_not_ask(write_pipeline, tm
         "thread count",
         "row multiplication",
         "arrival order",
+        "file order",
     }
+    # It reads no list of files, so file order could not ask on any pass.
+    assert sources["file order"]["could_not_ask"] == 2
     assert (sources["the loop"]["fired"], sources["the loop"]["compared"]) == (0, 4)
     assert sources["the loop"]["found_nothing"] == 2
     assert sources["arrival order"]["fired"] == 4 and sources["arrival order"]["rate"] == 1.0

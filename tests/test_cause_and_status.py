@@ -204,12 +204,12 @@ def test_a_declined_amplifier_is_listed_as_not_varied_never_as_a_zero(write_pipe
     outcome = twicerun("run", write_pipeline(INPUTS), "--amplify", "--json", "-")
     step = by_name(outcome.json())["events"]
     declined = {a["kind"]: a["declined"] for a in step["amplifiers"] if a["declined"]}
-    assert set(declined) == {"tie collapse", "row multiplication", "arrival order"}
+    assert set(declined) == {"tie collapse", "row multiplication", "arrival order", "file order"}
     assert all(a["compared"] == 0 for a in step["amplifiers"] if a["declined"])
     out = twicerun("run", write_pipeline(INPUTS), "--amplify").out
     assert (
         "  0 events  varied: the loop 0 of 4, thread count 0 of 2; not varied (declined or "
-        "not run): tie collapse, row multiplication, arrival order"
+        "not run): tie collapse, row multiplication, arrival order, file order"
     ) in out
     assert "tie collapse        not run: this step reads no artifact through ctx.read" in out
 

@@ -100,9 +100,10 @@ def test_causes_statuses_and_lists_on_the_reference(reference):
             "thread count",
             "row multiplication",
             "arrival order",
+            "file order",
         }
     declined = {a["kind"] for a in steps["make_inputs"]["amplifiers"] if a["declined"]}
-    assert declined == {"tie collapse", "row multiplication", "arrival order"}
+    assert declined == {"tie collapse", "row multiplication", "arrival order", "file order"}
     assert steps["assign_sparse_keys"]["status"] in ("DIVERGENT", "STABLE_ON_THIS_INPUT")
 
 

@@ -1,0 +1,66 @@
+"""A step sees only what it reads: nothing one step makes in DuckDB reaches the next,
+whatever gives each step its fresh state (a pooled database, a new cursor, a new
+catalog), and the thread count is the run's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+# Step `make` leaves one of everything behind; step `look` reports what it can see.
+LEAKY = """
+def make(ctx):
+    for statement in [
+        "CREATE TABLE leaked_table AS SELECT 1 AS x",
+        "CREATE VIEW leaked_view AS SELECT 1 AS x",
+        "CREATE MACRO leaked_macro(x) AS x + 1",
+        "CREATE SEQUENCE leaked_sequence",
+        "SET threads = 1",
+        "SET default_order = 'DESC'",
+        "SET preserve_insertion_order = false",
+        "ATTACH ':memory:' AS leaked_database",
+        "CREATE TEMP TABLE leaked_temp AS SELECT 1 AS x",
+        "CREATE TEMP MACRO leaked_temp_macro(x) AS x",
+        "SET VARIABLE leaked_variable = 42",
+        "USE memory",
+        "CREATE TABLE leaked_in_shared AS SELECT 1 AS x",
+        "CREATE MACRO leaked_shared_macro(x) AS x",
+    ]:
+        ctx.sql(statement)
+    ctx.write("made", "SELECT 1 AS x")
+
+
+def look(ctx):
+    seen = ctx.sql(\"\"\"
+        SELECT 'table ' || table_name AS what FROM duckdb_tables() WHERE table_name LIKE 'leaked%'
+        UNION ALL SELECT 'view ' || view_name FROM duckdb_views() WHERE view_name LIKE 'leaked%'
+        UNION ALL SELECT 'macro ' || function_name FROM duckdb_functions() WHERE function_name LIKE 'leaked%'
+        UNION ALL SELECT 'sequence ' || sequence_name FROM duckdb_sequences() WHERE sequence_name LIKE 'leaked%'
+        UNION ALL SELECT 'database ' || database_name FROM duckdb_databases() WHERE database_name LIKE 'leaked%'
+        UNION ALL SELECT 'variable' WHERE getvariable('leaked_variable') IS NOT NULL
+        UNION ALL SELECT 'setting default_order' WHERE current_setting('default_order') = 'desc'
+        UNION ALL SELECT 'setting preserve_insertion_order'
+            WHERE NOT current_setting('preserve_insertion_order')
+        UNION ALL SELECT 'threads ' || current_setting('threads')
+    \"\"\").fetchall()
+    rows = ", ".join("('" + r[0].replace("'", "''") + "')" for r in seen)
+    ctx.write("seen", f"SELECT * FROM (VALUES {rows}) AS v(what)")
+"""
+
+
+@pytest.mark.parametrize("threads", ["2", "3"])
+def test_nothing_one_step_makes_is_visible_to_the_next(twicerun, write_pipeline, threads):
+    path = write_pipeline(LEAKY)
+    outcome = twicerun(
+        "run", path, "--runs", "3", "--threads", threads, "--keep-copies", "--json", "-"
+    )
+    assert outcome.code == 0, outcome.err
+    root = outcome.json()["artifacts"]
+    seen = pq.read_table(Path(root, "loop", "1", "01-look", "seen.parquet"))
+    # Only the thread count shows, and it is the run's.
+    assert seen.column("what").to_pylist() == [f"threads {threads}"]
+    # Every later run saw exactly that too (its copy matched run 1's, so it was pruned).
+    look = outcome.json()["steps"][1]
+    assert (look["fired"], look["compared"]) == (0, 2)
