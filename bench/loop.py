@@ -116,7 +116,11 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
         sampler.join()
     peak["disk"] = max(peak["disk"], _directory_bytes(Path(run_dir)))
     one_run = _directory_bytes(Path(result.artifacts) / "loop" / "1")
+    executions = _executions(Path(result.artifacts))
+    plain = plain_run(pipeline, result.environment.threads)
     return {
+        "executions": executions,
+        "plain_wall": plain,
         "one_run_bytes": one_run,
         "wall": result.seconds,
         "steps": result.step_seconds,
@@ -134,6 +138,53 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
         "threads": result.environment.threads,
         "duckdb": result.environment.duckdb,
     }
+
+
+def _executions(root: Path) -> dict[str, int]:
+    """Step executions by series, counted from the receipts the invocation left."""
+    counts: dict[str, int] = {}
+    for receipt in root.glob("*/*/*/receipt.json"):
+        series = receipt.relative_to(root).parts[0]
+        if series.startswith("bisect"):
+            kind = "bisect"
+        elif series.startswith("amplify-"):
+            kind = series.rsplit("-", 1)[-1]
+        else:
+            kind = series
+        counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def plain_run(pipeline_path: str, threads: int) -> float:
+    """Every step once, as a bare runner would run the pipeline: a fresh DuckDB connection
+    per step and its reads and writes as ctx does them; nothing compared, digested or
+    recorded. The denominator of the multiplier."""
+    from twicerun.pipeline import load_pipeline
+    from twicerun.storage.context import ArtifactRef, StepContext, open_connection
+
+    pipeline = load_pipeline(pipeline_path)
+    with tempfile.TemporaryDirectory(prefix="twicerun-plain-") as scratch:
+        visible: dict = {}
+        started = time.perf_counter()
+        for step in pipeline.steps:
+            con = open_connection(threads)
+            out = Path(scratch) / f"{step.index:02d}"
+            out.mkdir()
+            ctx = StepContext(
+                connection=con,
+                threads=threads,
+                step_index=step.index,
+                step_name=step.name,
+                out_dir=out,
+                visible=visible,
+                state_source=lambda _name: None,
+                owners={},
+            )
+            step.call(ctx)
+            con.close()
+            for name, path in ctx.output.written.items():
+                visible[name] = ArtifactRef(name, "plain/1", step.index, step.name, path, 0)
+        return time.perf_counter() - started
 
 
 def _without_the_oracle() -> None:
@@ -358,7 +409,7 @@ def bench_loop(a: Artifact) -> Table:
         )
     what = f"Median of {len(d['runs'])} invocations of `{d.get('pipeline', 'pipelines/reference.py')}`, each in a fresh process."
     return Table(
-        "bench-loop",
+        _name("bench-loop", d),
         stamp(a, what),
         [
             "part",
@@ -373,8 +424,59 @@ def bench_loop(a: Artifact) -> Table:
     )
 
 
+def _name(base: str, d: dict) -> str:
+    """The reference pipeline's tables keep their names; another pipeline's are suffixed."""
+    stem = Path(d.get("pipeline", "pipelines/reference.py")).stem
+    return base if stem == "reference" else f"{base}-{stem}"
+
+
+def bench_cost(a: Artifact) -> Table:
+    """Executions per verdict and twicerun's own cost per execution (issue 16's figures)."""
+    d = a.document
+    runs = d["runs"]
+    total = [sum(r["executions"].values()) for r in runs]
+    per_exec = [(r["wall"] - r["steps"]) / n * 1000 for r, n in zip(runs, total, strict=True)]
+    multiplier = [r["wall"] / r["plain_wall"] for r in runs]
+    executions = runs[0]["executions"]
+    order = ["loop", "bisect", "ties", "threads", "rows", "order", "files"]
+    shown = ", ".join(
+        f"{k} {executions[k]}"
+        for k in sorted(
+            executions, key=lambda k: (k not in order, order.index(k) if k in order else 0, k)
+        )
+    )
+    rows = [
+        [
+            f"{statistics.median(total):,.0f} ({shown})",
+            f"{statistics.median(per_exec):.1f} ms ({min(per_exec):.1f} to {max(per_exec):.1f})",
+            f"{statistics.median(r['plain_wall'] for r in runs):.2f}s",
+            f"{statistics.median(multiplier):.1f}x ({min(multiplier):.1f}x to {max(multiplier):.1f}x)",
+        ]
+    ]
+    what = (
+        f"{len(runs)} invocations of `{d.get('pipeline')}`, each in a fresh process; the plain "
+        f"execution runs every step once in the same process, with no comparison, digest or receipt."
+    )
+    return Table(
+        _name("bench-cost", d),
+        stamp(a, what),
+        [
+            "step executions (by series)",
+            "twicerun's own time per execution (range)",
+            "one plain execution",
+            "multiplier: invocation over plain (range)",
+        ],
+        rows,
+        ["left", "right", "right", "right"],
+    )
+
+
 def tables(path: str, document: dict) -> list[dict]:
-    return carry([bench_loop(Artifact(path, document))])
+    a = Artifact(path, document)
+    built = [bench_loop(a)]
+    if all("plain_wall" in r for r in document["runs"]):
+        built.append(bench_cost(a))
+    return carry(built)
 
 
 if __name__ == "__main__":
