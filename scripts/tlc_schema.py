@@ -33,6 +33,7 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "scripts"))
 
 import duckdb  # noqa: E402
+from eval_tables import retable  # noqa: E402
 from tlc_partitions import MONTHS, file_name, generate  # noqa: E402
 
 from twicerun import sql  # noqa: E402
@@ -40,7 +41,7 @@ from twicerun.render.markdown import cell, code  # noqa: E402
 from twicerun.render.tables import Artifact, Table, carry, stamp  # noqa: E402
 from twicerun.runner.environment import default_threads  # noqa: E402
 from twicerun.runner.environment import stamp as instrument  # noqa: E402
-from twicerun.storage.atomic import read_json, write_json_atomic  # noqa: E402
+from twicerun.storage.atomic import write_json_atomic  # noqa: E402
 from twicerun.vocabulary.loop import Amplifier  # noqa: E402
 
 SCHEMA = "twicerun.tlc/1"
@@ -226,9 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retable", metavar="PATH", default=None)
     args = parser.parse_args(argv)
     if args.retable:
-        document = read_json(Path(args.retable))
-        document["tables"] = tables(args.retable, document)
-        write_json_atomic(Path(args.retable), document)
+        retable(args.retable, tables)
         return 0
     with tempfile.TemporaryDirectory(prefix="twicerun-tlc-data-") as scratch:
         directory = args.dir or Path(scratch)

@@ -21,12 +21,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from eval_tables import retable  # noqa: E402
 
 from twicerun.render.markdown import cell, code  # noqa: E402
 from twicerun.render.tables import Artifact, Table, carry, stamp  # noqa: E402
 from twicerun.runner.environment import default_threads  # noqa: E402
 from twicerun.runner.environment import stamp as instrument  # noqa: E402
-from twicerun.storage.atomic import read_json, write_json_atomic  # noqa: E402
+from twicerun.storage.atomic import write_json_atomic  # noqa: E402
 
 SCHEMA = "twicerun.verdicts/1"
 
@@ -169,9 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.retable:
-        document = read_json(Path(args.retable))
-        document["tables"] = tables(args.retable, document)
-        write_json_atomic(Path(args.retable), document)
+        retable(args.retable, tables)
         return 0
     pipeline = (REPO / args.pipeline).resolve()
     document = {
