@@ -499,9 +499,9 @@ class _Instance:
 class Connections:
     """A fresh DuckDB state for every step execution, without a fresh database each time.
 
-    Opening an in-memory DuckDB costs about 12 ms; a step gets instead a new cursor on a
-    pooled database with a new in-memory catalog attached and in use, which costs well
-    under one. Everything a step makes goes into that catalog (dropped with it) or into
+    Opening an in-memory DuckDB costs more than a tiny step takes; a step gets instead
+    a new cursor on a pooled database with a new in-memory catalog attached and in use,
+    a small fraction of that. Everything a step makes goes into that catalog (dropped with it) or into
     the cursor's own temporary objects, variables and random state (gone with it). What
     a cursor can change for the whole database (a global SET, an ATTACH, an object
     created after `USE memory`, a loaded extension, a secret) is compared with the
