@@ -81,6 +81,8 @@ def _builder(schema: str):
         return _script("verdicts").tables
     if schema == "twicerun.tlc/1":
         return _script("tlc_schema").tables
+    if schema == "twicerun.spark-premise/1":
+        return _script("measure_spark").tables
     if schema == "twicerun.gate-calibration/1":
         return lambda _path, d: _script("gate_calibration").tables(d)
     if schema == "twicerun.gate-coins/1":
