@@ -71,7 +71,7 @@ def execute_step(
             step.call(ctx)
         finally:
             seconds = time.perf_counter() - start
-            connections.close(connection, full_check=ctx.output.full_check)
+            connections.close(connection)
             # A step that changed directory changed it for the whole process.
             if os.getcwd() != cwd:
                 os.chdir(cwd)

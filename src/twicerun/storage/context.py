@@ -27,8 +27,6 @@ from twicerun.storage.receipts import ReadRecord, SourceFile, SourceRecord
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
-_FUNCTION = re.compile(r"\b(MACRO|FUNCTION)\b", re.IGNORECASE)
-_INSTANCE_WIDE = {"SET", "VARIABLE_SET", "ATTACH", "DETACH", "LOAD", "CALL", "EXTENSION", "PRAGMA"}
 # Statement types whose result is rows; everything else is a statement and returns None.
 _ROW_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA", "CALL"}
 # Ways a query can pull rows in behind ctx.read's back.
@@ -59,10 +57,6 @@ class StepOutput:
     written: dict[str, Path] = field(default_factory=dict)
     reads: list[ReadRecord] = field(default_factory=list)
     sources: list[SourceRecord] = field(default_factory=list)
-    # Whether a statement ran that can change the database for later steps beyond what
-    # Connections always checks: a SET, PRAGMA, ATTACH, LOAD or CALL, or a CREATE MACRO
-    # or FUNCTION. Connections then checks every setting and macro too.
-    full_check: bool = False
     sql_outside_ctx: list[str] = field(default_factory=list)
 
 
@@ -355,8 +349,6 @@ class StepContext:
         statements = self._con.extract_statements(query)
         if not statements:
             return None
-        if any(s.type.name == "CREATE" and _FUNCTION.search(s.query) for s in statements):
-            self.output.made_functions = True
         *before, last = statements
         for statement in before:
             self._con.execute(statement.query)
@@ -446,127 +438,47 @@ def open_connection(threads: int, spill_dir: Path | None = None) -> duckdb.DuckD
     return duckdb.connect(":memory:", config=config)
 
 
-class _Instance:
-    """One in-memory DuckDB database that step executions take turns on, and what it held
-    when it was new: anything a step could leave behind at the instance level is
-    compared with this before the next step may use it."""
-
-    def __init__(self, spill_dir: Path | None):
-        self.base = open_connection(1, spill_dir)
-        self.baseline = self._state()
-
-    def _state(self, full: bool = True) -> tuple:
-        """What a step could have left behind for the next one.
-
-        Always: attached databases, objects in the shared catalog, loaded extensions,
-        secrets. With `full`: every setting and every macro too, which costs several
-        milliseconds (listing settings, and every built-in function), so it runs only
-        after a step ran a statement that can change them (see StepOutput.full_check).
-        """
-        con = self.base
-        databases = con.execute(
-            "SELECT database_name FROM duckdb_databases() ORDER BY 1"
-        ).fetchall()
-        objects = con.execute(
-            """
-            SELECT (SELECT count(*) FROM duckdb_tables() WHERE database_name = 'memory')
-                 + (SELECT count(*) FROM duckdb_views() WHERE database_name = 'memory' AND NOT internal)
-                 + (SELECT count(*) FROM duckdb_sequences() WHERE database_name = 'memory')
-                 + (SELECT count(*) FROM duckdb_types() WHERE database_name = 'memory' AND NOT internal)
-                 + (SELECT count(*) FROM duckdb_schemas() WHERE database_name = 'memory' AND NOT internal)
-            """
-        ).fetchone()
-        extensions = con.execute(
-            "SELECT extension_name FROM duckdb_extensions() WHERE loaded ORDER BY 1"
-        ).fetchall()
-        secrets = con.execute("SELECT count(*) FROM duckdb_secrets()").fetchone()
-        if not full:
-            return (databases, objects, extensions, secrets, *self.baseline[4:])
-        settings = con.execute("SELECT name, value FROM duckdb_settings() ORDER BY name").fetchall()
-        macros = con.execute(
-            "SELECT count(*) FROM duckdb_functions() WHERE database_name = 'memory' AND NOT internal"
-        ).fetchone()
-        return (databases, objects, extensions, secrets, settings, macros)
-
-    def unchanged(self, full: bool) -> bool:
-        return self._state(full) == self.baseline
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.base.close()
-
-
 class Connections:
-    """A fresh DuckDB state for every step execution, without a fresh database each time.
+    """Fresh connections for step executions, opened one ahead and closed behind.
 
-    Opening an in-memory DuckDB costs more than a tiny step takes; a step gets instead
-    a new cursor on a pooled database with a new in-memory catalog attached and in use,
-    a small fraction of that. Everything a step makes goes into that catalog (dropped with it) or into
-    the cursor's own temporary objects, variables and random state (gone with it). What
-    a cursor can change for the whole database (a global SET, an ATTACH, an object
-    created after `USE memory`, a loaded extension, a secret) is compared with the
-    database as it was new, on a helper thread while the next step runs, and a
-    database that differs in any of it is closed and replaced, never handed out again.
-    Two databases take turns, so the check is off the step's path.
+    Opening an in-memory DuckDB costs more CPU than a tiny step, and closing one
+    that held a step's tables costs more; a helper thread does both while the
+    previous or next step runs. Every connection handed out is still brand new.
+
+    A cheaper way was measured and not kept: a new cursor and catalog on one of two
+    pooled databases gave every guarantee (tests/test_isolation.py passes with it)
+    at a third of the cost per execution, but the loop's fire rates on the
+    reference pipeline's parallel-order bugs fell with it, so a step run on it is
+    not run the way a fresh process runs it (docs/runs.md).
     """
 
-    POOL = 2
+    # Two ahead: a step shorter than one connection's opening (many are) would
+    # otherwise wait for the next one to finish opening.
+    AHEAD = 2
 
     def __init__(self, spill_dir: Path | None = None):
         self._spill_dir = spill_dir
         self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="twicerun-connections")
-        self._ready: deque[Future[_Instance]] = deque()
-        self._in_use: dict[int, tuple[_Instance, str]] = {}
-        self._count = 0
+        self._ready: dict[int, deque[Future[duckdb.DuckDBPyConnection]]] = {}
 
     def open(self, threads: int) -> duckdb.DuckDBPyConnection:
-        while len(self._ready) + len(self._in_use) < self.POOL:
-            self._ready.append(self._helper.submit(_Instance, self._spill_dir))
-        instance = self._ready.popleft().result()
-        instance.base.execute(f"SET threads = {int(threads)}")
-        self._count += 1
-        catalog = f"__twicerun_step_{self._count}"
-        cursor = instance.base.cursor()
-        cursor.execute(f"ATTACH ':memory:' AS {catalog}")
-        cursor.execute(f"USE {catalog}")
-        self._in_use[id(cursor)] = (instance, catalog)
-        return cursor
-
-    def close(self, connection: duckdb.DuckDBPyConnection, full_check: bool = True) -> None:
-        """Hand the step's cursor back; `full_check` when it ran a statement that can change
-        settings or make a macro (StepOutput.full_check), the checks too costly to run always."""
-        instance, catalog = self._in_use.pop(id(connection))
-        self._ready.append(
-            self._helper.submit(self._clean, instance, connection, catalog, full_check)
+        queue = self._ready.setdefault(threads, deque())
+        connection = (
+            queue.popleft().result() if queue else open_connection(threads, self._spill_dir)
         )
+        while len(queue) < self.AHEAD:
+            queue.append(self._helper.submit(open_connection, threads, self._spill_dir))
+        return connection
 
-    def _clean(
-        self,
-        instance: _Instance,
-        cursor: duckdb.DuckDBPyConnection,
-        catalog: str,
-        full_check: bool,
-    ) -> _Instance:
-        try:
-            cursor.close()
-            instance.base.execute(f"DETACH DATABASE IF EXISTS {catalog}")
-            # The thread count is the one setting every step sets; others derive from it.
-            instance.base.execute("SET threads = 1")
-            if instance.unchanged(full_check):
-                return instance
-        except duckdb.Error:
-            pass
-        instance.close()
-        return _Instance(self._spill_dir)
+    def close(self, connection: duckdb.DuckDBPyConnection) -> None:
+        self._helper.submit(connection.close)
 
     def shutdown(self) -> None:
-        for ready in self._ready:
-            with contextlib.suppress(Exception):
-                ready.result().close()
+        for queue in self._ready.values():
+            for ready in queue:
+                with contextlib.suppress(Exception):
+                    ready.result().close()
         self._ready.clear()
-        for instance, _ in self._in_use.values():
-            instance.close()
-        self._in_use.clear()
         self._helper.shutdown(wait=True)
 
     def __enter__(self) -> Connections:
