@@ -56,6 +56,13 @@ CASES = [
     Case("missing-pipeline", [*RUN, "nope.py"], 2, "nope.py"),
     Case("syntax-error", [*RUN, "p.py"], 2, "p.py", pipeline("p.py", "def a(ctx)\n    pass\n")),
     Case("raises-at-import", [*RUN, "p.py"], 2, "p.py", pipeline("p.py", "raise ValueError('x')\n")),
+    Case(
+        "another-engine",
+        [*RUN, "p.py"],
+        2,
+        "declares ENGINE = 'spark'; this twicerun runs pipelines on DuckDB only",
+        pipeline("p.py", "ENGINE = 'spark'\n\ndef a(ctx):\n    ctx.write('t', 'SELECT 1 AS x')\n"),
+    ),
     Case("no-steps", [*RUN, "p.py"], 2, "no steps", pipeline("p.py", "X = 1\n")),
     Case("steps-not-a-list", [*RUN, "p.py"], 2, "STEPS", pipeline("p.py", "STEPS = 3\n")),
     Case(

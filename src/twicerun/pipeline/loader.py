@@ -66,6 +66,21 @@ class Pipeline:
         return {s.name: s.seed_value for s in self.steps if s.seed_value is not None}
 
 
+ENGINES = ("duckdb",)
+
+
+def _check_engine(module: ModuleType, path: Path) -> None:
+    """A pipeline written for another engine is refused, never run on DuckDB by accident:
+    its SQL would fail, or worse, mean something else."""
+    engine = vars(module).get("ENGINE", "duckdb")
+    if not isinstance(engine, str) or engine.lower() not in ENGINES:
+        raise PipelineError(
+            f"{path} declares ENGINE = {engine!r}; this twicerun runs pipelines on DuckDB "
+            f"only (ENGINE = 'duckdb', or no ENGINE), so it refuses rather than run another "
+            f"engine's steps on DuckDB"
+        )
+
+
 def load_pipeline(path: str | Path, seed_overrides: Mapping[str, int] | None = None) -> Pipeline:
     """Import the file once and return its steps; refuse anything the contract refuses."""
     source_path = Path(path)
@@ -76,6 +91,7 @@ def load_pipeline(path: str | Path, seed_overrides: Mapping[str, int] | None = N
     data = source_path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     module = _import(source_path, digest)
+    _check_engine(module, source_path)
 
     if "STEPS" in vars(module):
         functions = _listed_steps(module, source_path)
