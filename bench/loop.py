@@ -193,12 +193,12 @@ def _without_the_oracle() -> None:
     Every pair the digests cannot settle gets empty findings, so the invocation still
     completes; its Result says nothing about how runs differed and is only timed.
     """
-    from twicerun.compare.findings import ArtifactFindings
-    from twicerun.compare.pair import BOTH
+    from twicerun.findings import ArtifactFindings
     from twicerun.runner import settle_step as comparison_module
+    from twicerun.vocabulary.loop import Presence
 
     def unmeasured(con, name, reference, later, **_):
-        return ArtifactFindings(name, BOTH, [], 0, 0, [])
+        return ArtifactFindings(name, Presence.BOTH, [], 0, 0, [])
 
     comparison_module.compare_artifacts = unmeasured
 

@@ -145,14 +145,7 @@ def static_flags(path: Path) -> dict[str, list[str]]:
     return flags
 
 
-def unmatched(findings: dict) -> int:
-    return sum(
-        findings.get(k, 0)
-        for k in ("missing", "extra", "multiplicity_missing", "multiplicity_extra")
-    )
-
-
-def first_findings(step, run: int) -> dict | None:
+def first_findings(step, run: int):
     for c in step.comparisons:
         if c.run == run:
             for a in c.artifacts:
@@ -265,16 +258,16 @@ def summarise(trials: list[dict], runs: int) -> dict:
                     f = a.findings
                     if not (a.differs and f):
                         continue
-                    for d in f.get("drift", []):
-                        if d["moved"] and d["max_ulps"] is not None:
-                            ulps.append(d["max_ulps"])
-                            if not isinstance(d["max_relative"], str):
-                                rel.append(d["max_relative"])
-                    missing.append(f["missing"] + f["multiplicity_missing"])
-                    extra.append(f["extra"] + f["multiplicity_extra"])
-                    ref_rows.append(f["reference_rows"])
-                    if f.get("attribution") and f["attribution"]["column"]:
-                        column = f["attribution"]["column"]
+                    for d in f.drift:
+                        if d.moved and d.max_ulps is not None:
+                            ulps.append(d.max_ulps)
+                            if not isinstance(d.max_relative, str):
+                                rel.append(d.max_relative)
+                    missing.append(f.missing + f.multiplicity_missing)
+                    extra.append(f.extra + f.multiplicity_extra)
+                    ref_rows.append(f.reference_rows)
+                    if f.attribution and f.attribution.column:
+                        column = f.attribution.column
             rows["max_ulps"].append(max(ulps) if ulps else None)
             rows["max_relative"].append(max(rel) if rel else None)
             rows["unmatched_reference"].append(max(missing) if missing and max(missing) else None)
@@ -345,10 +338,10 @@ def summarise(trials: list[dict], runs: int) -> dict:
         second = next((c for c in st.comparisons if c.run == 2), None)
         if second is not None and second.differs:
             b1_fired += 1
-            f = first_findings(st, 2) or {}
-            moved = max((d["moved"] for d in f.get("drift", [])), default=0)
-            b1_rows.append(2 * moved + unmatched(f))
-            b1_compared.append(f.get("reference_rows", 0) + f.get("later_rows", 0))
+            f = first_findings(st, 2)
+            moved = max((d.moved for d in f.drift), default=0) if f else 0
+            b1_rows.append(2 * moved + (f.unmatched if f else 0))
+            b1_compared.append(f.reference_rows + f.later_rows if f else 0)
     # Baseline 1, run-matched: the same equality over every comparison the oracle made.
     disagreements, step_trials, twin_fired, twin_step_trials = 0, 0, 0, 0
     for t in trials:
@@ -401,20 +394,20 @@ def summarise(trials: list[dict], runs: int) -> dict:
             st = by_name(t["strict"])[s.name]
             for b in st.bounds:
                 figure = b
-                observed.append(b["observed"])
-                loose_room.append(b["headroom_loose"])
-                tight_room.append(b["headroom_tight"])
+                observed.append(b.observed)
+                loose_room.append(b.headroom_loose)
+                tight_room.append(b.headroom_tight)
         if figure:
             bound.append(
                 {
                     "step": s.name,
-                    "artifact": figure["artifact"],
-                    "column": figure["column"],
+                    "artifact": figure.artifact,
+                    "column": figure.column,
                     "observed": observed,
-                    "n_loose": figure["n_loose"],
-                    "bound_loose": figure["bound_loose"],
-                    "n_tight": figure["n_tight"],
-                    "bound_tight": figure["bound_tight"],
+                    "n_loose": figure.n_loose,
+                    "bound_loose": figure.bound_loose,
+                    "n_tight": figure.n_tight,
+                    "bound_tight": figure.bound_tight,
                     "headroom_loose": loose_room,
                     "headroom_tight": tight_room,
                 }

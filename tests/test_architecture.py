@@ -32,7 +32,7 @@ def room_of(module: str) -> str | None:
 
 
 # Shared leaves every room may import: types, words and a version string.
-LEAVES = {"errors", "vocabulary", "sql", "_version"}
+LEAVES = {"errors", "vocabulary", "sql", "findings", "_version"}
 
 
 def imports_of(path) -> set[str]:

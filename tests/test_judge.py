@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from twicerun.compare.findings import ArtifactFindings, Drift
+from twicerun.findings import ArtifactFindings, ArtifactOutcome, Drift
 from twicerun.judge.bound import reassociation_bound
-from twicerun.judge.policy import FIRES, SAME, TOLERATED, PairMeasure, Policy, judge_comparison
+from twicerun.judge.policy import FIRES, SAME, TOLERATED, Policy, judge_comparison
 
 # A float sum whose terms arrive in a different order on every run (a counter picks the
 # order), beside a step that loses a row on every later run. Deterministic on purpose.
@@ -137,6 +137,11 @@ def drift_findings(relative, ulps=3, incomparable=0, classes=("VALUE_DRIFT",)):
     return ArtifactFindings("t", "both", list(classes), 10, 10, ["k"], drift=[drift])
 
 
+def measured(name: str, findings: ArtifactFindings) -> ArtifactOutcome:
+    """An artifact that differed and that the oracle measured."""
+    return ArtifactOutcome(name, "both", "oracle", True, findings=findings)
+
+
 @pytest.mark.parametrize(
     ("policy", "findings", "verdict"),
     [
@@ -159,12 +164,12 @@ def drift_findings(relative, ulps=3, incomparable=0, classes=("VALUE_DRIFT",)):
     ],
 )
 def test_policy_verdicts(policy, findings, verdict):
-    assert judge_comparison([PairMeasure("t", True, findings)], 1000, policy) == verdict
+    assert judge_comparison([measured("t", findings)], 1000, policy) == verdict
 
 
 def test_a_pair_with_nothing_found_in_its_compared_columns_is_the_same():
     empty = ArtifactFindings("t", "both", [], 10, 10, ["k"], not_compared=["surrogate"])
-    assert judge_comparison([PairMeasure("t", True, empty)], 10, Policy()) == SAME
+    assert judge_comparison([measured("t", empty)], 10, Policy()) == SAME
 
 
 def test_the_bound_is_twice_gamma_n():

@@ -32,17 +32,16 @@ from twicerun.compare.columns import (
     classify,
 )
 from twicerun.compare.digest import parquet_source
-from twicerun.compare.findings import (
+from twicerun.compare.nested import Leaf, leaves, skeleton
+from twicerun.errors import UsageError
+from twicerun.findings import (
     ArtifactFindings,
     Attribution,
     Drift,
     SchemaChange,
     json_float,
 )
-from twicerun.compare.nested import Leaf, leaves, skeleton
-from twicerun.compare.pair import BOTH, LATER_ONLY, REFERENCE_ONLY
-from twicerun.errors import UsageError
-from twicerun.vocabulary.loop import Difference, ordered
+from twicerun.vocabulary.loop import Difference, Presence, ordered
 
 MAX_ATTRIBUTION_COLUMNS = 32
 # Column types a clock read writes; a step whose rows split on one of these gets a hint.
@@ -198,7 +197,7 @@ def compare_artifacts(
         classes.add(Difference.VALUE_DRIFT)
     return ArtifactFindings(
         artifact=name,
-        presence=BOTH,
+        presence=Presence.BOTH,
         classes=ordered(classes, Difference),
         reference_rows=groups["ref_rows"],
         later_rows=groups["later_rows"],
@@ -224,10 +223,10 @@ def _one_side(
     (rows,) = con.execute(f"SELECT count(*) FROM {parquet_source(present)}").fetchone()
     if reference is None:
         return ArtifactFindings(
-            name, LATER_ONLY, [Difference.ROW_EXTRA], 0, int(rows), [], extra=int(rows)
+            name, Presence.LATER_ONLY, [Difference.ROW_EXTRA], 0, int(rows), [], extra=int(rows)
         )
     return ArtifactFindings(
-        name, REFERENCE_ONLY, [Difference.ROW_MISSING], int(rows), 0, [], missing=int(rows)
+        name, Presence.REFERENCE_ONLY, [Difference.ROW_MISSING], int(rows), 0, [], missing=int(rows)
     )
 
 

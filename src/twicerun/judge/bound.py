@@ -24,9 +24,9 @@ slack the loose count carries but, being an average, bounds nothing.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from twicerun.compare.floats import UNIT_ROUNDOFF
+from twicerun.findings import BoundFigures
 
 
 def gamma(n: int, u: float) -> float:
@@ -41,63 +41,22 @@ def reassociation_bound(n: int, type_id: str) -> float:
     return 2 * gamma(n, UNIT_ROUNDOFF[type_id])
 
 
-@dataclass(frozen=True)
-class BoundFigures:
-    """The bound at both term counts beside the drift actually observed."""
-
-    artifact: str
-    column: str
-    type: str
-    observed: float
-    n_loose: int
-    bound_loose: float
-    n_tight: int
-    bound_tight: float
-
-    @property
-    def clears_loose(self) -> bool:
-        return self.observed <= self.bound_loose
-
-    @property
-    def clears_tight(self) -> bool:
-        return self.observed <= self.bound_tight
-
-    @property
-    def headroom_loose(self) -> float | None:
-        return self.bound_loose / self.observed if self.observed > 0 else None
-
-    @property
-    def headroom_tight(self) -> float | None:
-        return self.bound_tight / self.observed if self.observed > 0 else None
-
-    def to_dict(self) -> dict:
-        return {
-            "artifact": self.artifact,
-            "column": self.column,
-            "type": self.type,
-            "observed": self.observed,
-            "n_loose": self.n_loose,
-            "bound_loose": self.bound_loose,
-            "headroom_loose": self.headroom_loose,
-            "clears_loose": self.clears_loose,
-            "n_tight": self.n_tight,
-            "bound_tight": self.bound_tight,
-            "headroom_tight": self.headroom_tight,
-            "clears_tight": self.clears_tight,
-        }
-
-
 def figures(
     artifact: str, column: str, type_id: str, observed: float, rows_read: int, output_rows: int
 ) -> BoundFigures:
     n_tight = max(1, math.ceil(rows_read / output_rows)) if output_rows else rows_read
+    loose, tight = reassociation_bound(rows_read, type_id), reassociation_bound(n_tight, type_id)
     return BoundFigures(
         artifact=artifact,
         column=column,
         type=type_id,
         observed=observed,
         n_loose=rows_read,
-        bound_loose=reassociation_bound(rows_read, type_id),
+        bound_loose=loose,
+        headroom_loose=loose / observed if observed > 0 else None,
+        clears_loose=observed <= loose,
         n_tight=n_tight,
-        bound_tight=reassociation_bound(n_tight, type_id),
+        bound_tight=tight,
+        headroom_tight=tight / observed if observed > 0 else None,
+        clears_tight=observed <= tight,
     )

@@ -16,17 +16,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from twicerun.compare.findings import ArtifactFindings, Drift
-from twicerun.judge.bound import BoundFigures, figures, reassociation_bound
-from twicerun.vocabulary.loop import Difference, ordered
+from twicerun.findings import ArtifactOutcome, BoundFigures, Drift
+from twicerun.judge.bound import figures, reassociation_bound
+from twicerun.vocabulary.loop import Difference, Judged, ordered
 
 STRICT = "strict"
 REDUCTION_ORDER = "reduction-order"
 POLICIES = (STRICT, REDUCTION_ORDER)
 
-SAME = "same"
-FIRES = "fires"
-TOLERATED = "tolerated"
+SAME, FIRES, TOLERATED = Judged.SAME, Judged.FIRES, Judged.TOLERATED
 
 
 @dataclass(frozen=True)
@@ -38,15 +36,6 @@ class Policy:
     def __post_init__(self) -> None:
         if self.name not in POLICIES:
             raise ValueError(f"unknown policy {self.name!r}; choose one of {', '.join(POLICIES)}")
-
-
-@dataclass(frozen=True)
-class PairMeasure:
-    """One artifact in one comparison: whether it differed, and what the oracle measured."""
-
-    artifact: str
-    differs: bool
-    findings: ArtifactFindings | None
 
 
 @dataclass(frozen=True)
@@ -89,7 +78,7 @@ def drift_tolerated(drift: Drift, rows_read: int, policy: Policy) -> bool:
     return by_policy or (bool(manual) and all(manual))
 
 
-def judge_comparison(pairs: Sequence[PairMeasure], rows_read: int, policy: Policy) -> str:
+def judge_comparison(pairs: Sequence[ArtifactOutcome], rows_read: int, policy: Policy) -> Judged:
     # A pair whose digests differed but in which the oracle found nothing in the
     # columns it compares (a --key left the differing column out) is the same answer.
     differing = [p for p in pairs if p.differs and (p.findings is None or p.findings.classes)]
@@ -105,7 +94,7 @@ def judge_comparison(pairs: Sequence[PairMeasure], rows_read: int, policy: Polic
 
 
 def judge_step(
-    comparisons: Sequence[Sequence[PairMeasure]], rows_read: int, policy: Policy
+    comparisons: Sequence[Sequence[ArtifactOutcome]], rows_read: int, policy: Policy
 ) -> StepJudgement:
     verdicts = [judge_comparison(pairs, rows_read, policy) for pairs in comparisons]
     classes: set[str] = set()
@@ -118,7 +107,7 @@ def judge_step(
             for d in pair.findings.drift:
                 relative = _number(d.max_relative)
                 if d.moved and relative is not None:
-                    k = (pair.artifact, d.column)
+                    k = (pair.name, d.column)
                     if k not in worst or relative > worst[k][0]:
                         worst[k] = (relative, d.type, pair.findings.reference_rows)
     bounds = [

@@ -1,6 +1,6 @@
 """The evidence under a step that differed: sentences built from its findings.
 
-Works on the Result's plain dictionaries (render reads only the Result). For
+Works on the Result's typed findings (render reads only the Result). For
 each artifact that differed, the sentences come from the comparison that
 showed the most: the one with the most unmatched rows, or, for drift, the
 most moved values; the furthest move is the largest over all comparisons.
@@ -8,9 +8,9 @@ most moved values; the furthest move is the largest over all comparisons.
 
 from __future__ import annotations
 
-from typing import Any
-
-from twicerun.result import StepResult, unmatched
+from twicerun.findings import ArtifactFindings, Attribution, Drift
+from twicerun.result import StepResult
+from twicerun.vocabulary.loop import Presence
 
 
 def number(n: int | None) -> str:
@@ -25,12 +25,10 @@ def value(v: float | str | None) -> str:
     return repr(float(v))
 
 
-def _shown_relative(drift: dict) -> float | str | None:
+def _shown_relative(drift: Drift) -> float | str | None:
     """The relative figure of the pair the line shows; a Result written before it was
     recorded falls back to the column's largest, which may be another pair's."""
-    if "shown_relative" in drift:
-        return drift["shown_relative"]
-    return drift.get("max_relative")
+    return drift.shown_relative if drift.shown_relative is not None else drift.max_relative
 
 
 def relative(v: float | str | None) -> str:
@@ -45,8 +43,8 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
-def _per_artifact(step: StepResult) -> dict[str, list[tuple[int, dict[str, Any]]]]:
-    found: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+def _per_artifact(step: StepResult) -> dict[str, list[tuple[int, ArtifactFindings]]]:
+    found: dict[str, list[tuple[int, ArtifactFindings]]] = {}
     for c in step.comparisons:
         for a in c.artifacts:
             if a.differs and a.findings:
@@ -62,64 +60,64 @@ def step_evidence(step: StepResult) -> list[str]:
 
 
 def _artifact_lines(
-    name: str, seen: list[tuple[int, dict[str, Any]]], comparisons: int
+    name: str, seen: list[tuple[int, ArtifactFindings]], comparisons: int
 ) -> list[str]:
     lines: list[str] = []
-    one_sided = [(run, f) for run, f in seen if f["presence"] != "both"]
+    one_sided = [(run, f) for run, f in seen if f.presence != Presence.BOTH]
     for run, f in one_sided[:1]:
-        if f["presence"] == "reference only":
+        if f.presence == Presence.REFERENCE_ONLY:
             lines.append(
                 f"{name}: written by run 1 and not by run {run}, so its "
-                f"{plural(f['reference_rows'], 'row')} are all missing there"
+                f"{plural(f.reference_rows, 'row')} are all missing there"
             )
         else:
             lines.append(
                 f"{name}: written by run {run} and not by run 1, so its "
-                f"{plural(f['later_rows'], 'row')} are all extra"
+                f"{plural(f.later_rows, 'row')} are all extra"
             )
-    both = [(run, f) for run, f in seen if f["presence"] == "both"]
+    both = [(run, f) for run, f in seen if f.presence == Presence.BOTH]
     if not both:
         return lines
 
-    schema = next((f["schema"] for _, f in both if f.get("schema")), None)
+    schema = next((f.schema for _, f in both if f.schema), None)
     if schema:
-        parts = [f"added {n} {t}" for n, t in schema["added"]]
-        parts += [f"dropped {n} {t}" for n, t in schema["dropped"]]
-        parts += [f"retyped {n} from {a} to {b}" for n, a, b in schema["retyped"]]
-        if schema["reordered"]:
+        parts = [f"added {n} {t}" for n, t in schema.added]
+        parts += [f"dropped {n} {t}" for n, t in schema.dropped]
+        parts += [f"retyped {n} from {a} to {b}" for n, a, b in schema.retyped]
+        if schema.reordered:
             parts.append("columns reordered")
         lines.append(f"{name}: schema changed: {'; '.join(parts)}")
 
-    run, worst = max(both, key=lambda item: unmatched(item[1]))
-    if worst.get("not_compared"):
+    run, worst = max(both, key=lambda item: item[1].unmatched)
+    if worst.not_compared:
         lines.append(
-            f"{name}: matched on {', '.join(worst['key'])} (--key); "
-            f"{', '.join(worst['not_compared'])} not compared"
+            f"{name}: matched on {', '.join(worst.key)} (--key); "
+            f"{', '.join(worst.not_compared)} not compared"
         )
-    elif not worst["key"]:
+    elif not worst.key:
         lines.append(
             f"{name}: matched on no key: it has no exact column, so rows were paired by their "
             f"float values alone"
         )
-    if worst["missing"] or worst["extra"]:
+    if worst.missing or worst.extra:
         lines.append(
-            f"{name}: {number(worst['missing'])} of {number(worst['reference_rows'])} reference rows "
-            f"and {number(worst['extra'])} of {number(worst['later_rows'])} later rows found no partner"
+            f"{name}: {number(worst.missing)} of {number(worst.reference_rows)} reference rows "
+            f"and {number(worst.extra)} of {number(worst.later_rows)} later rows found no partner"
         )
-    if worst["multiplicity_extra"]:
+    if worst.multiplicity_extra:
         lines.append(
-            f"{name}: {plural(worst['multiplicity_extra'], 'row')} of run {run} repeat rows that run 1 "
-            f"has fewer times ({number(worst['reference_rows'])} rows in run 1, "
-            f"{number(worst['later_rows'])} in run {run})"
+            f"{name}: {plural(worst.multiplicity_extra, 'row')} of run {run} repeat rows that run 1 "
+            f"has fewer times ({number(worst.reference_rows)} rows in run 1, "
+            f"{number(worst.later_rows)} in run {run})"
         )
-    if worst["multiplicity_missing"]:
+    if worst.multiplicity_missing:
         lines.append(
-            f"{name}: {plural(worst['multiplicity_missing'], 'row')} of run 1 appear fewer times in "
-            f"run {run} ({number(worst['reference_rows'])} rows in run 1, "
-            f"{number(worst['later_rows'])} in run {run})"
+            f"{name}: {plural(worst.multiplicity_missing, 'row')} of run 1 appear fewer times in "
+            f"run {run} ({number(worst.reference_rows)} rows in run 1, "
+            f"{number(worst.later_rows)} in run {run})"
         )
-    explained = [f for _, f in both if f.get("attribution")]
-    attribution = max(explained, key=unmatched)["attribution"] if explained else None
+    explained = [f for _, f in both if f.attribution]
+    attribution = max(explained, key=lambda f: f.unmatched).attribution if explained else None
     if attribution:
         line = _attribution_line(attribution)
         if line:
@@ -128,14 +126,14 @@ def _artifact_lines(
     return lines
 
 
-def _attribution_line(a: dict[str, Any]) -> str | None:
-    column, before, after = a["column"], a["before"], a["after"]
-    if a["chosen_by"] == "none":
+def _attribution_line(a: Attribution) -> str | None:
+    column, before, after = a.column, a.before, a.after
+    if a.chosen_by == "none":
         return None
-    if a["chosen_by"] == "undecided":
-        tied = " or ".join(a["tied"])
+    if a.chosen_by == "undecided":
+        tied = " or ".join(a.tied)
         return (
-            f"dropping {tied} from the key each leave {number(after[a['tied'][0]])} of "
+            f"dropping {tied} from the key each leave {number(after[a.tied[0]])} of "
             f"{number(before)} unmatched rows, and neither is a column the step invented, "
             f"so the counts could not choose between them"
         )
@@ -145,8 +143,8 @@ def _attribution_line(a: dict[str, Any]) -> str | None:
         if left == 0
         else f"dropping {column} from the key takes unmatched rows from {number(before)} to {number(left)}"
     )
-    if a["chosen_by"] == "invented":
-        others = [t for t in a["tied"] if t != column]
+    if a.chosen_by == "invented":
+        others = [t for t in a.tied if t != column]
         return (
             f"{head}; {' and '.join(others)} {'does' if len(others) == 1 else 'do'} the same, "
             f"and {column} is named because no input of this step has that column"
@@ -154,33 +152,35 @@ def _attribution_line(a: dict[str, Any]) -> str | None:
     return head
 
 
-def _drift_lines(name: str, both: list[tuple[int, dict[str, Any]]], comparisons: int) -> list[str]:
+def _drift_lines(
+    name: str, both: list[tuple[int, ArtifactFindings]], comparisons: int
+) -> list[str]:
     lines: list[str] = []
-    columns: dict[str, list[dict[str, Any]]] = {}
+    columns: dict[str, list[Drift]] = {}
     for _, f in both:
-        for d in f.get("drift", []):
-            if d["moved"]:
-                columns.setdefault(d["column"], []).append(d)
+        for d in f.drift:
+            if d.moved:
+                columns.setdefault(d.column, []).append(d)
     for column, drifts in columns.items():
-        most = max(drifts, key=lambda d: d["moved"])
+        most = max(drifts, key=lambda d: d.moved)
         lines.append(
-            f"{name}: {number(most['moved'])} of {number(most['compared'])} paired "
-            f"{most['unit']} moved on {column}"
+            f"{name}: {number(most.moved)} of {number(most.compared)} paired "
+            f"{most.unit} moved on {column}"
         )
-        measured = [d for d in drifts if d["max_ulps"] is not None]
+        measured = [d for d in drifts if d.max_ulps is not None]
         if measured:
-            far = max(measured, key=lambda d: d["max_ulps"])
+            far = max(measured, key=lambda d: d.max_ulps)
             over = (
                 f"over {plural(comparisons, 'comparison')}"
                 if comparisons > 1
                 else "in this comparison"
             )
             lines.append(
-                f"furthest move {over}: {column}, {plural(far['max_ulps'], 'ulp')} and "
-                f"{relative(_shown_relative(far))}, {value(far['reference_value'])} against "
-                f"{value(far['later_value'])}"
+                f"furthest move {over}: {column}, {plural(far.max_ulps, 'ulp')} and "
+                f"{relative(_shown_relative(far))}, {value(far.reference_value)} against "
+                f"{value(far.later_value)}"
             )
-        odd = sum(d["incomparable"] for d in drifts)
+        odd = sum(d.incomparable for d in drifts)
         if odd:
             lines.append(
                 f"{name}: {plural(odd, 'value')} of {column} moved to or from NaN or NULL, "
@@ -193,15 +193,12 @@ def bound_lines(step: StepResult) -> list[str]:
     lines: list[str] = []
     for b in step.bounds:
         lines.append(
-            f"{step.index} {step.name}, {b['artifact']}.{b['column']}: observed {b['observed']:.3g}"
+            f"{step.index} {step.name}, {b.artifact}.{b.column}: observed {b.observed:.3g}"
         )
-        for which, label in (("loose", "rows read"), ("tight", "terms per output value")):
-            n, bound, headroom, clears = (
-                b[f"n_{which}"],
-                b[f"bound_{which}"],
-                b[f"headroom_{which}"],
-                b[f"clears_{which}"],
-            )
+        for n, bound, headroom, clears, label in (
+            (b.n_loose, b.bound_loose, b.headroom_loose, b.clears_loose, "rows read"),
+            (b.n_tight, b.bound_tight, b.headroom_tight, b.clears_tight, "terms per output value"),
+        ):
             room = f"headroom {headroom:,.0f}x" if headroom is not None else "no drift to measure"
             lines.append(
                 f"    n = {number(n)} {label}, bound {bound:.3g}, {room}, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from twicerun.render.evidence import plural
 from twicerun.result import Result, Series, StepResult
-from twicerun.vocabulary.loop import Amplifier, Cause, Status
+from twicerun.vocabulary.loop import Amplifier, Cause, Judged, Status
 
 
 def percent(p: float | None) -> str:
@@ -42,7 +42,7 @@ def cause_section(result: Result) -> list[str]:
                 f"  {s.index} {s.name:<{width}}  no cause: it raised at threads=1: {b.error}"
             )
             continue
-        label = s.cause or "tolerated"
+        label = s.cause or Judged.TOLERATED
         labels.add(label)
         lines.append(
             f"  {s.index} {s.name:<{width}}  {label:<24}  {s.fired} of {s.compared} at threads={threads}, "

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from twicerun.vocabulary.loop import UNMATCHED_FIELDS, Cause, Difference, Hint, Status
+from twicerun.findings import ArtifactOutcome, BoundFigures
+from twicerun.vocabulary.loop import Amplifier, Cause, Difference, Hint, Judged, Reexecution, Status
 
 SCHEMA = "twicerun.result/1"
 SCHEMA_FAMILY = "twicerun.result/"
@@ -41,29 +42,6 @@ class Environment:
     twicerun: str
 
 
-def unmatched(findings: dict[str, Any]) -> int:
-    """Rows of either side that found no partner, from an artifact's recorded findings."""
-    return sum(findings.get(k, 0) for k in UNMATCHED_FIELDS)
-
-
-@dataclass(frozen=True)
-class ArtifactOutcome:
-    """One artifact in one comparison of a later run against run 1."""
-
-    name: str
-    presence: str
-    settled_by: str
-    differs: bool
-    reference_rows: int | None = None
-    later_rows: int | None = None
-    findings: dict[str, Any] | None = None
-
-    @property
-    def unmatched(self) -> int:
-        """Rows of either side that found no partner; 0 where nothing was measured."""
-        return unmatched(self.findings or {})
-
-
 @dataclass(frozen=True)
 class Comparison:
     """Run `run` against run 1, for one step."""
@@ -71,7 +49,7 @@ class Comparison:
     run: int
     fired: bool
     artifacts: list[ArtifactOutcome] = field(default_factory=list)
-    verdict: str = "same"
+    verdict: Judged = Judged.SAME
     # Which answer the later run gave, as a digest of its differing artifacts'
     # canonical digests: two later runs with equal `answer` gave the same rows.
     # Empty when nothing differed from the reference.
@@ -93,7 +71,7 @@ class Series:
     lists the amplifier as not varied.
     """
 
-    kind: str
+    kind: Amplifier | Reexecution
     threads: int
     runs: int = 0
     comparisons: list[Comparison] = field(default_factory=list)
@@ -152,7 +130,7 @@ class StepResult:
     comparisons: list[Comparison] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tolerated: int = 0
-    bounds: list[dict[str, Any]] = field(default_factory=list)
+    bounds: list[BoundFigures] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
     bisect: Series | None = None
     amplifiers: list[Series] = field(default_factory=list)
@@ -261,8 +239,12 @@ def _value(hint: Any, value: Any) -> Any:
     if dataclasses.is_dataclass(hint):
         return _build(hint, value)
     if origin in (typing.Union, types.UnionType):
-        for option in args:
-            if option is type(None):
+        # The first option the value fits: `Amplifier | Reexecution` holds either's words.
+        options = [o for o in args if o is not type(None)]
+        for option in options[:-1]:
+            try:
+                return _value(option, value)
+            except (ValueError, TypeError):
                 continue
-            return _value(option, value)
+        return _value(options[-1], value)
     return value

@@ -87,7 +87,7 @@ def _fill_missing_findings(invocation: Invocation, result: Result) -> Result:
                         findings = compare_artifacts(
                             con, a.name, ref, later, key=result.keys.get(a.name)
                         )
-                        a = replace(a, findings=findings.to_dict())
+                        a = replace(a, findings=findings)
                     artifacts.append(a)
                 comparisons.append(replace(comparison, artifacts=artifacts))
             steps.append(replace(step, comparisons=comparisons))

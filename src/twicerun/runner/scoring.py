@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from twicerun.compare.findings import ArtifactFindings
 from twicerun.judge.cause import cause, upper_bound
-from twicerun.judge.policy import FIRES, PairMeasure, Policy, judge_step
+from twicerun.judge.policy import FIRES, Policy, judge_step
 from twicerun.judge.status import final_status
 from twicerun.result import Comparison, Result, Series, StepResult
 from twicerun.vocabulary.loop import Hint
@@ -28,19 +27,8 @@ ALWAYS_NOT_VARIED = (
 )
 
 
-def measures(comparison: Comparison) -> list[PairMeasure]:
-    return [
-        PairMeasure(
-            artifact=a.name,
-            differs=a.differs,
-            findings=ArtifactFindings.from_dict(a.findings) if a.findings else None,
-        )
-        for a in comparison.artifacts
-    ]
-
-
 def _judged(comparisons: list[Comparison], rows_read: int, policy: Policy):
-    judgement = judge_step([measures(c) for c in comparisons], rows_read, policy)
+    judgement = judge_step([c.artifacts for c in comparisons], rows_read, policy)
     scored = [
         replace(c, verdict=v, fired=v == FIRES)
         for c, v in zip(comparisons, judgement.verdicts, strict=True)
@@ -64,9 +52,13 @@ def score_series(series: Series, policy: Policy) -> Series:
 def _hints(step: StepResult) -> list[str]:
     for comparison in step.comparisons:
         for artifact in comparison.artifacts:
-            f = artifact.findings or {}
-            attribution = f.get("attribution") or {}
-            if comparison.fired and attribution.get("column") in f.get("timestamps", []):
+            f = artifact.findings
+            if (
+                comparison.fired
+                and f is not None
+                and f.attribution is not None
+                and f.attribution.column in f.timestamps
+            ):
                 return [Hint.WALL_CLOCK]
     return []
 
@@ -85,7 +77,7 @@ def score_step(step: StepResult, policy: Policy) -> StepResult:
         tolerated=judgement.tolerated,
         compared=compared,
         classes=judgement.classes,
-        bounds=[b.to_dict() for b in judgement.bounds],
+        bounds=judgement.bounds,
         bisect=bisect,
         amplifiers=amplifiers,
     )

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import duckdb
 
 from twicerun.compare.oracle import ReferenceCache
-from twicerun.compare.pair import BY_PRESENCE, REFERENCE_ONLY
 from twicerun.errors import BadInput, StepCrashed
 from twicerun.judge.policy import Policy, judge_step
 from twicerun.pipeline import Step
@@ -28,11 +27,11 @@ from twicerun.result import ArtifactOutcome, Comparison, Series
 from twicerun.runner.execute import execute_step
 from twicerun.runner.progress import Progress, ProgressEvent
 from twicerun.runner.records import Records
-from twicerun.runner.scoring import measures
 from twicerun.runner.settle_step import compare_step
 from twicerun.storage.context import ArtifactRef, Connections
 from twicerun.storage.janitor import Janitor
 from twicerun.storage.layout import LOOP, Invocation, RunAddress
+from twicerun.vocabulary.loop import Presence, SettledBy
 
 
 @dataclass
@@ -167,8 +166,8 @@ def _raised(reference, run: int, exc: StepCrashed) -> Comparison:
     artifacts = [
         ArtifactOutcome(
             name=a.name,
-            presence=REFERENCE_ONLY,
-            settled_by=BY_PRESENCE,
+            presence=Presence.REFERENCE_ONLY,
+            settled_by=SettledBy.PRESENCE,
             differs=True,
             reference_rows=a.rows,
             later_rows=None,
@@ -190,7 +189,7 @@ def _worth_deduplicating(bench: Workbench, receipt) -> bool:
 
 
 def _fires(comparisons: list[Comparison], rows_read: int, policy: Policy) -> bool:
-    return judge_step([measures(c) for c in comparisons], rows_read, policy).fired > 0
+    return judge_step([c.artifacts for c in comparisons], rows_read, policy).fired > 0
 
 
 def _discard_artifacts(bench: Workbench, label: str) -> None:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import duckdb
 
 from twicerun.compare.oracle import ReferenceCache, attribute_table, compare_artifacts
 from twicerun.compare.pair import Side, settle
+from twicerun.findings import ArtifactFindings
 from twicerun.result import ArtifactOutcome, Comparison
 from twicerun.runner.records import Records
 from twicerun.storage.layout import LOOP, RunAddress
@@ -44,7 +45,7 @@ def compare_step(
     later_sides = records.sides(later, index)
     inputs = records.input_columns(later, index)
 
-    def oracle(ref: Side | None, lat: Side | None) -> dict:
+    def oracle(ref: Side | None, lat: Side | None) -> ArtifactFindings:
         name = (ref or lat).name  # type: ignore[union-attr]
         # Two later runs that wrote the same rows get the same findings: measure once.
         slot = (
@@ -64,15 +65,14 @@ def compare_step(
             cache=cache,
             attribute_above=None,
             keep_imbalance_as=f"{keep_prefix}{_table_safe(name)}" if keep_prefix else None,
-        ).to_dict()
+        )
         if cache is not None:
             cache.memo[slot] = findings
         return findings
 
     outcomes = []
     for name in list(ref_sides) + [n for n in later_sides if n not in ref_sides]:
-        settled = settle(ref_sides.get(name), later_sides.get(name), oracle)
-        outcomes.append(ArtifactOutcome(**asdict(settled)))
+        outcomes.append(settle(ref_sides.get(name), later_sides.get(name), oracle))
     return Comparison(
         run=later.run,
         fired=any(o.differs for o in outcomes),
@@ -144,8 +144,8 @@ class WorstComparisons:
             artifacts = []
             for a in comparison.artifacts:
                 if a.name == name and a.findings:
-                    attribution = attribute_table(self.con, table, a.findings["key"], inputs, count)
-                    a = replace(a, findings={**a.findings, "attribution": asdict(attribution)})
+                    attribution = attribute_table(self.con, table, a.findings.key, inputs, count)
+                    a = replace(a, findings=replace(a.findings, attribution=attribution))
                 artifacts.append(a)
             updated[i] = replace(comparison, artifacts=artifacts)
             self.con.execute(f"DROP TABLE IF EXISTS {table}")

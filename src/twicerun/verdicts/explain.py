@@ -6,8 +6,8 @@ from pathlib import Path
 
 import duckdb
 
-from twicerun.compare.findings import ArtifactFindings
 from twicerun.compare.oracle import compare_artifacts
+from twicerun.findings import ArtifactFindings
 
 
 def explain(

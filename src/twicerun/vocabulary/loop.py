@@ -55,12 +55,43 @@ class Amplifier(StrEnum):
     FILE_ORDER = "file order"
 
 
+class Presence(StrEnum):
+    """Which sides of a comparison hold an artifact."""
+
+    BOTH = "both"
+    REFERENCE_ONLY = "reference only"
+    LATER_ONLY = "later only"
+
+
+class SettledBy(StrEnum):
+    """What decided whether an artifact came back the same: the cheapest proof that could."""
+
+    BYTES = "bytes"
+    CANONICAL = "canonical digest"
+    ORACLE = "oracle"
+    PRESENCE = "presence"
+
+
+class Judged(StrEnum):
+    """The policy's word for one comparison."""
+
+    SAME = "same"
+    FIRES = "fires"
+    TOLERATED = "tolerated"
+
+
+class Reexecution(StrEnum):
+    """The one re-execution of a step that is not an amplifier."""
+
+    BISECT = "bisect"
+
+
 # The findings fields (as the Result spells them) that count rows of one side that
 # found no partner on the other: the measure of how far two answers are apart in rows.
 UNMATCHED_FIELDS = ("missing", "extra", "multiplicity_missing", "multiplicity_extra")
 
-# The kind of the one re-execution that is not an amplifier: the single-threaded bisect.
-BISECT = "bisect"
+# The single-threaded bisect's series kind.
+BISECT = Reexecution.BISECT
 
 
 def ordered(members, kind: type[StrEnum]) -> list:

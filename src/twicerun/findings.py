@@ -1,5 +1,9 @@
 """What the oracle found about one artifact in one comparison: measurements, no verdicts.
 
+A leaf like `errors` and `vocabulary`: the compare room produces these types and
+the Result stores them as they are, typed, so a renderer reads fields rather
+than keys of a dict.
+
 Findings say how two copies of an artifact differ and by how much. Whether
 that difference matters is the judge's business; nothing here changes when
 the policy does, which is why a saved run can be re-judged without being
@@ -9,10 +13,9 @@ re-measured.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
-from twicerun.vocabulary.loop import UNMATCHED_FIELDS
+from twicerun.vocabulary.loop import UNMATCHED_FIELDS, Difference, Presence, SettledBy
 
 
 def json_float(value: float | None) -> float | str | None:
@@ -92,8 +95,8 @@ class ArtifactFindings:
     """Everything measured about one artifact in one comparison with run 1."""
 
     artifact: str
-    presence: str
-    classes: list[str]
+    presence: Presence
+    classes: list[Difference]
     reference_rows: int
     later_rows: int
     key: list[str]
@@ -116,13 +119,40 @@ class ArtifactFindings:
     def keyless(self) -> bool:
         return not self.key
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ArtifactFindings:
-        d = dict(d)
-        d["drift"] = [Drift(**x) for x in d.get("drift", [])]
-        d["schema"] = SchemaChange(**d["schema"]) if d.get("schema") else None
-        d["attribution"] = Attribution(**d["attribution"]) if d.get("attribution") else None
-        return cls(**d)
+@dataclass(frozen=True)
+class ArtifactOutcome:
+    """One artifact in one comparison of a later run against its reference: whether it
+    came back different, what settled that, and what the oracle measured if it ran."""
+
+    name: str
+    presence: Presence
+    settled_by: SettledBy
+    differs: bool
+    reference_rows: int | None = None
+    later_rows: int | None = None
+    findings: ArtifactFindings | None = None
+
+    @property
+    def unmatched(self) -> int:
+        """Rows of either side that found no partner; 0 where nothing was measured."""
+        return self.findings.unmatched if self.findings else 0
+
+
+@dataclass(frozen=True)
+class BoundFigures:
+    """The reassociation bound at both term counts beside the float drift actually
+    observed (judge/bound.py computes it); headroom is bound over observed."""
+
+    artifact: str
+    column: str
+    type: str
+    observed: float
+    n_loose: int
+    bound_loose: float
+    headroom_loose: float | None
+    clears_loose: bool
+    n_tight: int
+    bound_tight: float
+    headroom_tight: float | None
+    clears_tight: bool
