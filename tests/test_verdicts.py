@@ -205,6 +205,8 @@ def test_localize_one_invocation_clean_and_located(twicerun, write_pipeline, run
     assert outcome.code == 1
     found = outcome.json()
     assert (found["result"], found["step"], found["index"]) == ("located", "noisy", 1)
+    # The later copies were deleted once compared; how they differed comes from the Result.
+    assert found["explanation"].startswith("VALUE_DRIFT, in 1 of 1 comparisons with run 1")
     assert found["schema"] == "twicerun.localize/1"
 
 

@@ -13,6 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -22,14 +23,16 @@ from twicerun.cli.app import Progress, check_json_target, cli, epilog
 from twicerun.errors import BadInput
 from twicerun.github.commands import neutralize
 from twicerun.pipeline import load_pipeline
+from twicerun.render.evidence import step_evidence
+from twicerun.result import ResultFormatError, load_result
 from twicerun.runner.environment import default_threads
 from twicerun.runner.progress import ProgressEvent
 from twicerun.runner.replay import Scratch, audit_runs, recorded_inputs
 from twicerun.storage.atomic import write_bytes_atomic
 from twicerun.storage.layout import LOOP, RunAddress
 from twicerun.verdicts.audit import AuditReport, audit_step
+from twicerun.verdicts.ladder import Located, localize_one
 from twicerun.verdicts.ladder import diff as diff_runs
-from twicerun.verdicts.ladder import localize_one
 from twicerun.verdicts.recorded import RecordedRun
 from twicerun.verdicts.reproduce import (
     Replayed,
@@ -158,11 +161,34 @@ def localize(a: str, b: str | None, json_path: str | None) -> int:
         _check_json(json_path, "twicerun.localize/")
         first = RecordedRun.parse(a)
         runs = [first, *_later_runs(first)]
-        located = localize_one(a, runs, con)
+        located = _how(localize_one(a, runs, con), first)
     finally:
         con.close()
     _emit(located.to_dict(), located.lines(), json_path)
     return LOCATING_EXIT[located.result]
+
+
+def _how(located: Located, run: RecordedRun) -> Located:
+    """Where the later runs' differing copies were deleted once compared (the default),
+    the oracle's account is in the invocation's own Result: say how from there."""
+    if located.result is not Locating.LOCATED or not run.invocation.result_path.is_file():
+        return located
+    if located.explanation and "not on disk" not in located.explanation:
+        return located
+    try:
+        result = load_result(run.invocation.result_path)
+    except (OSError, ResultFormatError):
+        return located
+    step = next((s for s in result.steps if s.index == located.index), None)
+    if step is None or not step.fired:
+        return located
+    evidence = "; ".join(step_evidence(step)[:2])
+    how = (
+        f"{', '.join(step.classes)}, in {step.fired} of {step.compared} comparisons with run 1"
+        + (f" ({evidence})" if evidence else "")
+        + ", as the invocation's Result recorded it"
+    )
+    return replace(located, explanation=how)
 
 
 def _later_runs(first: RecordedRun) -> list[RecordedRun]:
