@@ -25,6 +25,16 @@ def write_artifact(
     write_json_atomic(Path(path), document)
 
 
+def retable_option(parser) -> None:
+    """`--retable PATH`, which every script and bench that writes an artifact takes."""
+    parser.add_argument(
+        "--retable",
+        metavar="PATH",
+        default=None,
+        help="rebuild the tables of an existing artifact from its own figures, measuring nothing",
+    )
+
+
 def retable(path: str, tables: Callable[[str, dict[str, Any]], list[dict]]) -> None:
     """Rebuild an artifact's tables from its own figures, measuring nothing."""
     from twicerun.storage.atomic import read_json

@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import environment, retable, write_artifact
+from bench.common import environment, retable, retable_option, write_artifact
 from twicerun.render.tables import Artifact, Table, carry, stamp
 
 REPO = Path(__file__).resolve().parent.parent
@@ -80,12 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--json", dest="json_path", default=None)
-    parser.add_argument(
-        "--retable",
-        metavar="PATH",
-        default=None,
-        help="rebuild the tables of an existing artifact from its own figures, measuring nothing",
-    )
+    retable_option(parser)
     args = parser.parse_args(argv)
     if args.retable:
         retable(args.retable, tables)

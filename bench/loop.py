@@ -36,7 +36,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.common import environment, retable, write_artifact
+from bench.common import environment, retable, retable_option, write_artifact
 from twicerun.render.tables import Artifact, Table, carry, stamp
 
 REPO = Path(__file__).resolve().parent.parent
@@ -217,12 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipeline", default=str(REPO / "pipelines" / "reference.py"))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", dest="json_path", default=None)
-    parser.add_argument(
-        "--retable",
-        metavar="PATH",
-        default=None,
-        help="rebuild the tables of an existing artifact from its own figures, measuring nothing",
-    )
+    retable_option(parser)
     parser.add_argument("--no-containment", action="store_true")
     parser.add_argument(
         "--no-amplify", action="store_true", help="without amplifiers (the bisect still runs)"

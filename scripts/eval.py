@@ -36,12 +36,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from eval_tables import eval_tables, retable  # noqa: E402
+from eval_tables import eval_tables  # noqa: E402
 from gap_pass import LOOP_SOURCE, one_pass  # noqa: E402
 from tlc_partitions import generate  # noqa: E402
 
+from bench.common import retable, retable_option  # noqa: E402
 from twicerun.cli import exit_code  # noqa: E402
 from twicerun.judge.policy import REDUCTION_ORDER, Policy  # noqa: E402
 from twicerun.pipeline import load_pipeline  # noqa: E402
@@ -569,12 +571,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--json", dest="json_path", default=None)
-    parser.add_argument(
-        "--retable",
-        metavar="PATH",
-        default=None,
-        help="rebuild the tables of an existing artifact from its own figures, measuring nothing",
-    )
+    retable_option(parser)
     args = parser.parse_args(argv)
     if args.retable:
         retable(args.retable, eval_tables)

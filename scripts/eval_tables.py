@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from twicerun.render.markdown import cell, code
 from twicerun.render.tables import Artifact, Table, carry, stamp
-from twicerun.storage.atomic import read_json, write_json_atomic
 
 
 def number(n: int | float | None) -> str:
@@ -393,10 +391,3 @@ def eval_tables(path: str, document: dict[str, Any]) -> list[dict[str, Any]]:
 
 def gap_tables(path: str, document: dict[str, Any]) -> list[dict[str, Any]]:
     return carry([gap_table(Artifact(path, document))])
-
-
-def retable(path: str, build: Callable[[str, dict[str, Any]], list[dict[str, Any]]]) -> None:
-    """Rewrite an artifact's tables from its own figures (atomically), measuring nothing."""
-    document = read_json(Path(path))
-    document["tables"] = build(path, document)
-    write_json_atomic(Path(path), document)

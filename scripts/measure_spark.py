@@ -28,10 +28,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from eval_tables import retable  # noqa: E402
 
+from bench.common import retable, retable_option  # noqa: E402
 from twicerun.render.markdown import code  # noqa: E402
 from twicerun.render.tables import Artifact, Table, carry, stamp  # noqa: E402
 from twicerun.storage.atomic import write_json_atomic  # noqa: E402
@@ -179,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--partitions", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--json", dest="json_path", default=None)
-    parser.add_argument("--retable", metavar="PATH", default=None)
+    retable_option(parser)
     args = parser.parse_args(argv)
     if args.retable:
         retable(args.retable, tables)

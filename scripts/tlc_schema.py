@@ -30,12 +30,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
 import duckdb  # noqa: E402
-from eval_tables import retable  # noqa: E402
 from tlc_partitions import MONTHS, file_name, generate  # noqa: E402
 
+from bench.common import retable, retable_option  # noqa: E402
 from twicerun import sql  # noqa: E402
 from twicerun.render.markdown import cell, code  # noqa: E402
 from twicerun.render.tables import Artifact, Table, carry, stamp  # noqa: E402
@@ -224,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--json", dest="json_path", default=None)
-    parser.add_argument("--retable", metavar="PATH", default=None)
+    retable_option(parser)
     args = parser.parse_args(argv)
     if args.retable:
         retable(args.retable, tables)

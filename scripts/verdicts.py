@@ -21,10 +21,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from eval_tables import retable  # noqa: E402
 
+from bench.common import retable, retable_option  # noqa: E402
 from twicerun.render.markdown import cell, code  # noqa: E402
 from twicerun.render.tables import Artifact, Table, carry, stamp  # noqa: E402
 from twicerun.runner.environment import default_threads  # noqa: E402
@@ -164,12 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pipeline", default="pipelines/reference.py")
     parser.add_argument("--json", dest="json_path", default=None)
-    parser.add_argument(
-        "--retable",
-        metavar="PATH",
-        default=None,
-        help="rebuild the tables of an existing artifact from its own figures, measuring nothing",
-    )
+    retable_option(parser)
     args = parser.parse_args(argv)
     if args.retable:
         retable(args.retable, tables)
