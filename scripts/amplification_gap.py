@@ -30,11 +30,10 @@ sys.path.insert(0, str(REPO / "scripts"))
 from eval_tables import gap_tables  # noqa: E402
 from gap_pass import LOOP_SOURCE, one_pass  # noqa: E402
 
-from bench.common import retable, retable_option  # noqa: E402
+from bench.common import retable, retable_option, write_artifact  # noqa: E402
 from twicerun.judge.policy import Policy  # noqa: E402
 from twicerun.pipeline import load_pipeline  # noqa: E402
 from twicerun.runner.environment import default_threads, stamp  # noqa: E402
-from twicerun.storage.atomic import write_json_atomic  # noqa: E402
 
 SCHEMA = "twicerun.gap/1"
 
@@ -143,9 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         f"an amplifier fired on {caught} of those."
     )
     if args.json_path:
-        document["tables"] = gap_tables(args.json_path, document)
-        Path(args.json_path).parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(Path(args.json_path), document)
+        write_artifact(args.json_path, document, gap_tables)
     return 0
 
 

@@ -43,7 +43,7 @@ from eval_tables import eval_tables  # noqa: E402
 from gap_pass import LOOP_SOURCE, one_pass  # noqa: E402
 from tlc_partitions import generate  # noqa: E402
 
-from bench.common import retable, retable_option  # noqa: E402
+from bench.common import retable, retable_option, write_artifact  # noqa: E402
 from twicerun.cli import exit_code  # noqa: E402
 from twicerun.judge.policy import REDUCTION_ORDER, Policy  # noqa: E402
 from twicerun.pipeline import load_pipeline  # noqa: E402
@@ -51,7 +51,6 @@ from twicerun.result import Result  # noqa: E402
 from twicerun.runner.environment import default_threads, stamp  # noqa: E402
 from twicerun.runner.loop import LoopOptions, run_pipeline  # noqa: E402
 from twicerun.runner.scoring import score, score_step  # noqa: E402
-from twicerun.storage.atomic import write_json_atomic  # noqa: E402
 
 SCHEMA = "twicerun.eval/1"
 REFERENCE = REPO / "pipelines" / "reference.py"
@@ -603,9 +602,7 @@ def main(argv: list[str] | None = None) -> int:
         "conditions": judge_conditions(summary, args.trials, seconds),
     }
     if args.json_path:
-        document["tables"] = eval_tables(args.json_path, document)
-        Path(args.json_path).parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(Path(args.json_path), document)
+        write_artifact(args.json_path, document, eval_tables)
         log(f"wrote {args.json_path} ({seconds}s)")
     else:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")

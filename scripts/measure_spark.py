@@ -32,10 +32,9 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
 
-from bench.common import retable, retable_option  # noqa: E402
+from bench.common import retable, retable_option, write_artifact  # noqa: E402
 from twicerun.render.markdown import code  # noqa: E402
 from twicerun.render.tables import Artifact, Table, carry, stamp  # noqa: E402
-from twicerun.storage.atomic import write_json_atomic  # noqa: E402
 
 SCHEMA = "twicerun.spark-premise/1"
 
@@ -211,8 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         if p["control_answers"] != 1
     ]
     if args.json_path:
-        document["tables"] = tables(args.json_path, document)
-        write_json_atomic(Path(args.json_path), document)
+        write_artifact(args.json_path, document, tables)
     for b in broken:
         print(f"measure_spark: a control gave more than one answer: {b}", file=sys.stderr)
     return 1 if broken else 0

@@ -36,13 +36,12 @@ sys.path.insert(0, str(REPO / "scripts"))
 import duckdb  # noqa: E402
 from tlc_partitions import MONTHS, file_name, generate  # noqa: E402
 
-from bench.common import retable, retable_option  # noqa: E402
+from bench.common import retable, retable_option, write_artifact  # noqa: E402
 from twicerun import sql  # noqa: E402
 from twicerun.render.markdown import cell, code  # noqa: E402
 from twicerun.render.tables import Artifact, Table, carry, stamp  # noqa: E402
 from twicerun.runner.environment import default_threads  # noqa: E402
 from twicerun.runner.environment import stamp as instrument  # noqa: E402
-from twicerun.storage.atomic import write_json_atomic  # noqa: E402
 from twicerun.vocabulary.loop import Amplifier  # noqa: E402
 
 SCHEMA = "twicerun.tlc/1"
@@ -252,8 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                 "broken": broken,
                 "case": case(directory),
             }
-            document["tables"] = tables(args.json_path, document)
-            write_json_atomic(Path(args.json_path), document)
+            write_artifact(args.json_path, document, tables)
     for fact in broken:
         print(f"tlc_schema: a fact no longer holds: {fact}", file=sys.stderr)
     return 1 if broken else 0

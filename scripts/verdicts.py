@@ -25,12 +25,11 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
 
-from bench.common import retable, retable_option  # noqa: E402
+from bench.common import retable, retable_option, write_artifact  # noqa: E402
 from twicerun.render.markdown import cell, code  # noqa: E402
 from twicerun.render.tables import Artifact, Table, carry, stamp  # noqa: E402
 from twicerun.runner.environment import default_threads  # noqa: E402
 from twicerun.runner.environment import stamp as instrument  # noqa: E402
-from twicerun.storage.atomic import write_json_atomic  # noqa: E402
 
 SCHEMA = "twicerun.verdicts/1"
 
@@ -181,8 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         **measure(pipeline),
     }
     if args.json_path:
-        document["tables"] = tables(args.json_path, document)
-        write_json_atomic(Path(args.json_path), document)
+        write_artifact(args.json_path, document, tables)
     else:
         print(json.dumps(document, indent=2))
     return 0
