@@ -23,7 +23,7 @@ from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
 from twicerun.storage.context import ArtifactRef, Connections, open_connection
 from twicerun.storage.layout import LOOP, Invocation, RunAddress, follow
-from twicerun.storage.receipts import Receipt, load_receipt
+from twicerun.storage.receipts import Receipt
 
 AUDIT = "audit"
 
@@ -98,12 +98,6 @@ class RecordedInputs:
 def recorded_inputs(invocation: Invocation, receipt: Receipt) -> RecordedInputs:
     """The artifacts a receipt says its step read, as files in the recorded invocation."""
 
-    def get(address: RunAddress, index: int) -> Receipt | None:
-        run = invocation.root / address.series / str(address.run)
-        for directory in run.glob(f"{index:02d}-*"):
-            return load_receipt(directory)
-        return None
-
     visible: dict[str, ArtifactRef] = {}
     state: dict[str, ArtifactRef] = {}
     missing: list[str] = []
@@ -115,7 +109,7 @@ def recorded_inputs(invocation: Invocation, receipt: Receipt) -> RecordedInputs:
         except ValueError:
             missing.append(f"{read.name} was a stressed copy, never recorded")
             continue
-        located = follow(get, address, read.step_index, read.name)
+        located = follow(invocation.receipt_at, address, read.step_index, read.name)
         if located is None or not located[2].kept:
             missing.append(f"input {read.name} (from run {read.run}) was pruned or never kept")
             continue

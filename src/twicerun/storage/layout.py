@@ -127,6 +127,18 @@ class Invocation:
     def step_dir(self, address: RunAddress, index: int, name: str) -> Path:
         return self.root / address.series / str(address.run) / step_dir_name(index, name)
 
+    def receipt_at(self, address: RunAddress, index: int) -> Receipt | None:
+        """The receipt of step `index` in one run, found by position (a recorded run's
+        reader need not know the step's name); None when there is none or it cannot be
+        read."""
+        run = self.root / address.series / str(address.run)
+        for step in run.glob(f"{index:02d}-*"):
+            try:
+                return load_receipt(step)
+            except (OSError, ValueError, TypeError, KeyError):
+                return None
+        return None
+
     def receipts(self, address: RunAddress) -> list[Receipt]:
         """Every step receipt of one run, in step order; [] when the run has none."""
         run = self.root / address.series / str(address.run)

@@ -105,15 +105,6 @@ class RecordedRun:
         except (OSError, ValueError):
             return {}
 
-    def _receipt(self, address: RunAddress, index: int) -> Receipt | None:
-        run = self.invocation.root / address.series / str(address.run)
-        for step in run.glob(f"{index:02d}-*"):
-            try:
-                return load_receipt(step)
-            except (OSError, ValueError, TypeError, KeyError):
-                return None
-        return None
-
     def steps(self, con: duckdb.DuckDBPyConnection) -> list[RecordedStep]:
         """Every step of this run in chain order, each output named by its canonical digest
         (computed from the file where the receipt left it out)."""
@@ -153,7 +144,7 @@ class RecordedRun:
         return found
 
     def output(self, con: duckdb.DuckDBPyConnection, index: int, name: str) -> Output:
-        located = follow(self._receipt, self.address, index, name)
+        located = follow(self.invocation.receipt_at, self.address, index, name)
         if located is None:
             return Output(name, why="its receipt does not list it")
         _, _, record = located
