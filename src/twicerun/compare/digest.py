@@ -42,15 +42,11 @@ def bytes_digest(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def parquet_source(path: Path) -> str:
-    return sql.parquet(path)
-
-
 def canonical_digest(
     con: duckdb.DuckDBPyConnection, path: Path
 ) -> tuple[str, int, list[list[str]]]:
     """The canonical digest, row count and schema of one Parquet artifact."""
-    relation = con.sql(f"SELECT * FROM {parquet_source(path)}")
+    relation = con.sql(f"SELECT * FROM {sql.parquet(path)}")
     columns = [classify(n, t) for n, t in zip(relation.columns, relation.types, strict=True)]
     schema = [[c.name, c.type] for c in columns]
     encoded = [
@@ -62,7 +58,7 @@ def canonical_digest(
     # differently mixed multiset sum for a third of the cost of rehashing every column.
     query = (
         f"SELECT count(*), coalesce(sum(h::HUGEINT), 0), coalesce(sum(hash(h, {_SALT})::HUGEINT), 0) "
-        f"FROM (SELECT hash({row}) AS h FROM {parquet_source(path)})"
+        f"FROM (SELECT hash({row}) AS h FROM {sql.parquet(path)})"
     )
     count, first, second = con.execute(query).fetchone()
     material = json.dumps([schema, int(count), str(first), str(second)], separators=(",", ":"))
@@ -74,7 +70,7 @@ NOT_COMPUTED = ""
 
 def shape(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, list[list[str]]]:
     """Row count and schema from the Parquet footer, without reading rows."""
-    relation = con.sql(f"SELECT * FROM {parquet_source(path)}")
+    relation = con.sql(f"SELECT * FROM {sql.parquet(path)}")
     schema = [
         [c.name, c.type]
         for c in (classify(n, t) for n, t in zip(relation.columns, relation.types, strict=True))

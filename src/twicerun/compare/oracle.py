@@ -31,7 +31,6 @@ from twicerun.compare.columns import (
     canonical_expr,
     classify,
 )
-from twicerun.compare.digest import parquet_source
 from twicerun.compare.nested import Leaf, leaves, skeleton
 from twicerun.errors import UsageError
 from twicerun.findings import (
@@ -60,7 +59,7 @@ class _Column:
 
 
 def _columns(con: duckdb.DuckDBPyConnection, path: Path) -> list[_Column]:
-    relation = con.sql(f"SELECT * FROM {parquet_source(path)}")
+    relation = con.sql(f"SELECT * FROM {sql.parquet(path)}")
     return [
         _Column(n, t, classify(n, t).cls)
         for n, t in zip(relation.columns, relation.types, strict=True)
@@ -220,7 +219,7 @@ def _one_side(
 ) -> ArtifactFindings:
     present = reference or later
     assert present is not None
-    (rows,) = con.execute(f"SELECT count(*) FROM {parquet_source(present)}").fetchone()
+    (rows,) = con.execute(f"SELECT count(*) FROM {sql.parquet(present)}").fetchone()
     if reference is None:
         return ArtifactFindings(
             name, Presence.LATER_ONLY, [Difference.ROW_EXTRA], 0, int(rows), [], extra=int(rows)
@@ -244,7 +243,7 @@ def _ks(n: int) -> list[str]:
 
 
 def _row_count(con: duckdb.DuckDBPyConnection, path: Path) -> int:
-    (n,) = con.execute(f"SELECT count(*) FROM {parquet_source(path)}").fetchone()
+    (n,) = con.execute(f"SELECT count(*) FROM {sql.parquet(path)}").fetchone()
     return int(n)
 
 
@@ -256,7 +255,7 @@ RESIDUE = "__twicerun_residue"
 
 def _side(cache: ReferenceCache | None, reference: Path, template: str) -> str:
     """The reference side of a grouping query, from the cache when there is one."""
-    query = template.format(source=parquet_source(reference))
+    query = template.format(source=sql.parquet(reference))
     return f"SELECT * FROM {cache.side(reference, query)}" if cache is not None else query
 
 
@@ -313,7 +312,7 @@ def _group_counts(
             f"""
             CREATE OR REPLACE TEMP TABLE {IMBALANCE} AS
             WITH r AS ({r}),
-                 l AS (SELECT {select}, count(*) AS n FROM {parquet_source(later)} GROUP BY ALL)
+                 l AS (SELECT {select}, count(*) AS n FROM {sql.parquet(later)} GROUP BY ALL)
             SELECT {", ".join(f"coalesce(r.k{i}, l.k{i}) AS k{i}" for i in range(len(key)))},
                    coalesce(r.n, 0) AS rn, coalesce(l.n, 0) AS ln
             FROM r FULL OUTER JOIN l ON {_on(_ks(len(key)))}
@@ -347,9 +346,9 @@ def _mostly_in_place(
     limit = f"LIMIT {POSITIONAL_SAMPLE}"
     differing, sampled = con.execute(
         f"SELECT count(*) FILTER (WHERE rp IS NULL OR lp IS NULL OR {_differs(len(key))}), count(*) "
-        f"FROM (SELECT {_aliases('r', key)}, true AS rp FROM {parquet_source(reference)} {limit}) "
+        f"FROM (SELECT {_aliases('r', key)}, true AS rp FROM {sql.parquet(reference)} {limit}) "
         f"POSITIONAL JOIN "
-        f"(SELECT {_aliases('l', key)}, true AS lp FROM {parquet_source(later)} {limit})"
+        f"(SELECT {_aliases('l', key)}, true AS lp FROM {sql.parquet(later)} {limit})"
     ).fetchone()
     return bool(sampled) and differing < IN_PLACE_BELOW * sampled
 
@@ -375,9 +374,9 @@ def _residue_imbalance(
         f"""
         CREATE OR REPLACE TEMP TABLE {RESIDUE} AS
         SELECT * FROM
-            (SELECT {_aliases("r", key)}, true AS rp FROM {parquet_source(reference)})
+            (SELECT {_aliases("r", key)}, true AS rp FROM {sql.parquet(reference)})
             POSITIONAL JOIN
-            (SELECT {_aliases("l", key)}, true AS lp FROM {parquet_source(later)})
+            (SELECT {_aliases("l", key)}, true AS lp FROM {sql.parquet(later)})
         WHERE rp IS NULL OR lp IS NULL OR {_differs(n)}
         """
     )
@@ -398,7 +397,7 @@ def _residue_imbalance(
         # Rows of the full file in a group the residue has on the other side only.
         return (
             f"SELECT {', '.join(f'i.{k}' for k in ks)}, count(*) AS p "
-            f"FROM (SELECT {_aliases('k', key)} FROM {parquet_source(source)}) s "
+            f"FROM (SELECT {_aliases('k', key)} FROM {sql.parquet(source)}) s "
             f"JOIN (SELECT {', '.join(ks)} FROM {IMBALANCE}_residue WHERE {lonely} = 0) i "
             f"ON {_on(ks, 's', 'i')} GROUP BY ALL"
         )
@@ -454,7 +453,7 @@ def _measure_with_floats(
         f"""
         CREATE OR REPLACE TEMP TABLE {ROWS} AS
         WITH r AS ({_side(cache, reference, template)}),
-             l AS ({template.format(source=parquet_source(later))})
+             l AS ({template.format(source=sql.parquet(later))})
         SELECT {merged}, coalesce(r.n, 0) AS rn, coalesce(l.n, 0) AS ln
         FROM r FULL OUTER JOIN l ON {on}
         """

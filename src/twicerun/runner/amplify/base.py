@@ -9,7 +9,6 @@ import duckdb
 
 from twicerun import sql
 from twicerun.compare.columns import ColumnClass, classify
-from twicerun.compare.digest import parquet_source
 from twicerun.storage.atomic import atomic_path
 
 
@@ -51,10 +50,10 @@ def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> Facts:
     The costly part of two amplifiers; the caller that runs both on one input
     (runner/stress.py) counts once and hands the facts to each.
     """
-    relation = con.sql(f"SELECT * FROM {parquet_source(source)}")
+    relation = con.sql(f"SELECT * FROM {sql.parquet(source)}")
     names, types = relation.columns, relation.types
     counts = ", ".join(f"count(DISTINCT {sql.identifier(n)})" for n in names)
-    row = con.execute(f"SELECT count(*), {counts} FROM {parquet_source(source)}").fetchone()
+    row = con.execute(f"SELECT count(*), {counts} FROM {sql.parquet(source)}").fetchone()
     facts = [
         ColumnFacts(n, t, classify(n, t).cls, int(d))
         for n, t, d in zip(names, types, row[1:], strict=True)

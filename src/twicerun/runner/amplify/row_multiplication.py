@@ -12,8 +12,8 @@ from pathlib import Path
 
 import duckdb
 
+from twicerun import sql
 from twicerun.compare.columns import INTEGER_IDS
-from twicerun.compare.digest import parquet_source
 from twicerun.runner.amplify.base import (
     Applied,
     Declined,
@@ -46,7 +46,7 @@ def multiply_rows(
     shift = None
     if keep is not None and keep.type.id in _SHIFTABLE:
         low, high = con.execute(
-            f"SELECT min({keep.sql})::HUGEINT, max({keep.sql})::HUGEINT FROM {parquet_source(source)}"
+            f"SELECT min({keep.sql})::HUGEINT, max({keep.sql})::HUGEINT FROM {sql.parquet(source)}"
         ).fetchone()
         if low is not None:
             span = high - low + 1
