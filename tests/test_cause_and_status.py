@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from twicerun.judge.cause import upper_bound
+from twicerun.judge.cause import quiet_chance, upper_bound
+from twicerun.result import Comparison
+from twicerun.runner.bisect import enough
 
 
 def by_name(document):
@@ -113,14 +115,39 @@ def test_the_bisect_names_parallel_order_and_a_cause_that_persists(write_pipelin
     steps = by_name(outcome.json())
     assert steps["threaded"]["cause"] == "PARALLEL_ORDER"
     assert steps["always"]["cause"] == "PERSISTS_SINGLE_THREADED"
-    for step in steps.values():
-        bisect = step["bisect"]
-        assert bisect["threads"] == 1 and bisect["runs"] == 5
-        assert bisect["compared"] == step["compared"] == 4  # the same denominator
-    assert (steps["threaded"]["bisect"]["fired"], steps["always"]["bisect"]["fired"]) == (0, 4)
+    threaded, always = steps["threaded"]["bisect"], steps["always"]["bisect"]
+    assert threaded["threads"] == always["threads"] == 1
+    # 4 of 4 in the loop: two quiet comparisons at one thread settle it (under 5 percent
+    # had one thread differed as often); one difference settles the other at once.
+    assert (threaded["runs"], threaded["compared"], threaded["fired"]) == (3, 2, 0)
+    assert "stopped after 2 quiet comparisons" in threaded["detail"]
+    assert (always["runs"], always["compared"], always["fired"]) == (2, 1, 1)
+    assert "stopped at the first difference" in always["detail"]
     out = twicerun("run", write_pipeline(PARALLEL_ONLY), "--threads", "2").out
-    assert "  0 threaded  PARALLEL_ORDER            4 of 4 at threads=2, 0 of 4 at threads=1" in out
-    assert "anywhere up to 53 percent (95 percent, one-sided)" in out
+    assert "  0 threaded  PARALLEL_ORDER            4 of 4 at threads=2, 0 of 2 at threads=1" in out
+
+
+@pytest.mark.parametrize(
+    ("differed", "compared", "quiet_runs"),
+    [(4, 4, 2), (3, 4, 4), (1, 4, None), (2, 4, None), (9, 9, 2)],
+)
+def test_the_bisect_stops_once_a_zero_would_be_improbable_at_the_loops_rate(
+    differed, compared, quiet_runs
+):
+    stop = enough(differed, compared)
+    quiet = Comparison(run=2, fired=False, artifacts=[])
+    stopped_at = next((n for n in range(1, compared + 1) if stop([quiet] * n)), None)
+    # A rarely differing step is never stopped early: it gets every comparison.
+    assert stopped_at == quiet_runs
+    differing = Comparison(run=2, fired=True, artifacts=[], error="boom")
+    assert "first difference" in stop([differing])
+
+
+def test_the_posterior_chance_of_quiet_runs_is_the_beta_binomial_mean():
+    # Beta(5, 1): the mean of (1 - p)^2 is 2 * 5! / 7! = 1/21.
+    assert quiet_chance(4, 4, 2) == pytest.approx(1 / 21, rel=1e-12)
+    # Beta(1, 5): the mean of (1 - p)^3 is B(1, 8) / B(1, 5) = 5/8.
+    assert quiet_chance(0, 4, 3) == pytest.approx(5 / 8, rel=1e-12)
 
 
 def test_a_loop_already_at_one_thread_is_not_bisected(write_pipeline, twicerun):

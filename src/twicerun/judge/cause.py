@@ -28,6 +28,23 @@ def cause(fired: int, compared: int) -> Cause | None:
     return Cause.PERSISTS_SINGLE_THREADED if fired else Cause.PARALLEL_ORDER
 
 
+def quiet_chance(fired: int, compared: int, quiet: int) -> float:
+    """How likely `quiet` more comparisons in a row are to show no difference, for a
+    step measured to differ in `fired` of `compared` and otherwise unknown.
+
+    The posterior predictive under a uniform prior on the step's rate: the mean of
+    (1 - p)^quiet over Beta(fired + 1, compared - fired + 1). The bisect stops once
+    this falls below 1 - CONFIDENCE: had one thread differed as often as the loop's
+    threads did, that many quiet comparisons would rarely have come up.
+    """
+    a, b = fired + 1, compared - fired + 1
+    return math.exp(_log_beta(a, b + quiet) - _log_beta(a, b))
+
+
+def _log_beta(a: float, b: float) -> float:
+    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+
 def _binomial_cdf(k: int, m: int, p: float) -> float:
     return sum(math.comb(m, i) * p**i * (1 - p) ** (m - i) for i in range(k + 1))
 

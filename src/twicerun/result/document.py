@@ -68,7 +68,9 @@ class Series:
 
     `declined` says why an amplifier did not run (nothing to change); `error` why
     one failed. Neither is ever a clean zero: `compared` stays 0 and the report
-    lists the amplifier as not varied.
+    lists the amplifier as not varied. `probed_with` names the amplifiers whose
+    variation was applied in the same runs (a joint probe that showed no
+    difference); those runs are counted once, under each.
     """
 
     kind: Amplifier | Reexecution
@@ -84,6 +86,7 @@ class Series:
     detail: str | None = None
     seconds: float = 0.0
     zero_bound: float | None = None
+    probed_with: list[Amplifier] = field(default_factory=list)
 
     @property
     def ran(self) -> bool:

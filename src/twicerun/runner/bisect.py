@@ -1,15 +1,23 @@
 """The single-threaded bisect: re-execute a step that fired, at threads=1, from run 1's inputs.
 
-It runs as many times as the loop did, so its rate has the same denominator
-and the two can be read side by side. Inputs always come from the loop's run 1,
-even without containment: one step cannot be re-executed alone without
-something fixed to read.
+It runs at most as many times as the loop did, and stops as soon as its verdict
+cannot change: at the first difference (one thread already shows it, so the
+thread count is not the explanation), or once enough quiet comparisons have
+come up that they would have been improbable had one thread differed as often
+as the loop's threads did (`judge.cause.quiet_chance`). A step the loop saw
+differ every time is settled in two comparisons, not four; a rare one still
+gets the full count. Inputs always come from the loop's run 1, even without
+containment: one step cannot be re-executed alone without something fixed to
+read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from twicerun.judge.cause import CONFIDENCE, quiet_chance
 from twicerun.pipeline import Step
-from twicerun.result import Series
+from twicerun.result import Comparison, Series
 from twicerun.runner.series import Workbench, run_series
 from twicerun.storage.layout import LOOP, RunAddress
 from twicerun.vocabulary.loop import BISECT
@@ -17,7 +25,8 @@ from twicerun.vocabulary.loop import BISECT
 BISECT_THREADS = 1
 
 
-def bisect(bench: Workbench, step: Step, runs: int) -> Series:
+def bisect(bench: Workbench, step: Step, runs: int, differed: int, compared: int) -> Series:
+    """`differed` of `compared` is what the loop measured for this step."""
     inputs = bench.records.visible(RunAddress(LOOP, 1), step.index)
     return run_series(
         bench,
@@ -27,4 +36,24 @@ def bisect(bench: Workbench, step: Step, runs: int) -> Series:
         threads=BISECT_THREADS,
         runs=runs,
         inputs_for=lambda _run: inputs,
+        stop=enough(differed, compared),
     )
+
+
+def enough(differed: int, compared: int) -> Callable[[list[Comparison]], str | None]:
+    """The bisect's stopping rule, given the loop's count: a reason to stop, or None."""
+
+    def stop(comparisons: list[Comparison]) -> str | None:
+        if any(c.differs or c.error for c in comparisons):
+            return "stopped at the first difference, which settles the cause"
+        quiet = len(comparisons)
+        chance = quiet_chance(differed, compared, quiet)
+        if chance < 1 - CONFIDENCE:
+            return (
+                f"stopped after {quiet} quiet comparisons: had one thread differed as often "
+                f"as the loop's {differed} of {compared}, that would have come up "
+                f"{chance:.0%} of the time"
+            )
+        return None
+
+    return stop

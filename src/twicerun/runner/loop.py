@@ -335,7 +335,16 @@ def _cause_and_amplify(
             step = by_index[result.index]
             measured_difference = result.fired or result.tolerated
             if measured_difference and threads > 1:
-                result = replace(result, bisect=bisect(bench, step, options.runs))
+                result = replace(
+                    result,
+                    bisect=bisect(
+                        bench,
+                        step,
+                        options.runs,
+                        differed=sum(1 for c in result.comparisons if c.differs),
+                        compared=result.compared,
+                    ),
+                )
             elif measured_difference:
                 result = replace(
                     result,

@@ -63,6 +63,7 @@ def run_series(
     same_inputs_as_loop: bool = False,
     source_order_for: Callable[[int], Callable[[str, int], list[int]] | None] | None = None,
     raise_is_answer: bool = False,
+    stop: Callable[[list[Comparison]], str | None] | None = None,
 ) -> Series:
     """`source_order_for(run)` gives the order each ctx.source list is read in on that run.
     With `raise_is_answer`, a later run that raises where run 1 did not is a comparison
@@ -138,6 +139,11 @@ def run_series(
                 records.prune_identical(address, step.index, against=reference)
             if k == target < runs and _fires(comparisons, rows_read, bench.policy):
                 target = runs
+            if stop is not None and k > 1 and k < target:
+                stopped = stop(comparisons)
+                if stopped:
+                    detail = f"{detail}; {stopped}" if detail else stopped
+                    break
             k += 1
     except (StepCrashed, BadInput) as exc:
         error = str(exc)  # a crash under stress is a finding of the series, not of the run

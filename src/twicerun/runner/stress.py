@@ -9,6 +9,7 @@ input decides. Every stressed input is written once per amplifier and artifact
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -27,6 +28,8 @@ from twicerun.storage.layout import LOOP, RunAddress, step_dir_name
 from twicerun.vocabulary.loop import Amplifier
 
 PROBE_RUNS = 3
+# The variant under which a tie-collapsed input's multiplied copy is kept.
+_STACKED = 99
 AMPLIFIED_DIR = "amplified"
 SLUG = {
     Amplifier.TIE_COLLAPSE: "ties",
@@ -99,6 +102,17 @@ class Stressed:
         raise ValueError(f"{amplifier} has no input transform")
 
 
+# Amplifiers probed as one series first, and on their own only when that series
+# shows any difference. Each pair adds variation of one kind (the order work
+# arrives in; how many rows share a value), so neither member can take away what
+# the other varies, and a quiet step, most steps, costs one probe per pair
+# instead of two.
+TOGETHER = (
+    (Amplifier.THREAD_COUNT, Amplifier.ARRIVAL_ORDER),
+    (Amplifier.TIE_COLLAPSE, Amplifier.ROW_MULTIPLICATION),
+)
+
+
 def amplify(
     bench: Workbench,
     step: Step,
@@ -109,61 +123,151 @@ def amplify(
 ) -> list[Series]:
     """Every amplifier on one quiet step, each probing first and escalating when it fires.
 
-    `probe=None` runs every amplifier to the full count from the start.
+    With a probe, the pairs in TOGETHER that both apply are probed as one series;
+    a pair whose probe shows no difference at all reports each member with that
+    probe's comparisons (`probed_with` names the other), and any difference sends
+    both members to their own series as usual. `probe=None` runs every amplifier
+    on its own to the full count from the start.
     """
     loop_run1 = RunAddress(LOOP, 1)
     original = bench.records.visible(loop_run1, step.index)
     receipt = bench.records.get(loop_run1, step.index)
     read = [r.name for r in receipt.reads if r.via == "read"] if receipt else []
     label = f"amplify-{step_dir_name(step.index, step.name)}"
+    made: dict[Amplifier, Series | dict] = {}
+
+    def plan(amplifier: Amplifier) -> Series | dict:
+        # Made when first needed: a pair probe that stays quiet never needs its members'
+        # own inputs, and writing a stressed input is most of an amplifier's overhead.
+        if amplifier not in made:
+            made[amplifier] = _plan(
+                bench, step, stressed, amplifier, receipt, original, read, threads
+            )
+        return made[amplifier]
+
+    settled: dict[Amplifier, Series] = {}
+    if probe:
+        for pair in TOGETHER:
+            settled.update(
+                _together(bench, step, stressed, pair, plan, original, read, label, probe)
+            )
     found = []
     for amplifier in Amplifier:
-        series_label = f"{label}-{SLUG[amplifier]}"
-        common = dict(kind=amplifier, label=series_label, runs=runs, probe=probe)
-        if amplifier == Amplifier.FILE_ORDER:
-            found.append(_file_order(bench, step, receipt, original, threads, common))
+        if amplifier in settled:
+            found.append(settled[amplifier])
             continue
-        if amplifier == Amplifier.THREAD_COUNT:
-            raised = raised_threads(threads)
+        planned = plan(amplifier)
+        if isinstance(planned, Series):
+            found.append(planned)
+        else:
             found.append(
                 run_series(
                     bench,
                     step,
-                    threads=raised,
-                    inputs_for=lambda _run: original,
-                    detail=f"threads raised to {raised} from the {threads} in the loop",
-                    same_inputs_as_loop=True,
-                    **common,
-                )
-            )
-            continue
-        if not read:
-            found.append(
-                Series(
                     kind=amplifier,
-                    threads=threads,
-                    declined="this step reads no artifact through ctx.read, so there is no input to stress",
+                    label=f"{label}-{SLUG[amplifier]}",
+                    runs=runs,
+                    probe=probe,
+                    **planned,
                 )
             )
-            continue
-        try:
-            inputs_for, detail, declined = _inputs(stressed, amplifier, original, read)
-        except Exception as exc:  # an amplifier that raises is a finding, never a clean zero
-            reraise_if_requested(exc)
-            found.append(
-                Series(kind=amplifier, threads=threads, error=f"{type(exc).__name__}: {exc}")
-            )
-            continue
-        if declined:
-            found.append(Series(kind=amplifier, threads=threads, declined=declined))
-            continue
-        found.append(
-            run_series(bench, step, threads=threads, inputs_for=inputs_for, detail=detail, **common)
-        )
     return found
 
 
-def _file_order(bench, step, receipt, original, threads, common) -> Series:
+def _plan(bench, step, stressed, amplifier, receipt, original, read, threads) -> Series | dict:
+    """How one amplifier would run on this step (run_series' arguments), or the Series
+    saying why it cannot (declined, or its transform failed)."""
+    if amplifier == Amplifier.FILE_ORDER:
+        return _file_order(receipt, original, threads)
+    if amplifier == Amplifier.THREAD_COUNT:
+        raised = raised_threads(threads)
+        return dict(
+            threads=raised,
+            inputs_for=lambda _run: original,
+            detail=f"threads raised to {raised} from the {threads} in the loop",
+            same_inputs_as_loop=True,
+        )
+    if not read:
+        return Series(
+            kind=amplifier,
+            threads=threads,
+            declined="this step reads no artifact through ctx.read, so there is no input to stress",
+        )
+    try:
+        inputs_for, detail, declined = _inputs(stressed, amplifier, original, read)
+    except Exception as exc:  # an amplifier that raises is a finding, never a clean zero
+        reraise_if_requested(exc)
+        return Series(kind=amplifier, threads=threads, error=f"{type(exc).__name__}: {exc}")
+    if declined:
+        return Series(kind=amplifier, threads=threads, declined=declined)
+    return dict(threads=threads, inputs_for=inputs_for, detail=detail)
+
+
+def _together(bench, step, stressed, pair, plan, original, read, label, probe):
+    """One probe with both members' variation at once; each member's Series when it
+    showed no difference at all, nothing (so each runs on its own) otherwise, or when
+    one member does not apply to this step."""
+    first = plan(pair[0])
+    if not isinstance(first, dict):
+        return {}
+    if pair == (Amplifier.TIE_COLLAPSE, Amplifier.ROW_MULTIPLICATION):
+        try:
+            stacked, rows_detail = _stacked(stressed, original, read)
+        except Exception as exc:
+            reraise_if_requested(exc)
+            return {}  # each member runs, and fails or not, on its own
+        if rows_detail is None:
+            return {}
+        second = dict(threads=first["threads"], inputs_for=lambda _run: stacked, detail=rows_detail)
+    else:
+        second = plan(pair[1])
+        if not isinstance(second, dict):
+            return {}
+    # Arrival order's inputs per run where it is a member (at raised threads); the
+    # stacked inputs where the pair is ties and rows.
+    inputs_for = second["inputs_for"]
+    detail = f"{first['detail']}; {second['detail']}"
+    series = run_series(
+        bench,
+        step,
+        kind=pair[0],
+        label=f"{label}-{SLUG[pair[0]]}+{SLUG[pair[1]]}",
+        threads=max(first["threads"], second["threads"]),
+        runs=probe,
+        inputs_for=inputs_for,
+        detail=detail,
+        same_inputs_as_loop=first.get("same_inputs_as_loop", False)
+        and second.get("same_inputs_as_loop", False),
+    )
+    if series.error or any(c.differs or c.error for c in series.comparisons):
+        return {}
+    return {
+        member: replace(
+            series,
+            kind=member,
+            probed_with=[other],
+            detail=f"probed together with {other}: {series.detail}",
+        )
+        for member, other in (pair, pair[::-1])
+    }
+
+
+def _stacked(stressed, original, read) -> tuple[dict[str, ArtifactRef], str | None]:
+    """Each input with its ties collapsed (where that applies) and then its rows
+    multiplied, and what the multiplication did (None when it applied to none)."""
+    inputs = dict(original)
+    multiplied = []
+    for name in read:
+        collapsed, _ = stressed.get(Amplifier.TIE_COLLAPSE, original[name])
+        base = collapsed or original[name]
+        ref, outcome = stressed.get(Amplifier.ROW_MULTIPLICATION, base, variant=_STACKED)
+        inputs[name] = ref or base
+        if ref is not None:
+            multiplied.append(outcome.detail)
+    return inputs, "; ".join(multiplied) if multiplied else None
+
+
+def _file_order(receipt, original, threads) -> Series | dict:
     """The step's multi-file sources read in other orders; a run that raises on another
     order has changed its answer (rows to an error), which is a finding, not a failure."""
     sources = [s for s in (receipt.sources if receipt else []) if len(s.files) > 1]
@@ -183,16 +287,13 @@ def _file_order(bench, step, receipt, original, threads, common) -> Series:
         return lambda _name, count: permutation(count, run - 1)
 
     listed = ", ".join(f"{s.name} ({len(s.files)} files)" for s in sources)
-    return run_series(
-        bench,
-        step,
+    return dict(
         threads=threads,
         inputs_for=lambda _run: original,
         detail=f"{listed}: run 1 as listed, run 2 reversed, later runs rotated",
         same_inputs_as_loop=True,
         source_order_for=order_for,
         raise_is_answer=True,
-        **common,
     )
 
 

@@ -1,0 +1,198 @@
+"""What a fresh state per step execution costs, and what a cheaper one hides.
+
+    python -m bench.isolation [--trials 40] [--json PATH]
+
+Two ways to give a step nothing of the previous step's, side by side in one
+process, interleaved trial by trial so both see the same machine:
+
+- fresh: a new in-memory DuckDB per execution (what twicerun does);
+- pooled: a new cursor on one long-lived DuckDB, with a new in-memory catalog
+  attached and in use, detached afterwards (the cheaper way that was tried).
+
+For each it times the set-up and tear-down alone, and then runs a query whose
+answer depends on parallel order, `row_number()` over a sort key with ties, on
+two generated inputs (dense ties: 500 rows per key; sparse ties: 2 rows per
+key), counting the executions whose answer differs from that mechanism's first.
+The query stands for every step that numbers rows without a full tiebreak; it
+is not a step of any pipeline here.
+
+Nothing here is a test; the figures go into the artifact and docs/runs.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+
+from bench.common import environment, retable, retable_option, write_artifact
+from twicerun.render.tables import Artifact, Table, carry, stamp
+
+THREADS = 2
+ROWS = 500_000
+INPUTS = {"dense": ROWS // 500, "sparse": ROWS // 2}  # distinct keys: 500 and 2 rows per key
+QUERY = "SELECT id, key, row_number() OVER (ORDER BY key) AS n FROM input"
+MECHANISMS = {
+    "fresh": "a new in-memory DuckDB per execution",
+    "pooled": "a new cursor and attached catalog on one live DuckDB",
+}
+
+
+def _inputs(scratch: Path) -> dict[str, Path]:
+    con = duckdb.connect()
+    paths = {}
+    for name, keys in INPUTS.items():
+        paths[name] = scratch / f"{name}.parquet"
+        con.execute(
+            f"COPY (SELECT i AS id, hash(i * 7 + 1) % {keys} AS key FROM range({ROWS}) r(i)) "
+            f"TO '{paths[name]}' (FORMAT parquet)"
+        )
+    con.close()
+    return paths
+
+
+class Pooled:
+    def __init__(self) -> None:
+        self.db = duckdb.connect(":memory:", config={"threads": THREADS})
+        self.k = 0
+
+    def open(self) -> duckdb.DuckDBPyConnection:
+        self.k += 1
+        cursor = self.db.cursor()
+        cursor.execute(f"ATTACH ':memory:' AS step_{self.k}")
+        cursor.execute(f"USE step_{self.k}")
+        return cursor
+
+    def close(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        cursor.execute("USE memory")
+        cursor.execute(f"DETACH step_{self.k}")
+        cursor.close()
+
+
+class Fresh:
+    def open(self) -> duckdb.DuckDBPyConnection:
+        return duckdb.connect(":memory:", config={"threads": THREADS})
+
+    def close(self, connection: duckdb.DuckDBPyConnection) -> None:
+        connection.close()
+
+
+def _answer(con: duckdb.DuckDBPyConnection, source: Path, out: Path) -> int:
+    con.execute(f"CREATE OR REPLACE VIEW input AS SELECT * FROM read_parquet('{source}')")
+    con.execute(f"COPY ({QUERY}) TO '{out}' (FORMAT parquet)")
+    (digest,) = con.execute(f"SELECT sum(hash(id, n)) FROM read_parquet('{out}')").fetchone()
+    return int(digest)
+
+
+def measure(trials: int, setups: int) -> dict:
+    scratch = Path(tempfile.mkdtemp(prefix="twicerun-bench-isolation-"))
+    inputs = _inputs(scratch)
+    ways = {"fresh": Fresh(), "pooled": Pooled()}
+    setup = {name: {"open": [], "close": []} for name in ways}
+    for _ in range(setups):
+        for name, way in ways.items():  # interleaved
+            started = time.perf_counter()
+            con = way.open()
+            opened = time.perf_counter()
+            way.close(con)
+            setup[name]["open"].append(opened - started)
+            setup[name]["close"].append(time.perf_counter() - opened)
+    first: dict[tuple[str, str], int] = {}
+    differing = {name: dict.fromkeys(inputs, 0) for name in ways}
+    for _ in range(trials):
+        for data, source in inputs.items():
+            for name, way in ways.items():
+                con = way.open()
+                answer = _answer(con, source, scratch / "out.parquet")
+                way.close(con)
+                if (name, data) not in first:
+                    first[name, data] = answer
+                elif answer != first[name, data]:
+                    differing[name][data] += 1
+    return {
+        "setup_ms": {
+            name: {k: round(statistics.median(v) * 1000, 2) for k, v in times.items()}
+            for name, times in setup.items()
+        },
+        "differing": differing,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--setups", type=int, default=100)
+    parser.add_argument("--json", dest="json_path", default=None)
+    retable_option(parser)
+    args = parser.parse_args(argv)
+    if args.retable:
+        retable(args.retable, tables)
+        return 0
+    figures = measure(args.trials, args.setups)
+    document = {
+        "schema": "twicerun.bench-isolation/1",
+        "written": time.strftime("%Y-%m-%d"),
+        "command": "python -m bench.isolation "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
+        "environment": environment(THREADS),
+        "trials": args.trials,
+        "setups": args.setups,
+        "rows": ROWS,
+        **figures,
+    }
+    for table in tables("", document):
+        print(Table(**{k: table[k] for k in ("name", "stamp", "headers", "rows")}).text())
+    if args.json_path:
+        write_artifact(args.json_path, document, tables)
+    return 0
+
+
+# The artifact's tables, as data ------------------------------------------------------
+
+
+def bench_isolation(a: Artifact) -> Table:
+    d = a.document
+    compared = d["trials"] - 1
+    rows = []
+    for name, what in MECHANISMS.items():
+        ms = d["setup_ms"][name]
+        rows.append(
+            [
+                what,
+                f"{ms['open']:.2f} ms",
+                f"{ms['close']:.2f} ms",
+                f"{d['differing'][name]['dense']} of {compared}",
+                f"{d['differing'][name]['sparse']} of {compared}",
+            ]
+        )
+    what = (
+        f"Median set-up and tear-down over {d['setups']} of each; then {d['trials']} executions "
+        f"of `row_number()` over a sort key with ties on {d['rows']:,} generated rows, the two "
+        f"mechanisms interleaved, counting answers that differ from the mechanism's first."
+    )
+    return Table(
+        "bench-isolation",
+        stamp(a, what),
+        [
+            "fresh state per execution",
+            "set-up",
+            "tear-down",
+            "differing answers, 500 rows per key",
+            "differing answers, 2 rows per key",
+        ],
+        rows,
+        ["left", "right", "right", "right", "right"],
+    )
+
+
+def tables(path: str, document: dict) -> list[dict]:
+    return carry([bench_isolation(Artifact(path, document))])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
