@@ -93,6 +93,52 @@ def test_an_amplifier_that_fires_in_its_probe_continues_to_the_full_count(write_
     assert (quiet["runs"], [c["run"] for c in quiet["comparisons"]]) == (3, [2, 3])
 
 
+def test_a_quiet_step_probes_each_pair_once_and_reports_it_under_both(
+    write_pipeline, twicerun, tmp_path
+):
+    run_dir = tmp_path / "runs"
+    document = twicerun(
+        "run",
+        write_pipeline(FIRST_WITH_TIEBREAK),
+        "--amplify",
+        "--run-dir",
+        str(run_dir),
+        "--json",
+        "-",
+    ).json()
+    amplifiers = {a["kind"]: a for a in by_name(document)["first_event"]["amplifiers"]}
+    for member, partner in [
+        ("thread count", "arrival order"),
+        ("arrival order", "thread count"),
+        ("tie collapse", "row multiplication"),
+        ("row multiplication", "tie collapse"),
+    ]:
+        assert amplifiers[member]["probed_with"] == [partner]
+        assert amplifiers[member]["detail"].startswith(f"probed together with {partner}: ")
+        assert amplifiers[member]["comparisons"] == amplifiers[partner]["comparisons"]
+        assert (amplifiers[member]["runs"], amplifiers[member]["fired"]) == (3, 0)
+    # One series per pair ran, three executions each; no member ran on its own.
+    invocation = next(run_dir.glob("*/amplify-01-first_event-*")).parent
+    series = sorted(p.name for p in invocation.glob("amplify-01-first_event-*"))
+    assert series == ["amplify-01-first_event-threads+order", "amplify-01-first_event-ties+rows"]
+    for name in series:
+        assert len(list((invocation / name).glob("*/*/receipt.json"))) == 3
+
+
+def test_a_pair_that_shows_a_difference_is_split_into_its_members(write_pipeline, twicerun):
+    document = twicerun(
+        "run", write_pipeline(FIRST_PER_CUSTOMER), "--amplify", "--json", "-"
+    ).json()
+    amplifiers = {a["kind"]: a for a in by_name(document)["first_event"]["amplifiers"]}
+    # Arrival order fired in the joint probe: each member then ran alone, so the finding
+    # is attributed to one amplifier and the other keeps its own zero.
+    assert amplifiers["arrival order"]["probed_with"] == []
+    assert amplifiers["thread count"]["probed_with"] == []
+    assert amplifiers["arrival order"]["fired"] > 0
+    assert amplifiers["thread count"]["fired"] == 0
+    assert amplifiers["thread count"]["detail"] == "threads raised to 4 from the 2 in the loop"
+
+
 PARALLEL_ONLY = """
 import itertools
 
