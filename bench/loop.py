@@ -233,6 +233,13 @@ def main(argv: list[str] | None = None) -> int:
         help="also run each repetition with run 1's canonical digests left lazy, side by side, "
         "to measure what naming every run-1 answer (receipt version 2) costs",
     )
+    parser.add_argument(
+        "--before",
+        metavar="PATH",
+        default=None,
+        help="a committed bench-loop artifact of the same pipeline measured with earlier code; "
+        "its invocations are carried beside this one's in the cost table",
+    )
     parser.add_argument("--lazy-run-1", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--run-dir", default=None, help=argparse.SUPPRESS)
@@ -250,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(child(args.pipeline, args.run_dir, extra)))
         return 0
+    before = _before(args.before, args.pipeline) if args.before else None
 
     rows, lazy_rows = [], []
     for i in range(args.repeat):
@@ -298,8 +306,32 @@ def main(argv: list[str] | None = None) -> int:
                 for k in lazy_rows[0]
                 if isinstance(lazy_rows[0][k], (int, float))
             }
+        if before:
+            document["before"] = before
         write_artifact(args.json_path, document, tables)
     return 0
+
+
+def _before(path: str, pipeline: str) -> dict:
+    """The figures of an earlier artifact the cost table needs, with where they came from."""
+    document = json.loads(Path(path).read_text(encoding="utf-8"))
+    if document.get("schema") != "twicerun.bench-loop/1" or not all(
+        "plain_wall" in r for r in document.get("runs", [])
+    ):
+        raise SystemExit(f"--before {path}: not a bench-loop artifact with plain executions")
+    wanted = Path(pipeline).resolve()
+    if (REPO / document.get("pipeline", "")).resolve() != wanted:
+        raise SystemExit(
+            f"--before {path}: measured {document.get('pipeline')}, not {pipeline}; "
+            f"compare like with like"
+        )
+    keep = ("executions", "wall", "steps", "plain_wall")
+    return {
+        "path": Path(path).resolve().relative_to(REPO).as_posix(),
+        "written": document.get("written"),
+        "command": document.get("command"),
+        "runs": [{k: r[k] for k in keep} for r in document["runs"]],
+    }
 
 
 def _spawn(pipeline: str, extra: list[str]) -> dict | None:
@@ -425,29 +457,45 @@ def _name(base: str, d: dict) -> str:
     return base if stem == "reference" else f"{base}-{stem}"
 
 
-def bench_cost(a: Artifact) -> Table:
-    """Executions per verdict and twicerun's own cost per execution (issue 16's figures)."""
-    d = a.document
-    runs = d["runs"]
+def _cost_row(runs: list[dict]) -> list[str]:
     total = [sum(r["executions"].values()) for r in runs]
     per_exec = [(r["wall"] - r["steps"]) / n * 1000 for r, n in zip(runs, total, strict=True)]
     multiplier = [r["wall"] / r["plain_wall"] for r in runs]
     executions = runs[0]["executions"]
-    order = ["loop", "bisect", "ties", "threads", "rows", "order", "files"]
+    order = [
+        "loop",
+        "bisect",
+        "threads+order",
+        "ties+rows",
+        "ties",
+        "threads",
+        "rows",
+        "order",
+        "files",
+    ]
     shown = ", ".join(
         f"{k} {executions[k]}"
         for k in sorted(
             executions, key=lambda k: (k not in order, order.index(k) if k in order else 0, k)
         )
     )
-    rows = [
-        [
-            f"{statistics.median(total):,.0f} ({shown})",
-            f"{statistics.median(per_exec):.1f} ms ({min(per_exec):.1f} to {max(per_exec):.1f})",
-            f"{statistics.median(r['plain_wall'] for r in runs):.2f}s",
-            f"{statistics.median(multiplier):.1f}x ({min(multiplier):.1f}x to {max(multiplier):.1f}x)",
-        ]
+    return [
+        f"{statistics.median(total):,.0f} ({shown})",
+        f"{statistics.median(per_exec):.1f} ms ({min(per_exec):.1f} to {max(per_exec):.1f})",
+        f"{statistics.median(r['plain_wall'] for r in runs):.2f}s",
+        f"{statistics.median(multiplier):.1f}x ({min(multiplier):.1f}x to {max(multiplier):.1f}x)",
     ]
+
+
+def bench_cost(a: Artifact) -> Table:
+    """Executions per verdict and twicerun's own cost per execution (issue 16's figures),
+    beside the same figures from the artifact `--before` named, when one was."""
+    d = a.document
+    runs = d["runs"]
+    rows = [["this artifact", *_cost_row(runs)]]
+    before = d.get("before")
+    if before:
+        rows.append([f"before: `{before['path']}`", *_cost_row(before["runs"])])
     what = (
         f"{len(runs)} invocations of `{d.get('pipeline')}`, each in a fresh process; the plain "
         f"execution runs every step once in the same process, with no comparison, digest or receipt."
@@ -456,13 +504,14 @@ def bench_cost(a: Artifact) -> Table:
         _name("bench-cost", d),
         stamp(a, what),
         [
+            "code",
             "step executions (by series)",
             "twicerun's own time per execution (range)",
             "one plain execution",
             "multiplier: invocation over plain (range)",
         ],
         rows,
-        ["left", "right", "right", "right"],
+        ["left", "left", "right", "right", "right"],
     )
 
 

@@ -77,6 +77,10 @@ def _builder(schema: str):
         from bench.hook import tables
 
         return tables
+    if schema == "twicerun.bench-isolation/1":
+        from bench.isolation import tables
+
+        return tables
     if schema == "twicerun.verdicts/1":
         return _script("verdicts").tables
     if schema == "twicerun.tlc/1":
