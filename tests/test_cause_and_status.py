@@ -171,6 +171,8 @@ def test_the_bisect_names_parallel_order_and_a_cause_that_persists(write_pipelin
     assert "stopped at the first difference" in always["detail"]
     out = twicerun("run", write_pipeline(PARALLEL_ONLY), "--threads", "2").out
     assert "  0 threaded  PARALLEL_ORDER            4 of 4 at threads=2, 0 of 2 at threads=1" in out
+    assert "2 clean comparisons leave it anywhere up to 78 percent (95 percent, one-sided)" in out
+    assert "up to 5 times, stopping once the cause was settled" in out
 
 
 @pytest.mark.parametrize(

@@ -29,10 +29,11 @@ def cause_section(result: Result) -> list[str]:
         return []
     threads = result.environment.threads
     width = max(len(s.name) for s in steps)
-    runs = max(s.bisect.runs for s in steps)
+    runs = result.runs  # the cap; each bisect stops once its cause is settled
     lines = [
         "",
-        f"cause, from re-executing each step that fired {plural(runs, 'time')} at threads=1 on run 1's inputs:",
+        f"cause, from re-executing each step that fired at threads=1 on run 1's inputs, up to "
+        f"{plural(runs, 'time')}, stopping once the cause was settled:",
     ]
     labels = set()
     for s in steps:
@@ -49,13 +50,23 @@ def cause_section(result: Result) -> list[str]:
             f"{series_rate(b)} at threads=1"
         )
     if Cause.PARALLEL_ORDER in labels:
-        b = max(
-            (s.bisect for s in steps if s.cause == Cause.PARALLEL_ORDER), key=lambda b: b.compared
+        # The bisect stops early on a step the loop saw differ often, so the zeros
+        # behind this label can have different lengths: each one's bound is given.
+        zeros = sorted(
+            {
+                s.bisect.compared: s.bisect.zero_bound
+                for s in steps
+                if s.cause == Cause.PARALLEL_ORDER
+            }.items()
+        )
+        bounds = "; ".join(
+            f"{plural(m, 'clean comparison')} leave{'s' if m == 1 else ''} it anywhere up to {percent(bound)}"
+            for m, bound in zeros
         )
         lines.append(
-            f"  {Cause.PARALLEL_ORDER}: the step stopped firing with one thread. That is {plural(b.compared, 'clean comparison')}, "
-            f"which leaves the per-comparison rate at threads=1 anywhere up to {percent(b.zero_bound)} "
-            f"({confidence(result)}), and runs sharing a process and a machine are not independent draws."
+            f"  {Cause.PARALLEL_ORDER}: the step stopped firing with one thread. Of the per-comparison "
+            f"rate at threads=1, {bounds} ({confidence(result)}), and runs sharing a process and a "
+            f"machine are not independent draws."
         )
     if Cause.PERSISTS_SINGLE_THREADED in labels:
         lines.append(
