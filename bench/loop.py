@@ -62,7 +62,14 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
     from twicerun.runner.loop import LoopOptions, run_pipeline
     from twicerun.storage import context as context_module
 
-    timers = {"open": 0.0, "close": 0.0, "digests": 0.0, "oracle": 0.0, "after_loop": 0.0}
+    timers = {
+        "open": 0.0,
+        "close": 0.0,
+        "digests": 0.0,
+        "oracle": 0.0,
+        "after_loop": 0.0,
+        "engine_start": 0.0,
+    }
     loop_steps = [0.0]
 
     def timed(name, fn):
@@ -82,6 +89,7 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
     # The loop alone (issue 2's figure): everything before the bisect and the amplifiers
     # start, against the step executions of the loop's own runs.
     loop_module._cause_and_amplify = timed("after_loop", loop_module._cause_and_amplify)
+    loop_module.open_engine = timed("engine_start", loop_module.open_engine)
     loop_execute = loop_module.execute_step
 
     lazy = "--lazy-run-1" in extra
@@ -128,6 +136,8 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
         "close": timers["close"],
         "digests": timers["digests"],
         "oracle": timers["oracle"],
+        "engine_start": timers["engine_start"],
+        "engine": result.environment.engine,
         "loop_wall": result.seconds - timers["after_loop"],
         "loop_steps": loop_steps[0],
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
@@ -156,35 +166,39 @@ def _executions(root: Path) -> dict[str, int]:
 
 
 def plain_run(pipeline_path: str, threads: int) -> float:
-    """Every step once, as a bare runner would run the pipeline: a fresh DuckDB connection
-    per step and its reads and writes as ctx does them; nothing compared, digested or
-    recorded. The denominator of the multiplier."""
+    """Every step once, as a bare runner would run the pipeline: a fresh context per step on
+    the pipeline's engine (a new DuckDB connection, or a new Spark session) and its reads and
+    writes as ctx does them; nothing compared, digested or recorded. The denominator of the
+    multiplier. Starting the engine is not part of it (Spark's start-up is timed apart)."""
     from twicerun.pipeline import load_pipeline
-    from twicerun.storage.context import ArtifactRef, StepContext, open_connection
+    from twicerun.runner.engines import open_engine
+    from twicerun.storage.context import ArtifactRef
 
     pipeline = load_pipeline(pipeline_path)
-    with tempfile.TemporaryDirectory(prefix="twicerun-plain-") as scratch:
-        visible: dict = {}
-        started = time.perf_counter()
-        for step in pipeline.steps:
-            con = open_connection(threads)
-            out = Path(scratch) / f"{step.index:02d}"
-            out.mkdir()
-            ctx = StepContext(
-                connection=con,
-                threads=threads,
-                step_index=step.index,
-                step_name=step.name,
-                out_dir=out,
-                visible=visible,
-                state_source=lambda _name: None,
-                owners={},
-            )
-            step.call(ctx)
-            con.close()
-            for name, path in ctx.output.written.items():
-                visible[name] = ArtifactRef(name, "plain/1", step.index, step.name, path, 0)
-        return time.perf_counter() - started
+    engine = open_engine(pipeline.engine, threads, None)
+    try:
+        with tempfile.TemporaryDirectory(prefix="twicerun-plain-") as scratch:
+            visible: dict = {}
+            started = time.perf_counter()
+            for step in pipeline.steps:
+                out = Path(scratch) / f"{step.index:02d}"
+                out.mkdir()
+                ctx = engine.context(
+                    threads,
+                    step_index=step.index,
+                    step_name=step.name,
+                    out_dir=out,
+                    visible=visible,
+                    state_source=lambda _name: None,
+                    owners={},
+                )
+                step.call(ctx)
+                engine.release(ctx)
+                for name, path in ctx.output.written.items():
+                    visible[name] = ArtifactRef(name, "plain/1", step.index, step.name, path, 0)
+            return time.perf_counter() - started
+    finally:
+        engine.shutdown()
 
 
 def _without_the_oracle() -> None:
@@ -500,6 +514,13 @@ def bench_cost(a: Artifact) -> Table:
         f"{len(runs)} invocations of `{d.get('pipeline')}`, each in a fresh process; the plain "
         f"execution runs every step once in the same process, with no comparison, digest or receipt."
     )
+    if runs[0].get("engine") == "spark":
+        start = [r["engine_start"] for r in runs]
+        what += (
+            f" Steps ran on Spark; starting it took a median {statistics.median(start):.1f}s "
+            f"({min(start):.1f}s to {max(start):.1f}s) of each invocation's wall time, which "
+            f"the plain execution does not pay."
+        )
     return Table(
         _name("bench-cost", d),
         stamp(a, what),

@@ -37,7 +37,17 @@ def test_the_result_carries_the_documented_fields(write_pipeline, twicerun):
     assert {"pipeline", "runs", "contained", "policy", "environment", "seconds", "steps"} <= set(
         document
     )
-    assert set(document["environment"]) == {"duckdb", "threads", "platform", "python", "twicerun"}
+    assert set(document["environment"]) == {
+        "duckdb",
+        "threads",
+        "platform",
+        "python",
+        "twicerun",
+        "engine",
+        "spark",
+        "spark_master",
+    }
+    assert (document["environment"]["engine"], document["environment"]["spark"]) == ("duckdb", None)
     moving, still = document["steps"]
     assert {k: moving[k] for k in ("index", "name", "line", "fired", "compared", "status")} == {
         "index": 0,
@@ -105,7 +115,7 @@ def test_the_report_has_the_documented_shape_exactly():
         "contained  yes: runs 2 to 5 read run 1's upstream artifacts, so a difference cannot "
         "travel to the steps after it\n"
         "policy     strict: any difference in any artifact counts\n"
-        "duckdb     2.0.1 at threads=2\n"
+        "engine     DuckDB 2.0.1 at threads=2\n"
         "platform   Linux-x86_64, Python 3.11.7, twicerun 0.1.0\n"
         "artifacts  .twicerun/20261129-000000-abcd\n"
         "\n"

@@ -38,6 +38,10 @@ class UnsupportedColumn(BadInput):
     """An artifact has a column type the oracle does not know how to compare."""
 
 
+class EngineUnavailable(BadInput):
+    """The pipeline's engine cannot start here (pyspark or Java missing); nothing ran."""
+
+
 class UsageError(BadInput):
     """A command-line value is wrong (a --key naming no column, say)."""
 

@@ -43,7 +43,24 @@ from twicerun.runner.rescore import rejudge, resolve_invocation
     "--threads",
     type=THREADS,
     default=None,
-    help="DuckDB threads for every step. Default: what DuckDB picks on this machine.",
+    help="DuckDB threads for every step (on Spark: shuffle partitions and the partitions "
+    "each artifact is read into). Default: what DuckDB picks on this machine.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["duckdb", "spark"]),
+    default=None,
+    help="Run the steps on this engine instead of the one the pipeline declares "
+    "(ENGINE = ...; DuckDB when it declares none). Spark needs pip install 'twicerun[spark]' "
+    "and Java 17+.",
+)
+@click.option(
+    "--spark-master",
+    metavar="URL",
+    default=None,
+    help="For a Spark pipeline: the cluster to run on (spark://..., yarn, k8s://..., or "
+    "sc://... for Spark Connect), with the run directory on a path both sides read. "
+    "Default: local[THREADS], started and stopped by twicerun.",
 )
 @click.option(
     "--containment/--no-containment",
@@ -106,6 +123,8 @@ def run(
     policy: str,
     tolerance_rel: float | None,
     tolerance_ulps: int | None,
+    engine: str | None,
+    spark_master: str | None,
 ) -> int:
     """Run PIPELINE several times and report, per step, how often it fired.
 
@@ -134,6 +153,8 @@ def run(
         policy=Policy(policy, tolerance_rel, tolerance_ulps),
         amplify=amplify,
         keep_copies=keep_copies,
+        engine=engine,
+        spark_master=spark_master,
     )
     progress = Progress(enabled=sys.stderr.isatty())
     try:

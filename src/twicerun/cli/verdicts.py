@@ -227,7 +227,8 @@ def reproduce(run: str, pipeline_path: Path | None, only: tuple[str, ...], json_
     source = pipeline_path or Path(
         manifest.get("pipeline_resolved") or manifest.get("pipeline", "")
     )
-    pipeline = load_pipeline(source, manifest.get("seeds") or {})
+    # The engine the recorded run used (older manifests did not say: the pipeline's own).
+    pipeline = load_pipeline(source, manifest.get("seeds") or {}, manifest.get("engine"))
     names = {s.name for s in pipeline.steps}
     unknown = [n for n in only if n not in names]
     if unknown:
@@ -240,7 +241,7 @@ def reproduce(run: str, pipeline_path: Path | None, only: tuple[str, ...], json_
     con = duckdb.connect()
     try:
         recorded_steps = {s.index: s for s in recorded.steps(con)}
-        with Scratch(threads, "reproduce") as scratch:
+        with Scratch(threads, "reproduce", pipeline.engine) as scratch:
             for step in pipeline.steps:
                 if only and step.name not in only:
                     continue

@@ -53,6 +53,8 @@ class Settings:
     policy: str
     amplify: bool
     threads: int
+    # The engine the steps ran on; baselines written before Spark was driven ran DuckDB.
+    engine: str = "duckdb"
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,7 @@ def settings_of(result: Result) -> Settings:
         policy=result.policy,
         amplify=result.amplified,
         threads=result.environment.threads,
+        engine=result.environment.engine,
     )
 
 
@@ -235,7 +238,7 @@ def add(baseline: Baseline, trials: Sequence[Mapping[str, Result]]) -> Baseline:
 def _describe(s: Settings) -> str:
     return (
         f"runs={s.runs}, policy {s.policy}, {'with' if s.amplify else 'without'} amplifiers, "
-        f"threads={s.threads}"
+        f"threads={s.threads}" + (f", on {s.engine}" if s.engine != "duckdb" else "")
     )
 
 

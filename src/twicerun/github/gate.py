@@ -234,7 +234,12 @@ def _settings_differ(baseline: Baseline, results: Mapping[str, Result]) -> str |
     for result in results.values():
         now = settings_of(result)
         b = baseline.settings
-        if (now.runs, now.policy, now.amplify) != (b.runs, b.policy, b.amplify):
+        if (now.runs, now.policy, now.amplify, now.engine) != (
+            b.runs,
+            b.policy,
+            b.amplify,
+            b.engine,
+        ):
             return (
                 f"the baseline was measured with {describe_settings(b)}, this check with "
                 f"{describe_settings(now)}; measure both alike or update the baseline"
@@ -377,7 +382,7 @@ def environment_changes(baseline: Baseline, results: Mapping[str, Result]) -> li
     changes: list[str] = []
     for result in results.values():
         now = asdict(result.environment)
-        for key in ("duckdb", "threads", "platform", "twicerun"):
+        for key in ("duckdb", "spark", "threads", "platform", "twicerun"):
             change = f"{key}: {before.get(key)} in the baseline, {now.get(key)} now"
             if str(before.get(key)) != str(now.get(key)) and change not in changes:
                 changes.append(change)

@@ -60,28 +60,35 @@ class Pipeline:
     digest: str
     discovered_by: str
     steps: tuple[Step, ...]
+    engine: str = "duckdb"
 
     @property
     def seeds(self) -> dict[str, int]:
         return {s.name: s.seed_value for s in self.steps if s.seed_value is not None}
 
 
-ENGINES = ("duckdb",)
+ENGINES = ("duckdb", "spark")
 
 
-def _check_engine(module: ModuleType, path: Path) -> None:
-    """A pipeline written for another engine is refused, never run on DuckDB by accident:
-    its SQL would fail, or worse, mean something else."""
-    engine = vars(module).get("ENGINE", "duckdb")
-    if not isinstance(engine, str) or engine.lower() not in ENGINES:
+def _engine(module: ModuleType, path: Path, override: str | None) -> str:
+    """The engine the pipeline runs on: --engine, else its ENGINE, else DuckDB. An engine
+    twicerun does not drive is refused, never run on DuckDB by accident: its SQL would
+    fail, or worse, mean something else."""
+    declared = vars(module).get("ENGINE", "duckdb")
+    if not isinstance(declared, str) or declared.lower() not in ENGINES:
         raise PipelineError(
-            f"{path} declares ENGINE = {engine!r}; this twicerun runs pipelines on DuckDB "
-            f"only (ENGINE = 'duckdb', or no ENGINE), so it refuses rather than run another "
-            f"engine's steps on DuckDB"
+            f"{path} declares ENGINE = {declared!r}; twicerun runs pipelines on "
+            f"{' or '.join(repr(e) for e in ENGINES)} (no ENGINE means 'duckdb'), so it refuses "
+            f"rather than run another engine's steps on one of those"
         )
+    return (override or declared).lower()
 
 
-def load_pipeline(path: str | Path, seed_overrides: Mapping[str, int] | None = None) -> Pipeline:
+def load_pipeline(
+    path: str | Path,
+    seed_overrides: Mapping[str, int] | None = None,
+    engine: str | None = None,
+) -> Pipeline:
     """Import the file once and return its steps; refuse anything the contract refuses."""
     source_path = Path(path)
     if not source_path.exists():
@@ -91,7 +98,7 @@ def load_pipeline(path: str | Path, seed_overrides: Mapping[str, int] | None = N
     data = source_path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     module = _import(source_path, digest)
-    _check_engine(module, source_path)
+    chosen = _engine(module, source_path, engine)
 
     if "STEPS" in vars(module):
         functions = _listed_steps(module, source_path)
@@ -115,7 +122,9 @@ def load_pipeline(path: str | Path, seed_overrides: Mapping[str, int] | None = N
             f"--seed names {unknown}, which is no step of {path} that declares a seed; "
             f"seeded steps here: {', '.join(s.name for s in steps if s.seed_value is not None) or 'none'}"
         )
-    return Pipeline(path=source_path, digest=digest, discovered_by=how, steps=tuple(steps))
+    return Pipeline(
+        path=source_path, digest=digest, discovered_by=how, steps=tuple(steps), engine=chosen
+    )
 
 
 def _nearby(path: Path) -> str:

@@ -4,6 +4,7 @@ means for the steps that carry it, and what was not varied."""
 from __future__ import annotations
 
 from twicerun.render.evidence import plural
+from twicerun.render.instrument import at, one
 from twicerun.result import Result, Series, StepResult
 from twicerun.vocabulary.loop import Amplifier, Cause, Judged, Status
 
@@ -32,7 +33,8 @@ def cause_section(result: Result) -> list[str]:
     runs = result.runs  # the cap; each bisect stops once its cause is settled
     lines = [
         "",
-        f"cause, from re-executing each step that fired at threads=1 on run 1's inputs, up to "
+        f"cause, from re-executing each step that fired at {one(result.environment)} on run 1's "
+        f"inputs, up to "
         f"{plural(runs, 'time')}, stopping once the cause was settled:",
     ]
     labels = set()
@@ -40,14 +42,15 @@ def cause_section(result: Result) -> list[str]:
         b = s.bisect
         if b.error:
             lines.append(
-                f"  {s.index} {s.name:<{width}}  no cause: it raised at threads=1: {b.error}"
+                f"  {s.index} {s.name:<{width}}  no cause: it raised at "
+                f"{at(result.environment, 1)}: {b.error}"
             )
             continue
         label = s.cause or Judged.TOLERATED
         labels.add(label)
         lines.append(
-            f"  {s.index} {s.name:<{width}}  {label:<24}  {s.fired} of {s.compared} at threads={threads}, "
-            f"{series_rate(b)} at threads=1"
+            f"  {s.index} {s.name:<{width}}  {label:<24}  {s.fired} of {s.compared} at "
+            f"{at(result.environment, threads)}, {series_rate(b)} at {at(result.environment, 1)}"
         )
     if Cause.PARALLEL_ORDER in labels:
         # The bisect stops early on a step the loop saw differ often, so the zeros
@@ -65,7 +68,7 @@ def cause_section(result: Result) -> list[str]:
         )
         lines.append(
             f"  {Cause.PARALLEL_ORDER}: the step stopped firing with one thread. Of the per-comparison "
-            f"rate at threads=1, {bounds} ({confidence(result)}), and runs sharing a process and a "
+            f"rate at {at(result.environment, 1)}, {bounds} ({confidence(result)}), and runs sharing a process and a "
             f"machine are not independent draws."
         )
     if Cause.PERSISTS_SINGLE_THREADED in labels:

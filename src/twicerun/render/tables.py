@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from twicerun.errors import UsageError
+from twicerun.render.instrument import engine
 from twicerun.render.markdown import code, plain
 from twicerun.render.markdown import table as markdown_table
 
@@ -95,8 +96,8 @@ def result_steps(a: Artifact) -> Table:
     env = d["environment"]
     stamp = (
         f"Rendered by `twicerun report` from `{a.path}`: {code(d['pipeline'])}, {d['runs']} runs, "
-        f"{'contained' if d['contained'] else 'uncontained'}, policy {d['policy']}; DuckDB {env['duckdb']} at "
-        f"threads={env['threads']} on {plain(env['platform'])}, {d['seconds']:.1f}s."
+        f"{'contained' if d['contained'] else 'uncontained'}, policy {d['policy']}; "
+        f"{engine(env, markdown=True)} on {plain(env['platform'])}, {d['seconds']:.1f}s."
     )
     return Table(
         f"steps-{Path(d['pipeline']).stem}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from twicerun.render.evidence import bound_lines, step_evidence
+from twicerun.render.instrument import engine
 from twicerun.render.sections import (
     amplification_section,
     cause_section,
@@ -50,7 +51,7 @@ def _header(result: Result) -> list[str]:
         f"with it, {m} comparison{'s' if m != 1 else ''} per step",
         f"contained  {contained}",
         f"policy     {policy}",
-        f"duckdb     {env.duckdb} at threads={env.threads}",
+        f"engine     {engine(env)}",
         f"platform   {env.platform}, Python {env.python}, twicerun {env.twicerun}",
         f"artifacts  {result.artifacts}",
     ]

@@ -40,6 +40,11 @@ class Environment:
     platform: str
     python: str
     twicerun: str
+    # Which engine ran the steps; for Spark, its version and master. Shuffle
+    # partitions, and partitions per artifact read, are `threads`.
+    engine: str = "duckdb"
+    spark: str | None = None
+    spark_master: str | None = None
 
 
 @dataclass(frozen=True)

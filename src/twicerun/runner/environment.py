@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+from typing import Any
 
 import duckdb
 
@@ -25,11 +26,17 @@ def platform_stamp() -> str:
     return f"{platform.system()}-{platform.machine()}"
 
 
-def stamp(threads: int) -> Environment:
+def stamp(threads: int, engine: Any = None) -> Environment:
+    """`engine`, when it is Spark, adds its version and master (DuckDB still digests and
+    compares every artifact, so its version is always part of the instrument)."""
+    spark = engine is not None and getattr(engine, "name", "") == "spark"
     return Environment(
         duckdb=duckdb.__version__,
         threads=threads,
         platform=platform_stamp(),
         python=platform.python_version(),
         twicerun=__version__,
+        engine="spark" if spark else "duckdb",
+        spark=engine.version if spark else None,
+        spark_master=engine.master if spark else None,
     )

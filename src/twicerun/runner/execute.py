@@ -18,9 +18,10 @@ from twicerun.compare.digest import Digests, digests
 from twicerun.errors import BadInput, ContractError, StepCrashed, UnsupportedColumn
 from twicerun.pipeline import Step
 from twicerun.pipeline.loader import line_in
+from twicerun.runner.engines import Engine
 from twicerun.runner.environment import platform_stamp
 from twicerun.runner.interrupts import reraise_if_requested
-from twicerun.storage.context import ArtifactRef, Connections, StepContext
+from twicerun.storage.context import ArtifactRef
 from twicerun.storage.layout import Invocation, RunAddress
 from twicerun.storage.receipts import RECEIPT_VERSION, ArtifactRecord, Receipt, save_receipt
 
@@ -36,7 +37,7 @@ def execute_step(
     owners: Mapping[str, tuple[int, str]],
     reference: Receipt | None,
     digest_connection: duckdb.DuckDBPyConnection,
-    connections: Connections,
+    connections: Engine,
     canonical: bool = False,
     source_order: Callable[[str, int], list[int]] | None = None,
 ) -> Receipt:
@@ -50,10 +51,8 @@ def execute_step(
     """
     out_dir = invocation.step_dir(address, step.index, step.name)
     out_dir.mkdir(parents=True, exist_ok=True)
-    connection = connections.open(threads)
-    ctx = StepContext(
-        connection=connection,
-        threads=threads,
+    ctx = connections.context(
+        threads,
         step_index=step.index,
         step_name=step.name,
         out_dir=out_dir,
@@ -71,7 +70,7 @@ def execute_step(
             step.call(ctx)
         finally:
             seconds = time.perf_counter() - start
-            connections.close(connection)
+            connections.release(ctx)
             # A step that changed directory changed it for the whole process.
             if os.getcwd() != cwd:
                 os.chdir(cwd)

@@ -28,6 +28,7 @@ from twicerun.result import Comparison, Result, StepResult
 from twicerun.result.document import SourceFileUsed, SourceUsed
 from twicerun.runner import interrupts
 from twicerun.runner.bisect import bisect
+from twicerun.runner.engines import check_engine, open_engine
 from twicerun.runner.environment import default_threads, stamp
 from twicerun.runner.execute import execute_step
 from twicerun.runner.keys import KeyChecker
@@ -38,7 +39,7 @@ from twicerun.runner.series import Workbench, discard_directory
 from twicerun.runner.settle_step import KEEP_PREFIX, WorstComparisons, compare_step
 from twicerun.runner.stress import AMPLIFIED_DIR, PROBE_RUNS, Stressed, amplify
 from twicerun.storage.atomic import write_bytes_atomic
-from twicerun.storage.context import Connections, open_connection
+from twicerun.storage.context import open_connection
 from twicerun.storage.janitor import Janitor
 from twicerun.storage.layout import (
     COMPLETED,
@@ -67,6 +68,8 @@ class LoopOptions:
     keys: Mapping[str, Sequence[str]] = field(default_factory=dict)
     amplify: bool = True
     keep_copies: bool = False
+    engine: str | None = None  # None: what the pipeline declares
+    spark_master: str | None = None
 
 
 def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = silent) -> Result:
@@ -78,9 +81,11 @@ def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = si
         )
     # Absolute from here on: a step that calls os.chdir must not move the run directory.
     options = replace(options, run_dir=Path(options.run_dir).absolute())
-    pipeline = load_pipeline(path, options.seeds)
+    pipeline = load_pipeline(path, options.seeds, options.engine)
     keys = KeyChecker(pipeline, options.keys, options.run_dir)
     keys.check_before_running()
+    # Before anything is created on disk: an engine that cannot start here is bad input.
+    check_engine(pipeline.engine, options.spark_master)
     threads = options.threads or default_threads()
     environment = stamp(threads)
     invocation = Invocation.create(
@@ -96,6 +101,7 @@ def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = si
             "platform": environment.platform,
             "python": environment.python,
             "twicerun": environment.twicerun,
+            "engine": pipeline.engine,
             "seeds": pipeline.seeds,
             "keys": {k: list(v) for k, v in options.keys.items()},
         },
@@ -145,7 +151,7 @@ def _loop(
     steps = pipeline.steps
     comparisons: dict[int, list[Comparison]] = {s.index: [] for s in steps}
     digest_connection = open_connection(threads, invocation.spill_dir)
-    connections = Connections(invocation.spill_dir)
+    connections = open_engine(pipeline.engine, threads, invocation.spill_dir, options.spark_master)
     # One cache per step: the reference side of each artifact is grouped once, then
     # reused by every later run compared with it.
     caches = {s.index: ReferenceCache(digest_connection) for s in steps}
@@ -253,7 +259,7 @@ def _loop(
         tolerance_rel=options.policy.tolerance_rel,
         tolerance_ulps=options.policy.tolerance_ulps,
         keys={k: list(v) for k, v in options.keys.items()},
-        environment=stamp(threads),
+        environment=stamp(threads, connections),
         seconds=round(time.time() - started, 3),
         steps=step_results,
         artifacts=str(invocation.root),
@@ -264,7 +270,7 @@ def _loop(
         amplified=options.amplify,
         amplifier_probe=min(PROBE_RUNS, options.runs) if options.amplify else None,
         confidence=CONFIDENCE,
-        not_varied=not_varied(step_results, options.amplify),
+        not_varied=not_varied(step_results, options.amplify, stamp(threads, connections)),
     )
     # The Result is on disk before the invocation is marked completed, so a
     # completed invocation always has one; pruning comes last of all.

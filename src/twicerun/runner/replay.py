@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from twicerun.pipeline import Pipeline, Step
+from twicerun.runner.engines import open_engine
 from twicerun.runner.execute import execute_step
 from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
-from twicerun.storage.context import ArtifactRef, Connections, open_connection
+from twicerun.storage.context import ArtifactRef, open_connection
 from twicerun.storage.layout import LOOP, Invocation, RunAddress, follow
 from twicerun.storage.receipts import Receipt
 
@@ -31,11 +32,16 @@ AUDIT = "audit"
 class Scratch:
     """A throwaway invocation to execute steps in; removed on close."""
 
-    def __init__(self, threads: int, purpose: str):
+    def __init__(self, threads: int, purpose: str, engine: str = "duckdb"):
         self.root = Path(tempfile.mkdtemp(prefix="twicerun-scratch-"))
         self.invocation = Invocation.create(self.root, {"purpose": purpose})
         self.con = open_connection(threads, self.invocation.spill_dir)
-        self.connections = Connections(self.invocation.spill_dir)
+        try:
+            self.connections = open_engine(engine, threads, self.invocation.spill_dir)
+        except BaseException:
+            self.con.close()
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
         self.records = Records(self.invocation, RunAddress(LOOP, 1))
 
     def execute(
@@ -161,7 +167,7 @@ def audit_runs(
     chosen = {s.index for s in steps}
     last = max(chosen, default=-1)
     found = []
-    with Scratch(threads, "audit") as scratch:
+    with Scratch(threads, "audit", pipeline.engine) as scratch:
         first = RunAddress(LOOP, 1)
         for step in pipeline.steps[: last + 1]:
             progress(ProgressEvent("audit", 1, 3, step.index, len(pipeline.steps), step.name))

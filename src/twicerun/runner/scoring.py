@@ -14,7 +14,7 @@ from dataclasses import replace
 from twicerun.judge.cause import cause, upper_bound
 from twicerun.judge.policy import FIRES, Policy, judge_step
 from twicerun.judge.status import final_status
-from twicerun.result import Comparison, Result, Series, StepResult
+from twicerun.result import Comparison, Environment, Result, Series, StepResult
 from twicerun.vocabulary.loop import Hint
 
 # What no run of twicerun varies, whatever a step's status says.
@@ -95,9 +95,26 @@ def score_step(step: StepResult, policy: Policy) -> StepResult:
     )
 
 
-def not_varied(steps: list[StepResult], amplified: bool) -> list[str]:
+def engine_not_varied(engine: str, master: str | None) -> list[str]:
+    """What a run on this engine holds fixed, beyond what every run does."""
+    if engine != "spark":
+        return []
+    axes = ["Spark version and settings"]
+    if master and not master.startswith("local"):
+        axes.append(
+            f"the cluster at {master}: its executors, their number and memory, and where "
+            f"tasks ran (only shuffle partitions and input partitioning were varied)"
+        )
+    return axes
+
+
+def not_varied(
+    steps: list[StepResult], amplified: bool, environment: Environment | None = None
+) -> list[str]:
     """The axes this invocation did not touch, for the end of every report."""
     axes = list(ALWAYS_NOT_VARIED)
+    if environment is not None:
+        axes += engine_not_varied(environment.engine, environment.spark_master)
     if not amplified:
         axes.append("every amplifier (--no-amplify)")
     declined = sorted({a.kind for s in steps for a in s.amplifiers if a.declined})
@@ -117,5 +134,5 @@ def score(result: Result, policy: Policy) -> Result:
         tolerance_rel=policy.tolerance_rel,
         tolerance_ulps=policy.tolerance_ulps,
         steps=steps,
-        not_varied=not_varied(steps, result.amplified),
+        not_varied=not_varied(steps, result.amplified, result.environment),
     )

@@ -24,11 +24,12 @@ from twicerun.errors import BadInput, StepCrashed
 from twicerun.judge.policy import Policy, judge_step
 from twicerun.pipeline import Step
 from twicerun.result import ArtifactOutcome, Comparison, Series
+from twicerun.runner.engines import Engine
 from twicerun.runner.execute import execute_step
 from twicerun.runner.progress import Progress, ProgressEvent
 from twicerun.runner.records import Records
 from twicerun.runner.settle_step import compare_step
-from twicerun.storage.context import ArtifactRef, Connections
+from twicerun.storage.context import ArtifactRef
 from twicerun.storage.janitor import Janitor
 from twicerun.storage.layout import LOOP, Invocation, RunAddress
 from twicerun.vocabulary.loop import Presence, SettledBy
@@ -40,7 +41,7 @@ class Workbench:
 
     invocation: Invocation
     records: Records
-    connections: Connections
+    connections: Engine
     con: duckdb.DuckDBPyConnection
     keys: Mapping[str, Sequence[str]]
     policy: Policy
@@ -64,6 +65,7 @@ def run_series(
     source_order_for: Callable[[int], Callable[[str, int], list[int]] | None] | None = None,
     raise_is_answer: bool = False,
     stop: Callable[[list[Comparison]], str | None] | None = None,
+    threads_for: Callable[[int], int] | None = None,
 ) -> Series:
     """`source_order_for(run)` gives the order each ctx.source list is read in on that run.
     With `raise_is_answer`, a later run that raises where run 1 did not is a comparison
@@ -91,7 +93,7 @@ def run_series(
                     invocation=bench.invocation,
                     step=step,
                     address=address,
-                    threads=threads,
+                    threads=threads_for(k) if threads_for else threads,
                     visible=inputs_for(k),
                     state_source=state_source,
                     owners=records.owners(loop_reference),

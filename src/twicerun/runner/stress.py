@@ -181,6 +181,19 @@ def _plan(bench, step, stressed, amplifier, receipt, original, read, threads) ->
         return _file_order(receipt, original, threads)
     if amplifier == Amplifier.THREAD_COUNT:
         raised = raised_threads(threads)
+        if bench.connections.name == "spark":
+            # Within one partition count Spark's answers hold still; across counts is
+            # where partition-dependent steps move, so each run gets another count.
+            return dict(
+                threads=raised,
+                threads_for=lambda run: raised + (run - 1) * threads,
+                inputs_for=lambda _run: original,
+                detail=(
+                    f"partitions {raised} in run 1, then {threads} more in each later run "
+                    f"(the loop used {threads})"
+                ),
+                same_inputs_as_loop=True,
+            )
         return dict(
             threads=raised,
             inputs_for=lambda _run: original,
@@ -233,6 +246,7 @@ def _together(bench, step, stressed, pair, plan, original, read, label, probe):
         kind=pair[0],
         label=f"{label}-{SLUG[pair[0]]}+{SLUG[pair[1]]}",
         threads=max(first["threads"], second["threads"]),
+        threads_for=first.get("threads_for"),
         runs=probe,
         inputs_for=inputs_for,
         detail=detail,

@@ -147,8 +147,147 @@ def _suggest(name: Any) -> str:
     return f"_{text}" if text[0].isdigit() else text
 
 
-class StepContext:
-    """The `ctx` of one execution of one step."""
+class ContractChecks:
+    """What every engine's `ctx` refuses, in the same words: names, ownership, state."""
+
+    _index: int
+    _name: str
+    _where: str
+    _out_dir: Path
+    _owners: dict[str, tuple[int, str]]
+    _visible: dict[str, ArtifactRef]
+    _read_names: set[str]
+    output: StepOutput
+
+    def _check_state(self, name: str, initial: Any) -> None:
+        check_name(name, "ctx.state", self._where)
+        if not isinstance(initial, str):
+            raise ContractError(
+                f"ctx.state({name!r}, initial): initial is a SQL query string giving the rows "
+                f"to start from, got {type(initial).__name__}"
+            )
+        owner = self._owners.get(name)
+        if owner is not None and owner[0] != self._index:
+            raise ContractError(
+                f"ctx.state({name!r}) in step {self._index} {self._name}: {name} belongs to "
+                f"step {owner[0]} {owner[1]}; a step's state is its own artifact "
+                f"(read another step's with ctx.read)"
+            )
+
+    def _state_record(self, name: str, ref: ArtifactRef | None) -> None:
+        if ref is not None:
+            rows, digest, run, index = ref.rows, ref.canonical_digest, ref.run, ref.step_index
+        else:
+            rows, run, index, digest = 0, None, None, ""
+        self.output.reads.append(
+            ReadRecord(
+                name=name,
+                via="state",
+                run=run,
+                step_index=index,
+                rows=rows,
+                canonical_digest=digest,
+            )
+        )
+
+    def _read_record(self, name: str, ref: ArtifactRef) -> None:
+        if name not in self._read_names:
+            self._read_names.add(name)
+            self.output.reads.append(
+                ReadRecord(
+                    name=name,
+                    via="read",
+                    run=ref.run,
+                    step_index=ref.step_index,
+                    rows=ref.rows,
+                    canonical_digest=ref.canonical_digest,
+                )
+            )
+
+    def _check_write(self, name: str, engine: str) -> Path:
+        """The artifact's final path, once `name` may be written by this step."""
+        check_name(name, "ctx.write", self._where)
+        if name in self.output.written:
+            raise ContractError(
+                f"ctx.write({name!r}) in step {self._index} {self._name}: {name} was already "
+                f"written by this step; write each artifact once"
+            )
+        owner = self._owners.get(name)
+        if owner is not None and owner[0] != self._index:
+            raise ContractError(
+                f"ctx.write({name!r}) in step {self._index} {self._name}: {name} is already "
+                f"written by step {owner[0]} {owner[1]}; give this artifact another name"
+            )
+        # Both engines' catalogs ignore case, so `T` and `t` would be one view to a reader.
+        for other, (index, step) in [
+            *((n, (self._index, self._name)) for n in self.output.written),
+            *self._owners.items(),
+        ]:
+            if other != name and other.lower() == name.lower():
+                who = "this step" if index == self._index else f"step {index} {step}"
+                raise ContractError(
+                    f"ctx.write({name!r}) in step {self._index} {self._name}: {other} is already "
+                    f"written by {who}, and {engine} does not tell names apart by case, so a "
+                    f"step reading both would see one; give this artifact a different name"
+                )
+        return self._out_dir / f"{name}.parquet"
+
+    def _checked_files(self, head: str, files: Any, glob: Callable[[str], list[str]]) -> list[str]:
+        """The files as a list of paths, a glob expanded by `glob` (in sorted order)."""
+        if isinstance(files, (str, Path)):
+            text = str(files)
+            if any(c in text for c in "*?["):
+                found = glob(text)
+                if not found:
+                    raise ContractError(f"{head}: the glob {text!r} matches no file")
+                return found
+            files = [text]
+        if not isinstance(files, (list, tuple)) or not files:
+            raise ContractError(
+                f"{head}: files is a list of paths (or one path, or a glob), got "
+                f"{type(files).__name__ if not isinstance(files, (list, tuple)) else 'an empty list'}"
+            )
+        listed = []
+        for entry in files:
+            if not isinstance(entry, (str, Path)):
+                raise ContractError(f"{head}: {entry!r} is not a path")
+            if not Path(entry).is_file():
+                raise ContractError(f"{head}: {entry} does not exist (or is not a file)")
+            listed.append(str(entry))
+        return listed
+
+    def _source_record(
+        self, name: str, reader: str, listed: list[str], rows: int, options: dict, order: list[int]
+    ) -> None:
+        self.output.sources.append(
+            SourceRecord(
+                name=name,
+                reader=reader,
+                files=[_file_record(path) for path in listed],
+                rows=int(rows),
+                options={k: options[k] for k in sorted(options)},
+                order=order,
+            )
+        )
+
+    def _unknown_read(self, name: str) -> str:
+        head = f"ctx.read({name!r}) in step {self._index} {self._name}"
+        owner = self._owners.get(name)
+        if owner is not None and owner[0] == self._index:
+            return f"{head}: {name} is this step's own artifact; use ctx.state to read its earlier copy"
+        if owner is not None and owner[0] > self._index:
+            return (
+                f"{head}: {name} is written by step {owner[0]} {owner[1]}, which runs after this "
+                f"one; a step reads only what earlier steps wrote"
+            )
+        if not self._visible:
+            return f"{head}: no earlier step wrote any artifact"
+        listed = ", ".join(sorted(self._visible))
+        return f"{head}: no earlier step wrote an artifact called {name}; the ones that exist are {listed}"
+
+
+class StepContext(ContractChecks):
+    """The `ctx` of one execution of one step, on DuckDB."""
 
     def __init__(
         self,
@@ -193,18 +332,7 @@ class StepContext:
         self._con.execute(
             f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS SELECT * FROM {sql.parquet(ref.path)}"
         )
-        if name not in self._read_names:
-            self._read_names.add(name)
-            self.output.reads.append(
-                ReadRecord(
-                    name=name,
-                    via="read",
-                    run=ref.run,
-                    step_index=ref.step_index,
-                    rows=ref.rows,
-                    canonical_digest=ref.canonical_digest,
-                )
-            )
+        self._read_record(name, ref)
         return self._con.table(name)
 
     def source(self, name: str, files: Any, **options: Any) -> duckdb.DuckDBPyRelation:
@@ -227,108 +355,35 @@ class StepContext:
         # Counting reads every file's schema (and, for CSV, its rows), so a list DuckDB
         # cannot read in this order raises here, where the step asked for it.
         (rows,) = self._con.execute(f"SELECT count(*) FROM {sql.identifier(name)}").fetchone()
-        self.output.sources.append(
-            SourceRecord(
-                name=name,
-                reader=reader,
-                files=[_file_record(path) for path in listed],
-                rows=int(rows),
-                options={k: options[k] for k in sorted(options)},
-                order=order,
-            )
-        )
+        self._source_record(name, reader, listed, rows, options, order)
         return self._con.table(name)
 
     def _listed(self, head: str, files: Any) -> list[str]:
         """The files as a list of paths, a glob expanded in DuckDB's own order."""
-        if isinstance(files, (str, Path)):
-            text = str(files)
-            if any(c in text for c in "*?["):
-                found = [
-                    r[0] for r in self._con.execute("SELECT file FROM glob(?)", [text]).fetchall()
-                ]
-                if not found:
-                    raise ContractError(f"{head}: the glob {text!r} matches no file")
-                return found
-            files = [text]
-        if not isinstance(files, (list, tuple)) or not files:
-            raise ContractError(
-                f"{head}: files is a list of paths (or one path, or a glob), got "
-                f"{type(files).__name__ if not isinstance(files, (list, tuple)) else 'an empty list'}"
-            )
-        listed = []
-        for entry in files:
-            if not isinstance(entry, (str, Path)):
-                raise ContractError(f"{head}: {entry!r} is not a path")
-            if not Path(entry).is_file():
-                raise ContractError(f"{head}: {entry} does not exist (or is not a file)")
-            listed.append(str(entry))
-        return listed
+        return self._checked_files(
+            head,
+            files,
+            lambda text: [
+                r[0] for r in self._con.execute("SELECT file FROM glob(?)", [text]).fetchall()
+            ],
+        )
 
     def state(self, name: str, initial: str) -> duckdb.DuckDBPyRelation:
         """This step's own `name` as its previous run left it, or the rows of `initial`."""
-        check_name(name, "ctx.state", self._where)
-        if not isinstance(initial, str):
-            raise ContractError(
-                f"ctx.state({name!r}, initial): initial is a SQL query string giving the rows "
-                f"to start from, got {type(initial).__name__}"
-            )
-        owner = self._owners.get(name)
-        if owner is not None and owner[0] != self._index:
-            raise ContractError(
-                f"ctx.state({name!r}) in step {self._index} {self._name}: {name} belongs to "
-                f"step {owner[0]} {owner[1]}; a step's state is its own artifact "
-                f"(read another step's with ctx.read)"
-            )
+        self._check_state(name, initial)
         ref = self._state_source(name)
         if ref is not None:
             self._con.execute(
                 f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS SELECT * FROM {sql.parquet(ref.path)}"
             )
-            rows, digest = ref.rows, ref.canonical_digest
-            run, index = ref.run, ref.step_index
         else:
             self._con.execute(f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS {initial}")
-            rows, run, index, digest = 0, None, None, ""
-        self.output.reads.append(
-            ReadRecord(
-                name=name,
-                via="state",
-                run=run,
-                step_index=index,
-                rows=rows,
-                canonical_digest=digest,
-            )
-        )
+        self._state_record(name, ref)
         return self._con.table(name)
 
     def write(self, name: str, data: Any) -> None:
         """Make `data` (a SQL query, a DuckDB relation or a pyarrow Table) this step's artifact."""
-        check_name(name, "ctx.write", self._where)
-        if name in self.output.written:
-            raise ContractError(
-                f"ctx.write({name!r}) in step {self._index} {self._name}: {name} was already "
-                f"written by this step; write each artifact once"
-            )
-        owner = self._owners.get(name)
-        if owner is not None and owner[0] != self._index:
-            raise ContractError(
-                f"ctx.write({name!r}) in step {self._index} {self._name}: {name} is already "
-                f"written by step {owner[0]} {owner[1]}; give this artifact another name"
-            )
-        # DuckDB's catalog ignores case, so `T` and `t` would be one view to a reader.
-        for other, (index, step) in [
-            *((n, (self._index, self._name)) for n in self.output.written),
-            *self._owners.items(),
-        ]:
-            if other != name and other.lower() == name.lower():
-                who = "this step" if index == self._index else f"step {index} {step}"
-                raise ContractError(
-                    f"ctx.write({name!r}) in step {self._index} {self._name}: {other} is already "
-                    f"written by {who}, and DuckDB does not tell names apart by case, so a "
-                    f"step reading both would see one; give this artifact a different name"
-                )
-        final = self._out_dir / f"{name}.parquet"
+        final = self._check_write(name, "DuckDB")
         # No fsync: an artifact is atomic against readers and against this process
         # dying, and a power cut costs only a rerun, which is what this tool does.
         with atomic_path(final, fsync=False) as temporary:
@@ -409,21 +464,6 @@ class StepContext:
             )
         return statement.query.strip().removesuffix(";")
 
-    def _unknown_read(self, name: str) -> str:
-        head = f"ctx.read({name!r}) in step {self._index} {self._name}"
-        owner = self._owners.get(name)
-        if owner is not None and owner[0] == self._index:
-            return f"{head}: {name} is this step's own artifact; use ctx.state to read its earlier copy"
-        if owner is not None and owner[0] > self._index:
-            return (
-                f"{head}: {name} is written by step {owner[0]} {owner[1]}, which runs after this "
-                f"one; a step reads only what earlier steps wrote"
-            )
-        if not self._visible:
-            return f"{head}: no earlier step wrote any artifact"
-        listed = ", ".join(sorted(self._visible))
-        return f"{head}: no earlier step wrote an artifact called {name}; the ones that exist are {listed}"
-
 
 def _is_arrow(data: Any) -> bool:
     module = type(data).__module__ or ""
@@ -472,6 +512,16 @@ class Connections:
 
     def close(self, connection: duckdb.DuckDBPyConnection) -> None:
         self._helper.submit(connection.close)
+
+    # The engine interface the runner uses (storage/spark_context.py has the other one).
+    name = "duckdb"
+
+    def context(self, threads: int, **bound: Any) -> StepContext:
+        """A `ctx` on a brand-new connection; `bound` is what StepContext takes besides."""
+        return StepContext(connection=self.open(threads), threads=threads, **bound)
+
+    def release(self, ctx: StepContext) -> None:
+        self.close(ctx._con)
 
     def shutdown(self) -> None:
         for queue in self._ready.values():

@@ -1,0 +1,47 @@
+"""Which engine runs a pipeline's steps: DuckDB, embedded, unless the pipeline says Spark.
+
+An engine hands each step execution a fresh `ctx` and takes it back; everything
+after the step reads the Parquet it wrote and never asks which engine that was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from twicerun.errors import UsageError
+from twicerun.storage.context import Connections
+
+
+class Engine(Protocol):
+    name: str
+
+    def context(self, threads: int, **bound: Any) -> Any: ...
+
+    def release(self, ctx: Any) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+def check_engine(name: str, master: str | None) -> None:
+    """Refuse before anything runs when the engine cannot start here."""
+    if name == "spark":
+        from twicerun.storage.spark_context import check_spark
+
+        check_spark(master)
+    elif master is not None:
+        raise UsageError(
+            f"--spark-master {master}: this pipeline runs on DuckDB, which has no master; "
+            f"declare ENGINE = 'spark' in it, or pass --engine spark"
+        )
+
+
+def open_engine(
+    name: str, threads: int, spill_dir: Path | None, master: str | None = None
+) -> Engine:
+    if name == "spark":
+        from twicerun.storage.spark_context import SparkEngine
+
+        return SparkEngine(threads, master)
+    check_engine(name, master)
+    return Connections(spill_dir)

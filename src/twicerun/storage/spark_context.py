@@ -1,0 +1,294 @@
+"""The `ctx` a step receives on Apache Spark, and the Spark application steps run in.
+
+Everything after a step (digests, the oracle, the Result) reads Parquet files and
+never learns which engine wrote them, so this is the only place Spark appears.
+
+One Spark application per invocation (`local[N]` by default, started and stopped
+here; or a cluster's master URL), and a new session over it for every step
+execution, so temporary views and SQL settings never outlive the step
+(`SparkSession.newSession`). The parallelism in force, `ctx.threads`, is the
+number of shuffle partitions and the number of partitions each artifact is
+read into: the bisect's "one thread" is one task, and the thread-count
+amplifier changes how the work is split by changing this number.
+
+An artifact is read into partitions that are consecutive stretches of its file,
+in file order (range-partitioned on each row's position), so a step sees its
+input spread over several tasks, as it would over a real dataset, and the
+arrival-order amplifier, which reorders the file, reorders what each task gets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob as globbing
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from twicerun.errors import ContractError, EngineUnavailable
+from twicerun.storage.atomic import atomic_path
+from twicerun.storage.context import (
+    ArtifactRef,
+    ContractChecks,
+    StepOutput,
+    _reader_of,
+    check_name,
+)
+
+# Settings every step's session starts from. AQE may still re-plan joins, but it may
+# not merge shuffle partitions, so the parallelism twicerun sets is the one in force.
+SESSION_SETTINGS = {
+    "spark.ui.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.adaptive.coalescePartitions.enabled": "false",
+}
+POSITION = "__twicerun_position"
+LANDING = "__twicerun_partition_key"
+_LANDING: dict[int, list[int]] = {}
+JAVA_NEEDED = 17
+
+
+def java_major() -> int | None:
+    """The major version of the `java` on PATH, or None when there is none."""
+    java = shutil.which("java")
+    if java is None:
+        return None
+    done = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
+    if not found:
+        return None
+    major = int(found.group(1))
+    return int(found.group(2) or 0) if major == 1 else major
+
+
+def check_spark(master: str | None = None) -> None:
+    """Refuse, in one sentence, when Spark cannot start here: no pyspark, or no Java 17+."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError as exc:
+        raise EngineUnavailable(
+            "this pipeline runs on Spark (ENGINE = 'spark' or --engine spark), and pyspark "
+            "is not installed; install it with: pip install 'twicerun[spark]'"
+        ) from exc
+    if master is not None and master.startswith("sc://"):
+        return  # Spark Connect: the JVM is the server's
+    major = java_major()
+    if major is None or major < JAVA_NEEDED:
+        found = "no java on PATH" if major is None else f"Java {major} on PATH"
+        raise EngineUnavailable(
+            f"Spark needs Java {JAVA_NEEDED} or newer and this machine has {found}; "
+            f"install a JDK {JAVA_NEEDED}+ and put its java on PATH (or set JAVA_HOME)"
+        )
+
+
+class SparkEngine:
+    """The Spark application of one invocation, handing a fresh session to each step."""
+
+    name = "spark"
+
+    def __init__(self, threads: int, master: str | None = None):
+        check_spark(master)
+        from pyspark.sql import SparkSession
+
+        self._remote = master is not None and master.startswith("sc://")
+        builder = SparkSession.builder.appName("twicerun")
+        for key, value in SESSION_SETTINGS.items():
+            builder = builder.config(key, value)
+        self._builder = builder
+        if self._remote:
+            self.master = master
+            self._base = builder.remote(master).getOrCreate()
+            self._owned = True
+        else:
+            from pyspark import SparkContext
+
+            # A context already running in this process (a notebook's, a test suite's)
+            # is used as it is and left running; one started here is stopped here.
+            self._owned = SparkContext._active_spark_context is None
+            builder = builder.master(master or f"local[{threads}]")
+            self._base = builder.config("spark.sql.shuffle.partitions", threads).getOrCreate()
+            self._base.sparkContext.setLogLevel("ERROR")
+            self.master = self._base.sparkContext.master
+        self.version = self._base.version
+
+    def context(self, threads: int, **bound: Any) -> SparkStepContext:
+        # Spark Connect has no newSession; a new remote session is as fresh.
+        session = (
+            self._builder.remote(self.master).create() if self._remote else self._base.newSession()
+        )
+        for key, value in SESSION_SETTINGS.items():
+            if key != "spark.ui.enabled":
+                session.conf.set(key, value)
+        session.conf.set("spark.sql.shuffle.partitions", str(threads))
+        return SparkStepContext(session=session, threads=threads, **bound)
+
+    def release(self, ctx: SparkStepContext) -> None:
+        # Cached tables live in the application, not the session: drop the step's.
+        with contextlib.suppress(Exception):
+            ctx.session.catalog.clearCache()
+
+    def shutdown(self) -> None:
+        if self._owned:
+            with contextlib.suppress(Exception):
+                self._base.stop()
+
+
+class SparkStepContext(ContractChecks):
+    """The `ctx` of one execution of one step, on a Spark session of its own."""
+
+    def __init__(
+        self,
+        *,
+        session: Any,
+        threads: int,
+        step_index: int,
+        step_name: str,
+        out_dir: Path,
+        visible: Mapping[str, ArtifactRef],
+        state_source: Callable[[str], ArtifactRef | None],
+        owners: Mapping[str, tuple[int, str]],
+        source_order: Callable[[str, int], list[int]] | None = None,
+    ):
+        self.session = session
+        self._threads = threads
+        self._index = step_index
+        self._name = step_name
+        self._out_dir = Path(out_dir)
+        self._visible = dict(visible)
+        self._state_source = state_source
+        self._owners = dict(owners)
+        self._source_order = source_order
+        self.output = StepOutput()
+        self._read_names: set[str] = set()
+        self._where = f"step {step_index} {step_name}"
+
+    @property
+    def threads(self) -> int:
+        """The parallelism in force: shuffle partitions, and partitions per artifact read."""
+        return self._threads
+
+    @property
+    def spark(self) -> Any:
+        """This step's SparkSession, for the DataFrame API."""
+        return self.session
+
+    def _split(self, ref: ArtifactRef) -> Any:
+        """The file as `threads` partitions of consecutive rows, in file order, the same
+        partitions every time: chunk j of the rows goes to partition j, by a key whose hash
+        lands there (range partitioning would sample, with a seed that changes per job)."""
+        from pyspark.sql import functions as F
+
+        frame = self.session.read.parquet(str(ref.path))
+        if self._threads <= 1:
+            return frame.coalesce(1)
+        keys = _landing_keys(self.session, self._threads)
+        # One task numbers the rows 0..n-1 in file order.
+        numbered = frame.coalesce(1).withColumn(POSITION, F.monotonically_increasing_id())
+        chunk = F.floor(F.col(POSITION) * self._threads / max(ref.rows, 1)).cast("int")
+        key = F.element_at(F.array(*[F.lit(k) for k in keys]), chunk + 1)
+        return (
+            numbered.withColumn(LANDING, key)
+            .repartition(self._threads, LANDING)
+            .drop(POSITION, LANDING)
+        )
+
+    def read(self, name: str) -> Any:
+        """The artifact `name` of an earlier step as a DataFrame and as the temporary view `name`."""
+        check_name(name, "ctx.read", self._where)
+        ref = self._visible.get(name)
+        if ref is None:
+            raise ContractError(self._unknown_read(name))
+        frame = self._split(ref)
+        frame.createOrReplaceTempView(name)
+        self._read_record(name, ref)
+        return frame
+
+    def state(self, name: str, initial: str) -> Any:
+        """This step's own `name` as its previous run left it, or the rows of `initial`."""
+        self._check_state(name, initial)
+        ref = self._state_source(name)
+        frame = self._split(ref) if ref is not None else self.session.sql(initial)
+        frame.createOrReplaceTempView(name)
+        self._state_record(name, ref)
+        return frame
+
+    def source(self, name: str, files: Any, **options: Any) -> Any:
+        """Files from outside the pipeline (Parquet or CSV) as the view `name`, each recorded."""
+        check_name(name, "ctx.source", self._where)
+        head = f"ctx.source({name!r}, files) in {self._where}"
+        listed = self._checked_files(head, files, lambda text: sorted(globbing.glob(text)))
+        reader = _reader_of(head, listed)
+        order = list(range(len(listed)))
+        if self._source_order is not None and len(listed) > 1:
+            order = self._source_order(name, len(listed))
+        ordered = [listed[i] for i in order]
+        try:
+            load = self.session.read.options(**{k: str(v) for k, v in options.items()})
+            frame = load.parquet(*ordered) if reader == "parquet" else load.csv(ordered)
+            rows = frame.count()
+        except Exception as exc:
+            if type(exc).__module__.startswith(("pyspark", "py4j")):
+                raise ContractError(f"{head}: Spark could not read the files: {exc}") from exc
+            raise
+        frame.createOrReplaceTempView(name)
+        self._source_record(name, reader, listed, rows, options, order)
+        return frame
+
+    def sql(self, query: str, params: Any = None) -> Any:
+        """Spark SQL on this step's session; the DataFrame it returns."""
+        return self.session.sql(query, args=params) if params else self.session.sql(query)
+
+    def write(self, name: str, data: Any) -> None:
+        """Make `data` (a Spark SQL query or a DataFrame) this step's artifact, atomically."""
+        final = self._check_write(name, "Spark")
+        if isinstance(data, str):
+            frame = self.session.sql(data.strip().removesuffix(";"))
+        elif type(data).__module__.startswith("pyspark.sql"):
+            frame = data
+        else:
+            raise ContractError(
+                f"ctx.write({name!r}, data) in step {self._index} {self._name}: data must be a "
+                f"Spark SQL query string or a DataFrame, got {type(data).__name__}"
+            )
+        # Spark writes a directory of part files; twicerun's artifacts are one file.
+        # The parts are joined in their written order through a temporary name, so no
+        # reader sees a partial artifact under the final one.
+        parts = self._out_dir / f".{name}.spark-parts"
+        shutil.rmtree(parts, ignore_errors=True)
+        try:
+            frame.write.mode("overwrite").parquet(str(parts))
+            with atomic_path(final, fsync=False) as temporary:
+                _join_parts(parts, temporary)
+        finally:
+            shutil.rmtree(parts, ignore_errors=True)
+        self.output.written[name] = final
+
+
+def _landing_keys(session: Any, partitions: int) -> list[int]:
+    """For each partition j, a key that hash partitioning sends to j (Spark's hash
+    partitioner is SQL's hash() modulo the count), found once per count."""
+    if partitions not in _LANDING:
+        found: dict[int, int] = {}
+        rows = session.sql(
+            f"SELECT id, pmod(hash(id), {partitions}) AS lands FROM range({64 * partitions})"
+        ).collect()
+        for row in rows:
+            found.setdefault(row["lands"], row["id"])
+        if len(found) < partitions:
+            raise RuntimeError(f"no key lands in every one of {partitions} partitions")
+        _LANDING[partitions] = [found[j] for j in range(partitions)]
+    return _LANDING[partitions]
+
+
+def _join_parts(parts: Path, target: Path) -> None:
+    import pyarrow.parquet as pq
+
+    files = sorted(parts.glob("part-*.parquet"))
+    schema = pq.read_schema(files[0])
+    with pq.ParquetWriter(str(target), schema) as writer:
+        for part in files:
+            writer.write_table(pq.read_table(part, schema=schema))

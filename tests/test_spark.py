@@ -1,0 +1,200 @@
+"""The loop on Apache Spark (ENGINE = "spark"), in local mode.
+
+Starting Spark costs seconds, so every test here shares one context, started once
+by the `spark` fixture; twicerun uses a context already running in its process
+and leaves it running. Each step still gets a session of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from twicerun.storage.spark_context import SESSION_SETTINGS
+
+
+@pytest.fixture(scope="session", autouse=True)
+def spark():
+    import os
+
+    from pyspark.sql import SparkSession
+
+    # Loopback only: the tests never leave the machine.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.master("local[2]").appName("twicerun-tests")
+    for key, value in SESSION_SETTINGS.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+ISOLATION = """
+ENGINE = "spark"
+
+
+def leave_things_behind(ctx):
+    ctx.sql("CREATE OR REPLACE TEMPORARY VIEW leftover AS SELECT 1 AS x")
+    ctx.sql("SET spark.sql.ansi.enabled = false")
+    ctx.sql("SET twicerun.test.marker = set-by-the-first-step")
+    ctx.write("first", "SELECT 1 AS x")
+
+
+def look_for_them(ctx):
+    views = [t.name for t in ctx.spark.catalog.listTables() if t.isTemporary]
+    marker = ctx.spark.conf.get("twicerun.test.marker", "absent")
+    ctx.write(
+        "seen",
+        ctx.spark.createDataFrame(
+            [(",".join(sorted(views)), marker, ctx.spark.conf.get("spark.sql.ansi.enabled"), ctx.threads,
+              int(ctx.spark.conf.get("spark.sql.shuffle.partitions")))],
+            "views STRING, marker STRING, ansi STRING, threads INT, partitions INT",
+        ),
+    )
+"""
+
+
+def test_each_step_gets_a_fresh_session(write_pipeline, twicerun, run_dir):
+    outcome = twicerun(
+        "run", write_pipeline(ISOLATION), "--runs", "2", "--threads", "3", "--json", "-"
+    )
+    assert outcome.code == 0, outcome.err
+    (seen,) = run_dir.glob("*/loop/1/*look_for_them/seen.parquet")
+    row = pq.read_table(seen).to_pylist()[0]
+    # The first step's temporary view and settings did not reach the second step, which
+    # runs at the parallelism the run asked for.
+    assert row == {"views": "", "marker": "absent", "ansi": "true", "threads": 3, "partitions": 3}
+
+
+CONTRACT = """
+ENGINE = "spark"
+
+
+def numbers(ctx):
+    ctx.write("numbers", "SELECT id, id % 10 AS grp FROM range(1000);")
+
+
+def grouped(ctx):
+    frame = ctx.read("numbers")
+    ctx.write("grouped", frame.groupBy("grp").count())
+
+
+def ledger(ctx):
+    ctx.read("grouped")
+    ctx.state("ledger", "SELECT CAST(0 AS BIGINT) AS entries")
+    ctx.write("ledger", "SELECT entries + 1 AS entries FROM ledger")
+"""
+
+
+def test_the_ctx_contract_holds_on_spark(write_pipeline, twicerun, run_dir):
+    document = twicerun("run", write_pipeline(CONTRACT), "--runs", "2", "--json", "-").json()
+    assert document["environment"]["engine"] == "spark"
+    assert document["environment"]["spark_master"] == "local[2]"
+    steps = {s["name"]: s for s in document["steps"]}
+    assert steps["grouped"]["inputs"] == ["numbers"]
+    assert steps["grouped"]["rows_read"] == 1000
+    assert (steps["numbers"]["fired"], steps["grouped"]["fired"]) == (0, 0)
+    # The state came from run 1's copy (1 entry), so run 2 wrote 2: the ledger moved.
+    assert (steps["ledger"]["fired"], steps["ledger"]["compared"]) == (1, 1)
+    # One Parquet file per artifact, whole, and no directory of parts left behind.
+    run1 = next(run_dir.glob("*/loop/1"))
+    assert pq.read_table(next(run1.glob("*grouped/grouped.parquet"))).num_rows == 10
+    assert not [p for p in run1.rglob("*") if p.name.endswith(".spark-parts")]
+    assert pq.read_table(next(run1.glob("*ledger/ledger.parquet"))).to_pylist() == [{"entries": 1}]
+
+
+PARTITIONED = """
+ENGINE = "spark"
+
+
+def events(ctx):
+    ctx.write("events", "SELECT id, id % 20 AS grp FROM range(4000)")
+
+
+def baskets(ctx):
+    ctx.read("events")
+    ctx.write("baskets", "SELECT grp, {ids} AS ids FROM events GROUP BY grp")
+"""
+
+
+def test_a_partition_dependent_step_is_caught_by_changing_the_partitions(write_pipeline, twicerun):
+    broken = write_pipeline(PARTITIONED.format(ids="collect_list(id)"), "broken.py")
+    outcome = twicerun("run", broken, "--runs", "3", "--amplify", "--json", "-")
+    step = {s["name"]: s for s in outcome.json()["steps"]}["baskets"]
+    # Local mode holds one partitioning still, so the loop sees nothing; other partition
+    # counts, or the rows arriving in another order, change the lists.
+    assert (step["fired"], step["status"]) == (0, "STABLE_ON_THIS_INPUT")
+    fired = {a["kind"]: a["fired"] for a in step["amplifiers"]}
+    assert fired["thread count"] > 0
+    threads = next(a for a in step["amplifiers"] if a["kind"] == "thread count")
+    assert threads["detail"].startswith("partitions 4 in run 1, then 2 more in each later run")
+    assert outcome.code == 4
+
+    fixed = write_pipeline(PARTITIONED.format(ids="array_sort(collect_list(id))"), "fixed.py")
+    outcome = twicerun("run", fixed, "--runs", "3", "--amplify", "--json", "-")
+    assert outcome.code == 0, outcome.out
+
+
+SAMPLED = """
+ENGINE = "spark"
+
+
+def events(ctx):
+    ctx.write("events", "SELECT id FROM range(2000)")
+
+
+def sampled(ctx):
+    ctx.write("sampled", ctx.read("events").sample(fraction=0.1))
+"""
+
+
+def test_a_draw_without_a_seed_persists_at_one_task(write_pipeline, twicerun):
+    outcome = twicerun("run", write_pipeline(SAMPLED), "--runs", "3")
+    assert outcome.code == 1
+    assert (
+        "1 sampled  2 of 2  DIVERGENT  ROW_MISSING ROW_EXTRA  cause PERSISTS_SINGLE_THREADED"
+        in outcome.out
+    )
+    assert "at one task (partitions=1) on run 1's inputs" in outcome.out
+    assert "engine     Spark " in outcome.out
+
+
+def test_the_gate_decides_a_spark_pipeline_like_any_other(
+    write_pipeline, twicerun, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    Path("pipelines").mkdir()
+    steady = 'ENGINE = "spark"\n\n\ndef steady(ctx):\n    ctx.write("steady", "SELECT 1 AS v")\n'
+    Path("pipelines/p.py").write_text(steady)
+    fast = ["--trials", "5", "--no-amplify", "--runs", "3"]
+    outcome = twicerun("baseline", "update", "pipelines/p.py", "--output", "baseline.json", *fast)
+    assert outcome.code == 0, outcome.err
+    assert json.loads(Path("baseline.json").read_text())["settings"]["engine"] == "spark"
+
+    Path("pipelines/p.py").write_text(steady.replace('"SELECT 1 AS v"', '"SELECT rand() AS v"'))
+    compare = ["baseline", "compare", "--pipelines", "pipelines/p.py", "--baseline"]
+    outcome = twicerun(*compare, "baseline.json", "--no-amplify", "--runs", "3", "--json", "g.json")
+    assert outcome.code == 1, outcome.out
+    (decision,) = json.loads(Path("g.json").read_text())["decisions"]
+    assert decision["verdict"] == "new divergence"
+
+
+def test_a_missing_java_or_a_master_for_duckdb_is_refused_before_anything_runs(
+    write_pipeline, twicerun, tmp_path, monkeypatch, run_dir
+):
+    spark_pipeline = write_pipeline(SAMPLED, "s.py")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    outcome = twicerun("run", spark_pipeline)
+    assert outcome.code == 2
+    assert "Spark needs Java 17 or newer and this machine has no java on PATH" in outcome.err
+    monkeypatch.undo()
+
+    duckdb_pipeline = write_pipeline('def a(ctx):\n    ctx.write("a", "SELECT 1 AS x")\n', "d.py")
+    outcome = twicerun("run", duckdb_pipeline, "--spark-master", "spark://example:7077")
+    assert outcome.code == 2
+    assert "this pipeline runs on DuckDB, which has no master" in outcome.err
+    assert not run_dir.exists()
