@@ -132,6 +132,9 @@ def test_a_partition_dependent_step_is_caught_by_changing_the_partitions(write_p
     assert fired["thread count"] > 0
     threads = next(a for a in step["amplifiers"] if a["kind"] == "thread count")
     assert threads["detail"].startswith("partitions 4 in run 1, then 2 more in each later run")
+    assert threads["classes"] == ["ROW_MISSING", "ROW_EXTRA"]
+    # Different at other partition counts, the same at one task: the bisect names it.
+    assert (step["cause"], step["bisect"]["fired"]) == ("PARALLEL_ORDER", 0)
     assert outcome.code == 4
 
     fixed = write_pipeline(PARTITIONED.format(ids="array_sort(collect_list(id))"), "fixed.py")

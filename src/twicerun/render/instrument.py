@@ -27,6 +27,11 @@ def one(env: Any) -> str:
     return "one task (partitions=1)" if is_spark(env) else "threads=1"
 
 
+def single(env: Any) -> str:
+    """The words for one unit of parallelism: one thread, or on Spark one task."""
+    return "one task" if is_spark(env) else "one thread"
+
+
 def engine(env: Any, markdown: bool = False) -> str:
     """The engine and its version, with DuckDB named as what compares, on Spark."""
     if is_spark(env):

@@ -4,7 +4,7 @@ means for the steps that carry it, and what was not varied."""
 from __future__ import annotations
 
 from twicerun.render.evidence import plural
-from twicerun.render.instrument import at, one
+from twicerun.render.instrument import at, is_spark, one, single
 from twicerun.result import Result, Series, StepResult
 from twicerun.vocabulary.loop import Amplifier, Cause, Judged, Status
 
@@ -24,8 +24,28 @@ def series_rate(series: Series) -> str:
     return f"{series.fired} of {series.compared}"
 
 
+def measured_at(result: Result, step, threads: int) -> str:
+    """Where the difference the bisect explains was measured: the loop, or, for a step the
+    loop found quiet, the thread-count amplifier."""
+    if step.fired or step.tolerated:
+        return f"{step.fired} of {step.compared} at {at(result.environment, threads)}"
+    stressed = next(a for a in step.amplifiers if a.kind == Amplifier.THREAD_COUNT)
+    return f"{series_rate(stressed)} under {Amplifier.THREAD_COUNT}"
+
+
+def stress_classes(step) -> list[str]:
+    """The classes the amplifiers that fired showed, in report order, once each."""
+    seen: list[str] = []
+    for series in step.amplifiers:
+        if series.fired:
+            seen += [c for c in series.classes if c not in seen]
+    return seen
+
+
 def cause_section(result: Result) -> list[str]:
-    steps = [s for s in result.steps if s.bisect is not None and (s.fired or s.tolerated)]
+    steps = [
+        s for s in result.steps if s.bisect is not None and (s.fired or s.tolerated or s.cause)
+    ]
     if not steps:
         return []
     threads = result.environment.threads
@@ -33,8 +53,13 @@ def cause_section(result: Result) -> list[str]:
     runs = result.runs  # the cap; each bisect stops once its cause is settled
     lines = [
         "",
-        f"cause, from re-executing each step that fired at {one(result.environment)} on run 1's "
-        f"inputs, up to "
+        "cause, from re-executing each step that fired"
+        + (
+            f" (in the loop, or under {Amplifier.THREAD_COUNT} where the loop was quiet)"
+            if any(not (s.fired or s.tolerated) for s in steps)
+            else ""
+        )
+        + f" at {one(result.environment)} on run 1's inputs, up to "
         f"{plural(runs, 'time')}, stopping once the cause was settled:",
     ]
     labels = set()
@@ -49,8 +74,8 @@ def cause_section(result: Result) -> list[str]:
         label = s.cause or Judged.TOLERATED
         labels.add(label)
         lines.append(
-            f"  {s.index} {s.name:<{width}}  {label:<24}  {s.fired} of {s.compared} at "
-            f"{at(result.environment, threads)}, {series_rate(b)} at {at(result.environment, 1)}"
+            f"  {s.index} {s.name:<{width}}  {label:<24}  {measured_at(result, s, threads)}, "
+            f"{series_rate(b)} at {at(result.environment, 1)}"
         )
     if Cause.PARALLEL_ORDER in labels:
         # The bisect stops early on a step the loop saw differ often, so the zeros
@@ -67,14 +92,16 @@ def cause_section(result: Result) -> list[str]:
             for m, bound in zeros
         )
         lines.append(
-            f"  {Cause.PARALLEL_ORDER}: the step stopped firing with one thread. Of the per-comparison "
+            f"  {Cause.PARALLEL_ORDER}: the step stopped firing with {single(result.environment)}. "
+            f"Of the per-comparison "
             f"rate at {at(result.environment, 1)}, {bounds} ({confidence(result)}), and runs sharing a process and a "
             f"machine are not independent draws."
         )
     if Cause.PERSISTS_SINGLE_THREADED in labels:
         lines.append(
-            f"  {Cause.PERSISTS_SINGLE_THREADED}: one thread did not stop it, so the thread count is not the "
-            "explanation; twicerun does not guess among what is left (state the step appends to, a "
+            f"  {Cause.PERSISTS_SINGLE_THREADED}: {single(result.environment)} did not stop it, so "
+            f"{'the partitioning' if is_spark(result.environment) else 'the thread count'} is not "
+            "the explanation; twicerun does not guess among what is left (state the step appends to, a "
             "clock, a data-dependent branch, something outside the pipeline)."
         )
     return lines

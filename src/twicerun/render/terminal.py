@@ -9,6 +9,7 @@ from twicerun.render.sections import (
     cause_section,
     not_varied_line,
     status_section,
+    stress_classes,
 )
 from twicerun.result import Result, StepResult
 from twicerun.vocabulary.loop import Status
@@ -68,8 +69,9 @@ def _step_lines(result: Result) -> list[str]:
             lines.append(f"{head}  not compared: no run wrote an artifact")
             continue
         line = f"{head}  {rate(s):>{rate_width}}  {s.status}"
-        if s.classes:
-            line += "  " + " ".join(s.classes)
+        shown = s.classes or (stress_classes(s) if s.status == Status.STABLE_ON_THIS_INPUT else [])
+        if shown:
+            line += "  " + " ".join(shown)
         if s.tolerated:
             line += f" ({s.tolerated} tolerated)"
         if s.cause:

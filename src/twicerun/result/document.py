@@ -92,6 +92,8 @@ class Series:
     seconds: float = 0.0
     zero_bound: float | None = None
     probed_with: list[Amplifier] = field(default_factory=list)
+    # The classes of difference its comparisons showed, as the policy judged them.
+    classes: list[Difference] = field(default_factory=list)
 
     @property
     def ran(self) -> bool:

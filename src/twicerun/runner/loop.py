@@ -34,7 +34,7 @@ from twicerun.runner.execute import execute_step
 from twicerun.runner.keys import KeyChecker
 from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
-from twicerun.runner.scoring import not_varied, score_step
+from twicerun.runner.scoring import not_varied, score_step, thread_count_fired
 from twicerun.runner.series import Workbench, discard_directory
 from twicerun.runner.settle_step import KEEP_PREFIX, WorstComparisons, compare_step
 from twicerun.runner.stress import AMPLIFIED_DIR, PROBE_RUNS, Stressed, amplify
@@ -361,9 +361,26 @@ def _cause_and_amplify(
                     ],
                 )
             if options.amplify and result.status == Status.NO_DIVERGENCE_OBSERVED:
-                result = replace(
-                    result, amplifiers=amplify(bench, step, stressed, options.runs, threads)
+                result = score_step(
+                    replace(
+                        result, amplifiers=amplify(bench, step, stressed, options.runs, threads)
+                    ),
+                    options.policy,
                 )
+                stressed_threads = thread_count_fired(result)
+                if stressed_threads is not None:
+                    # Quiet in the loop, different at more threads: the same question the
+                    # bisect answers for the loop, asked at the amplifier's rate.
+                    result = replace(
+                        result,
+                        bisect=bisect(
+                            bench,
+                            step,
+                            options.runs,
+                            differed=sum(1 for c in stressed_threads.comparisons if c.differs),
+                            compared=stressed_threads.compared,
+                        ),
+                    )
             final.append(score_step(result, options.policy))
     finally:
         discard_directory(bench, AMPLIFIED_DIR)

@@ -15,7 +15,7 @@ from twicerun.judge.cause import cause, upper_bound
 from twicerun.judge.policy import FIRES, Policy, judge_step
 from twicerun.judge.status import final_status
 from twicerun.result import Comparison, Environment, Result, Series, StepResult
-from twicerun.vocabulary.loop import Hint
+from twicerun.vocabulary.loop import Amplifier, Hint
 
 # What no run of twicerun varies, whatever a step's status says.
 ALWAYS_NOT_VARIED = (
@@ -46,6 +46,7 @@ def score_series(series: Series, policy: Policy) -> Series:
         tolerated=judgement.tolerated,
         compared=compared,
         zero_bound=upper_bound(0, compared) if compared and not judgement.fired else None,
+        classes=judgement.classes,
     )
 
 
@@ -61,6 +62,16 @@ def _hints(step: StepResult) -> list[str]:
             ):
                 return [Hint.WALL_CLOCK]
     return []
+
+
+def thread_count_fired(step: StepResult) -> Series | None:
+    """The thread-count series of a step the loop found quiet, when it fired: a difference
+    measured at more threads (on Spark, other partition counts), which the bisect can
+    then explain as it explains the loop's."""
+    for series in step.amplifiers:
+        if series.kind == Amplifier.THREAD_COUNT and series.ran and series.fired:
+            return series
+    return None
 
 
 def score_step(step: StepResult, policy: Policy) -> StepResult:
@@ -83,7 +94,9 @@ def score_step(step: StepResult, policy: Policy) -> StepResult:
     )
     return replace(
         step,
-        cause=cause(bisect.fired, bisect.compared) if fired and bisect and bisect.ran else None,
+        cause=cause(bisect.fired, bisect.compared)
+        if (fired or thread_count_fired(step)) and bisect and bisect.ran
+        else None,
         status=final_status(
             fired,
             compared,
