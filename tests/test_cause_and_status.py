@@ -373,3 +373,38 @@ def test_a_seeded_step_holds_its_seed_and_says_when_the_seed_does_not_control_it
 def test_each_exit_code_through_the_real_cli(write_pipeline, twicerun, source, code):
     outcome = twicerun("run", write_pipeline(source), "--threads", "2", "--amplify")
     assert outcome.code == code, outcome.err
+
+
+ONLY_AT_MORE_THREADS = """
+import itertools
+
+_calls = itertools.count()
+
+
+def crowded(ctx):
+    # Changes between runs only above the loop's two threads.
+    mark = next(_calls) if ctx.threads > 2 else 0
+    ctx.write("t", f"SELECT {mark} AS mark")
+"""
+
+
+def test_a_step_quiet_in_the_loop_that_moves_at_more_threads_is_bisected_too(
+    write_pipeline, twicerun
+):
+    outcome = twicerun(
+        "run", write_pipeline(ONLY_AT_MORE_THREADS), "--threads", "2", "--amplify", "--json", "-"
+    )
+    step = by_name(outcome.json())["crowded"]
+    assert (step["fired"], step["status"]) == (0, "STABLE_ON_THIS_INPUT")
+    assert (step["cause"], step["bisect"]["fired"], step["bisect"]["threads"]) == (
+        "PARALLEL_ORDER",
+        0,
+        1,
+    )
+    out = twicerun("run", write_pipeline(ONLY_AT_MORE_THREADS), "--threads", "2", "--amplify").out
+    assert "0 crowded  0 of 4  STABLE_ON_THIS_INPUT  ROW_MISSING ROW_EXTRA  cause PARALLEL_ORDER" in out
+    assert "(in the loop, or under thread count where the loop was quiet)" in out
+    assert (
+        "  0 crowded  PARALLEL_ORDER            4 of 4 under thread count, 0 of 2 at threads=1"
+        in out
+    )
