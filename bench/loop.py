@@ -449,6 +449,10 @@ def bench_loop(a: Artifact) -> Table:
             ]
         )
     what = f"Median of {len(d['runs'])} invocations of `{d.get('pipeline', 'pipelines/reference.py')}`, each in a fresh process."
+    if d["runs"][0].get("engine") == "spark":
+        what += (
+            " Peak RSS is the Python process's; Spark's JVM is a process of its own and not in it."
+        )
     return Table(
         _name("bench-loop", d),
         stamp(a, what),

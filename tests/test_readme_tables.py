@@ -47,6 +47,13 @@ def test_the_tlc_tables_in_docs_match_the_newest_tlc_artifact(twicerun, monkeypa
     assert (outcome.code, outcome.err) == (0, "")
 
 
+def test_the_spark_costs_in_docs_match_the_newest_spark_bench(twicerun, monkeypatch):
+    monkeypatch.chdir(REPO)
+    newest = sorted((REPO / "results").glob("bench-loop-spark_tiny-*.json"))[-1]
+    outcome = twicerun("report", newest, "--check", "docs/spark.md")
+    assert (outcome.code, outcome.err) == (0, "")
+
+
 def _script(name: str):
     sys.path.insert(0, str(REPO / "scripts"))
     try:

@@ -188,7 +188,15 @@ class SparkStepContext(ContractChecks):
         keys = _landing_keys(self.session, self._threads)
         # One task numbers the rows 0..n-1 in file order.
         numbered = frame.coalesce(1).withColumn(POSITION, F.monotonically_increasing_id())
-        chunk = F.floor(F.col(POSITION) * self._threads / max(ref.rows, 1)).cast("int")
+        import pyarrow.parquet as pq
+
+        # The file's own row count, not the caller's record of it: the split must hold
+        # whoever describes the artifact.
+        rows = pq.read_metadata(ref.path).num_rows
+        chunk = F.least(
+            F.floor(F.col(POSITION) * self._threads / max(rows, 1)).cast("int"),
+            F.lit(self._threads - 1),
+        )
         key = F.element_at(F.array(*[F.lit(k) for k in keys]), chunk + 1)
         return (
             numbered.withColumn(LANDING, key)
