@@ -402,7 +402,10 @@ def test_a_step_quiet_in_the_loop_that_moves_at_more_threads_is_bisected_too(
         1,
     )
     out = twicerun("run", write_pipeline(ONLY_AT_MORE_THREADS), "--threads", "2", "--amplify").out
-    assert "0 crowded  0 of 4  STABLE_ON_THIS_INPUT  ROW_MISSING ROW_EXTRA  cause PARALLEL_ORDER" in out
+    assert (
+        "0 crowded  0 of 4  STABLE_ON_THIS_INPUT  ROW_MISSING ROW_EXTRA  cause PARALLEL_ORDER"
+        in out
+    )
     assert "(in the loop, or under thread count where the loop was quiet)" in out
     assert (
         "  0 crowded  PARALLEL_ORDER            4 of 4 under thread count, 0 of 2 at threads=1"
