@@ -87,13 +87,16 @@ def render(
     budget: int = BUDGET,
 ) -> str:
     """The comment body, headline first; everything from a pipeline escaped."""
-    worse = [d for d in decisions if d in regressions]
+    # By step, not by value: comparing whole decisions made this quadratic in fields and
+    # steps, seconds on a few hundred regressions.
+    failing = {(d.pipeline, d.name) for d in regressions}
+    worse = [d for d in decisions if (d.pipeline, d.name) in failing]
     better = [d for d in decisions if d.verdict in words.BETTER]
     notable = [
         d
         for d in decisions
         if d.verdict in (*words.WORSE, *words.NOT_COMPARABLE, words.NOT_CONFIRMED)
-        and d not in worse
+        and (d.pipeline, d.name) not in failing
     ]
     parts = [marker(pipelines)]
     if baseline_moved:

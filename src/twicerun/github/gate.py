@@ -410,9 +410,10 @@ def annotations(
     decisions: Sequence[StepDecision], regressions: Sequence[StepDecision]
 ) -> list[Annotation]:
     found = []
+    failing = {(d.pipeline, d.name) for d in regressions}  # by step: see comment.render
     for d in decisions:
         file = d.file or d.pipeline
-        if d in regressions:
+        if (d.pipeline, d.name) in failing:
             found.append(
                 Annotation("error", _message(d), f"twicerun: {d.name} {d.verdict}", file, d.line)
             )
