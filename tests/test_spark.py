@@ -105,6 +105,10 @@ def test_the_ctx_contract_holds_on_spark(write_pipeline, twicerun, run_dir):
     assert pq.read_table(next(run1.glob("*grouped/grouped.parquet"))).num_rows == 10
     assert not [p for p in run1.rglob("*") if p.name.endswith(".spark-parts")]
     assert pq.read_table(next(run1.glob("*ledger/ledger.parquet"))).to_pylist() == [{"entries": 1}]
+    # The verbs over recorded runs re-execute steps on the engine the run used.
+    outcome = twicerun("reproduce", str(run_dir), "--step", "grouped")
+    assert outcome.code == 0, outcome.out
+    assert "grouped  REPRODUCED" in outcome.out
 
 
 PARTITIONED = """
