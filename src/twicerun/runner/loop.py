@@ -24,7 +24,7 @@ from twicerun.errors import TwicerunError, UsageError
 from twicerun.judge.cause import CONFIDENCE
 from twicerun.judge.policy import Policy
 from twicerun.pipeline import Pipeline, Step, load_pipeline
-from twicerun.result import Comparison, Result, StepResult
+from twicerun.result import Comparison, Result, Series, StepResult
 from twicerun.result.document import SourceFileUsed, SourceUsed
 from twicerun.runner import interrupts
 from twicerun.runner.bisect import bisect
@@ -341,16 +341,7 @@ def _cause_and_amplify(
             step = by_index[result.index]
             measured_difference = result.fired or result.tolerated
             if measured_difference and threads > 1:
-                result = replace(
-                    result,
-                    bisect=bisect(
-                        bench,
-                        step,
-                        options.runs,
-                        differed=sum(1 for c in result.comparisons if c.differs),
-                        compared=result.compared,
-                    ),
-                )
+                result = _bisected(bench, step, options.runs, result, result)
             elif measured_difference:
                 result = replace(
                     result,
@@ -371,20 +362,22 @@ def _cause_and_amplify(
                 if stressed_threads is not None:
                     # Quiet in the loop, different at more threads: the same question the
                     # bisect answers for the loop, asked at the amplifier's rate.
-                    result = replace(
-                        result,
-                        bisect=bisect(
-                            bench,
-                            step,
-                            options.runs,
-                            differed=sum(1 for c in stressed_threads.comparisons if c.differs),
-                            compared=stressed_threads.compared,
-                        ),
-                    )
+                    result = _bisected(bench, step, options.runs, result, stressed_threads)
             final.append(score_step(result, options.policy))
     finally:
         discard_directory(bench, AMPLIFIED_DIR)
     return final
+
+
+def _bisected(
+    bench: Workbench, step: Step, runs: int, result: StepResult, measured: StepResult | Series
+) -> StepResult:
+    """`result` with its bisect, stopping at the rate `measured` (the loop, or the
+    thread-count amplifier) found: how many of its comparisons differed, of how many."""
+    differed = sum(1 for c in measured.comparisons if c.differs)
+    return replace(
+        result, bisect=bisect(bench, step, runs, differed=differed, compared=measured.compared)
+    )
 
 
 def save_result(invocation: Invocation, result: Result) -> None:

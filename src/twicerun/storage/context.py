@@ -150,14 +150,31 @@ def _suggest(name: Any) -> str:
 class ContractChecks:
     """What every engine's `ctx` refuses, in the same words: names, ownership, state."""
 
-    _index: int
-    _name: str
-    _where: str
-    _out_dir: Path
-    _owners: dict[str, tuple[int, str]]
-    _visible: dict[str, ArtifactRef]
-    _read_names: set[str]
-    output: StepOutput
+    def __init__(
+        self,
+        *,
+        threads: int,
+        step_index: int,
+        step_name: str,
+        out_dir: Path,
+        visible: Mapping[str, ArtifactRef],
+        state_source: Callable[[str], ArtifactRef | None],
+        owners: Mapping[str, tuple[int, str]],
+        source_order: Callable[[str, int], list[int]] | None = None,
+    ):
+        # Given a source's name and its number of files, the order to read them in (the
+        # file-order amplifier's way in); None reads them as the step listed them.
+        self._source_order = source_order
+        self._threads = threads
+        self._index = step_index
+        self._name = step_name
+        self._out_dir = Path(out_dir)
+        self._visible = dict(visible)
+        self._state_source = state_source
+        self._owners = dict(owners)
+        self.output = StepOutput()
+        self._read_names: set[str] = set()
+        self._where = f"step {step_index} {step_name}"
 
     def _check_state(self, name: str, initial: Any) -> None:
         check_name(name, "ctx.state", self._where)
@@ -289,34 +306,10 @@ class ContractChecks:
 class StepContext(ContractChecks):
     """The `ctx` of one execution of one step, on DuckDB."""
 
-    def __init__(
-        self,
-        *,
-        connection: duckdb.DuckDBPyConnection,
-        threads: int,
-        step_index: int,
-        step_name: str,
-        out_dir: Path,
-        visible: Mapping[str, ArtifactRef],
-        state_source: Callable[[str], ArtifactRef | None],
-        owners: Mapping[str, tuple[int, str]],
-        source_order: Callable[[str, int], list[int]] | None = None,
-    ):
+    def __init__(self, *, connection: duckdb.DuckDBPyConnection, **bound: Any):
+        super().__init__(**bound)
         self._con = connection
-        # Given a source's name and its number of files, the order to read them in (the
-        # file-order amplifier's way in); None reads them as the step listed them.
-        self._source_order = source_order
-        self._threads = threads
-        self._index = step_index
-        self._name = step_name
-        self._out_dir = Path(out_dir)
-        self._visible = dict(visible)
-        self._state_source = state_source
-        self._owners = dict(owners)
-        self.output = StepOutput()
-        self._read_names: set[str] = set()
         self._results = 0
-        self._where = f"step {step_index} {step_name}"
 
     @property
     def threads(self) -> int:

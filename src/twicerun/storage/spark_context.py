@@ -24,7 +24,6 @@ import glob as globbing
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,6 @@ from twicerun.storage.atomic import atomic_path
 from twicerun.storage.context import (
     ArtifactRef,
     ContractChecks,
-    StepOutput,
     _reader_of,
     check_name,
 )
@@ -140,31 +138,9 @@ class SparkEngine:
 class SparkStepContext(ContractChecks):
     """The `ctx` of one execution of one step, on a Spark session of its own."""
 
-    def __init__(
-        self,
-        *,
-        session: Any,
-        threads: int,
-        step_index: int,
-        step_name: str,
-        out_dir: Path,
-        visible: Mapping[str, ArtifactRef],
-        state_source: Callable[[str], ArtifactRef | None],
-        owners: Mapping[str, tuple[int, str]],
-        source_order: Callable[[str, int], list[int]] | None = None,
-    ):
+    def __init__(self, *, session: Any, **bound: Any):
+        super().__init__(**bound)
         self.session = session
-        self._threads = threads
-        self._index = step_index
-        self._name = step_name
-        self._out_dir = Path(out_dir)
-        self._visible = dict(visible)
-        self._state_source = state_source
-        self._owners = dict(owners)
-        self._source_order = source_order
-        self.output = StepOutput()
-        self._read_names: set[str] = set()
-        self._where = f"step {step_index} {step_name}"
 
     @property
     def threads(self) -> int:
