@@ -205,3 +205,14 @@ def test_a_missing_java_or_a_master_for_duckdb_is_refused_before_anything_runs(
     assert outcome.code == 2
     assert "this pipeline runs on DuckDB, which has no master" in outcome.err
     assert not run_dir.exists()
+
+
+def test_what_a_cluster_run_did_not_vary_is_listed():
+    from twicerun.runner.scoring import engine_not_varied
+
+    assert engine_not_varied("duckdb", None) == []
+    assert engine_not_varied("spark", "local[2]") == ["Spark version and settings"]
+    on_cluster = engine_not_varied("spark", "spark://head:7077")
+    assert on_cluster[0] == "Spark version and settings"
+    assert on_cluster[1].startswith("the cluster at spark://head:7077: its executors")
+    assert "only shuffle partitions and input partitioning were varied" in on_cluster[1]
