@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from bench.common import environment, retable, retable_option, write_artifact
@@ -138,6 +139,7 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
         "oracle": timers["oracle"],
         "engine_start": timers["engine_start"],
         "engine": result.environment.engine,
+        "environment": asdict(result.environment),
         "loop_wall": result.seconds - timers["after_loop"],
         "loop_steps": loop_steps[0],
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
@@ -306,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
             "written": time.strftime("%Y-%m-%d"),
             "command": "python -m bench.loop "
             + " ".join(argv if argv is not None else sys.argv[1:]),
-            "environment": environment(rows[0]["threads"]),
+            # The instrument as the invocation's own Result stamped it (engine included).
+            "environment": rows[0].get("environment") or environment(rows[0]["threads"]),
             "pipeline": str(pipeline.relative_to(REPO))
             if pipeline.is_relative_to(REPO)
             else str(pipeline),

@@ -75,7 +75,7 @@ def stamp(artifact: Artifact, what: str) -> str:
     head = ", ".join(parts) + "."
     inst = ""
     if env:
-        inst = f" DuckDB {env.get('duckdb')} at threads={env.get('threads')} on {code(env.get('platform'))}."
+        inst = f" {engine(env, markdown=True)} on {code(env.get('platform'))}."
     return f"{head}{inst} {what}".strip()
 
 
