@@ -24,7 +24,12 @@ def number(n: int | float | None) -> str:
 
 
 def distribution(fired: Sequence[int | None], compared: Sequence[int | None]) -> str:
-    """A fire rate over trials, every bucket shown: an omitted one would read as impossible."""
+    """A fire rate over trials, every bucket shown: an omitted one would read as impossible.
+
+    Except where the denominators differ between trials: a series that stops once its
+    answer is settled (the bisect) has them differ, and there a bucket it could not
+    have stopped in would read as possible, so only the buckets that occurred are shown.
+    """
     trials = len(fired)
     measured = [(k, m) for k, m in zip(fired, compared, strict=True) if k is not None and m]
     missing = trials - len(measured)
@@ -40,6 +45,8 @@ def distribution(fired: Sequence[int | None], compared: Sequence[int | None]) ->
         nonzero = [k for k, c in counts.items() if c]
         if len(nonzero) == 1 and counts[nonzero[0]] == len(measured) and not missing:
             return f"{nonzero[0]} of {m} in all {trials}"
+        if len(ms) > 1:
+            counts = {k: c for k, c in counts.items() if c}
         parts.extend(f"{k} of {m} ×{c}" for k, c in counts.items())
     if missing:
         parts.append(f"not compared ×{missing}")

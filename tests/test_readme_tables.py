@@ -124,3 +124,15 @@ def test_every_results_artifact_renders(twicerun, monkeypatch):
     for path in sorted((REPO / "results").glob("*.json")):
         outcome = twicerun("report", str(path.relative_to(REPO)), "--format", "json")
         assert outcome.code == 0, (path.name, outcome.err)
+
+
+def test_a_rate_over_trials_shows_every_bucket_of_one_denominator_and_only_seen_ones_of_several():
+    distribution = _script("eval_tables").distribution
+    assert (
+        distribution([4, 3, 4], [4, 4, 4])
+        == "4 of 4 ×2, 3 of 4 ×1, 2 of 4 ×0, 1 of 4 ×0, 0 of 4 ×0"
+    )
+    assert distribution([0, 0, 0], [4, 4, 4]) == "0 of 4 in all 3"
+    # A bisect that stops once settled: 0 of 2 and 0 of 4 occurred, 2 of 2 never could.
+    assert distribution([0, 0, 0], [2, 2, 4]) == "0 of 2 ×2, 0 of 4 ×1"
+    assert distribution([None, 1], [None, 1]) == "1 of 1 ×1, 0 of 1 ×0, not compared ×1"
