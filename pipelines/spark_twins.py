@@ -30,8 +30,7 @@ def count_events(ctx):
 
 def sample_events_hashed(ctx):
     # Which rows are kept is a function of the row, not of a draw or of the partitioning.
-    ctx.read("events")
-    ctx.write("sampled", "SELECT * FROM events WHERE abs(hash(id, 20261201)) % 20 = 0")
+    ctx.write("sampled", ctx.read("events").where("abs(hash(id, 20261201)) % 20 = 0"))
 
 
 def number_rows_ordered(ctx):

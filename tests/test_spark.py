@@ -105,6 +105,11 @@ def test_the_ctx_contract_holds_on_spark(write_pipeline, twicerun, run_dir):
     assert pq.read_table(next(run1.glob("*grouped/grouped.parquet"))).num_rows == 10
     assert not [p for p in run1.rglob("*") if p.name.endswith(".spark-parts")]
     assert pq.read_table(next(run1.glob("*ledger/ledger.parquet"))).to_pylist() == [{"entries": 1}]
+    # judge re-scores the saved Spark invocation without Spark: the same stamp and steps.
+    invocation = next(run_dir.glob("*/result.json")).parent
+    judged = twicerun("judge", str(invocation), "--policy", "reduction-order", "--json", "-")
+    assert judged.json()["environment"] == document["environment"]
+    assert [s["fired"] for s in judged.json()["steps"]] == [0, 0, 1]
     # The verbs over recorded runs re-execute steps on the engine the run used.
     outcome = twicerun("reproduce", str(run_dir), "--step", "grouped")
     assert outcome.code == 0, outcome.out
