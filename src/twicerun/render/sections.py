@@ -33,12 +33,22 @@ def measured_at(result: Result, step, threads: int) -> str:
     return f"{series_rate(stressed)} under {Amplifier.THREAD_COUNT}"
 
 
-def stress_classes(step) -> list[str]:
-    """The classes the amplifiers that fired showed, in report order, once each."""
+def shown_classes(step: StepResult | dict) -> list[str]:
+    """The classes a step's line shows: the loop's, or, for a step stable on its own input,
+    those its firing amplifiers showed, in report order, once each. Takes a StepResult or
+    a step as the Result's JSON holds it (the README tables read the document)."""
+
+    def get(o, key):
+        return o.get(key) if isinstance(o, dict) else getattr(o, key)
+
+    if get(step, "classes"):
+        return list(get(step, "classes"))
+    if get(step, "status") != Status.STABLE_ON_THIS_INPUT:
+        return []
     seen: list[str] = []
-    for series in step.amplifiers:
-        if series.fired:
-            seen += [c for c in series.classes if c not in seen]
+    for series in get(step, "amplifiers") or []:
+        if get(series, "fired"):
+            seen += [c for c in get(series, "classes") or [] if c not in seen]
     return seen
 
 

@@ -21,7 +21,7 @@ from twicerun.errors import UsageError
 from twicerun.render.instrument import engine
 from twicerun.render.markdown import code, plain
 from twicerun.render.markdown import table as markdown_table
-from twicerun.vocabulary.loop import Status
+from twicerun.render.sections import shown_classes
 
 
 @dataclass(frozen=True)
@@ -79,17 +79,6 @@ def stamp(artifact: Artifact, what: str) -> str:
     return f"{head}{inst} {what}".strip()
 
 
-def _stress_classes(step: dict) -> list[str]:
-    """For a step stable on its own input, the classes its firing amplifiers showed."""
-    if step["status"] != Status.STABLE_ON_THIS_INPUT:
-        return []
-    seen: list[str] = []
-    for series in step.get("amplifiers") or []:
-        if series.get("fired"):
-            seen += [c for c in series.get("classes") or [] if c not in seen]
-    return seen
-
-
 def result_steps(a: Artifact) -> Table:
     d = a.document
     rows = []
@@ -101,7 +90,7 @@ def result_steps(a: Artifact) -> Table:
                 code(s["name"]),
                 rate,
                 s["status"] or "",
-                " ".join(s["classes"] or _stress_classes(s)),
+                " ".join(shown_classes(s)),
                 s["cause"] or "",
             ]
         )

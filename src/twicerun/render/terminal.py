@@ -8,8 +8,8 @@ from twicerun.render.sections import (
     amplification_section,
     cause_section,
     not_varied_line,
+    shown_classes,
     status_section,
-    stress_classes,
 )
 from twicerun.result import Result, StepResult
 from twicerun.vocabulary.loop import Status
@@ -69,7 +69,7 @@ def _step_lines(result: Result) -> list[str]:
             lines.append(f"{head}  not compared: no run wrote an artifact")
             continue
         line = f"{head}  {rate(s):>{rate_width}}  {s.status}"
-        shown = s.classes or (stress_classes(s) if s.status == Status.STABLE_ON_THIS_INPUT else [])
+        shown = shown_classes(s)
         if shown:
             line += "  " + " ".join(shown)
         if s.tolerated:

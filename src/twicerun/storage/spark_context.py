@@ -20,6 +20,7 @@ arrival-order amplifier, which reorders the file, reorders what each task gets.
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob as globbing
 import re
 import shutil
@@ -53,8 +54,12 @@ JAVA_NEEDED = 17
 def java_major() -> int | None:
     """The major version of the `java` on PATH, or None when there is none."""
     java = shutil.which("java")
-    if java is None:
-        return None
+    return None if java is None else _java_version(java)
+
+
+@functools.cache
+def _java_version(java: str) -> int | None:
+    # Once per java binary: a run checks before it starts, then again as Spark starts.
     done = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
     found = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
     if not found:
