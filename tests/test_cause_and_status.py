@@ -93,7 +93,7 @@ def test_an_amplifier_that_fires_in_its_probe_continues_to_the_full_count(write_
     assert (quiet["runs"], [c["run"] for c in quiet["comparisons"]]) == (3, [2, 3])
 
 
-def test_a_quiet_step_probes_each_pair_once_and_reports_it_under_both(
+def test_a_quiet_step_is_probed_once_with_every_amplifier_and_reported_under_each(
     write_pipeline, twicerun, tmp_path
 ):
     run_dir = tmp_path / "runs"
@@ -107,31 +107,33 @@ def test_a_quiet_step_probes_each_pair_once_and_reports_it_under_both(
         "-",
     ).json()
     amplifiers = {a["kind"]: a for a in by_name(document)["first_event"]["amplifiers"]}
-    for member, partner in [
-        ("thread count", "arrival order"),
-        ("arrival order", "thread count"),
-        ("tie collapse", "row multiplication"),
-        ("row multiplication", "tie collapse"),
-    ]:
-        assert amplifiers[member]["probed_with"] == [partner]
-        assert amplifiers[member]["detail"].startswith(f"probed together with {partner}: ")
-        assert amplifiers[member]["comparisons"] == amplifiers[partner]["comparisons"]
+    members = ["thread count", "arrival order", "tie collapse", "row multiplication"]
+    for member in members:
+        others = [m for m in members if m != member]
+        assert amplifiers[member]["probed_with"] == others
+        assert amplifiers[member]["detail"].startswith(
+            f"probed together with {', '.join(others[:-1])} and {others[-1]}: "
+        )
+        assert amplifiers[member]["comparisons"] == amplifiers["thread count"]["comparisons"]
         assert (amplifiers[member]["runs"], amplifiers[member]["fired"]) == (3, 0)
-    # One series per pair ran, three executions each; no member ran on its own.
+    # Every variation is in the one probe's detail, the reordering of the stressed rows last.
+    detail = amplifiers["thread count"]["detail"]
+    assert "threads raised to 4" in detail
+    assert detail.index("rows per value") < detail.index(" rows to ") < detail.index("shuffled")
+    # One series ran, three executions; no member ran on its own.
     invocation = next(run_dir.glob("*/amplify-01-first_event-*")).parent
     series = sorted(p.name for p in invocation.glob("amplify-01-first_event-*"))
-    assert series == ["amplify-01-first_event-threads+order", "amplify-01-first_event-ties+rows"]
-    for name in series:
-        assert len(list((invocation / name).glob("*/*/receipt.json"))) == 3
+    assert series == ["amplify-01-first_event-threads+order+ties+rows"]
+    assert len(list((invocation / series[0]).glob("*/*/receipt.json"))) == 3
 
 
-def test_a_pair_that_shows_a_difference_is_split_into_its_members(write_pipeline, twicerun):
+def test_a_joint_probe_that_shows_a_difference_is_split_into_its_members(write_pipeline, twicerun):
     document = twicerun(
         "run", write_pipeline(FIRST_PER_CUSTOMER), "--amplify", "--json", "-"
     ).json()
     amplifiers = {a["kind"]: a for a in by_name(document)["first_event"]["amplifiers"]}
-    # Arrival order fired in the joint probe: each member then ran alone, so the finding
-    # is attributed to one amplifier and the other keeps its own zero.
+    # The joint probe fired: each member then ran alone, so the finding is attributed
+    # to the amplifier that moves the step and the others keep their own zeros.
     assert amplifiers["arrival order"]["probed_with"] == []
     assert amplifiers["thread count"]["probed_with"] == []
     assert amplifiers["arrival order"]["fired"] > 0

@@ -298,3 +298,33 @@ def test_the_platform_stamp_is_system_and_machine_without_the_kernel_build():
 
     assert stamp(2).platform == f"{platform.system()}-{platform.machine()}"
     assert platform.release() not in stamp(2).platform
+
+
+def test_a_comparison_the_digests_settled_costs_no_query_of_the_worst_kept():
+    """Only the oracle keeps a table of disagreeing groups, so a comparison settled by
+    bytes, digests or presence has nothing to drop: asking the database anyway cost a
+    query per artifact per run (on the tiny-step bench, most of the loop's comparisons)."""
+    import duckdb
+
+    from twicerun.findings import ArtifactOutcome
+    from twicerun.result import Comparison
+    from twicerun.runner.settle_step import WorstComparisons
+    from twicerun.vocabulary.loop import Presence, SettledBy
+
+    con = duckdb.connect()
+    worst = WorstComparisons(con)
+    con.close()  # any query now raises
+    settled = [
+        ArtifactOutcome(f"a{i}", Presence.BOTH, by, differs=by is SettledBy.PRESENCE)
+        for i, by in enumerate([SettledBy.BYTES, SettledBy.CANONICAL, SettledBy.PRESENCE])
+    ]
+    worst.consider(0, Comparison(run=2, fired=True, artifacts=settled))
+    with pytest.raises(duckdb.ConnectionException):
+        worst.consider(
+            0,
+            Comparison(
+                run=3,
+                fired=True,
+                artifacts=[ArtifactOutcome("a", Presence.BOTH, SettledBy.ORACLE, differs=True)],
+            ),
+        )

@@ -18,6 +18,7 @@ from twicerun.findings import ArtifactFindings
 from twicerun.result import ArtifactOutcome, Comparison
 from twicerun.runner.records import Records
 from twicerun.storage.layout import LOOP, RunAddress
+from twicerun.vocabulary.loop import SettledBy
 
 
 def compare_step(
@@ -114,6 +115,8 @@ class WorstComparisons:
 
     def consider(self, index: int, comparison: Comparison) -> None:
         for a in comparison.artifacts:
+            if a.settled_by != SettledBy.ORACLE:
+                continue  # bytes, digests or presence settled it: no table was kept
             table = f"{KEEP_PREFIX}{comparison.run}_{_table_safe(a.name)}"
             count = a.unmatched
             previous = self._worst.get((index, a.name))

@@ -28,8 +28,10 @@ from twicerun.storage.layout import LOOP, RunAddress, step_dir_name
 from twicerun.vocabulary.loop import Amplifier
 
 PROBE_RUNS = 3
-# The variant under which a tie-collapsed input's multiplied copy is kept.
+# The variant under which a tie-collapsed input's multiplied copy is kept, and the
+# tag of the joint probe's reorderings of it.
 _STACKED = 99
+_JOINT = "joint"
 AMPLIFIED_DIR = "amplified"
 SLUG = {
     Amplifier.TIE_COLLAPSE: "ties",
@@ -60,10 +62,12 @@ class Stressed:
         return self._facts[path]
 
     def get(
-        self, amplifier: str, ref: ArtifactRef, variant: int = 0
+        self, amplifier: str, ref: ArtifactRef, variant: int = 0, tag: str = ""
     ) -> tuple[ArtifactRef | None, Outcome]:
-        slot = (amplifier, ref.name, variant)
-        target = self._path(amplifier, ref.name, variant)
+        """`tag` tells apart two transforms of one artifact that start from different
+        files (the joint probe reorders the stacked input, not the loop's)."""
+        slot = (amplifier, ref.name, variant, tag)
+        target = self._path(amplifier, ref.name, variant, tag)
         if slot not in self._made:
             target.parent.mkdir(parents=True, exist_ok=True)
             self._made[slot] = self._transform(amplifier, ref, target, variant)
@@ -81,8 +85,8 @@ class Stressed:
         )
         return stressed, outcome
 
-    def _path(self, amplifier: str, name: str, variant: int) -> Path:
-        suffix = f"-v{variant}" if variant else ""
+    def _path(self, amplifier: str, name: str, variant: int, tag: str = "") -> Path:
+        suffix = (f"-v{variant}" if variant else "") + (f"-{tag}" if tag else "")
         return (
             self.bench.invocation.root / AMPLIFIED_DIR / SLUG[amplifier] / f"{name}{suffix}.parquet"
         )
@@ -102,14 +106,17 @@ class Stressed:
         raise ValueError(f"{amplifier} has no input transform")
 
 
-# Amplifiers probed as one series first, and on their own only when that series
-# shows any difference. Each pair adds variation of one kind (the order work
-# arrives in; how many rows share a value), so neither member can take away what
-# the other varies, and a quiet step, most steps, costs one probe per pair
-# instead of two.
+# Every amplifier here that applies to a quiet step is probed in one series first,
+# and each on its own only when that series shows any difference. Each adds
+# variation of its own kind (how many threads share the work, the order rows
+# arrive in, how many rows share a value, how many rows there are), so none can
+# take away what another varies, and a quiet step, most steps, costs one probe
+# instead of four. File order stays on its own: it changes what a step reads.
 TOGETHER = (
-    (Amplifier.THREAD_COUNT, Amplifier.ARRIVAL_ORDER),
-    (Amplifier.TIE_COLLAPSE, Amplifier.ROW_MULTIPLICATION),
+    Amplifier.THREAD_COUNT,
+    Amplifier.ARRIVAL_ORDER,
+    Amplifier.TIE_COLLAPSE,
+    Amplifier.ROW_MULTIPLICATION,
 )
 
 
@@ -123,11 +130,11 @@ def amplify(
 ) -> list[Series]:
     """Every amplifier on one quiet step, each probing first and escalating when it fires.
 
-    With a probe, the pairs in TOGETHER that both apply are probed as one series;
-    a pair whose probe shows no difference at all reports each member with that
-    probe's comparisons (`probed_with` names the other), and any difference sends
-    both members to their own series as usual. `probe=None` runs every amplifier
-    on its own to the full count from the start.
+    With a probe, the amplifiers in TOGETHER that apply are probed as one series;
+    a joint probe that shows no difference at all reports each member with its
+    comparisons (`probed_with` names the others), and any difference sends every
+    member to its own series as usual. `probe=None` runs every amplifier on its
+    own to the full count from the start.
     """
     loop_run1 = RunAddress(LOOP, 1)
     original = bench.records.visible(loop_run1, step.index)
@@ -137,7 +144,7 @@ def amplify(
     made: dict[Amplifier, Series | dict] = {}
 
     def plan(amplifier: Amplifier) -> Series | dict:
-        # Made when first needed: a pair probe that stays quiet never needs its members'
+        # Made when first needed: a joint probe that stays quiet never needs its members'
         # own inputs, and writing a stressed input is most of an amplifier's overhead.
         if amplifier not in made:
             made[amplifier] = _plan(
@@ -147,10 +154,7 @@ def amplify(
 
     settled: dict[Amplifier, Series] = {}
     if probe:
-        for pair in TOGETHER:
-            settled.update(
-                _together(bench, step, stressed, pair, plan, original, read, label, probe)
-            )
+        settled = _together(bench, step, stressed, plan, original, read, label, probe)
     found = []
     for amplifier in Amplifier:
         if amplifier in settled:
@@ -216,69 +220,97 @@ def _plan(bench, step, stressed, amplifier, receipt, original, read, threads) ->
     return dict(threads=threads, inputs_for=inputs_for, detail=detail)
 
 
-def _together(bench, step, stressed, pair, plan, original, read, label, probe):
-    """One probe with both members' variation at once; each member's Series when it
-    showed no difference at all, nothing (so each runs on its own) otherwise, or when
-    one member does not apply to this step."""
-    first = plan(pair[0])
-    if not isinstance(first, dict):
+def _together(bench, step, stressed, plan, original, read, label, probe):
+    """One probe with the variation of every member of TOGETHER that applies: each input's
+    ties collapsed and its rows multiplied, then reordered run by run, at raised threads.
+    Each member's Series when the probe showed no difference at all; nothing (so each
+    runs on its own) when it showed one, or when fewer than two members apply."""
+    threads = plan(Amplifier.THREAD_COUNT)
+    if not isinstance(threads, dict) or not read:
         return {}
-    if pair == (Amplifier.TIE_COLLAPSE, Amplifier.ROW_MULTIPLICATION):
-        try:
-            stacked, rows_detail = _stacked(stressed, original, read)
-        except Exception as exc:
-            reraise_if_requested(exc)
-            return {}  # each member runs, and fails or not, on its own
-        if rows_detail is None:
-            return {}
-        second = dict(threads=first["threads"], inputs_for=lambda _run: stacked, detail=rows_detail)
-    else:
-        second = plan(pair[1])
-        if not isinstance(second, dict):
-            return {}
-    # Arrival order's inputs per run where it is a member (at raised threads); the
-    # stacked inputs where the pair is ties and rows.
-    inputs_for = second["inputs_for"]
-    detail = f"{first['detail']}; {second['detail']}"
+    try:
+        inputs_for, details = _joint(stressed, original, read)
+    except Exception as exc:
+        reraise_if_requested(exc)
+        return {}  # each member runs, and fails or not, on its own
+    members = [m for m in TOGETHER if m == Amplifier.THREAD_COUNT or m in details]
+    if len(members) < 2:
+        return {}
     series = run_series(
         bench,
         step,
-        kind=pair[0],
-        label=f"{label}-{SLUG[pair[0]]}+{SLUG[pair[1]]}",
-        threads=max(first["threads"], second["threads"]),
-        threads_for=first.get("threads_for"),
+        kind=Amplifier.THREAD_COUNT,
+        label=f"{label}-{'+'.join(SLUG[m] for m in members)}",
+        threads=threads["threads"],
+        threads_for=threads.get("threads_for"),
         runs=probe,
         inputs_for=inputs_for,
-        detail=detail,
-        same_inputs_as_loop=first.get("same_inputs_as_loop", False)
-        and second.get("same_inputs_as_loop", False),
+        # Reordering comes last in the detail: it reorders what the others made.
+        detail="; ".join(
+            [threads["detail"], *(details[m] for m in _JOINT_DETAIL_ORDER if m in details)]
+        ),
     )
     if series.error or any(c.differs or c.error for c in series.comparisons):
         return {}
-    return {
-        member: replace(
+    joint = {}
+    for member in members:
+        others = [m for m in members if m != member]
+        joint[member] = replace(
             series,
             kind=member,
-            probed_with=[other],
-            detail=f"probed together with {other}: {series.detail}",
+            probed_with=others,
+            detail=f"probed together with {_listed(others)}: {series.detail}",
         )
-        for member, other in (pair, pair[::-1])
-    }
+    return joint
 
 
-def _stacked(stressed, original, read) -> tuple[dict[str, ArtifactRef], str | None]:
-    """Each input with its ties collapsed (where that applies) and then its rows
-    multiplied, and what the multiplication did (None when it applied to none)."""
-    inputs = dict(original)
-    multiplied = []
+_JOINT_DETAIL_ORDER = (
+    Amplifier.TIE_COLLAPSE,
+    Amplifier.ROW_MULTIPLICATION,
+    Amplifier.ARRIVAL_ORDER,
+)
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _joint(stressed, original, read):
+    """The joint probe's inputs per run, and what each input amplifier changed (only those
+    that changed something). Run 1 reads each input with its ties collapsed and its rows
+    multiplied, where those apply; later runs read the same rows reordered."""
+    base = dict(original)
+    changed: dict[Amplifier, list[str]] = {}
     for name in read:
-        collapsed, _ = stressed.get(Amplifier.TIE_COLLAPSE, original[name])
-        base = collapsed or original[name]
-        ref, outcome = stressed.get(Amplifier.ROW_MULTIPLICATION, base, variant=_STACKED)
-        inputs[name] = ref or base
-        if ref is not None:
-            multiplied.append(outcome.detail)
-    return inputs, "; ".join(multiplied) if multiplied else None
+        collapsed, outcome = stressed.get(Amplifier.TIE_COLLAPSE, original[name])
+        if collapsed is not None:
+            changed.setdefault(Amplifier.TIE_COLLAPSE, []).append(outcome.detail)
+        ref = collapsed or original[name]
+        multiplied, outcome = stressed.get(Amplifier.ROW_MULTIPLICATION, ref, variant=_STACKED)
+        if multiplied is not None:
+            changed.setdefault(Amplifier.ROW_MULTIPLICATION, []).append(outcome.detail)
+        base[name] = multiplied or ref
+    reordered = [
+        name
+        for name in read
+        if stressed.get(Amplifier.ARRIVAL_ORDER, base[name], variant=2, tag=_JOINT)[0] is not None
+    ]
+    if reordered:
+        changed[Amplifier.ARRIVAL_ORDER] = [
+            f"{', '.join(reordered)}: run 1 as stressed above, run 2 with row groups reversed, "
+            f"later runs shuffled"
+        ]
+
+    def per_run(run: int) -> dict[str, ArtifactRef]:
+        if run == 1:
+            return base
+        inputs = dict(base)
+        for name in reordered:
+            ref, _ = stressed.get(Amplifier.ARRIVAL_ORDER, base[name], variant=run, tag=_JOINT)
+            inputs[name] = ref or base[name]
+        return inputs
+
+    return per_run, {amplifier: "; ".join(d) for amplifier, d in changed.items()}
 
 
 def _file_order(receipt, original, threads) -> Series | dict:

@@ -52,8 +52,13 @@ def write_bytes_atomic(
         temporary.write_bytes(data)
 
 
-def write_json_atomic(final: Path, document: Any, *, fsync: bool = True) -> None:
-    text = json.dumps(document, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+def write_json_atomic(
+    final: Path, document: Any, *, fsync: bool = True, compact: bool = False
+) -> None:
+    """`compact` for files only a program reads: one line, by json's C encoder, where
+    indentation would route every write through its pure-Python one."""
+    indent = None if compact else 2
+    text = json.dumps(document, indent=indent, sort_keys=False, ensure_ascii=False) + "\n"
     write_bytes_atomic(final, text.encode("utf-8"), fsync=fsync)
 
 

@@ -472,11 +472,14 @@ def open_connection(threads: int, spill_dir: Path | None = None) -> duckdb.DuckD
 
 
 class Connections:
-    """Fresh connections for step executions, opened one ahead and closed behind.
+    """Fresh connections for step executions, opened ahead and closed behind.
 
-    Opening an in-memory DuckDB costs more CPU than a tiny step, and closing one
-    that held a step's tables costs more; a helper thread does both while the
-    previous or next step runs. Every connection handed out is still brand new.
+    Opening an in-memory DuckDB costs more CPU than a tiny step (nearly all of it
+    spent filling the new catalog with the built-in functions), and
+    closing one that held a step's tables costs more; helper threads do both while
+    steps run. DuckDB lets go of the GIL while it opens, so three helpers open
+    three at once on whatever cores the step leaves idle. Every connection handed
+    out is still brand new.
 
     A cheaper way was measured and not kept: a new cursor and catalog on one of two
     pooled databases gave every guarantee (tests/test_isolation.py passes with it)
@@ -485,13 +488,18 @@ class Connections:
     not run the way a fresh process runs it (docs/runs.md).
     """
 
-    # Two ahead: a step shorter than one connection's opening (many are) would
-    # otherwise wait for the next one to finish opening.
-    AHEAD = 2
+    # One ahead per helper: a step shorter than one connection's opening (many are)
+    # would otherwise wait for the next one to finish opening. With one helper, that
+    # wait was most of twicerun's own time per execution on bench/pipelines/tiny.py
+    # (the before and after are in the bench-cost-tiny table, docs/runs.md).
+    AHEAD = 3
+    HELPERS = 3
 
     def __init__(self, spill_dir: Path | None = None):
         self._spill_dir = spill_dir
-        self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="twicerun-connections")
+        self._helper = ThreadPoolExecutor(
+            max_workers=self.HELPERS, thread_name_prefix="twicerun-connections"
+        )
         self._ready: dict[int, deque[Future[duckdb.DuckDBPyConnection]]] = {}
 
     def open(self, threads: int) -> duckdb.DuckDBPyConnection:

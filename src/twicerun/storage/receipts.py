@@ -142,7 +142,8 @@ def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
 
 def save_receipt(step_dir: Path, receipt: Receipt) -> None:
     # Atomic but not fsynced: one per step per run, and a power cut costs a rerun.
-    write_json_atomic(Path(step_dir) / RECEIPT_NAME, receipt.to_dict(), fsync=False)
+    # Compact: written once or twice per step execution and read back by twicerun.
+    write_json_atomic(Path(step_dir) / RECEIPT_NAME, receipt.to_dict(), fsync=False, compact=True)
 
 
 def load_receipt(step_dir: Path) -> Receipt | None:
