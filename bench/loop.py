@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -256,6 +257,14 @@ def main(argv: list[str] | None = None) -> int:
         help="a committed bench-loop artifact of the same pipeline measured with earlier code; "
         "its invocations are carried beside this one's in the cost table",
     )
+    parser.add_argument(
+        "--before-rev",
+        metavar="REV",
+        default=None,
+        help="a git revision of this repository: each repetition also runs that code's "
+        "invocation, just before this code's, so both are measured side by side on one machine "
+        "at one time; they are carried beside this one's in the cost table",
+    )
     parser.add_argument("--lazy-run-1", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--run-dir", default=None, help=argparse.SUPPRESS)
@@ -273,10 +282,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(child(args.pipeline, args.run_dir, extra)))
         return 0
+    if args.before and args.before_rev:
+        parser.error("give --before or --before-rev, not both")
     before = _before(args.before, args.pipeline) if args.before else None
+    earlier = _checkout(args.before_rev) if args.before_rev else None
 
-    rows, lazy_rows = [], []
+    rows, lazy_rows, earlier_rows = [], [], []
     for i in range(args.repeat):
+        if earlier is not None:
+            row = _spawn(args.pipeline, extra, code=earlier["root"])
+            if row is None:
+                return 1
+            earlier_rows.append(row)
+            print(_line(f"rev {i + 1}", row), flush=True)
         row = _spawn(args.pipeline, extra)
         if row is None:
             return 1
@@ -325,8 +343,41 @@ def main(argv: list[str] | None = None) -> int:
             }
         if before:
             document["before"] = before
+        if earlier is not None:
+            keep = ("executions", "wall", "steps", "plain_wall")
+            document["before"] = {
+                "rev": earlier["rev"],
+                "subject": earlier["subject"],
+                "runs": [{k: r[k] for k in keep} for r in earlier_rows],
+            }
         write_artifact(args.json_path, document, tables)
+    if earlier is not None:
+        shutil.rmtree(earlier["root"], ignore_errors=True)
     return 0
+
+
+def _checkout(rev: str) -> dict:
+    """The code at `rev` (src, bench and pipelines), in a temporary directory of its own."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise SystemExit(
+                f"--before-rev {rev}: git {' '.join(args)} failed: {done.stderr.strip()}"
+            )
+        return done.stdout.strip()
+
+    sha = git("rev-parse", "--verify", f"{rev}^{{commit}}")
+    root = Path(tempfile.mkdtemp(prefix="twicerun-bench-rev-"))
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", sha, "src", "bench", "pipelines"],
+        capture_output=True,
+        check=True,
+    )
+    subprocess.run(["tar", "-x", "-C", str(root)], input=archive.stdout, check=True)
+    return {"rev": sha, "subject": git("log", "-1", "--format=%s", sha)[:120], "root": root}
 
 
 def _before(path: str, pipeline: str) -> dict:
@@ -351,8 +402,23 @@ def _before(path: str, pipeline: str) -> dict:
     }
 
 
-def _spawn(pipeline: str, extra: list[str]) -> dict | None:
-    """One invocation in a fresh child process, so its peak RSS is its own."""
+def _spawn(pipeline: str, extra: list[str], code: Path | None = None) -> dict | None:
+    """One invocation in a fresh child process, so its peak RSS is its own; with `code`,
+    that checkout's twicerun and bench run it instead of this one's."""
+    env = None
+    if code is not None:
+        # Ahead of the installed (editable) twicerun on sys.path; checked below.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code / "src"), str(code)])}
+        found = subprocess.run(
+            [sys.executable, "-c", "import twicerun; print(twicerun.__file__)"],
+            cwd=code,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        if not Path(found).resolve().is_relative_to(code.resolve()):
+            raise SystemExit(f"--before-rev: the child imported twicerun from {found}, not {code}")
     with tempfile.TemporaryDirectory(prefix="twicerun-bench-") as run_dir:
         done = subprocess.run(
             [
@@ -361,12 +427,13 @@ def _spawn(pipeline: str, extra: list[str]) -> dict | None:
                 "bench.loop",
                 "--child",
                 "--pipeline",
-                pipeline,
+                str(Path(pipeline).resolve()),
                 "--run-dir",
                 run_dir,
                 *extra,
             ],
-            cwd=REPO,
+            cwd=code or REPO,
+            env=env,
             capture_output=True,
             text=True,
             check=False,
@@ -486,7 +553,13 @@ def _cost_row(runs: list[dict]) -> list[str]:
     order = [
         "loop",
         "bisect",
+        "threads+order+ties+rows",
+        "threads+order+rows",
+        "threads+order+ties",
+        "threads+ties+rows",
         "threads+order",
+        "threads+rows",
+        "threads+ties",
         "ties+rows",
         "ties",
         "threads",
@@ -515,7 +588,11 @@ def bench_cost(a: Artifact) -> Table:
     runs = d["runs"]
     rows = [["this artifact", *_cost_row(runs)]]
     before = d.get("before")
-    if before:
+    if before and "rev" in before:  # --before-rev: measured alongside, repetition by repetition
+        rows.append(
+            [f"before: the code at {before['rev'][:7]}, run alongside", *_cost_row(before["runs"])]
+        )
+    elif before:
         rows.append([f"before: `{before['path']}`", *_cost_row(before["runs"])])
     what = (
         f"{len(runs)} invocations of `{d.get('pipeline')}`, each in a fresh process; the plain "

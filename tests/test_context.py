@@ -218,3 +218,29 @@ def test_a_step_that_changes_directory_breaks_nothing(
     assert Path.cwd() == before
     assert (tmp_path / "relative-runs").is_dir()
     assert not (elsewhere / "relative-runs").exists()
+
+
+def test_connections_open_ahead_only_as_many_as_are_expected(monkeypatch):
+    """Each connection opened ahead costs as much CPU as a tiny step; one nobody takes is
+    waste, and a small pipeline's invocation would otherwise end with several of them."""
+    from twicerun.storage import context as context_module
+
+    opened = []
+    real = context_module.open_connection
+
+    def counting(threads, spill_dir=None):
+        opened.append(threads)
+        return real(threads, spill_dir)
+
+    monkeypatch.setattr(context_module, "open_connection", counting)
+    connections = context_module.Connections()
+    try:
+        connections.expect(1, 3)
+        for _ in range(3):
+            connections.close(connections.open(1))
+        # Without a word about what comes, the helpers keep AHEAD ready.
+        connections.close(connections.open(2))
+    finally:
+        connections.shutdown()
+    assert opened.count(1) == 3
+    assert opened.count(2) == 1 + context_module.Connections.AHEAD

@@ -156,6 +156,7 @@ def _loop(
     # reused by every later run compared with it.
     caches = {s.index: ReferenceCache(digest_connection) for s in steps}
     worst = WorstComparisons(digest_connection)
+    connections.expect(threads, options.runs * len(steps))
     try:
         for run in range(1, options.runs + 1):
             address = RunAddress(LOOP, run)

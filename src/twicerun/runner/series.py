@@ -76,6 +76,8 @@ def run_series(
     comparisons: list[Comparison] = []
     cache = ReferenceCache(bench.con)
     target = min(probe, runs) if probe else runs
+    if threads_for is None:
+        bench.connections.expect(threads, target)
     started = time.perf_counter()
     executed = 0
     rows_read = 0
@@ -109,8 +111,8 @@ def run_series(
                     raise
                 executed += 1
                 comparisons.append(_raised(records.get(reference, step.index), k, exc))
-                if k == target < runs:
-                    target = runs  # rows became an error: that fired
+                if k == target < runs:  # rows became an error: that fired
+                    target = _escalate(bench, threads, threads_for, target, runs)
                 k += 1
                 continue
             executed += 1
@@ -140,7 +142,7 @@ def run_series(
                 )
                 records.prune_identical(address, step.index, against=reference)
             if k == target < runs and _fires(comparisons, rows_read, bench.policy):
-                target = runs
+                target = _escalate(bench, threads, threads_for, target, runs)
             if stop is not None and k > 1 and k < target:
                 stopped = stop(comparisons)
                 if stopped:
@@ -167,6 +169,14 @@ def run_series(
 
 
 DEDUPLICATE_ABOVE = 1 << 20
+
+
+def _escalate(bench: Workbench, threads: int, threads_for, target: int, runs: int) -> int:
+    """A probe that fired continues to the full count; the connections for the added
+    runs are expected from here on."""
+    if threads_for is None:
+        bench.connections.expect(threads, runs - target)
+    return runs
 
 
 def _raised(reference, run: int, exc: StepCrashed) -> Comparison:

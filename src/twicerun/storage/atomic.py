@@ -30,7 +30,8 @@ def atomic_path(final: Path, *, fsync: bool = True, keep_mode: bool = False) -> 
     if keep_mode and final.exists():
         final = final.resolve()
         mode = final.stat().st_mode & 0o7777
-    final.parent.mkdir(parents=True, exist_ok=True)
+    if not final.parent.is_dir():  # one stat; mkdir(exist_ok) on an existing one costs two
+        final.parent.mkdir(parents=True, exist_ok=True)
     temporary = final.with_name(f".{final.name}{TEMPORARY_MARK}{uuid.uuid4().hex[:12]}")
     try:
         yield temporary

@@ -501,13 +501,24 @@ class Connections:
             max_workers=self.HELPERS, thread_name_prefix="twicerun-connections"
         )
         self._ready: dict[int, deque[Future[duckdb.DuckDBPyConnection]]] = {}
+        self._expected: dict[int, int] = {}
+
+    def expect(self, threads: int, count: int) -> None:
+        """Say that `count` more executions at `threads` are coming. Opening ahead then
+        stops at that many, rather than leaving connections opened that nothing uses
+        (each costs as much CPU to open as a tiny step)."""
+        self._expected[threads] = self._expected.get(threads, 0) + count
 
     def open(self, threads: int) -> duckdb.DuckDBPyConnection:
         queue = self._ready.setdefault(threads, deque())
         connection = (
             queue.popleft().result() if queue else open_connection(threads, self._spill_dir)
         )
-        while len(queue) < self.AHEAD:
+        wanted = self.AHEAD
+        if threads in self._expected:
+            self._expected[threads] = max(0, self._expected[threads] - 1)
+            wanted = min(wanted, self._expected[threads])
+        while len(queue) < wanted:
             queue.append(self._helper.submit(open_connection, threads, self._spill_dir))
         return connection
 

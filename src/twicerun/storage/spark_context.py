@@ -129,6 +129,9 @@ class SparkEngine:
         session.conf.set("spark.sql.shuffle.partitions", str(threads))
         return SparkStepContext(session=session, threads=threads, **bound)
 
+    def expect(self, threads: int, count: int) -> None:
+        """Nothing is opened ahead here: a new session costs next to nothing."""
+
     def release(self, ctx: SparkStepContext) -> None:
         # Cached tables live in the application, not the session: drop the step's.
         with contextlib.suppress(Exception):
