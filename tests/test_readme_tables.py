@@ -88,6 +88,10 @@ def _builder(schema: str):
         from bench.isolation import tables
 
         return tables
+    if schema == "twicerun.bench-overlap/1":
+        from bench.overlap import tables
+
+        return tables
     if schema == "twicerun.verdicts/1":
         return _script("verdicts").tables
     if schema == "twicerun.tlc/1":

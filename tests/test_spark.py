@@ -17,7 +17,7 @@ from twicerun.storage.spark_context import SESSION_SETTINGS
 
 
 @pytest.fixture(scope="session", autouse=True)
-def spark():
+def spark(tmp_path_factory):
     import os
 
     from pyspark.sql import SparkSession
@@ -25,6 +25,8 @@ def spark():
     # Loopback only: the tests never leave the machine.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master("local[2]").appName("twicerun-tests")
+    # Spark's default warehouse is ./spark-warehouse, which would land in the checkout.
+    builder = builder.config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
     for key, value in SESSION_SETTINGS.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

@@ -475,11 +475,13 @@ class Connections:
     """Fresh connections for step executions, opened ahead and closed behind.
 
     Opening an in-memory DuckDB costs more CPU than a tiny step (nearly all of it
-    spent filling the new catalog with the built-in functions), and
-    closing one that held a step's tables costs more; helper threads do both while
-    steps run. DuckDB lets go of the GIL while it opens, so three helpers open
-    three at once on whatever cores the step leaves idle. Every connection handed
-    out is still brand new.
+    spent filling the new catalog with the built-in functions), and closing one
+    that held a step's tables costs more; helper threads do both while steps run.
+    DuckDB lets go of the GIL while it opens, so three helpers open three at once.
+    They share the cores with the step beside them, which is why
+    `python -m bench.overlap` runs one helper and three alternately and counts the
+    loop's fire rates on the reference pipeline's parallel-order bugs under each
+    (docs/runs.md). Every connection handed out is still brand new.
 
     A cheaper way was measured and not kept: a new cursor and catalog on one of two
     pooled databases gave every guarantee (tests/test_isolation.py passes with it)
@@ -489,9 +491,7 @@ class Connections:
     """
 
     # One ahead per helper: a step shorter than one connection's opening (many are)
-    # would otherwise wait for the next one to finish opening. With one helper, that
-    # wait was most of twicerun's own time per execution on bench/pipelines/tiny.py
-    # (the before and after are in the bench-cost-tiny table, docs/runs.md).
+    # would otherwise wait for the next one to finish opening.
     AHEAD = 3
     HELPERS = 3
 

@@ -25,6 +25,7 @@ import glob as globbing
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,7 @@ class SparkEngine:
         from pyspark.sql import SparkSession
 
         self._remote = master is not None and master.startswith("sc://")
+        self._warehouse: str | None = None
         builder = SparkSession.builder.appName("twicerun")
         for key, value in SESSION_SETTINGS.items():
             builder = builder.config(key, value)
@@ -113,6 +115,11 @@ class SparkEngine:
             # is used as it is and left running; one started here is stopped here.
             self._owned = SparkContext._active_spark_context is None
             builder = builder.master(master or f"local[{threads}]")
+            if self._owned:
+                # Spark's default warehouse is ./spark-warehouse, made in whatever directory
+                # twicerun was started from; nothing here keeps tables in it.
+                self._warehouse = tempfile.mkdtemp(prefix="twicerun-spark-warehouse-")
+                builder = builder.config("spark.sql.warehouse.dir", self._warehouse)
             self._base = builder.config("spark.sql.shuffle.partitions", threads).getOrCreate()
             self._base.sparkContext.setLogLevel("ERROR")
             self.master = self._base.sparkContext.master
@@ -141,6 +148,8 @@ class SparkEngine:
         if self._owned:
             with contextlib.suppress(Exception):
                 self._base.stop()
+            if self._warehouse:
+                shutil.rmtree(self._warehouse, ignore_errors=True)
 
 
 class SparkStepContext(ContractChecks):
