@@ -47,6 +47,15 @@ def test_the_tlc_tables_in_docs_match_the_newest_tlc_artifact(twicerun, monkeypa
     assert (outcome.code, outcome.err) == (0, "")
 
 
+def test_the_helper_measurement_in_docs_runs_md_matches_the_newest_overlap_bench(
+    twicerun, monkeypatch
+):
+    monkeypatch.chdir(REPO)
+    newest = sorted((REPO / "results").glob("bench-overlap-*.json"))[-1]
+    outcome = twicerun("report", newest, "--check", "docs/runs.md")
+    assert (outcome.code, outcome.err) == (0, "")
+
+
 def test_the_spark_costs_in_docs_match_the_newest_spark_bench(twicerun, monkeypatch):
     monkeypatch.chdir(REPO)
     newest = sorted((REPO / "results").glob("bench-loop-spark_tiny-*.json"))[-1]
