@@ -328,3 +328,54 @@ def test_a_comparison_the_digests_settled_costs_no_query_of_the_worst_kept():
                 artifacts=[ArtifactOutcome("a", Presence.BOTH, SettledBy.ORACLE, differs=True)],
             ),
         )
+
+
+SHARED_INPUT = """
+def make(ctx):
+    ctx.write("shared", "SELECT range AS id, range % 7 AS k FROM range(2000)")
+    ctx.write("other", "SELECT range AS id, range % 5 AS k FROM range(2000)")
+
+
+def first_reader(ctx):
+    ctx.read("shared")
+    ctx.write("a", "SELECT k, count(*) AS n FROM shared GROUP BY k")
+
+
+def last_reader(ctx):
+    ctx.read("shared")
+    ctx.write("b", "SELECT k, max(id) AS top FROM shared GROUP BY k")
+
+
+def reads_the_other(ctx):
+    ctx.read("other")
+    ctx.write("c", "SELECT k, min(id) AS low FROM other GROUP BY k")
+"""
+
+
+def test_stressed_copies_of_an_input_go_once_no_step_left_to_amplify_reads_it(
+    write_pipeline, tmp_path, monkeypatch
+):
+    """The joint probe writes several copies of each input; kept to the end of the
+    invocation, they held several times the inputs' size on disk at once."""
+    from twicerun.runner import loop
+    from twicerun.runner.loop import LoopOptions, run_pipeline
+
+    seen = {}
+    real = loop.amplify
+
+    def watching(bench, step, stressed, runs, threads):
+        bench.janitor.wait()  # deletions run on a helper thread
+        seen[step.name] = sorted(
+            p.name.split("-")[0].removesuffix(".parquet")
+            for p in (bench.invocation.root / "amplified").rglob("*.parquet")
+        )
+        return real(bench, step, stressed, runs, threads)
+
+    monkeypatch.setattr(loop, "amplify", watching)
+    run_pipeline(
+        write_pipeline(SHARED_INPUT), LoopOptions(run_dir=tmp_path / "runs", runs=3, keep=0)
+    )
+    # The second reader of `shared` still finds the copies the first one made...
+    assert "shared" in seen["last_reader"]
+    # ...and once it is done they are gone, before the next step is stressed.
+    assert "shared" not in seen["reads_the_other"]

@@ -336,6 +336,9 @@ def _cause_and_amplify(
     """Bisect every step whose loop measured a difference; amplify every quiet one."""
     by_index = {s.index: s for s in pipeline.steps}
     stressed = Stressed(bench)
+    # Which quiet steps still to amplify read each artifact: once none does, its
+    # stressed copies are deleted rather than kept to the end.
+    readers = _quiet_readers(bench, scored) if options.amplify else {}
     final = []
     try:
         for result in scored:
@@ -364,10 +367,27 @@ def _cause_and_amplify(
                     # Quiet in the loop, different at more threads: the same question the
                     # bisect answers for the loop, asked at the amplifier's rate.
                     result = _bisected(bench, step, options.runs, result, stressed_threads)
+                for name, steps in readers.items():
+                    steps.discard(step.index)
+                    if not steps:
+                        stressed.forget(name)
             final.append(score_step(result, options.policy))
     finally:
         discard_directory(bench, AMPLIFIED_DIR)
     return final
+
+
+def _quiet_readers(bench: Workbench, scored: list[StepResult]) -> dict[str, set[int]]:
+    """Artifact name to the quiet steps (to be amplified) that read it through ctx.read."""
+    readers: dict[str, set[int]] = {}
+    for result in scored:
+        if result.status != Status.NO_DIVERGENCE_OBSERVED:
+            continue
+        receipt = bench.records.get(RunAddress(LOOP, 1), result.index)
+        for read in receipt.reads if receipt else []:
+            if read.via == "read":
+                readers.setdefault(read.name, set()).add(result.index)
+    return readers
 
 
 def _bisected(

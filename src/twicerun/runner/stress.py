@@ -85,6 +85,17 @@ class Stressed:
         )
         return stressed, outcome
 
+    def forget(self, name: str) -> None:
+        """Delete every stressed copy of artifact `name`: no step left to amplify reads it.
+
+        The joint probe writes several copies of each input (collapsed, multiplied,
+        reordered twice), so keeping them all to the end of the invocation would
+        hold several times the inputs' size on disk at once."""
+        for slot in [slot for slot in self._made if slot[1] == name]:
+            amplifier, _, variant, tag = slot
+            if not isinstance(self._made.pop(slot), Declined):
+                self.bench.janitor.remove(self._path(amplifier, name, variant, tag))
+
     def _path(self, amplifier: str, name: str, variant: int, tag: str = "") -> Path:
         suffix = (f"-v{variant}" if variant else "") + (f"-{tag}" if tag else "")
         return (
