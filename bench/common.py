@@ -40,3 +40,11 @@ def retable(path: str, tables: Callable[[str, dict[str, Any]], list[dict]]) -> N
     from twicerun.storage.atomic import read_json
 
     write_artifact(path, read_json(Path(path)), tables)
+
+
+def print_tables(tables: Callable[[str, dict[str, Any]], list[dict]], document: dict) -> None:
+    """A bench's tables on the terminal, as the artifact will carry them."""
+    from twicerun.render.tables import Table
+
+    for table in tables("", document):
+        print(Table(**{k: table[k] for k in ("name", "stamp", "headers", "rows")}).text())

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import duckdb
 
-from bench.common import environment, retable, retable_option, write_artifact
+from bench.common import environment, print_tables, retable, retable_option, write_artifact
 from twicerun.render.tables import Artifact, Table, carry, stamp
 
 THREADS = 2
@@ -145,8 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": ROWS,
         **figures,
     }
-    for table in tables("", document):
-        print(Table(**{k: table[k] for k in ("name", "stamp", "headers", "rows")}).text())
+    print_tables(tables, document)
     if args.json_path:
         write_artifact(args.json_path, document, tables)
     return 0

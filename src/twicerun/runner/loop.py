@@ -367,10 +367,11 @@ def _cause_and_amplify(
                     # Quiet in the loop, different at more threads: the same question the
                     # bisect answers for the loop, asked at the amplifier's rate.
                     result = _bisected(bench, step, options.runs, result, stressed_threads)
-                for name, steps in readers.items():
-                    steps.discard(step.index)
-                    if not steps:
+                for name in [n for n, steps in readers.items() if step.index in steps]:
+                    readers[name].discard(step.index)
+                    if not readers[name]:
                         stressed.forget(name)
+                        del readers[name]
             final.append(score_step(result, options.policy))
     finally:
         discard_directory(bench, AMPLIFIED_DIR)

@@ -132,9 +132,7 @@ def not_varied(
         axes.append("every amplifier (--no-amplify)")
     declined = sorted({a.kind for s in steps for a in s.amplifiers if a.declined})
     if declined:
-        axes.append(
-            f"and, on the steps where it declined, {' and '.join(declined) if len(declined) < 3 else ', '.join(declined[:-1]) + ' and ' + declined[-1]}"
-        )
+        axes.append(f"and, on the steps where it declined, {listed(declined)}")
     return axes
 
 
@@ -149,3 +147,8 @@ def score(result: Result, policy: Policy) -> Result:
         steps=steps,
         not_varied=not_varied(steps, result.amplified, result.environment),
     )
+
+
+def listed(names: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`: names as a sentence lists them."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

@@ -22,6 +22,7 @@ from twicerun.runner.amplify.file_order import permutation
 from twicerun.runner.amplify.row_multiplication import multiply_rows
 from twicerun.runner.amplify.tie_collapse import collapse_ties
 from twicerun.runner.interrupts import reraise_if_requested
+from twicerun.runner.scoring import listed
 from twicerun.runner.series import Workbench, run_series
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.layout import LOOP, RunAddress, step_dir_name
@@ -270,7 +271,7 @@ def _together(bench, step, stressed, plan, original, read, label, probe):
             series,
             kind=member,
             probed_with=others,
-            detail=f"probed together with {_listed(others)}: {series.detail}",
+            detail=f"probed together with {listed(others)}: {series.detail}",
         )
     return joint
 
@@ -280,10 +281,6 @@ _JOINT_DETAIL_ORDER = (
     Amplifier.ROW_MULTIPLICATION,
     Amplifier.ARRIVAL_ORDER,
 )
-
-
-def _listed(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _joint(stressed, original, read):
