@@ -22,6 +22,7 @@ from twicerun.runner.engines import Engine
 from twicerun.runner.environment import platform_stamp
 from twicerun.runner.interrupts import reraise_if_requested
 from twicerun.storage.context import ArtifactRef
+from twicerun.storage.janitor import Janitor
 from twicerun.storage.layout import Invocation, RunAddress
 from twicerun.storage.receipts import RECEIPT_VERSION, ArtifactRecord, Receipt, save_receipt
 
@@ -40,6 +41,7 @@ def execute_step(
     connections: Engine,
     canonical: bool = False,
     source_order: Callable[[str, int], list[int]] | None = None,
+    janitor: Janitor | None = None,
 ) -> Receipt:
     """Run `step` once at `address` and return its receipt (already saved).
 
@@ -47,7 +49,8 @@ def execute_step(
     bytes equal `reference`'s (it is copied) and otherwise once a comparison needs
     it (`Records.ensure_canonical`), since most artifacts never differ from run 1.
     With `canonical` (run 1 of the loop) every artifact gets it at once: run 1 is
-    what a recorded-run verdict names an answer by.
+    what a recorded-run verdict names an answer by. With a `janitor`, the receipt of
+    an execution that succeeded is written on its thread (a crash's is written here).
     """
     out_dir = invocation.step_dir(address, step.index, step.name)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -127,7 +130,7 @@ def execute_step(
         artifacts=records,
         sql_outside_ctx=ctx.output.sql_outside_ctx,
     )
-    save_receipt(out_dir, receipt)
+    save_receipt(out_dir, receipt, janitor)
     return receipt
 
 

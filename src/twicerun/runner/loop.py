@@ -186,6 +186,7 @@ def _loop(
                     digest_connection=digest_connection,
                     connections=connections,
                     canonical=run == 1,
+                    janitor=janitor,
                 )
                 records.add(address, receipt)
                 if run == 1:

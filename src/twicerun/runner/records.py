@@ -86,7 +86,9 @@ class Records:
                 replace(r, kept=False, same_as=None) if r.kept else r for r in receipt.artifacts
             ],
         )
-        save_receipt(self.invocation.step_dir(address, index, receipt.step_name), updated)
+        save_receipt(
+            self.invocation.step_dir(address, index, receipt.step_name), updated, self.janitor
+        )
         self.add(address, updated)
         for path in doomed:
             if self.janitor is not None:
@@ -138,7 +140,9 @@ class Records:
                 record = replace(record, canonical_digest=digest)
             records.append(record)
         updated = replace(receipt, artifacts=records)
-        save_receipt(self.invocation.step_dir(address, index, receipt.step_name), updated)
+        save_receipt(
+            self.invocation.step_dir(address, index, receipt.step_name), updated, self.janitor
+        )
         self.add(address, updated)
 
     def bytes_differ(self, reference: RunAddress, address: RunAddress, index: int) -> list[str]:
@@ -198,7 +202,9 @@ class Records:
         # The receipt first: a crash between the two leaves a file nobody needs,
         # never a receipt pointing at a file that is gone.
         updated = replace(receipt, artifacts=records)
-        save_receipt(self.invocation.step_dir(address, index, receipt.step_name), updated)
+        save_receipt(
+            self.invocation.step_dir(address, index, receipt.step_name), updated, self.janitor
+        )
         self.add(address, updated)
         freed = 0
         for path in doomed:

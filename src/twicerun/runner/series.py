@@ -105,6 +105,7 @@ def run_series(
                     digest_connection=bench.con,
                     connections=bench.connections,
                     source_order=source_order_for(k) if source_order_for else None,
+                    janitor=bench.janitor,
                 )
             except StepCrashed as exc:
                 if not (raise_is_answer and k > 1):
