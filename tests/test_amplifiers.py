@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from twicerun.compare.digest import bytes_digest, canonical_digest
 from twicerun.runner.amplify.arrival_order import reorder
-from twicerun.runner.amplify.base import Applied, Declined
+from twicerun.runner.amplify.base import Applied, Declined, column_facts
 from twicerun.runner.amplify.row_multiplication import multiply_rows
-from twicerun.runner.amplify.tie_collapse import collapse_ties
+from twicerun.runner.amplify.tie_collapse import collapse_ties, plan_collapse
 
 CON = duckdb.connect()
 
@@ -103,6 +103,37 @@ def test_row_multiplication_is_a_pure_function(tmp_path):
     multiply_rows(CON, source, first, artifact="events")
     multiply_rows(CON, source, second, artifact="events")
     assert bytes_digest(first) == bytes_digest(second)
+
+
+def test_row_multiplication_writes_each_copy_whole_and_in_file_order(tmp_path):
+    """The copies are stacked without a sort (UNION ALL keeps order); on several row
+    groups and two threads, a lost order would show as rows out of place."""
+    source = events(tmp_path, rows=300_000)
+    target = tmp_path / "out.parquet"
+    multiply_rows(CON, source, target, artifact="events")
+    before = rows_of(source)
+    assert rows_of(target) == before + [(r[0] + 300_000, *r[1:]) for r in before]
+
+
+def test_the_joint_copy_is_tie_collapse_then_row_multiplication_in_one_pass(tmp_path):
+    source = events(tmp_path, rows=300_000)
+    collapsed, twice = tmp_path / "collapsed.parquet", tmp_path / "twice.parquet"
+    collapse_ties(CON, source, collapsed, artifact="events")
+    multiply_rows(CON, collapsed, twice, artifact="events")
+    plan = plan_collapse(column_facts(CON, source), artifact="events")
+    joint = tmp_path / "joint.parquet"
+    outcome = multiply_rows(CON, source, joint, artifact="events", collapse=plan)
+    assert outcome == Applied("events 300,000 rows to 600,000")
+    assert rows_of(joint) == rows_of(twice)
+
+
+def test_the_facts_of_a_collapsed_input_are_derived_exactly(tmp_path):
+    source = events(tmp_path, rows=300_000)
+    facts = column_facts(CON, source)
+    plan = plan_collapse(facts, artifact="events")
+    collapsed = tmp_path / "collapsed.parquet"
+    collapse_ties(CON, source, collapsed, artifact="events")
+    assert plan.facts(facts) == column_facts(CON, collapsed)
 
 
 def test_row_multiplication_declines_an_empty_input(tmp_path):

@@ -20,7 +20,7 @@ from twicerun.runner.amplify.arrival_order import reorder
 from twicerun.runner.amplify.base import Applied, Declined, Facts, Outcome, column_facts
 from twicerun.runner.amplify.file_order import permutation
 from twicerun.runner.amplify.row_multiplication import multiply_rows
-from twicerun.runner.amplify.tie_collapse import collapse_ties
+from twicerun.runner.amplify.tie_collapse import Collapse, collapse_ties, plan_collapse
 from twicerun.runner.interrupts import reraise_if_requested
 from twicerun.runner.scoring import listed
 from twicerun.runner.series import Workbench, run_series
@@ -29,8 +29,8 @@ from twicerun.storage.layout import LOOP, RunAddress, step_dir_name
 from twicerun.vocabulary.loop import Amplifier
 
 PROBE_RUNS = 3
-# The variant under which a tie-collapsed input's multiplied copy is kept, and the
-# tag of the joint probe's reorderings of it.
+# The variant under which the joint probe's copy of an input (ties collapsed where that
+# applies, rows multiplied) is kept, and the tag of the joint probe's reorderings of it.
 _STACKED = 99
 _JOINT = "joint"
 AMPLIFIED_DIR = "amplified"
@@ -61,6 +61,10 @@ class Stressed:
         if path not in self._facts:
             self._facts[path] = column_facts(self.bench.con, path)
         return self._facts[path]
+
+    def collapse_of(self, ref: ArtifactRef) -> Collapse | Declined:
+        """What tie collapse would fold in `ref`, decided from its facts without writing."""
+        return plan_collapse(self._facts_of(ref.path), artifact=ref.name)
 
     def get(
         self, amplifier: str, ref: ArtifactRef, variant: int = 0, tag: str = ""
@@ -110,8 +114,16 @@ class Stressed:
                 con, ref.path, target, artifact=ref.name, facts=self._facts_of(ref.path)
             )
         if amplifier == Amplifier.ROW_MULTIPLICATION:
+            # The joint probe's stacked input: ties collapsed (where that applies) and rows
+            # multiplied in one pass, so the collapsed copy is never written on its own.
+            collapse = self.collapse_of(ref) if variant == _STACKED else None
             return multiply_rows(
-                con, ref.path, target, artifact=ref.name, facts=self._facts_of(ref.path)
+                con,
+                ref.path,
+                target,
+                artifact=ref.name,
+                facts=self._facts_of(ref.path),
+                collapse=collapse if isinstance(collapse, Collapse) else None,
             )
         if amplifier == Amplifier.ARRIVAL_ORDER:
             return reorder(con, ref.path, target, artifact=ref.name, variant=variant)
@@ -286,18 +298,21 @@ _JOINT_DETAIL_ORDER = (
 def _joint(stressed, original, read):
     """The joint probe's inputs per run, and what each input amplifier changed (only those
     that changed something). Run 1 reads each input with its ties collapsed and its rows
-    multiplied, where those apply; later runs read the same rows reordered."""
+    multiplied, where those apply, written in one pass; later runs read the same rows
+    reordered."""
     base = dict(original)
     changed: dict[Amplifier, list[str]] = {}
     for name in read:
-        collapsed, outcome = stressed.get(Amplifier.TIE_COLLAPSE, original[name])
-        if collapsed is not None:
-            changed.setdefault(Amplifier.TIE_COLLAPSE, []).append(outcome.detail)
-        ref = collapsed or original[name]
-        multiplied, outcome = stressed.get(Amplifier.ROW_MULTIPLICATION, ref, variant=_STACKED)
-        if multiplied is not None:
-            changed.setdefault(Amplifier.ROW_MULTIPLICATION, []).append(outcome.detail)
-        base[name] = multiplied or ref
+        stacked, outcome = stressed.get(
+            Amplifier.ROW_MULTIPLICATION, original[name], variant=_STACKED
+        )
+        if stacked is None:
+            continue  # nothing to multiply (no rows), so nothing to collapse either
+        changed.setdefault(Amplifier.ROW_MULTIPLICATION, []).append(outcome.detail)
+        collapse = stressed.collapse_of(original[name])
+        if isinstance(collapse, Collapse):
+            changed.setdefault(Amplifier.TIE_COLLAPSE, []).append(collapse.detail)
+        base[name] = stacked
     reordered = [
         name
         for name in read

@@ -30,6 +30,17 @@ def _row_groups(con: duckdb.DuckDBPyConnection, source: Path) -> list[tuple[int,
     return spans
 
 
+def _group_of(spans: list[tuple[int, int]], lo: int, hi: int) -> str:
+    """The index of the group among spans[lo:hi] that holds `file_row_number`, as SQL."""
+    if hi - lo == 1:
+        return str(lo)
+    mid = (lo + hi) // 2
+    return (
+        f"CASE WHEN file_row_number < {spans[mid][0]} THEN {_group_of(spans, lo, mid)} "
+        f"ELSE {_group_of(spans, mid, hi)} END"
+    )
+
+
 def reorder(
     con: duckdb.DuckDBPyConnection, source: Path, target: Path, *, artifact: str, variant: int
 ) -> Outcome:
@@ -46,17 +57,18 @@ def reorder(
         size = spans[0][1] - spans[0][0]
         if all(hi - lo == size for lo, hi in spans[:-1]) and spans[-1][1] - spans[-1][0] <= size:
             # Every row group but a shorter last one has one size (DuckDB's writer does
-            # that), so a row's group is a division, which sorts faster than a range join.
+            # that), so a row's group is a division.
             query = (
                 f"SELECT * EXCLUDE (file_row_number) FROM {source_rows} "
                 f"ORDER BY file_row_number // {size} DESC, file_row_number"
             )
         else:
-            values = ", ".join(f"({i}, {lo}, {hi})" for i, (lo, hi) in enumerate(spans))
+            # Groups of several sizes (a writer that flushed early, or UNION ALL's seams):
+            # a row's group by binary search over the groups' first rows, a few
+            # comparisons per row, rather than a range join.
             query = (
-                f"SELECT s.* EXCLUDE (file_row_number) FROM {source_rows} s "
-                f"JOIN (VALUES {values}) g(gid, lo, hi) ON s.file_row_number >= g.lo AND s.file_row_number < g.hi "
-                f"ORDER BY g.gid DESC, s.file_row_number"
+                f"SELECT * EXCLUDE (file_row_number) FROM {source_rows} "
+                f"ORDER BY {_group_of(spans, 0, len(spans))} DESC, file_row_number"
             )
         what = f"its {len(spans)} row groups in reverse"
     elif variant == 2:

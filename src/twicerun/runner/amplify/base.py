@@ -67,7 +67,8 @@ def most_distinct(facts: list[ColumnFacts]) -> ColumnFacts | None:
 
 
 def copy_ordered(con: duckdb.DuckDBPyConnection, query: str, target: Path) -> None:
-    """Write `query` (which ends in ORDER BY) to `target`, keeping that order in the file."""
+    """Write `query` to `target` in the order it gives: one that ends in ORDER BY, or one
+    DuckDB documents as keeping its input's order (single-table scans, UNION ALL)."""
     con.execute("SET preserve_insertion_order = true")
     # Through a temporary name: an interrupted write never leaves a short file under
     # the final one for a series to read.

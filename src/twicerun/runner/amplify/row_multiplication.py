@@ -24,6 +24,7 @@ from twicerun.runner.amplify.base import (
     most_distinct,
     numbered,
 )
+from twicerun.runner.amplify.tie_collapse import Collapse
 
 FACTOR = 2
 # Shifted through HUGEINT and BIGINT below, which a UHUGEINT past 2**127 would overflow.
@@ -38,27 +39,53 @@ def multiply_rows(
     artifact: str,
     factor: int = FACTOR,
     facts: Facts | None = None,
+    collapse: Collapse | None = None,
 ) -> Outcome:
-    rows, facts = facts or column_facts(con, source)
+    """With `collapse`, the rows multiplied are the source's with its ties collapsed, in one
+    pass: the joint probe's input, without writing the collapsed copy first."""
+    facts = facts or column_facts(con, source)
+    if collapse is not None:
+        facts = collapse.facts(facts)
+    rows, columns = facts
     if rows == 0:
         return Declined(f"{artifact} has no rows to multiply")
-    keep = most_distinct(facts)
-    shift = None
-    if keep is not None and keep.type.id in _SHIFTABLE:
+    keep = most_distinct(columns)
+    shift = _shift(con, source, keep, factor) if keep is not None else None
+
+    def replaced(copy: str) -> str:
+        # The kept column's values in copy number `copy` (a literal, or a column).
+        return f" REPLACE ({shift.format(copy=copy)} AS {keep.sql})" if shift and keep else ""
+
+    if collapse is None:
+        # UNION ALL of single-table scans keeps each copy in file order, one copy after
+        # another (DuckDB's order preservation), so no sort is needed.
+        query = " UNION ALL ".join(
+            f"SELECT *{replaced(str(copy))} FROM {sql.parquet(source)}" for copy in range(factor)
+        )
+    else:
+        query = (
+            f"WITH src AS (SELECT * FROM {numbered(source)}), {', '.join(collapse.ctes())}, "
+            f"collapsed AS ({collapse.select()}) "
+            f"SELECT * EXCLUDE (copy, file_row_number){replaced('copy')} "
+            f"FROM collapsed, range({factor}) c(copy) ORDER BY copy, file_row_number"
+        )
+    copy_ordered(con, query, target)
+    return Applied(f"{artifact} {rows:,} rows to {rows * factor:,}")
+
+
+def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> str | None:
+    """An expression template (`{copy}` is the copy's number) that keeps `keep` distinct
+    across copies, or None when the column cannot be shifted."""
+    column = keep.sql.replace("{", "{{").replace("}", "}}")  # a name may hold braces
+    if keep.type.id in _SHIFTABLE:
+        # Tie collapse never folds the most distinct column (a folded one has fewer
+        # values than the column it kept intact), so its range is the source's.
         low, high = con.execute(
             f"SELECT min({keep.sql})::HUGEINT, max({keep.sql})::HUGEINT FROM {sql.parquet(source)}"
         ).fetchone()
-        if low is not None:
-            span = high - low + 1
-            # Widen to BIGINT and give up the shift where even that would overflow.
-            if high + span * (factor - 1) < 2**63:
-                shift = f"({keep.sql}::BIGINT + copy * {span})"
-    if shift is None and keep is not None and keep.type.id == "varchar":
-        shift = f"CASE WHEN copy = 0 THEN {keep.sql} ELSE {keep.sql} || '#' || copy END"
-    replace = f" REPLACE ({shift} AS {keep.sql})" if shift and keep else ""
-    query = (
-        f"SELECT * EXCLUDE (copy, file_row_number){replace} FROM {numbered(source)}, "
-        f"range({factor}) c(copy) ORDER BY copy, file_row_number"
-    )
-    copy_ordered(con, query, target)
-    return Applied(f"{artifact} {rows:,} rows to {rows * factor:,}")
+        # Widen to BIGINT and give up the shift where even that would overflow.
+        if low is not None and high + (high - low + 1) * (factor - 1) < 2**63:
+            return f"({column}::BIGINT + {{copy}} * {high - low + 1})"
+    if keep.type.id == "varchar":
+        return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {column} || '#' || {{copy}} END"
+    return None

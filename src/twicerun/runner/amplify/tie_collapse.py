@@ -11,6 +11,7 @@ else. A column already at or past the target is left alone.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
@@ -18,6 +19,7 @@ import duckdb
 from twicerun.compare.columns import ColumnClass
 from twicerun.runner.amplify.base import (
     Applied,
+    ColumnFacts,
     Declined,
     Facts,
     Outcome,
@@ -30,19 +32,53 @@ from twicerun.runner.amplify.base import (
 ROWS_PER_VALUE = 500
 
 
-def collapse_ties(
-    con: duckdb.DuckDBPyConnection,
-    source: Path,
-    target: Path,
-    *,
-    artifact: str,
-    rows_per_value: int = ROWS_PER_VALUE,
-    facts: Facts | None = None,
-) -> Outcome:
-    rows, facts = facts or column_facts(con, source)
+@dataclass(frozen=True)
+class Collapse:
+    """Which columns fold into how many values: the plan, before any row is written."""
+
+    chosen: tuple[ColumnFacts, ...]
+    buckets: int
+    detail: str
+
+    def ctes(self, src: str = "src") -> list[str]:
+        """One value map per chosen column, over the relation `src`."""
+        maps = []
+        for i, c in enumerate(self.chosen):
+            # Each distinct value, numbered in sort order once; value k takes the value
+            # numbered k mod buckets, so every substitute is a real value of the column.
+            maps.append(
+                f"r{i} AS (SELECT v, row_number() OVER (ORDER BY v) - 1 AS k FROM "
+                f"(SELECT DISTINCT {c.sql} AS v FROM {src} WHERE {c.sql} IS NOT NULL)), "
+                f"m{i} AS (SELECT o.v AS old, n.v AS new FROM r{i} o JOIN r{i} n "
+                f"ON n.k = o.k % {self.buckets})"
+            )
+        return maps
+
+    def select(self, src: str = "src") -> str:
+        """Every column of `src` (its `file_row_number` too), the chosen ones folded. The
+        joins do not keep row order: a caller that writes these rows sorts them."""
+        folded = ", ".join(f"m{i}.new AS {c.sql}" for i, c in enumerate(self.chosen))
+        joins = " ".join(
+            f"LEFT JOIN m{i} ON {src}.{c.sql} = m{i}.old" for i, c in enumerate(self.chosen)
+        )
+        return f"SELECT {src}.* REPLACE ({folded}) FROM {src} {joins}"
+
+    def facts(self, facts: Facts) -> Facts:
+        """The facts of the collapsed rows, without counting them again: a chosen column
+        had more distinct values than buckets, and value k went to value k mod buckets,
+        so it now has exactly `buckets`; the row count and every other column are as they were."""
+        rows, columns = facts
+        chosen = {c.name for c in self.chosen}
+        return rows, [replace(c, distinct=self.buckets) if c.name in chosen else c for c in columns]
+
+
+def plan_collapse(
+    facts: Facts, *, artifact: str, rows_per_value: int = ROWS_PER_VALUE
+) -> Collapse | Declined:
+    rows, columns = facts
     if rows == 0:
         return Declined(f"{artifact} has no rows")
-    exact = [c for c in facts if c.cls is ColumnClass.EXACT]
+    exact = [c for c in columns if c.cls is ColumnClass.EXACT]
     keep = most_distinct(exact)
     candidates = [c for c in exact if keep is not None and c.name != keep.name]
     if not candidates:
@@ -59,28 +95,32 @@ def collapse_ties(
             f"every column of {artifact} that could tie already has {rows / max(densest.distinct, 1):,.0f} "
             f"or more rows per value, at or past the {rows_per_value:,} this amplifier aims for"
         )
-    maps = []
-    replace = []
-    for i, c in enumerate(chosen):
-        # Each distinct value, numbered in sort order once; value k takes the value
-        # numbered k mod buckets, so every substitute is a real value of the column.
-        maps.append(
-            f"r{i} AS (SELECT v, row_number() OVER (ORDER BY v) - 1 AS k FROM "
-            f"(SELECT DISTINCT {c.sql} AS v FROM src WHERE {c.sql} IS NOT NULL)), "
-            f"m{i} AS (SELECT o.v AS old, n.v AS new FROM r{i} o JOIN r{i} n ON n.k = o.k % {buckets})"
-        )
-        replace.append(f"m{i}.new AS {c.sql}")
-    joins = " ".join(f"LEFT JOIN m{i} ON src.{c.sql} = m{i}.old" for i, c in enumerate(chosen))
-    query = (
-        f"WITH src AS (SELECT * FROM {numbered(source)}), "
-        f"{', '.join(maps)} "
-        f"SELECT src.* EXCLUDE (file_row_number) REPLACE ({', '.join(replace)}) FROM src {joins} "
-        f"ORDER BY src.file_row_number"
-    )
-    copy_ordered(con, query, target)
     detail = "; ".join(
         f"{artifact}.{c.name} into {buckets:,} values, from {rows / c.distinct:,.0f} to "
         f"{rows / buckets:,.0f} rows per value"
         for c in chosen
     )
-    return Applied(detail)
+    return Collapse(tuple(chosen), buckets, detail)
+
+
+def collapse_ties(
+    con: duckdb.DuckDBPyConnection,
+    source: Path,
+    target: Path,
+    *,
+    artifact: str,
+    rows_per_value: int = ROWS_PER_VALUE,
+    facts: Facts | None = None,
+) -> Outcome:
+    plan = plan_collapse(
+        facts or column_facts(con, source), artifact=artifact, rows_per_value=rows_per_value
+    )
+    if isinstance(plan, Declined):
+        return plan
+    query = (
+        f"WITH src AS (SELECT * FROM {numbered(source)}), {', '.join(plan.ctes())}, "
+        f"collapsed AS ({plan.select()}) "
+        f"SELECT * EXCLUDE (file_row_number) FROM collapsed ORDER BY file_row_number"
+    )
+    copy_ordered(con, query, target)
+    return Applied(plan.detail)
