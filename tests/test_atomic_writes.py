@@ -6,9 +6,9 @@ import threading
 import time
 
 import duckdb
-import pytest
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from twicerun.storage.atomic import atomic_path
 from twicerun.storage.context import StepContext
