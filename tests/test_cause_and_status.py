@@ -127,9 +127,18 @@ def test_a_quiet_step_is_probed_once_with_every_amplifier_and_reported_under_eac
     assert len(list((invocation / series[0]).glob("*/*/receipt.json"))) == 3
 
 
-def test_a_joint_probe_that_shows_a_difference_is_split_into_its_members(write_pipeline, twicerun):
+def test_a_joint_probe_that_shows_a_difference_is_split_into_its_members(
+    write_pipeline, twicerun, tmp_path
+):
+    run_dir = tmp_path / "runs"
     document = twicerun(
-        "run", write_pipeline(FIRST_PER_CUSTOMER), "--amplify", "--json", "-"
+        "run",
+        write_pipeline(FIRST_PER_CUSTOMER),
+        "--amplify",
+        "--run-dir",
+        str(run_dir),
+        "--json",
+        "-",
     ).json()
     amplifiers = {a["kind"]: a for a in by_name(document)["first_event"]["amplifiers"]}
     # The joint probe fired: each member then ran alone, so the finding is attributed
@@ -139,6 +148,10 @@ def test_a_joint_probe_that_shows_a_difference_is_split_into_its_members(write_p
     assert amplifiers["arrival order"]["fired"] > 0
     assert amplifiers["thread count"]["fired"] == 0
     assert amplifiers["thread count"]["detail"] == "threads raised to 4 from the 2 in the loop"
+    # Its second run already differed (the rows arrive in another order), and a probe that
+    # differs is split whatever else it shows, so it stopped there.
+    joint = next(run_dir.glob("*/amplify-01-first_event-threads+order+ties+rows"))
+    assert len(list(joint.glob("*/*/receipt.json"))) == 2
 
 
 PARALLEL_ONLY = """

@@ -273,6 +273,7 @@ def _together(bench, step, stressed, plan, original, read, label, probe):
         detail="; ".join(
             [threads["detail"], *(details[m] for m in _JOINT_DETAIL_ORDER if m in details)]
         ),
+        stop=_split_at_first_difference,
     )
     if series.error or any(c.differs or c.error for c in series.comparisons):
         return {}
@@ -286,6 +287,14 @@ def _together(bench, step, stressed, plan, original, read, label, probe):
             detail=f"probed together with {listed(others)}: {series.detail}",
         )
     return joint
+
+
+def _split_at_first_difference(comparisons) -> str | None:
+    """A joint probe that showed a difference is split, whatever its later runs show,
+    and its own comparisons are not reported: running it further would be wasted."""
+    if any(c.differs or c.error for c in comparisons):
+        return "split at its first difference"
+    return None
 
 
 _JOINT_DETAIL_ORDER = (
