@@ -126,10 +126,16 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
         sampler.join()
     peak["disk"] = max(peak["disk"], _directory_bytes(Path(run_dir)))
     one_run = _directory_bytes(Path(result.artifacts) / "loop" / "1")
-    executions = _executions(Path(result.artifacts))
+    executions, seconds = _executions(Path(result.artifacts))
     plain = plain_run(pipeline, result.environment.threads)
+    bisect_wall = sum(s.bisect.seconds for s in result.steps if s.bisect is not None)
     return {
         "executions": executions,
+        "step_seconds_by_series": seconds,
+        # The two parts after the loop: the bisect's series, and everything else (the
+        # amplifiers' inputs written, then their series run).
+        "bisect_wall": bisect_wall,
+        "amplify_wall": timers["after_loop"] - bisect_wall,
         "plain_wall": plain,
         "one_run_bytes": one_run,
         "wall": result.seconds,
@@ -153,9 +159,11 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
     }
 
 
-def _executions(root: Path) -> dict[str, int]:
-    """Step executions by series, counted from the receipts the invocation left."""
+def _executions(root: Path) -> tuple[dict[str, int], dict[str, float]]:
+    """Step executions by series, and the seconds inside them, from the receipts the
+    invocation left."""
     counts: dict[str, int] = {}
+    seconds: dict[str, float] = {}
     for receipt in root.glob("*/*/*/receipt.json"):
         series = receipt.relative_to(root).parts[0]
         if series.startswith("bisect"):
@@ -165,7 +173,9 @@ def _executions(root: Path) -> dict[str, int]:
         else:
             kind = series
         counts[kind] = counts.get(kind, 0) + 1
-    return dict(sorted(counts.items()))
+        spent = json.loads(receipt.read_text()).get("seconds") or 0.0
+        seconds[kind] = seconds.get(kind, 0.0) + spent
+    return dict(sorted(counts.items())), dict(sorted(seconds.items()))
 
 
 def plain_run(pipeline_path: str, threads: int) -> float:
@@ -312,6 +322,12 @@ def main(argv: list[str] | None = None) -> int:
         for k in rows[0]
         if isinstance(rows[0][k], (int, float))
     }
+    if all("step_seconds_by_series" in r for r in rows):
+        kinds = sorted({k for r in rows for k in r["step_seconds_by_series"]})
+        median["step_seconds_by_series"] = {
+            k: statistics.median(r["step_seconds_by_series"].get(k, 0.0) for r in rows)
+            for k in kinds
+        }
     print(_line("median", median))
     print(
         f"\n{Path(args.pipeline).name}, duckdb {rows[0]['duckdb']} at threads={rows[0]['threads']}, "
@@ -501,6 +517,26 @@ def bench_loop(a: Artifact) -> Table:
                 "",
             ]
         )
+    if "bisect_wall" in m:  # artifacts written before the bench split these out lack it
+        by_series = m["step_seconds_by_series"]
+        bisect_steps = by_series.get("bisect", 0.0)
+        amplify_steps = sum(v for k, v in by_series.items() if k not in ("loop", "bisect"))
+        for label, wall, steps in (
+            ("the single-threaded bisect", m["bisect_wall"], bisect_steps),
+            ("the amplifiers: their inputs written, then probed", m["amplify_wall"], amplify_steps),
+        ):
+            if steps:
+                rows.append(
+                    [
+                        label,
+                        f"{wall:.1f}s",
+                        f"{steps:.1f}s",
+                        f"{wall / steps:.2f}x",
+                        "not split",
+                        "",
+                        "",
+                    ]
+                )
     if "lazy_median" in d:  # artifacts measured with --receipt-cost
         lazy = d["lazy_median"]
         lazy_overhead = lazy["wall"] - lazy["steps"]

@@ -168,6 +168,8 @@ def audit_runs(
     last = max(chosen, default=-1)
     found = []
     with Scratch(threads, "audit", pipeline.engine) as scratch:
+        # Every execution is known up front, so no connection is opened that none uses.
+        scratch.connections.expect(threads, last + 1 + 2 * len(chosen))
         first = RunAddress(LOOP, 1)
         for step in pipeline.steps[: last + 1]:
             progress(ProgressEvent("audit", 1, 3, step.index, len(pipeline.steps), step.name))
