@@ -1,4 +1,4 @@
-"""What opening connections on more helper threads saves, and what it hides.
+"""What the work done beside a step saves, and what it might hide.
 
     python -m bench.overlap [--pairs 16] [--tiny 5] [--json PATH]
 
@@ -11,6 +11,11 @@ the same machine at the same time:
 
 - one helper, two connections ahead (what twicerun did first);
 - three helpers, three ahead (what it does now).
+
+A third setting was measured once, with the code of commits 12cae85 to cfe632f,
+and is kept in results/experiments/bench-overlap-receipts-beside-2026-12-01.json:
+receipts written on the janitor's thread, beside the next step. It lowered the
+sparse tie step's fire rate, so receipts stay on the loop's path (docs/runs.md).
 
 On the reference pipeline (amplifiers off) it counts, per step, the loop's
 comparisons that fired; on `bench/pipelines/tiny.py` it takes twicerun's own
@@ -38,6 +43,7 @@ SETTINGS = {
     "one helper, two ahead": (1, 2),
     "three helpers, three ahead": (3, 3),
 }
+_COUNT = {2: "two", 3: "three"}
 REFERENCE = "pipelines/reference.py"
 TINY = "bench/pipelines/tiny.py"
 
@@ -54,7 +60,7 @@ def child(pipeline: str, helpers: int, ahead: int) -> dict:
         result = run_pipeline(
             REPO / pipeline, LoopOptions(run_dir=Path(run_dir), keep=0, amplify=False)
         )
-        executions = sum(_executions(Path(result.artifacts)).values())
+        executions = sum(_executions(Path(result.artifacts))[0].values())
     return {
         "wall": result.seconds,
         "steps": result.step_seconds,
@@ -81,13 +87,13 @@ def measure(pairs: int, tiny: int) -> dict:
     reference: dict[str, list[dict]] = {name: [] for name in SETTINGS}
     small: dict[str, list[dict]] = {name: [] for name in SETTINGS}
     for i in range(pairs):
-        for name, (helpers, ahead) in SETTINGS.items():  # interleaved
-            reference[name].append(_spawn(REFERENCE, helpers, ahead))
-        print(f"reference pair {i + 1} of {pairs}", file=sys.stderr, flush=True)
+        for name, setting in SETTINGS.items():  # interleaved
+            reference[name].append(_spawn(REFERENCE, *setting))
+        print(f"reference round {i + 1} of {pairs}", file=sys.stderr, flush=True)
     for i in range(tiny):
-        for name, (helpers, ahead) in SETTINGS.items():
-            small[name].append(_spawn(TINY, helpers, ahead))
-        print(f"tiny pair {i + 1} of {tiny}", file=sys.stderr, flush=True)
+        for name, setting in SETTINGS.items():
+            small[name].append(_spawn(TINY, *setting))
+        print(f"tiny round {i + 1} of {tiny}", file=sys.stderr, flush=True)
     return {"reference": reference, "tiny": small}
 
 
@@ -141,8 +147,8 @@ def _per_execution(runs: list[dict]) -> str:
 
 def bench_overlap(a: Artifact) -> Table:
     d = a.document
-    names = list(SETTINGS)
     reference = d["reference"]
+    names = list(reference)  # the settings this artifact measured, in its order
     steps = [
         s
         for s in reference[names[0]][0]["fired"]
@@ -172,7 +178,8 @@ def bench_overlap(a: Artifact) -> Table:
     )
     what = (
         f"{d['pairs']} invocations of `{REFERENCE}` per setting (amplifiers off) and "
-        f"{d['tiny_pairs']} of `{TINY}`, the two settings alternating, each invocation in a "
+        f"{d['tiny_pairs']} of `{TINY}`, the {_COUNT.get(len(names), len(names))} settings "
+        f"{'alternating' if len(names) == 2 else 'in turn'}, each invocation in a "
         f"fresh process; {d['seconds']:.0f}s in all."
     )
     return Table(
@@ -180,7 +187,7 @@ def bench_overlap(a: Artifact) -> Table:
         stamp(a, what),
         ["", *names],
         rows,
-        ["left", "right", "right"],
+        ["left", *["right"] * len(names)],
     )
 
 

@@ -8,7 +8,6 @@ import time
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from twicerun.storage.atomic import atomic_path
 from twicerun.storage.context import StepContext
@@ -80,49 +79,3 @@ def test_ctx_write_puts_nothing_at_the_final_name_until_the_copy_is_complete(tmp
     assert observed and not any(observed)
     assert pq.read_metadata(final).num_rows == 50000
     assert [p.name for p in tmp_path.iterdir()] == ["big.parquet"]
-
-
-def test_the_janitor_writes_only_the_newest_waiting_version_and_keeps_deletions_in_order(tmp_path):
-    """Receipts are rewritten as copies are compared and pruned; the helper thread must
-    write the newest one, and never let a deletion overtake the write queued before it
-    (a receipt pointing at a file already gone)."""
-    from twicerun.storage.janitor import Janitor
-
-    janitor = Janitor()
-    gate = threading.Event()
-    rendered = []
-
-    def render(label: bytes):
-        def go():
-            rendered.append(label)
-            return label
-
-        return go
-
-    def held():
-        gate.wait(10)
-        return b"held"
-
-    janitor.write(tmp_path / "first", held)  # keeps the helper busy while the rest queue
-    janitor.write(tmp_path / "receipt.json", render(b"old"))
-    janitor.write(tmp_path / "receipt.json", render(b"new"))
-    janitor.write(tmp_path / "doomed", render(b"doomed"))
-    janitor.remove(tmp_path / "doomed")
-    gate.set()
-    janitor.shutdown()
-    assert (tmp_path / "receipt.json").read_bytes() == b"new"
-    assert rendered == [b"new", b"doomed"]  # the older version was never even rendered
-    assert not (tmp_path / "doomed").exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["first", "receipt.json"]
-
-
-def test_a_write_that_fails_on_the_janitor_is_raised_when_it_is_waited_for(tmp_path):
-    from twicerun.storage.janitor import Janitor
-
-    janitor = Janitor()
-    janitor.write(tmp_path / "missing" / "deeper" / "x", lambda: b"x")  # parent made on demand
-    janitor.write(tmp_path / "file", lambda: b"a file")
-    janitor.wait()
-    janitor.write(tmp_path / "file" / "under-a-file", lambda: b"x")
-    with pytest.raises(OSError):
-        janitor.shutdown()

@@ -141,6 +141,33 @@ def test_later_copies_identical_to_run_1_are_pruned_and_recorded(write_pipeline,
     ]  # run 1's, and nothing else
 
 
+def test_a_later_runs_receipt_is_written_once(write_pipeline, twicerun, monkeypatch):
+    """Compared and pruned at once, a later run's receipt changes two or three times
+    (digests, then pruned or discarded); it is held back and written once, in its
+    final form, on the loop's own path."""
+    from twicerun.runner import execute, records
+
+    writes: dict[tuple[str, ...], int] = {}
+    real = records.save_receipt
+
+    def counting(step_dir, receipt):
+        where = Path(step_dir).parts[-3:]  # series, run, step
+        writes[where] = writes.get(where, 0) + 1
+        real(step_dir, receipt)
+
+    monkeypatch.setattr(execute, "save_receipt", counting)
+    monkeypatch.setattr(records, "save_receipt", counting)
+    outcome = twicerun("run", write_pipeline(DRIFTING), "--json", "-")
+    assert outcome.code == 1
+    later = {w: n for w, n in writes.items() if w[0] == "loop" and w[1] != "1"}
+    assert len(later) == 4 * 4 and set(later.values()) == {1}
+    root = Path(outcome.json()["artifacts"])
+    differing = load_receipt(root / "loop" / "3" / "00-source").artifacts[0]
+    assert (differing.kept, differing.same_as) == (False, None)
+    assert differing.canonical_digest  # computed for the comparison, and kept
+    assert load_receipt(root / "loop" / "3" / "02-control").artifacts[0].same_as == "loop/1"
+
+
 def test_keep_copies_keeps_the_latest_differing_copy_of_each_step(write_pipeline, twicerun):
     path = write_pipeline(DRIFTING)
     root = Path(twicerun("run", path, "--keep-copies", "--json", "-").json()["artifacts"])

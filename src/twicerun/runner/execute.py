@@ -22,7 +22,6 @@ from twicerun.runner.engines import Engine
 from twicerun.runner.environment import platform_stamp
 from twicerun.runner.interrupts import reraise_if_requested
 from twicerun.storage.context import ArtifactRef
-from twicerun.storage.janitor import Janitor
 from twicerun.storage.layout import Invocation, RunAddress
 from twicerun.storage.receipts import RECEIPT_VERSION, ArtifactRecord, Receipt, save_receipt
 
@@ -41,7 +40,7 @@ def execute_step(
     connections: Engine,
     canonical: bool = False,
     source_order: Callable[[str, int], list[int]] | None = None,
-    janitor: Janitor | None = None,
+    defer_receipt: bool = False,
 ) -> Receipt:
     """Run `step` once at `address` and return its receipt (already saved).
 
@@ -49,8 +48,9 @@ def execute_step(
     bytes equal `reference`'s (it is copied) and otherwise once a comparison needs
     it (`Records.ensure_canonical`), since most artifacts never differ from run 1.
     With `canonical` (run 1 of the loop) every artifact gets it at once: run 1 is
-    what a recorded-run verdict names an answer by. With a `janitor`, the receipt of
-    an execution that succeeded is written on its thread (a crash's is written here).
+    what a recorded-run verdict names an answer by. With `defer_receipt`, the receipt
+    of an execution that succeeded is returned unsaved, for a caller that is about to
+    compare and prune the copy and so would write it twice (`Records.flush`).
     """
     out_dir = invocation.step_dir(address, step.index, step.name)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -130,7 +130,8 @@ def execute_step(
         artifacts=records,
         sql_outside_ctx=ctx.output.sql_outside_ctx,
     )
-    save_receipt(out_dir, receipt, janitor)
+    if not defer_receipt:
+        save_receipt(out_dir, receipt)
     return receipt
 
 

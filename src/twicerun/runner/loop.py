@@ -186,33 +186,38 @@ def _loop(
                     digest_connection=digest_connection,
                     connections=connections,
                     canonical=run == 1,
-                    janitor=janitor,
+                    # Compared and pruned at once below: its receipt is written once, then.
+                    defer_receipt=run > 1 and options.containment,
                 )
-                records.add(address, receipt)
+                records.add(address, receipt, saved=not (run > 1 and options.containment))
                 if run == 1:
                     keys.check_written(receipt.artifacts)
                     continue
-                comparison = compare_step(
-                    records,
-                    digest_connection,
-                    reference,
-                    address,
-                    step.index,
-                    options.keys,
-                    caches[step.index],
-                    keep_prefix=f"{KEEP_PREFIX}{run}_",
-                )
-                comparisons[step.index].append(comparison)
-                worst.consider(step.index, comparison)
-                if options.containment:
-                    # Nothing reads a contained later run's copies again, and their
-                    # findings are recorded: identical ones go at once, and so do differing
-                    # ones, unless --keep-copies asked to keep the latest run's to open.
-                    records.prune_identical(address, step.index)
-                    if not options.keep_copies:
-                        records.discard(address, step.index)
-                    elif run > 2:
-                        records.discard(RunAddress(LOOP, run - 1), step.index)
+                try:
+                    comparison = compare_step(
+                        records,
+                        digest_connection,
+                        reference,
+                        address,
+                        step.index,
+                        options.keys,
+                        caches[step.index],
+                        keep_prefix=f"{KEEP_PREFIX}{run}_",
+                    )
+                    comparisons[step.index].append(comparison)
+                    worst.consider(step.index, comparison)
+                    if options.containment:
+                        # Nothing reads a contained later run's copies again, and their
+                        # findings are recorded: identical ones go at once, and so do
+                        # differing ones, unless --keep-copies asked to keep the latest
+                        # run's to open.
+                        records.prune_identical(address, step.index)
+                        if not options.keep_copies:
+                            records.discard(address, step.index)
+                        elif run > 2:
+                            records.discard(RunAddress(LOOP, run - 1), step.index)
+                finally:
+                    records.flush(address, step.index)
             if run == 1:
                 keys.check_all_written()
             if not options.containment and run > 2:

@@ -26,9 +26,39 @@ class Records:
         self.reference = reference
         self.janitor = janitor
         self._receipts: dict[tuple[RunAddress, int], Receipt] = {}
+        self._unsaved: set[tuple[RunAddress, int]] = set()
 
-    def add(self, address: RunAddress, receipt: Receipt) -> None:
-        self._receipts[(address, receipt.step_index)] = receipt
+    def add(self, address: RunAddress, receipt: Receipt, saved: bool = True) -> None:
+        """`saved=False` for a receipt not yet on disk; `flush` writes it, unless pruning
+        or a discard rewrites it first (which writes it then)."""
+        key = (address, receipt.step_index)
+        self._receipts[key] = receipt
+        if saved:
+            self._unsaved.discard(key)
+        else:
+            self._unsaved.add(key)
+
+    def _save(self, address: RunAddress, index: int, receipt: Receipt) -> None:
+        """Record a changed receipt: written now, or, if the first version is still held
+        back, held back with it (so `flush` writes the execution's receipt once)."""
+        if (address, index) in self._unsaved:
+            self.add(address, receipt, saved=False)
+            return
+        save_receipt(self.invocation.step_dir(address, index, receipt.step_name), receipt)
+        self.add(address, receipt)
+
+    def flush(self, address: RunAddress, index: int) -> None:
+        """Write the receipt of (address, index) if it is still held back.
+
+        A later run's copy is compared and, most often, pruned at once, and pruning
+        rewrites its receipt; held back until then, the receipt is written once, not
+        twice, on the loop's own path (writing it on a helper thread beside the next
+        step instead was measured to hide a race: docs/runs.md)."""
+        key = (address, index)
+        if key in self._unsaved:
+            receipt = self._receipts[key]
+            save_receipt(self.invocation.step_dir(address, index, receipt.step_name), receipt)
+            self._unsaved.discard(key)
 
     def step_seconds(self) -> float:
         """Seconds spent inside step executions, across the loop and every series."""
@@ -86,10 +116,7 @@ class Records:
                 replace(r, kept=False, same_as=None) if r.kept else r for r in receipt.artifacts
             ],
         )
-        save_receipt(
-            self.invocation.step_dir(address, index, receipt.step_name), updated, self.janitor
-        )
-        self.add(address, updated)
+        self._save(address, index, updated)
         for path in doomed:
             if self.janitor is not None:
                 self.janitor.remove(path)
@@ -140,10 +167,7 @@ class Records:
                 record = replace(record, canonical_digest=digest)
             records.append(record)
         updated = replace(receipt, artifacts=records)
-        save_receipt(
-            self.invocation.step_dir(address, index, receipt.step_name), updated, self.janitor
-        )
-        self.add(address, updated)
+        self._save(address, index, updated)
 
     def bytes_differ(self, reference: RunAddress, address: RunAddress, index: int) -> list[str]:
         """The artifacts both executions wrote whose bytes differ: the ones worth reading."""
@@ -200,12 +224,10 @@ class Records:
         if not doomed:
             return 0
         # The receipt first: a crash between the two leaves a file nobody needs,
-        # never a receipt pointing at a file that is gone.
+        # never a receipt pointing at a file that is gone. (A receipt still held back
+        # is written after the deletion, by `flush`: until then there is none at all.)
         updated = replace(receipt, artifacts=records)
-        save_receipt(
-            self.invocation.step_dir(address, index, receipt.step_name), updated, self.janitor
-        )
-        self.add(address, updated)
+        self._save(address, index, updated)
         freed = 0
         for path in doomed:
             with contextlib.suppress(FileNotFoundError):

@@ -105,7 +105,8 @@ def run_series(
                     digest_connection=bench.con,
                     connections=bench.connections,
                     source_order=source_order_for(k) if source_order_for else None,
-                    janitor=bench.janitor,
+                    # Compared (or deduplicated) and pruned at once below.
+                    defer_receipt=True,
                 )
             except StepCrashed as exc:
                 if not (raise_is_answer and k > 1):
@@ -117,31 +118,34 @@ def run_series(
                 k += 1
                 continue
             executed += 1
-            records.add(address, receipt)
-            if k == 1:
-                rows_read = receipt.rows_read
-                # A first run that wrote what the loop's run 1 wrote need not keep a second
-                # copy: it is read from the loop's instead. The same bytes always qualify;
-                # the same rows in another order qualify when nothing will read this copy
-                # as state (only the oracle reads it then, and it ignores row order).
-                # Only a series on the loop's own inputs can be expected to match it, so
-                # only there is a canonical digest worth computing for this.
-                if (
-                    same_inputs_as_loop
-                    and not any(r.via == "state" for r in receipt.reads)
-                    and _worth_deduplicating(bench, receipt)
-                ):
-                    differing = records.bytes_differ(loop_reference, address, step.index)
-                    records.ensure_canonical(bench.con, address, step.index, differing)
-                    records.ensure_canonical(bench.con, loop_reference, step.index, differing)
-                records.prune_identical(address, step.index, against=loop_reference)
-            else:
-                comparisons.append(
-                    compare_step(
-                        records, bench.con, reference, address, step.index, bench.keys, cache
+            records.add(address, receipt, saved=False)
+            try:
+                if k == 1:
+                    rows_read = receipt.rows_read
+                    # A first run that wrote what the loop's run 1 wrote need not keep a second
+                    # copy: it is read from the loop's instead. The same bytes always qualify;
+                    # the same rows in another order qualify when nothing will read this copy
+                    # as state (only the oracle reads it then, and it ignores row order).
+                    # Only a series on the loop's own inputs can be expected to match it, so
+                    # only there is a canonical digest worth computing for this.
+                    if (
+                        same_inputs_as_loop
+                        and not any(r.via == "state" for r in receipt.reads)
+                        and _worth_deduplicating(bench, receipt)
+                    ):
+                        differing = records.bytes_differ(loop_reference, address, step.index)
+                        records.ensure_canonical(bench.con, address, step.index, differing)
+                        records.ensure_canonical(bench.con, loop_reference, step.index, differing)
+                    records.prune_identical(address, step.index, against=loop_reference)
+                else:
+                    comparisons.append(
+                        compare_step(
+                            records, bench.con, reference, address, step.index, bench.keys, cache
+                        )
                     )
-                )
-                records.prune_identical(address, step.index, against=reference)
+                    records.prune_identical(address, step.index, against=reference)
+            finally:
+                records.flush(address, step.index)
             if k == target < runs and _fires(comparisons, rows_read, bench.policy):
                 target = _escalate(bench, threads, threads_for, target, runs)
             if stop is not None and k > 1 and k < target:

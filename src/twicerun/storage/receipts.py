@@ -8,15 +8,11 @@ from which run, how long it took and how it ended.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from twicerun.storage.atomic import read_json, write_bytes_atomic
-
-if TYPE_CHECKING:
-    from twicerun.storage.janitor import Janitor
+from twicerun.storage.atomic import read_json, write_json_atomic
 
 RECEIPT_NAME = "receipt.json"
 # 2: the step's code digest, the instrument (DuckDB, platform), canonical digests of
@@ -144,20 +140,10 @@ def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k in names}
 
 
-def save_receipt(step_dir: Path, receipt: Receipt, janitor: Janitor | None = None) -> None:
-    """Atomic but not fsynced: one per step per run, and a power cut costs a rerun.
-
-    Compact: only twicerun reads it back. With a `janitor`, written on its thread,
-    in order with the deletions queued there (runner/records.py relies on that)."""
-    path = Path(step_dir) / RECEIPT_NAME
-    if janitor is None:
-        write_bytes_atomic(path, _encoded(receipt), fsync=False)
-    else:
-        janitor.write(path, lambda: _encoded(receipt))
-
-
-def _encoded(receipt: Receipt) -> bytes:
-    return (json.dumps(receipt.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
+def save_receipt(step_dir: Path, receipt: Receipt) -> None:
+    # Atomic but not fsynced: one per step per run, and a power cut costs a rerun.
+    # Compact: written once or twice per step execution and read back by twicerun.
+    write_json_atomic(Path(step_dir) / RECEIPT_NAME, receipt.to_dict(), fsync=False, compact=True)
 
 
 def load_receipt(step_dir: Path) -> Receipt | None:
