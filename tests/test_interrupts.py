@@ -66,13 +66,19 @@ def test_a_step_that_exits_is_a_step_that_crashed(write_pipeline, twicerun, run_
     assert list(invocations(run_dir).values()) == ["failed"]
 
 
-def test_a_step_that_exits_fails_the_baseline_and_the_gate_too(write_pipeline, twicerun, tmp_path):
+def test_a_step_that_exits_fails_the_baseline_and_the_gate_too(
+    write_pipeline, twicerun, tmp_path, monkeypatch
+):
+    # The baseline commands keep their failed invocations in ./.twicerun: here, not
+    # in whatever directory the suite was started from.
+    monkeypatch.chdir(tmp_path)
     path = write_pipeline("import sys\n\n\ndef b(ctx):\n    sys.exit(0)\n")
     out = tmp_path / "baseline.json"
     outcome = twicerun("baseline", "update", path, "--trials", "3", "--output", out)
     assert outcome.code == 3 and not out.exists()
     outcome = twicerun("baseline", "compare", "--pipelines", str(path), "--baseline", out)
     assert outcome.code == 3
+    assert len(list((tmp_path / ".twicerun").iterdir())) == 2  # kept, as a failure is
 
 
 def test_ctrl_c_during_a_query_in_the_loop_is_an_interrupt_and_deletes_nothing(
