@@ -220,19 +220,12 @@ def test_a_step_that_changes_directory_breaks_nothing(
     assert not (elsewhere / "relative-runs").exists()
 
 
-def test_connections_open_ahead_only_as_many_as_are_expected(monkeypatch):
+def test_connections_open_ahead_only_as_many_as_are_expected(opened_connections):
     """Each connection opened ahead costs as much CPU as a tiny step; one nobody takes is
     waste, and a small pipeline's invocation would otherwise end with several of them."""
     from twicerun.storage import context as context_module
 
-    opened = []
-    real = context_module.open_connection
-
-    def counting(threads, spill_dir=None):
-        opened.append(threads)
-        return real(threads, spill_dir)
-
-    monkeypatch.setattr(context_module, "open_connection", counting)
+    opened = opened_connections
     connections = context_module.Connections()
     try:
         connections.expect(1, 3)

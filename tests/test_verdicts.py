@@ -374,20 +374,10 @@ def test_audit_of_a_pipeline_that_repeats_is_exit_0_and_deletes_its_scratch(
 
 
 def test_audit_opens_a_connection_for_each_execution_and_none_besides(
-    twicerun, write_pipeline, monkeypatch
+    twicerun, write_pipeline, opened_connections
 ):
     """Audit knows its executions up front (one ordinary run to the chosen step, then two
     of it); a connection opened ahead that nothing uses costs a tiny step's time."""
-    from twicerun.storage import context as context_module
-
-    opened = []
-    real = context_module.open_connection
-
-    def counting(threads, spill_dir=None):
-        opened.append(threads)
-        return real(threads, spill_dir)
-
-    monkeypatch.setattr(context_module, "open_connection", counting)
     outcome = twicerun("audit", write_pipeline(STEADY), "--step", "second")
     assert outcome.code == 0, outcome.err
-    assert len(opened) == 2 + 2
+    assert len(opened_connections) == 2 + 2
