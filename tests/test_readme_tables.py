@@ -149,3 +149,24 @@ def test_a_rate_over_trials_shows_every_bucket_of_one_denominator_and_only_seen_
     # A bisect that stops once settled: 0 of 2 and 0 of 4 occurred, 2 of 2 never could.
     assert distribution([0, 0, 0], [2, 2, 4]) == "0 of 2 ×2, 0 of 4 ×1"
     assert distribution([None, 1], [None, 1]) == "1 of 1 ×1, 0 of 1 ×0, not compared ×1"
+
+
+def test_pooling_overlap_artifacts_finds_a_real_gap_and_not_an_absent_one(tmp_path):
+    """The rule that decided whether the connection helpers stay: a gap in fire counts
+    between the settings is called unlikely by chance only when it is."""
+    from bench.overlap import pooled
+
+    def artifact(name, one, three):
+        runs = lambda counts: [{"fired": {"s": [c, 4]}} for c in counts]  # noqa: E731
+        path = tmp_path / name
+        path.write_text(json.dumps({"reference": {"one": runs(one), "three": runs(three)}}))
+        return str(path)
+
+    lower = artifact("lower.json", [4] * 20, [2] * 20)
+    same = artifact("same.json", [4, 3] * 10, [3, 4] * 10)
+    (gap,) = pooled([lower], shuffles=2000)
+    assert gap.startswith("s: one 80 of 80, three 40 of 80 over 20 and 20 invocations")
+    assert gap.endswith("as low or lower in 0.000 of 2,000 shuffles")
+    (none,) = pooled([same, same], shuffles=2000)
+    assert "one 140 of 160, three 140 of 160 over 40 and 40" in none
+    assert float(none.split(" in ")[-1].split()[0]) > 0.4
