@@ -23,43 +23,23 @@ def test_the_readme_names_the_hook_it_offers():
     assert "twicerun-readme" in (REPO / "README.md").read_text()
 
 
-def test_the_gate_figures_in_docs_action_md_match_the_newest_gate_artifacts(twicerun, monkeypatch):
-    monkeypatch.chdir(REPO)
-    newest = [
-        sorted((REPO / "results").glob(f"{kind}-*.json"))[-1]
-        for kind in ("gate-calibration", "gate-coins")
-    ]
-    outcome = twicerun("report", *newest, "--check", "docs/action.md")
-    assert (outcome.code, outcome.err) == (0, "")
-
-
-def test_the_verdicts_in_docs_match_the_newest_verdicts_artifact(twicerun, monkeypatch):
-    monkeypatch.chdir(REPO)
-    newest = sorted((REPO / "results").glob("verdicts-*.json"))[-1]
-    outcome = twicerun("report", newest, "--check", "docs/verdicts.md")
-    assert (outcome.code, outcome.err) == (0, "")
-
-
-def test_the_tlc_tables_in_docs_match_the_newest_tlc_artifact(twicerun, monkeypatch):
-    monkeypatch.chdir(REPO)
-    newest = sorted((REPO / "results").glob("tlc-*.json"))[-1]
-    outcome = twicerun("report", newest, "--check", "docs/data.md")
-    assert (outcome.code, outcome.err) == (0, "")
-
-
-def test_the_helper_measurement_in_docs_runs_md_matches_the_newest_overlap_bench(
-    twicerun, monkeypatch
+@pytest.mark.parametrize(
+    ("kinds", "doc"),
+    [
+        (("gate-calibration", "gate-coins"), "docs/action.md"),
+        (("verdicts",), "docs/verdicts.md"),
+        (("tlc",), "docs/data.md"),
+        (("bench-overlap",), "docs/runs.md"),
+        (("bench-loop-spark_tiny",), "docs/spark.md"),
+    ],
+    ids=["gate", "verdicts", "tlc", "helper-measurement", "spark-costs"],
+)
+def test_the_tables_in_a_doc_match_the_newest_artifacts_of_their_kind(
+    twicerun, monkeypatch, kinds, doc
 ):
     monkeypatch.chdir(REPO)
-    newest = sorted((REPO / "results").glob("bench-overlap-*.json"))[-1]
-    outcome = twicerun("report", newest, "--check", "docs/runs.md")
-    assert (outcome.code, outcome.err) == (0, "")
-
-
-def test_the_spark_costs_in_docs_match_the_newest_spark_bench(twicerun, monkeypatch):
-    monkeypatch.chdir(REPO)
-    newest = sorted((REPO / "results").glob("bench-loop-spark_tiny-*.json"))[-1]
-    outcome = twicerun("report", newest, "--check", "docs/spark.md")
+    newest = [sorted((REPO / "results").glob(f"{kind}-*.json"))[-1] for kind in kinds]
+    outcome = twicerun("report", *newest, "--check", doc)
     assert (outcome.code, outcome.err) == (0, "")
 
 

@@ -174,6 +174,8 @@ def _loop(
                 def state_source(name: str, _step=step, _from=state_from):
                     return None if _from is None else records.ref(_from, _step.index, name)
 
+                # Compared and pruned at once below: its receipt is written once, then.
+                deferred = run > 1 and options.containment
                 receipt = execute_step(
                     invocation=invocation,
                     step=step,
@@ -186,10 +188,9 @@ def _loop(
                     digest_connection=digest_connection,
                     connections=connections,
                     canonical=run == 1,
-                    # Compared and pruned at once below: its receipt is written once, then.
-                    defer_receipt=run > 1 and options.containment,
+                    defer_receipt=deferred,
                 )
-                records.add(address, receipt, saved=not (run > 1 and options.containment))
+                records.add(address, receipt, saved=not deferred)
                 if run == 1:
                     keys.check_written(receipt.artifacts)
                     continue

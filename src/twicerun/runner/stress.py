@@ -93,9 +93,9 @@ class Stressed:
     def forget(self, name: str) -> None:
         """Delete every stressed copy of artifact `name`: no step left to amplify reads it.
 
-        The joint probe writes several copies of each input (collapsed, multiplied,
-        reordered twice), so keeping them all to the end of the invocation would
-        hold several times the inputs' size on disk at once."""
+        The joint probe writes several copies of each input (stacked, then reordered
+        twice), so keeping them all to the end of the invocation would hold several
+        times the inputs' size on disk at once."""
         for slot in [slot for slot in self._made if slot[1] == name]:
             amplifier, _, variant, tag = slot
             if not isinstance(self._made.pop(slot), Declined):
