@@ -16,7 +16,12 @@ Each repetition runs one `twicerun run` invocation in a fresh child process
   start, with only the loop's own step executions;
 - peak RSS of the child, and peak bytes on disk under its run directory,
   sampled every 20 ms while it runs, also as a multiple of what run 1's
-  artifacts take (one run's worth).
+  artifacts take (one run's worth);
+- the multiplier: the invocation's wall over one plain execution of the same
+  steps. The plain execution is timed `--plains` times (3) in a process of its
+  own after each repetition's invocations, and the median is the denominator
+  of every invocation in that repetition, so that with `--before-rev` both
+  codes are divided by the same figure, measured the same way.
 
 Medians over the repetitions are printed last. Nothing here is a test.
 """
@@ -127,7 +132,6 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
     peak["disk"] = max(peak["disk"], _directory_bytes(Path(run_dir)))
     one_run = _directory_bytes(Path(result.artifacts) / "loop" / "1")
     executions, seconds = _executions(Path(result.artifacts))
-    plain = plain_run(pipeline, result.environment.threads)
     bisect_wall = sum(s.bisect.seconds for s in result.steps if s.bisect is not None)
     return {
         "executions": executions,
@@ -136,7 +140,6 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
         # amplifiers' inputs written, then their series run).
         "bisect_wall": bisect_wall,
         "amplify_wall": timers["after_loop"] - bisect_wall,
-        "plain_wall": plain,
         "one_run_bytes": one_run,
         "wall": result.seconds,
         "steps": result.step_seconds,
@@ -275,6 +278,17 @@ def main(argv: list[str] | None = None) -> int:
         "invocation, just before this code's, so both are measured side by side on one machine "
         "at one time; they are carried beside this one's in the cost table",
     )
+    parser.add_argument(
+        "--plains",
+        type=int,
+        default=3,
+        metavar="N",
+        help="plain executions per repetition, in a process of their own after its "
+        "invocations; their median is the multiplier's denominator for every invocation of "
+        "that repetition, this code's and --before-rev's alike (default 3)",
+    )
+    parser.add_argument("--plain-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--lazy-run-1", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--run-dir", default=None, help=argparse.SUPPRESS)
@@ -292,6 +306,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(child(args.pipeline, args.run_dir, extra)))
         return 0
+    if args.plain_child:
+        walls = [plain_run(args.pipeline, args.threads) for _ in range(args.plains)]
+        print(json.dumps({"plain_walls": walls}))
+        return 0
+    if args.plains < 1:
+        parser.error("--plains must be at least 1")
     if args.before and args.before_rev:
         parser.error("give --before or --before-rev, not both")
     before = _before(args.before, args.pipeline) if args.before else None
@@ -316,6 +336,20 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             lazy_rows.append(row)
             print(_line(f"lazy {i + 1}", row), flush=True)
+        walls = _spawn_plains(args.pipeline, args.plains, rows[-1]["threads"])
+        if walls is None:
+            return 1
+        # One denominator for every invocation of this repetition: the median of several
+        # plain executions, measured by this code whichever code ran the invocation.
+        slot = [rows[-1], *lazy_rows[-1:], *earlier_rows[-1:]]
+        for row in slot:
+            row["plain_walls"] = walls
+            row["plain_wall"] = statistics.median(walls)
+        print(
+            f"plain {i + 1}: median {statistics.median(walls):.3f}s of "
+            + ", ".join(f"{w:.3f}" for w in walls),
+            flush=True,
+        )
 
     median = {
         k: statistics.median(r[k] for r in rows)
@@ -360,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         if before:
             document["before"] = before
         if earlier is not None:
-            keep = ("executions", "wall", "steps", "plain_wall")
+            keep = ("executions", "wall", "steps", "plain_wall", "plain_walls")
             document["before"] = {
                 "rev": earlier["rev"],
                 "subject": earlier["subject"],
@@ -458,6 +492,33 @@ def _spawn(pipeline: str, extra: list[str], code: Path | None = None) -> dict | 
         sys.stderr.write(done.stderr)
         return None
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _spawn_plains(pipeline: str, n: int, threads: int) -> list[float] | None:
+    """`n` plain executions in one fresh process of this code, after the repetition's
+    invocations have finished (so nothing else runs beside them)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.loop",
+            "--plain-child",
+            "--pipeline",
+            str(Path(pipeline).resolve()),
+            "--plains",
+            str(n),
+            "--threads",
+            str(threads),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr)
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])["plain_walls"]
 
 
 def _line(label: str, r: dict) -> str:
@@ -630,10 +691,20 @@ def bench_cost(a: Artifact) -> Table:
         )
     elif before:
         rows.append([f"before: `{before['path']}`", *_cost_row(before["runs"])])
-    what = (
-        f"{len(runs)} invocations of `{d.get('pipeline')}`, each in a fresh process; the plain "
-        f"execution runs every step once in the same process, with no comparison, digest or receipt."
-    )
+    if all("plain_walls" in r for r in runs):
+        n = len(runs[0]["plain_walls"])
+        what = (
+            f"{len(runs)} invocations of `{d.get('pipeline')}`, each in a fresh process; the plain "
+            f"execution runs every step once, with no comparison, digest or receipt, {n} times "
+            f"in a process of its own after each repetition's invocations, and their median is "
+            f"the denominator of every invocation in that repetition, whichever code ran it."
+        )
+    else:
+        what = (
+            f"{len(runs)} invocations of `{d.get('pipeline')}`, each in a fresh process; the plain "
+            f"execution runs every step once in the same process, with no comparison, digest or "
+            f"receipt."
+        )
     if runs[0].get("engine") == "spark":
         start = [r["engine_start"] for r in runs]
         what += (
