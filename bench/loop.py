@@ -50,12 +50,21 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _directory_bytes(root: Path) -> int:
-    total = 0
+    return _tree_bytes(root)[0]
+
+
+def _tree_bytes(root: Path) -> tuple[int, int]:
+    """Bytes of every file under `root`, and of its Parquet files alone (the artifacts,
+    without the receipts, manifests and Result that keep account of them)."""
+    total = parquet = 0
     for dirpath, _, files in os.walk(root):
         for name in files:
             with contextlib.suppress(FileNotFoundError):
-                total += os.lstat(os.path.join(dirpath, name)).st_size
-    return total
+                size = os.lstat(os.path.join(dirpath, name)).st_size
+                total += size
+                if name.endswith(".parquet"):
+                    parquet += size
+    return total, parquet
 
 
 def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
@@ -110,15 +119,24 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
 
     loop_module.execute_step = counted
 
-    peak = {"disk": 0, "without_amplified": 0}
+    peak = {"disk": 0, "without_amplified": 0, "parquet": 0, "parquet_without_amplified": 0}
     stop = threading.Event()
+
+    def measure():
+        total, parquet = _tree_bytes(Path(run_dir))
+        amplified = [_tree_bytes(p) for p in Path(run_dir).glob("*/amplified")]
+        peak["disk"] = max(peak["disk"], total)
+        peak["without_amplified"] = max(
+            peak["without_amplified"], total - sum(a[0] for a in amplified)
+        )
+        peak["parquet"] = max(peak["parquet"], parquet)
+        peak["parquet_without_amplified"] = max(
+            peak["parquet_without_amplified"], parquet - sum(a[1] for a in amplified)
+        )
 
     def sample():
         while not stop.is_set():
-            total = _directory_bytes(Path(run_dir))
-            amplified = sum(_directory_bytes(p) for p in Path(run_dir).glob("*/amplified"))
-            peak["disk"] = max(peak["disk"], total)
-            peak["without_amplified"] = max(peak["without_amplified"], total - amplified)
+            measure()
             time.sleep(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -129,8 +147,8 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
     finally:
         stop.set()
         sampler.join()
-    peak["disk"] = max(peak["disk"], _directory_bytes(Path(run_dir)))
-    one_run = _directory_bytes(Path(result.artifacts) / "loop" / "1")
+    measure()
+    one_run, one_run_parquet = _tree_bytes(Path(result.artifacts) / "loop" / "1")
     executions, seconds = _executions(Path(result.artifacts))
     bisect_wall = sum(s.bisect.seconds for s in result.steps if s.bisect is not None)
     return {
@@ -141,6 +159,7 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
         "bisect_wall": bisect_wall,
         "amplify_wall": timers["after_loop"] - bisect_wall,
         "one_run_bytes": one_run,
+        "one_run_parquet_bytes": one_run_parquet,
         "wall": result.seconds,
         "steps": result.step_seconds,
         "open": timers["open"],
@@ -155,6 +174,8 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "peak_disk_bytes": peak["disk"],
         "peak_disk_without_amplified_bytes": peak["without_amplified"],
+        "peak_parquet_bytes": peak["parquet"],
+        "peak_parquet_without_amplified_bytes": peak["parquet_without_amplified"],
         "final_disk_bytes": result.disk_bytes,
         "fired": len(result.fired_steps),
         "threads": result.environment.threads,
@@ -549,6 +570,20 @@ def _ratio_range(runs: list[dict], wall: str, steps: str) -> str:
     return f" ({min(ratios):.2f}x to {max(ratios):.2f}x)"
 
 
+def _peak_disk(m: dict) -> str:
+    cell = (
+        f"{m['peak_disk_bytes'] / 2**20:,.0f} MiB "
+        f"({m['peak_disk_bytes'] / m['one_run_bytes']:.1f} runs' worth"
+    )
+    if m.get("one_run_parquet_bytes"):  # artifacts written before this split lack it
+        one = m["one_run_parquet_bytes"]
+        cell += (
+            f"; the Parquet alone {m['peak_parquet_bytes'] / one:.1f}, "
+            f"{m['peak_parquet_without_amplified_bytes'] / one:.1f} without amplified inputs"
+        )
+    return cell + ")"
+
+
 def bench_loop(a: Artifact) -> Table:
     d = a.document
     m = d["median"]
@@ -562,7 +597,7 @@ def bench_loop(a: Artifact) -> Table:
             f"{m['open'] + m['close']:.1f}s, {m['digests']:.1f}s, {m['oracle']:.1f}s, "
             f"{overhead - m['open'] - m['close'] - m['digests'] - m['oracle']:.1f}s",
             f"{m['peak_rss_bytes'] / 2**20:,.0f} MiB",
-            f"{m['peak_disk_bytes'] / 2**20:,.0f} MiB ({m['peak_disk_bytes'] / m['one_run_bytes']:.1f} runs' worth)",
+            _peak_disk(m),
         ]
     ]
     if "loop_wall" in m:  # artifacts written before the bench split the loop out lack it
@@ -616,6 +651,11 @@ def bench_loop(a: Artifact) -> Table:
             ]
         )
     what = f"Median of {len(d['runs'])} invocations of `{d.get('pipeline', 'pipelines/reference.py')}`, each in a fresh process."
+    if "one_run_parquet_bytes" in d["median"]:
+        what += (
+            " A run's worth is what run 1 left on disk; the Parquet alone counts the artifacts "
+            "only, without the receipts and the Result that every execution adds."
+        )
     if d["runs"][0].get("engine") == "spark":
         what += (
             " Peak RSS is the Python process's; Spark's JVM is a process of its own and not in it."
