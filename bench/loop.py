@@ -360,12 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         walls = _spawn_plains(args.pipeline, args.plains, rows[-1]["threads"])
         if walls is None:
             return 1
-        # One denominator for every invocation of this repetition: the median of several
-        # plain executions, measured by this code whichever code ran the invocation.
-        slot = [rows[-1], *lazy_rows[-1:], *earlier_rows[-1:]]
-        for row in slot:
-            row["plain_walls"] = walls
-            row["plain_wall"] = statistics.median(walls)
+        share_denominator([rows[-1], *lazy_rows[-1:], *earlier_rows[-1:]], walls)
         print(
             f"plain {i + 1}: median {statistics.median(walls):.3f}s of "
             + ", ".join(f"{w:.3f}" for w in walls),
@@ -513,6 +508,14 @@ def _spawn(pipeline: str, extra: list[str], code: Path | None = None) -> dict | 
         sys.stderr.write(done.stderr)
         return None
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def share_denominator(slot: list[dict], walls: list[float]) -> None:
+    """One denominator for every invocation of a repetition: the median of several plain
+    executions, measured by this code whichever code ran the invocation."""
+    for row in slot:
+        row["plain_walls"] = list(walls)
+        row["plain_wall"] = statistics.median(walls)
 
 
 def _spawn_plains(pipeline: str, n: int, threads: int) -> list[float] | None:

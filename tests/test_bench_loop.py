@@ -1,0 +1,47 @@
+"""The loop bench's own arithmetic: what it counts as disk, and what it divides by."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import REPO
+
+
+@pytest.fixture
+def bench_loop(monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO))
+    from bench import loop
+
+    return loop
+
+
+def test_disk_is_counted_in_all_and_for_the_parquet_artifacts_alone(bench_loop, tmp_path):
+    step = tmp_path / "loop" / "1" / "00-make"
+    step.mkdir(parents=True)
+    (step / "orders.parquet").write_bytes(b"p" * 300)
+    (step / "receipt.json").write_bytes(b"r" * 50)
+    (tmp_path / "result.json").write_bytes(b"j" * 7)
+    assert bench_loop._tree_bytes(tmp_path) == (357, 300)
+    assert bench_loop._directory_bytes(tmp_path) == 357
+
+
+def test_the_peak_disk_cell_says_both_and_an_older_artifact_keeps_its_cell(bench_loop):
+    older = {"peak_disk_bytes": 3 * 2**20, "one_run_bytes": 2**20}
+    assert bench_loop._peak_disk(older) == "3 MiB (3.0 runs' worth)"
+    newer = {
+        **older,
+        "one_run_parquet_bytes": 2**19,
+        "peak_parquet_bytes": 2**19,
+        "peak_parquet_without_amplified_bytes": 2**19,
+    }
+    assert bench_loop._peak_disk(newer) == (
+        "3 MiB (3.0 runs' worth; the Parquet alone 1.0, 1.0 without amplified inputs)"
+    )
+
+
+def test_both_codes_of_a_repetition_are_divided_by_one_median_plain(bench_loop):
+    after, before = {"wall": 6.0, "plain_wall": 0.9}, {"wall": 7.0, "plain_wall": 0.4}
+    bench_loop.share_denominator([after, before], [0.7, 0.5, 0.6])
+    assert after["plain_wall"] == before["plain_wall"] == 0.6
+    assert after["plain_walls"] == before["plain_walls"] == [0.7, 0.5, 0.6]
+    after["plain_walls"].append(1.0)  # each row keeps a list of its own
+    assert before["plain_walls"] == [0.7, 0.5, 0.6]
