@@ -19,9 +19,10 @@ Each repetition runs one `twicerun run` invocation in a fresh child process
   artifacts take (one run's worth);
 - the multiplier: the invocation's wall over one plain execution of the same
   steps. The plain execution is timed `--plains` times (3) in a process of its
-  own after each repetition's invocations, and the median is the denominator
-  of every invocation in that repetition, so that with `--before-rev` both
-  codes are divided by the same figure, measured the same way.
+  own after each repetition's invocations, after one unmeasured execution
+  there, and the median is the denominator of every invocation in that
+  repetition, so that with `--before-rev` both codes are divided by the same
+  figure, measured the same way.
 
 Medians over the repetitions are printed last. Nothing here is a test.
 """
@@ -328,6 +329,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child(args.pipeline, args.run_dir, extra)))
         return 0
     if args.plain_child:
+        # One unmeasured first: the first execution in a fresh process pays for what later
+        # ones find warm (on Spark, the JVM compiling the code paths the steps take), and a
+        # warm plain execution is the smaller, so the stricter, denominator.
+        plain_run(args.pipeline, args.threads)
         walls = [plain_run(args.pipeline, args.threads) for _ in range(args.plains)]
         print(json.dumps({"plain_walls": walls}))
         return 0
@@ -739,8 +744,9 @@ def bench_cost(a: Artifact) -> Table:
         what = (
             f"{len(runs)} invocations of `{d.get('pipeline')}`, each in a fresh process; the plain "
             f"execution runs every step once, with no comparison, digest or receipt, {n} times "
-            f"in a process of its own after each repetition's invocations, and their median is "
-            f"the denominator of every invocation in that repetition, whichever code ran it."
+            f"in a process of its own after each repetition's invocations (after one unmeasured "
+            f"execution there), and their median is the denominator of every invocation in that "
+            f"repetition, whichever code ran it."
         )
     else:
         what = (
