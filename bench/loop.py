@@ -20,7 +20,7 @@ Each repetition runs one `twicerun run` invocation in a fresh child process
 - the multiplier: the invocation's wall over one plain execution of the same
   steps. The plain execution is timed `--plains` times (3) in a process of its
   own after each repetition's invocations, after one unmeasured execution
-  there, and the median is the denominator of every invocation in that
+  there, and the fastest is the denominator of every invocation in that
   repetition, so that with `--before-rev` both codes are divided by the same
   figure, measured the same way.
 
@@ -305,9 +305,10 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=3,
         metavar="N",
-        help="plain executions per repetition, in a process of their own after its "
-        "invocations; their median is the multiplier's denominator for every invocation of "
-        "that repetition, this code's and --before-rev's alike (default 3)",
+        help="plain executions timed per repetition, in a process of their own after its "
+        "invocations and one unmeasured execution; the fastest is the multiplier's denominator "
+        "for every invocation of that repetition, this code's and --before-rev's alike "
+        "(default 3)",
     )
     parser.add_argument("--plain-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
@@ -367,8 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         share_denominator([rows[-1], *lazy_rows[-1:], *earlier_rows[-1:]], walls)
         print(
-            f"plain {i + 1}: median {statistics.median(walls):.3f}s of "
-            + ", ".join(f"{w:.3f}" for w in walls),
+            f"plain {i + 1}: fastest {min(walls):.3f}s of " + ", ".join(f"{w:.3f}" for w in walls),
             flush=True,
         )
 
@@ -516,11 +516,13 @@ def _spawn(pipeline: str, extra: list[str], code: Path | None = None) -> dict | 
 
 
 def share_denominator(slot: list[dict], walls: list[float]) -> None:
-    """One denominator for every invocation of a repetition: the median of several plain
-    executions, measured by this code whichever code ran the invocation."""
+    """One denominator for every invocation of a repetition: the fastest of several warm
+    plain executions, measured by this code whichever code ran the invocation. Noise only
+    ever adds time, so the fastest is the steadiest estimate of what the steps cost, and
+    the smallest denominator: the multiplier errs high, never low."""
     for row in slot:
         row["plain_walls"] = list(walls)
-        row["plain_wall"] = statistics.median(walls)
+        row["plain_wall"] = min(walls)
 
 
 def _spawn_plains(pipeline: str, n: int, threads: int) -> list[float] | None:
@@ -745,8 +747,8 @@ def bench_cost(a: Artifact) -> Table:
             f"{len(runs)} invocations of `{d.get('pipeline')}`, each in a fresh process; the plain "
             f"execution runs every step once, with no comparison, digest or receipt, {n} times "
             f"in a process of its own after each repetition's invocations (after one unmeasured "
-            f"execution there), and their median is the denominator of every invocation in that "
-            f"repetition, whichever code ran it."
+            f"execution there), and the fastest of them is the denominator of every invocation "
+            f"in that repetition, whichever code ran it."
         )
     else:
         what = (
