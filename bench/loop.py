@@ -491,24 +491,24 @@ def _spawn(pipeline: str, extra: list[str], code: Path | None = None) -> dict | 
         if not Path(found).resolve().is_relative_to(code.resolve()):
             raise SystemExit(f"--before-rev: the child imported twicerun from {found}, not {code}")
     with tempfile.TemporaryDirectory(prefix="twicerun-bench-") as run_dir:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "bench.loop",
-                "--child",
-                "--pipeline",
-                str(Path(pipeline).resolve()),
-                "--run-dir",
-                run_dir,
-                *extra,
-            ],
+        return _bench_child(
+            ["--child", "--pipeline", str(Path(pipeline).resolve()), "--run-dir", run_dir, *extra],
             cwd=code or REPO,
             env=env,
-            capture_output=True,
-            text=True,
-            check=False,
         )
+
+
+def _bench_child(args: list[str], cwd: Path, env: dict | None = None) -> dict | None:
+    """`python -m bench.loop ARGS` in a fresh process: the JSON its last line prints, or
+    None (its stderr passed on) if it failed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.loop", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         sys.stderr.write(done.stderr)
         return None
@@ -528,28 +528,9 @@ def share_denominator(slot: list[dict], walls: list[float]) -> None:
 def _spawn_plains(pipeline: str, n: int, threads: int) -> list[float] | None:
     """`n` plain executions in one fresh process of this code, after the repetition's
     invocations have finished (so nothing else runs beside them)."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.loop",
-            "--plain-child",
-            "--pipeline",
-            str(Path(pipeline).resolve()),
-            "--plains",
-            str(n),
-            "--threads",
-            str(threads),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        sys.stderr.write(done.stderr)
-        return None
-    return json.loads(done.stdout.strip().splitlines()[-1])["plain_walls"]
+    args = ["--plain-child", "--pipeline", str(Path(pipeline).resolve())]
+    found = _bench_child([*args, "--plains", str(n), "--threads", str(threads)], cwd=REPO)
+    return None if found is None else found["plain_walls"]
 
 
 def _line(label: str, r: dict) -> str:
