@@ -729,7 +729,8 @@ def bench_cost(a: Artifact) -> Table:
             f"execution runs every step once, with no comparison, digest or receipt, {n} times "
             f"in a process of its own after each repetition's invocations (after one unmeasured "
             f"execution there), and the fastest of them is the denominator of every invocation "
-            f"in that repetition, whichever code ran it."
+            f"in that repetition"
+            + (", whichever code ran it." if "rev" in d.get("before", {}) else ".")
         )
     else:
         what = (
