@@ -45,3 +45,17 @@ def test_both_codes_of_a_repetition_are_divided_by_the_fastest_plain(bench_loop)
     assert after["plain_walls"] == before["plain_walls"] == [0.7, 0.5, 0.6]
     after["plain_walls"].append(1.0)  # each row keeps a list of its own
     assert before["plain_walls"] == [0.7, 0.5, 0.6]
+
+
+def test_the_cost_rows_series_add_up_to_the_total_beside_them(bench_loop):
+    def invocation(bisect: int) -> dict:
+        return {
+            "executions": {"loop": 40, "bisect": bisect, "threads": 3},
+            "wall": 7.0,
+            "steps": 4.0,
+            "plain_wall": 0.5,
+        }
+
+    # The bisect stops at different counts in different invocations.
+    row = bench_loop._cost_row([invocation(21), invocation(17), invocation(19)])
+    assert row[0] == "62 (loop 40, bisect 19, threads 3)"
