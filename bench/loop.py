@@ -50,10 +50,6 @@ from twicerun.render.tables import Artifact, Table, carry, stamp
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _directory_bytes(root: Path) -> int:
-    return _tree_bytes(root)[0]
-
-
 def _tree_bytes(root: Path) -> tuple[int, int]:
     """Bytes of every file under `root`, and of its Parquet files alone (the artifacts,
     without the receipts, manifests and Result that keep account of them)."""
