@@ -146,6 +146,59 @@ def test_a_step_that_raises_is_named_with_its_line_and_the_directory_is_kept(
     assert (kept / "loop" / "1" / "00-fine" / "x.parquet").exists()
 
 
+@pytest.mark.parametrize(
+    ("call", "line"),
+    [
+        ('rows = ctx.sql("SELECT v FROM Upstream").fetchall()', "SELECT v FROM Upstream"),
+        ('ctx.write("y", "SELECT v FROM upstream")', "SELECT v FROM upstream"),
+    ],
+)
+def test_sql_naming_an_artifact_never_read_says_to_read_it(
+    write_pipeline, twicerun, run_dir, call, line
+):
+    path = write_pipeline(
+        f"""
+        def first(ctx):
+            ctx.write("upstream", "SELECT 1 AS v")
+
+        def second(ctx):
+            {call}
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    kept = only_invocation(run_dir)
+    assert outcome.code == 3
+    lines = outcome.err.splitlines()
+    assert lines[0].startswith(
+        f"twicerun: step 1 second raised in run 1 (at {path}:5): CatalogException"
+    )
+    # DuckDB's snippet shows the step's own SQL, not the table ctx.sql wraps it in.
+    assert f"LINE 2: {line}" in lines
+    assert "__twicerun" not in outcome.err
+    assert lines[-2:] == [
+        'twicerun: upstream is an artifact of step 0 first; call ctx.read("upstream") in this '
+        "step before its SQL uses it",
+        f"twicerun: the invocation directory is kept: {kept}",
+    ]
+
+
+def test_no_hint_for_a_table_that_no_step_wrote(write_pipeline, twicerun, run_dir):
+    path = write_pipeline(
+        """
+        def first(ctx):
+            ctx.write("upstream", "SELECT 1 AS v")
+
+        def second(ctx):
+            ctx.read("upstream")
+            ctx.write("y", "SELECT v FROM elsewhere")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 3
+    assert "ctx.read(" not in outcome.err
+    assert "Table with name elsewhere does not exist" in outcome.err
+
+
 def test_a_write_whose_query_fails_leaves_no_file_and_no_temporary(
     write_pipeline, twicerun, run_dir
 ):

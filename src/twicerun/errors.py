@@ -49,12 +49,16 @@ class UsageError(BadInput):
 class StepCrashed(TwicerunError):
     """A step raised; that run stopped and the invocation directory was kept (exit 3)."""
 
-    def __init__(self, *, index: int, name: str, run: int, error: BaseException, where: str):
+    def __init__(
+        self, *, index: int, name: str, run: int, error: BaseException, where: str, hint: str = ""
+    ):
         self.index = index
         self.name = name
         self.run = run
         self.error = error
         self.where = where
+        # What to do about it, when twicerun can tell: printed on a line of its own.
+        self.hint = hint
         at = f" (at {where})" if where else ""
         super().__init__(
             f"step {index} {name} raised in run {run}{at}: {type(error).__name__}: {error}".rstrip()

@@ -42,6 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return RunExit.BAD_INPUT
     except StepCrashed as exc:
         click.echo(neutralize(f"twicerun: {exc}"), err=True)
+        if exc.hint:
+            click.echo(neutralize(f"twicerun: {exc.hint}"), err=True)
         if exc.directory:
             click.echo(f"twicerun: the invocation directory is kept: {exc.directory}", err=True)
         return RunExit.CRASHED

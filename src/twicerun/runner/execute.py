@@ -7,6 +7,7 @@ the tool's own overhead, which `bench/loop.py` measures against it.
 from __future__ import annotations
 
 import os
+import re
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -92,7 +93,12 @@ def execute_step(
             out_dir, _receipt(step, address, threads, seconds, ctx, outcome="raised", error=error)
         )
         raise StepCrashed(
-            index=step.index, name=step.name, run=address.run, error=exc, where=_where(exc, step)
+            index=step.index,
+            name=step.name,
+            run=address.run,
+            error=exc,
+            where=_where(exc, step),
+            hint=unread_artifact_hint(exc, visible, {r.name for r in ctx.output.reads}),
         ) from exc
 
     records = []
@@ -154,6 +160,30 @@ def _receipt(
         duckdb=duckdb.__version__,
         platform=platform_stamp(),
         **ended,
+    )
+
+
+_MISSING_TABLE = re.compile(r"Table with name (\S+) does not exist")
+
+
+def unread_artifact_hint(
+    exc: BaseException, visible: Mapping[str, ArtifactRef], read: set[str]
+) -> str:
+    """What to do when a step's SQL names an artifact it never read: DuckDB only says
+    the table does not exist, since nothing is in a step's catalog until ctx.read."""
+    if not isinstance(exc, duckdb.CatalogException):
+        return ""
+    found = _MISSING_TABLE.search(str(exc))
+    if found is None:
+        return ""
+    missing = found.group(1).strip('"').lower()  # DuckDB's names are case-insensitive
+    name = next((n for n in visible if n.lower() == missing and n not in read), None)
+    if name is None:
+        return ""
+    ref = visible[name]
+    return (
+        f"{name} is an artifact of step {ref.step_index} {ref.step_name}; call "
+        f'ctx.read("{name}") in this step before its SQL uses it'
     )
 
 

@@ -404,7 +404,9 @@ class StepContext(ContractChecks):
         if kind == "SELECT":
             self._results += 1
             table = f"__twicerun_sql_{self._results}"
-            self._con.execute(f"CREATE TEMP TABLE {table} AS {last.query}", params)
+            # The query on a line of its own, so DuckDB's error snippet (LINE n) shows the
+            # step's SQL rather than this wrapper and its table name.
+            self._con.execute(f"CREATE TEMP TABLE {table} AS\n{last.query}\n", params)
             return self._con.table(table)
         if kind in _ROW_STATEMENTS:
             return self._con.from_arrow(self._con.sql(last.query, params=params).to_arrow_table())
