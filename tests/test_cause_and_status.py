@@ -125,6 +125,16 @@ def test_a_quiet_step_is_probed_once_with_every_amplifier_and_reported_under_eac
     series = sorted(p.name for p in invocation.glob("amplify-01-first_event-*"))
     assert series == ["amplify-01-first_event-threads+order+ties+rows"]
     assert len(list((invocation / series[0]).glob("*/*/receipt.json"))) == 3
+    # The terminal prints that one probe once, with what it varied, not once per member.
+    out = twicerun("judge", str(invocation)).out.splitlines()
+    block = out[out.index("  1 first_event") + 1 :][:3]
+    assert block == [
+        "      tie collapse, thread count, row multiplication, arrival order, probed together: 0 of 2",
+        "          " + detail.partition(": ")[2],
+        "      file order          not run: this step reads no list of files through ctx.source, "
+        "so there is no order to change",
+    ]
+    assert "probed together with" not in "\n".join(out)
 
 
 def test_a_joint_probe_that_shows_a_difference_is_split_into_its_members(

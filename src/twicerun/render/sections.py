@@ -136,7 +136,14 @@ def amplification_section(result: Result) -> list[str]:
     lines = ["", f"amplification, on the steps the loop found quiet ({how}):"]
     for s in steps:
         lines.append(f"  {s.index} {s.name}")
+        shown_probe = False
         for a in sorted(s.amplifiers, key=lambda a: list(Amplifier).index(a.kind)):
+            if a.probed_with:
+                # One probe ran for all its members: print it once, not once per member.
+                if not shown_probe:
+                    lines += _joint_probe(s)
+                    shown_probe = True
+                continue
             if a.declined:
                 text = f"not run: {a.declined}"
             elif a.error:
@@ -147,6 +154,26 @@ def amplification_section(result: Result) -> list[str]:
                     text += f" ({a.tolerated} tolerated)"
             lines.append(f"      {a.kind:<19} {text}")
     return lines
+
+
+def _joint_probe(s: StepResult) -> list[str]:
+    """The joint probe's members, what it measured, and (on a line of its own) what it varied.
+    Each member's Result entry carries the same comparisons and detail, prefixed with the
+    names of the others."""
+    members = [
+        a
+        for a in sorted(s.amplifiers, key=lambda a: list(Amplifier).index(a.kind))
+        if a.probed_with
+    ]
+    names = ", ".join(str(a.kind) for a in members)
+    first = members[0]
+    text = f"      {names}, probed together: {series_rate(first)}"
+    if first.tolerated:
+        text += f" ({first.tolerated} tolerated)"
+    detail = first.detail
+    if detail.startswith("probed together with "):
+        detail = detail.partition(": ")[2]
+    return [text, f"          {detail}"] if detail else [text]
 
 
 def _varied(s: StepResult) -> tuple[list[str], list[str]]:
