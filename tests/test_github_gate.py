@@ -432,3 +432,30 @@ def test_the_comment_charts_a_changed_step_trial_by_trial():
     assert f"    bar [{', '.join(['0'] * 19 + ['3', '3', '3', '3'])}]" in chart
     unchanged = evaluate({P: result(("a", STEADY))}, baseline_of(trials), rerun=never_rerun)
     assert "```mermaid" not in comment_body(unchanged, "pipelines/*.py")
+
+
+def test_a_step_that_differs_only_under_the_amplifiers_says_so_wherever_it_is_reported():
+    # Its loop runs agree in every trial, so "0 of 4 now" alone would leave a failed
+    # check with nothing to show for it: the amplifiers' counts are what decided it.
+    trials = [result(("top", STEADY, (0, 2))) for _ in range(19)]
+    rerun = rerun_with(*(result(("top", STEADY, s)) for s in ((2, 2), (1, 2), (2, 2))))
+    gate = evaluate({P: result(("top", STEADY, (2, 2)))}, baseline_of(trials), rerun=rerun)
+    assert verdicts(gate) == {"top": NEW}
+    clause = "only under the amplifiers: 2 of 2 now, then 2 of 2, 1 of 2, 2 of 2 on re-runs"
+    body = comment_body(gate, "pipelines/*.py")
+    assert (
+        f"- `top` in `{P}`: new divergence, differed in 0 of 19 trials on the baseline, "
+        f"0 of 4 now, then 0, 0, 0 on re-runs; {clause}, p < 0.001"
+    ) in body.splitlines()
+    (row,) = [line for line in body.splitlines() if line.startswith("| `pipelines/p.py` | `top`")]
+    assert f"| 0 of 4, then 0, 0, 0 on re-runs; {clause} |" in row
+    (annotation,) = [a for a in gate.annotations if a.title.startswith("twicerun: top")]
+    assert clause in annotation.message
+
+
+def test_a_step_whose_loop_fired_reports_no_amplifier_clause():
+    trials = [result(("top", STEADY)) for _ in range(19)]
+    rerun = rerun_with(*(result(("top", NOISY)) for _ in range(3)))
+    gate = evaluate({P: result(("top", NOISY))}, baseline_of(trials), rerun=rerun)
+    assert verdicts(gate) == {"top": NEW}
+    assert "only under the amplifiers" not in comment_body(gate, "pipelines/*.py")

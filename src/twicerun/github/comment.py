@@ -56,6 +56,8 @@ def _now(d: StepDecision) -> str:
     now = _rate(d.now_fired, d.now_compared)
     if d.confirm_fired:
         now += f", then {', '.join(str(k) for k in d.confirm_fired)} on re-runs"
+    if d.stress_only():
+        now += f"; {d.stress_only()}"
     return now
 
 
@@ -65,10 +67,17 @@ def _line(d: StepDecision) -> str:
         return f"{where}: {d.verdict} (was {code(d.renamed_from)})"
     if d.verdict in words.NOT_COMPARABLE:
         return f"{where}: {d.verdict}" + (f" ({plain(d.evidence[0])})" if d.evidence else "")
-    p = "" if d.p_value is None else f", p = {_p(d.p_value)}"
+    # "p = 0.012", but "p < 0.001" rather than "p = < 0.001".
+    p = (
+        ""
+        if d.p_value is None
+        else f", p {'' if _p(d.p_value).startswith('<') else '= '}{_p(d.p_value)}"
+    )
     now = _rate(d.now_fired, d.now_compared) + " now"
     if d.confirm_fired:
         now += f", then {', '.join(str(k) for k in d.confirm_fired)} on re-runs"
+    if d.stress_only():
+        now += f"; {d.stress_only()}"
     return f"{where}: {d.verdict}, {_baseline(d)} on the baseline, {now}{p}"
 
 

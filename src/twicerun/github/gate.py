@@ -71,6 +71,27 @@ class StepDecision:
     level: float | None = None
     renamed_from: str | None = None
     evidence: list[str] = field(default_factory=list)
+    # The amplifiers' comparisons, which decide a step's score when its loop runs agreed.
+    now_stress_fired: int = 0
+    now_stress_compared: int = 0
+    confirm_stress_fired: list[int] = field(default_factory=list)
+    confirm_stress_compared: list[int] = field(default_factory=list)
+
+    def stress_only(self) -> str:
+        """What the amplifiers found, when nothing else explains the verdict: every loop
+        count here is zero and some amplifier comparison fired (a quiet loop scores its
+        amplifiers' fire rate, so such a step can be `new divergence` at "0 of 4 now")."""
+        if self.now_fired or any(self.confirm_fired):
+            return ""
+        if not (self.now_stress_fired or any(self.confirm_stress_fired)):
+            return ""
+        text = (
+            f"only under the amplifiers: {self.now_stress_fired} of {self.now_stress_compared} now"
+        )
+        if self.confirm_stress_fired:
+            rates = zip(self.confirm_stress_fired, self.confirm_stress_compared, strict=True)
+            text += ", then " + ", ".join(f"{k} of {m}" for k, m in rates) + " on re-runs"
+        return text
 
 
 @dataclass(frozen=True)
@@ -257,6 +278,8 @@ def _plain(key: str, s, verdict: str, evidence: Sequence[str] = ()) -> StepDecis
         verdict=verdict,
         now_fired=s.fired,
         now_compared=s.compared,
+        now_stress_fired=sum(a.fired for a in s.amplifiers if a.ran),
+        now_stress_compared=sum(a.compared for a in s.amplifiers if a.ran),
         status=s.status,
         classes=list(s.classes),
         cause=s.cause,
@@ -280,11 +303,16 @@ def _pipeline(
     scores = baseline.scores(key)
     now_scores = {s.name: StepRecord.of(s).score for s in common}
     fresh_fired: dict[str, list[int]] = {n: [] for n in now_scores}
+    fresh_stress: dict[str, list[tuple[int, int]]] = {n: [] for n in now_scores}
 
     def fresh_trial() -> dict[str, float]:
         again = {s.name: StepRecord.of(s) for s in rerun(key).steps}
         for n in fresh_fired:
-            fresh_fired[n].append(again[n].fired if n in again else 0)
+            record = again.get(n)
+            fresh_fired[n].append(record.fired if record else 0)
+            fresh_stress[n].append(
+                (record.stress_fired, record.stress_compared) if record else (0, 0)
+            )
         return {n: r.score for n, r in again.items()}
 
     started = time.monotonic()
@@ -328,6 +356,8 @@ def _pipeline(
                 baseline_fired_by_trial=[r.fired for r in records],
                 screen_p=outcome.screened.p,
                 confirm_fired=fresh_fired[s.name] if suspect else [],
+                confirm_stress_fired=[k for k, _ in fresh_stress[s.name]] if suspect else [],
+                confirm_stress_compared=[m for _, m in fresh_stress[s.name]] if suspect else [],
                 p_value=outcome.p,
                 level=level if suspect else None,
             )
@@ -440,6 +470,8 @@ def _message(d: StepDecision) -> str:
         parts.append(
             "then " + ", ".join(f"{k} of {d.now_compared}" for k in d.confirm_fired) + " on re-runs"
         )
+    if d.stress_only():
+        parts.append(d.stress_only())
     if d.p_value is not None:
         parts.append(f"p = {d.p_value:.3g}")
     parts.extend(d.evidence)
