@@ -451,6 +451,10 @@ def test_a_step_that_differs_only_under_the_amplifiers_says_so_wherever_it_is_re
     assert f"| 0 of 4, then 0, 0, 0 on re-runs; {clause} |" in row
     (annotation,) = [a for a in gate.annotations if a.title.startswith("twicerun: top")]
     assert clause in annotation.message
+    # Its chart draws the amplifiers' counts, not nineteen zeros and four more.
+    assert 'title "top: amplifier comparisons that differed, baseline trials then this run"' in body
+    assert f"    bar [{', '.join(['0'] * 19)}, 2, 2, 1, 2]" in body.splitlines()
+    assert '    y-axis "of 2" 0 --> 2' in body.splitlines()
 
 
 def test_a_step_whose_loop_fired_reports_no_amplifier_clause():

@@ -189,16 +189,23 @@ CHARTS = 3
 def _chart(d: StepDecision) -> str:
     """A bar per trial: the baseline's, this run's, and its re-runs', as Mermaid, which
     GitHub draws in comments. Names are Python identifiers and paths, quoted safely."""
-    values = [*d.baseline_fired_by_trial, d.now_fired or 0, *d.confirm_fired]
+    if d.stress_only() and len(d.baseline_stress_fired_by_trial) == len(d.baseline_fired_by_trial):
+        # Every loop bar would be zero: draw the amplifier comparisons that decided it.
+        values = [*d.baseline_stress_fired_by_trial, d.now_stress_fired, *d.confirm_stress_fired]
+        what, of = "amplifier comparisons that differed", d.now_stress_compared
+        top = max([*values, *d.confirm_stress_compared, of, 1])
+    else:
+        values = [*d.baseline_fired_by_trial, d.now_fired or 0, *d.confirm_fired]
+        what, of = "comparisons that differed", d.now_compared
+        top = max([*values, of or 1, 1])
     labels = [f"b{i}" for i in range(1, len(d.baseline_fired_by_trial) + 1)]
     labels += ["now", *(f"re-run {i}" for i in range(1, len(d.confirm_fired) + 1))]
-    top = max([*values, d.now_compared or 1, 1])
-    title = f"{d.name}: comparisons that differed, baseline trials then this run".replace('"', "'")
+    title = f"{d.name}: {what}, baseline trials then this run".replace('"', "'")
     return (
         "```mermaid\nxychart-beta\n"
         f'    title "{title}"\n'
         f"    x-axis [{', '.join(json.dumps(label) for label in labels)}]\n"
-        f'    y-axis "of {d.now_compared or top}" 0 --> {top}\n'
+        f'    y-axis "of {of or top}" 0 --> {top}\n'
         f"    bar [{', '.join(str(v) for v in values)}]\n```"
     )
 

@@ -60,6 +60,7 @@ class StepDecision:
     baseline_statuses: list[str | None] = field(default_factory=list)
     # Each baseline trial's count of comparisons that differed, for the comment's chart.
     baseline_fired_by_trial: list[int] = field(default_factory=list)
+    baseline_stress_fired_by_trial: list[int] = field(default_factory=list)
     now_fired: int | None = None
     now_compared: int | None = None
     status: str | None = None
@@ -354,6 +355,7 @@ def _pipeline(
                 baseline_differed_trials=sum(1 for x in history if x > 0),
                 baseline_statuses=[r.status for r in records],
                 baseline_fired_by_trial=[r.fired for r in records],
+                baseline_stress_fired_by_trial=[r.stress_fired for r in records],
                 screen_p=outcome.screened.p,
                 confirm_fired=fresh_fired[s.name] if suspect else [],
                 confirm_stress_fired=[k for k, _ in fresh_stress[s.name]] if suspect else [],
