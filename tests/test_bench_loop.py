@@ -58,3 +58,13 @@ def test_the_cost_rows_series_add_up_to_the_total_beside_them(bench_loop):
     # The bisect stops at different counts in different invocations.
     row = bench_loop._cost_row([invocation(21), invocation(17), invocation(19)])
     assert row[0] == "62 (loop 40, bisect 19, threads 3)"
+
+
+def test_the_cost_row_shows_what_the_step_executions_alone_cost_beside_the_multiplier(bench_loop):
+    runs = [
+        {"executions": {"loop": 40}, "wall": w, "steps": s, "plain_wall": 0.5}
+        for w, s in ((7.0, 4.0), (6.0, 4.5), (6.5, 3.5))
+    ]
+    row = bench_loop._cost_row(runs)
+    # wall over plain: 14, 12, 13; steps over plain: 8, 9, 7.
+    assert row[-2:] == ["13.0x (12.0x to 14.0x)", "8.0x (7.0x to 9.0x)"]
