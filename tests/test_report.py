@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from twicerun.render.terminal import render_run
 from twicerun.result import Environment, Result, StepResult, load_result
@@ -194,3 +195,31 @@ def test_the_amplification_header_says_the_runs_it_made(write_pipeline, twicerun
         "amplification, on the steps the loop found quiet (3 runs each, continuing to 5 when "
         "one fires):" in outcome.out
     )
+
+
+def test_a_seeded_step_steady_at_one_thread_is_not_told_its_seed_does_nothing():
+    def seeded(cause: str) -> Result:
+        step = StepResult(
+            index=0, name="sample", line=3, fired=2, compared=4, status="DIVERGENT", seed=42
+        )
+        step = replace(step, cause=cause)
+        return Result(
+            pipeline="pipelines/p.py",
+            runs=5,
+            contained=True,
+            policy="strict",
+            environment=Environment("2.0.1", 2, "Linux-x86_64", "3.11.7", "0.1.0"),
+            seconds=1.0,
+            steps=[step],
+        )
+
+    pad = " " * 8
+    # At one thread the bisect saw it hold still: the seed does control it, there.
+    assert (
+        f"{pad}the seed was held at 42 in every run and the result moved anyway at threads=2, "
+        "but not with one thread: the seed holds this step still only there"
+    ) in render_run(seeded("PARALLEL_ORDER")).splitlines()
+    assert (
+        f"{pad}the seed was held at 42 in every run and the result moved anyway, so the seed does "
+        "not control this step"
+    ) in render_run(seeded("PERSISTS_SINGLE_THREADED")).splitlines()

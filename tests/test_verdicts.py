@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from twicerun.storage.layout import MANIFEST_NAME
@@ -343,8 +344,15 @@ def test_audit_every_verdict_with_wording_that_follows_the_facts(twicerun, write
     }
     assert document["verdict"] == "not reproducible"
     assert all(len(s["seconds"]) == 2 for s in document["steps"])
+    # The instrument the verdicts hold for.
+    assert (document["threads"], document["duckdb"]) == (1, duckdb.__version__)
 
     text = twicerun("audit", path, "--threads", "1").out
+    assert re.fullmatch(
+        rf"{re.escape(str(path))}: not reproducible \(5 steps audited at threads=1 on DuckDB "
+        rf"{re.escape(duckdb.__version__)}, in \d+\.\ds\)",
+        text.splitlines()[-1],
+    )
     held = text[text.index(" held") :]
     assert "identical bytes both times" in held.split("\n")[1]
     assert "because `seed` was held at 7, not because the step cannot change" in held

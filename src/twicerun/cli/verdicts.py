@@ -313,7 +313,8 @@ def audit(pipeline: Path, only: tuple[str, ...], threads: int | None, json_path)
     chosen = [s for s in loaded.steps if not only or s.name in only]
     progress = Progress(enabled=sys.stderr.isatty())
     started = time.monotonic()
-    audited = audit_runs(loaded, threads or default_threads(), chosen, progress)
+    threads = threads or default_threads()
+    audited = audit_runs(loaded, threads, chosen, progress)
     progress.clear()
     report = AuditReport(
         str(pipeline),
@@ -328,6 +329,8 @@ def audit(pipeline: Path, only: tuple[str, ...], threads: int | None, json_path)
             for a in audited
         ],
         round(time.monotonic() - started, 2),
+        threads=threads,
+        duckdb=duckdb.__version__,
     )
     _emit(report.to_dict(), report.lines(), json_path)
     return (

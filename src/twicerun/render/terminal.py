@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from twicerun.render.evidence import bound_lines, step_evidence
-from twicerun.render.instrument import engine
+from twicerun.render.instrument import at, engine, single
 from twicerun.render.sections import (
     amplification_section,
     cause_section,
@@ -12,7 +12,7 @@ from twicerun.render.sections import (
     status_section,
 )
 from twicerun.result import Result, StepResult
-from twicerun.vocabulary.loop import Status
+from twicerun.vocabulary.loop import Cause, Status
 
 
 def rate(step: StepResult) -> str:
@@ -82,7 +82,14 @@ def _step_lines(result: Result) -> list[str]:
         pad = f"  {'':>{index_width}}     "
         if s.fired or s.tolerated:
             lines.extend(pad + line for line in step_evidence(s))
-        if s.fired and s.seed is not None:
+        if s.fired and s.seed is not None and s.cause == Cause.PARALLEL_ORDER:
+            # The bisect held it still at one thread: the seed is not the whole story there.
+            lines.append(
+                f"{pad}the seed was held at {s.seed} in every run and the result moved anyway at "
+                f"{at(result.environment, result.environment.threads)}, but not with "
+                f"{single(result.environment)}: the seed holds this step still only there"
+            )
+        elif s.fired and s.seed is not None:
             lines.append(
                 f"{pad}the seed was held at {s.seed} in every run and the result moved anyway, "
                 f"so the seed does not control this step"

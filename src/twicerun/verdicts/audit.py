@@ -137,6 +137,9 @@ class AuditReport:
     pipeline: str
     steps: list[StepAudit]
     seconds: float
+    # The instrument: a verdict holds at this thread count on this DuckDB, not beyond.
+    threads: int | None = None
+    duckdb: str | None = None
     schema: str = "twicerun.audit/1"
 
     @property
@@ -148,9 +151,11 @@ class AuditReport:
         out = []
         for s in self.steps:
             out += s.lines()
+        at = f" at threads={self.threads}" if self.threads else ""
+        on = f" on DuckDB {self.duckdb}" if self.duckdb else ""
         out.append(
             f"{self.pipeline}: {self.verdict} ({len(self.steps)} step"
-            f"{'s' if len(self.steps) != 1 else ''} audited in {self.seconds:.1f}s)"
+            f"{'s' if len(self.steps) != 1 else ''} audited{at}{on}, in {self.seconds:.1f}s)"
         )
         return out
 
@@ -160,5 +165,7 @@ class AuditReport:
             "pipeline": self.pipeline,
             "verdict": str(self.verdict),
             "seconds": self.seconds,
+            "threads": self.threads,
+            "duckdb": self.duckdb,
             "steps": [s.to_dict() for s in self.steps],
         }
