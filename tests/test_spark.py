@@ -177,6 +177,23 @@ def test_a_draw_without_a_seed_persists_at_one_task(write_pipeline, twicerun):
     assert "engine     Spark " in outcome.out
 
 
+def test_spark_sql_naming_an_artifact_never_read_says_to_read_it(write_pipeline, twicerun):
+    path = write_pipeline(
+        'ENGINE = "spark"\n\n\n'
+        "def first(ctx):\n"
+        '    ctx.write("upstream", "SELECT 1 AS v")\n\n\n'
+        "def second(ctx):\n"
+        '    ctx.write("y", "SELECT v FROM Upstream")\n'
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 3
+    assert "TABLE_OR_VIEW_NOT_FOUND" in outcome.err
+    assert (
+        'twicerun: upstream is an artifact of step 0 first; call ctx.read("upstream") in this '
+        "step before its SQL uses it"
+    ) in outcome.err.splitlines()
+
+
 def test_the_gate_decides_a_spark_pipeline_like_any_other(
     write_pipeline, twicerun, tmp_path, monkeypatch
 ):

@@ -163,20 +163,22 @@ def _receipt(
     )
 
 
-_MISSING_TABLE = re.compile(r"Table with name (\S+) does not exist")
+# What DuckDB and Spark say of a name that is not in a step's catalog.
+_MISSING_TABLE = (
+    re.compile(r"Table with name (\S+) does not exist"),
+    re.compile(r"\[TABLE_OR_VIEW_NOT_FOUND\] The table or view `([^`]+)` cannot be found"),
+)
 
 
 def unread_artifact_hint(
     exc: BaseException, visible: Mapping[str, ArtifactRef], read: set[str]
 ) -> str:
-    """What to do when a step's SQL names an artifact it never read: DuckDB only says
+    """What to do when a step's SQL names an artifact it never read: the engine only says
     the table does not exist, since nothing is in a step's catalog until ctx.read."""
-    if not isinstance(exc, duckdb.CatalogException):
-        return ""
-    found = _MISSING_TABLE.search(str(exc))
+    found = next((m for p in _MISSING_TABLE if (m := p.search(str(exc)))), None)
     if found is None:
         return ""
-    missing = found.group(1).strip('"').lower()  # DuckDB's names are case-insensitive
+    missing = found.group(1).strip('"').lower()  # both engines' names are case-insensitive
     name = next((n for n in visible if n.lower() == missing and n not in read), None)
     if name is None:
         return ""
