@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 from twicerun.storage.layout import Invocation
@@ -100,7 +102,7 @@ def test_the_newest_invocation_is_the_one_that_started_last_not_the_last_name(
     path = write_pipeline(QUIET)
     for _ in range(2):
         assert twicerun("run", path, "--runs", "2", "--keep", "0").code == 0
-    first, second = sorted(run_dir.iterdir())
+    first, second = sorted(p for p in run_dir.iterdir() if p.is_dir())
     # Same second, and the random suffix sorts the other way round.
     started = json.loads((second / "invocation.json").read_text())["started"]
     for directory, name, at in (
@@ -123,3 +125,39 @@ def test_a_corrupt_receipt_in_an_earlier_run_does_not_stop_a_later_run_with_a_ke
     receipt.write_text("{ not json")
     outcome = twicerun("run", path, "--runs", "2", "--key", "x=k")
     assert outcome.code == 0, outcome.err
+
+
+GITIGNORE = "# Invocation directories written by twicerun: not for version control.\n*\n"
+
+
+def test_a_run_directory_twicerun_makes_keeps_itself_out_of_git(write_pipeline, twicerun, tmp_path):
+    path = write_pipeline(QUIET)
+    made = tmp_path / "new" / "runs"
+    assert twicerun("run", path, "--runs", "2", "--run-dir", made).code == 0
+    assert (made / ".gitignore").read_text() == GITIGNORE
+    if shutil.which("git"):
+        # A `git add -A` in the repository would stage none of it.
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        status = subprocess.run(
+            ["git", "-C", str(tmp_path), "status", "--porcelain", "--untracked-files=all"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert "new/runs" not in status and "pipeline.py" in status
+
+
+def test_a_directory_the_user_named_is_not_written_into_but_the_default_one_is(
+    write_pipeline, twicerun, tmp_path, monkeypatch
+):
+    path = write_pipeline(QUIET)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    assert twicerun("run", path, "--runs", "2", "--run-dir", mine).code == 0
+    assert not (mine / ".gitignore").exists()
+    # A .twicerun left by an earlier version is twicerun's own: it gets one.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".twicerun").mkdir()
+    assert twicerun("run", path, "--runs", "2", with_run_dir=False).code == 0
+    assert (tmp_path / ".twicerun" / ".gitignore").read_text() == GITIGNORE

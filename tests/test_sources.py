@@ -89,7 +89,9 @@ def test_a_sources_files_sizes_and_digests_are_in_the_receipt_and_the_result(
     assert all(f["size"] > 0 and len(f["digest"]) == 64 for f in source["files"])
     assert source["rows"] == 600 and step["rows_read"] == 600
     receipt = json.loads(
-        next(run_dir.iterdir()).joinpath("loop", "1", "00-trips", "receipt.json").read_text()
+        next(p for p in run_dir.iterdir() if p.is_dir())
+        .joinpath("loop", "1", "00-trips", "receipt.json")
+        .read_text()
     )
     assert receipt["sources"][0]["files"] == source["files"]
     assert receipt["sources"][0]["options"] == {"union_by_name": True}

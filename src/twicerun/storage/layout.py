@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from twicerun.storage.atomic import read_json, write_json_atomic
+from twicerun.storage.atomic import read_json, write_bytes_atomic, write_json_atomic
 from twicerun.storage.receipts import ArtifactRecord, Receipt, load_receipt
 
 MANIFEST_NAME = "invocation.json"
@@ -45,6 +45,18 @@ INTERRUPTED = "interrupted"
 
 def step_dir_name(index: int, name: str) -> str:
     return f"{index:02d}-{re.sub(r'[^A-Za-z0-9_]', '_', name)}"
+
+
+GITIGNORE = ".gitignore"
+
+
+def ignore_everything(run_dir: Path) -> None:
+    """Keep a run directory out of version control, as pytest and ruff keep their caches:
+    a `git add -A` in a repository where twicerun ran would otherwise commit every
+    invocation's Parquet. Written only into a directory twicerun made (or its default
+    `.twicerun`), never into one a user named that already held something."""
+    text = "# Invocation directories written by twicerun: not for version control.\n*\n"
+    write_bytes_atomic(run_dir / GITIGNORE, text.encode("utf-8"), fsync=False)
 
 
 @dataclass(frozen=True)
@@ -72,7 +84,13 @@ class Invocation:
     @classmethod
     def create(cls, run_dir: Path, manifest: dict[str, Any]) -> Invocation:
         run_dir = Path(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            run_dir.mkdir(parents=True)
+            created = True
+        except FileExistsError:
+            created = False
+        if created or (run_dir.name == ".twicerun" and not (run_dir / GITIGNORE).exists()):
+            ignore_everything(run_dir)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         while True:
             root = run_dir / f"{stamp}-{secrets.token_hex(2)}"
