@@ -41,6 +41,11 @@ def _p(p: float | None) -> str:
     return "" if p is None else (f"{p:.2g}" if p >= 0.001 else "< 0.001")
 
 
+def _p_phrase(p: float) -> str:
+    """`p = 0.012`, or `p < 0.001` (not "p = < 0.001")."""
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
+
+
 def _baseline(d: StepDecision) -> str:
     if d.baseline_trials is None:
         return "n/a"
@@ -67,12 +72,7 @@ def _line(d: StepDecision) -> str:
         return f"{where}: {d.verdict} (was {code(d.renamed_from)})"
     if d.verdict in words.NOT_COMPARABLE:
         return f"{where}: {d.verdict}" + (f" ({plain(d.evidence[0])})" if d.evidence else "")
-    # "p = 0.012", but "p < 0.001" rather than "p = < 0.001".
-    p = (
-        ""
-        if d.p_value is None
-        else f", p {'' if _p(d.p_value).startswith('<') else '= '}{_p(d.p_value)}"
-    )
+    p = "" if d.p_value is None else f", {_p_phrase(d.p_value)}"
     now = _rate(d.now_fired, d.now_compared) + " now"
     if d.confirm_fired:
         now += f", then {', '.join(str(k) for k in d.confirm_fired)} on re-runs"

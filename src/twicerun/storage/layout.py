@@ -54,7 +54,7 @@ def ignore_everything(run_dir: Path) -> None:
     """Keep a run directory out of version control, as pytest and ruff keep their caches:
     a `git add -A` in a repository where twicerun ran would otherwise commit every
     invocation's Parquet. Written only into a directory twicerun made (or its default
-    `.twicerun`), never into one a user named that already held something."""
+    `.twicerun`), never into a directory a user named that existed before."""
     text = "# Invocation directories written by twicerun: not for version control.\n*\n"
     write_bytes_atomic(run_dir / GITIGNORE, text.encode("utf-8"), fsync=False)
 
