@@ -9,6 +9,7 @@ scripts/gate_calibration.py and scripts/gate_coins.py and committed as artifacts
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -80,6 +81,22 @@ def test_an_unchanged_pipeline_passes_and_a_steady_step_gone_random_fails(repo, 
     (confirmation,) = document["confirmations"]
     assert confirmation["trials"] == 3 and confirmation["suspects"] == ["steady"]
     assert "`steady` in `pipelines/coins.py`: new divergence" in outcome.out
+    # A CI log is not a terminal: each pipeline and each confirmation trial gets a line,
+    # so minutes of runs never pass in silence.
+    said = [re.sub(r"in \d+\.\ds$", "in Ns", line) for line in outcome.err.splitlines()]
+    assert said == [
+        "twicerun: pipelines/coins.py: running, 5 runs",
+        "twicerun: pipelines/coins.py: 2 of 2 steps diverged, in Ns",
+        *[
+            line
+            for k in (1, 2, 3)
+            for line in (
+                f"twicerun: pipelines/coins.py: a step looks worse; confirmation trial {k} of 3, "
+                "5 runs",
+                "twicerun: pipelines/coins.py: 2 of 2 steps diverged, in Ns",
+            )
+        ],
+    ]
 
 
 def test_a_path_written_differently_is_the_same_pipeline(repo, twicerun):

@@ -99,12 +99,34 @@ def _create_command(pipelines: Sequence[str], output: Path) -> str:
     return f"twicerun baseline update {' '.join(pipelines)} --output {output}"
 
 
-def _run_all(keyed: dict[str, str], options: LoopOptions) -> dict[str, Result]:
+def _run_all(
+    keyed: dict[str, str], options: LoopOptions, log: bool = False, why: str = ""
+) -> dict[str, Result]:
+    """Every pipeline once. With `log`, and stderr not a terminal (a CI job's log, where
+    the live progress line stays off), a line as each starts and ends, so minutes of
+    pipelines never pass in silence."""
     progress = Progress(enabled=os.isatty(2))
+    say = _say if log and not os.isatty(2) else (lambda _message: None)
+    results = {}
     try:
-        return {key: run_pipeline(path, options, progress) for key, path in keyed.items()}
+        for key, path in keyed.items():
+            say(f"{key}: {why or 'running'}, {options.runs} runs")
+            started = time.monotonic()
+            results[key] = run_pipeline(path, options, progress)
+            diverged = sum(1 for s in results[key].steps if s.status == Status.DIVERGENT)
+            say(
+                f"{key}: {diverged} of {len(results[key].steps)} steps diverged, in "
+                f"{time.monotonic() - started:.1f}s"
+            )
+        return results
     finally:
         progress.clear()
+
+
+def _say(message: str) -> None:
+    # Paths and step names come from the pull request: nothing printed may read as a
+    # workflow command.
+    click.echo(neutralize(f"twicerun: {message}"), err=True)
 
 
 @cli.group()
@@ -389,7 +411,7 @@ def _compare(
         # A check that will exit 2 for its baseline still reports, but prunes nothing.
         keep=0 if chosen.baseline is None else 1,
     )
-    results = _run_all(keyed, loop)
+    results = _run_all(keyed, loop, log=True)
     if chosen.baseline is not None:
         # alpha is shared among the pipelines the check can compare, so each needs this many.
         shared = len(set(keyed) & set(chosen.baseline.pipelines)) or 1
@@ -405,8 +427,12 @@ def _compare(
                 chosen.moved,
             )
 
+    reruns: dict[str, int] = {}
+
     def rerun(key: str) -> Result:
-        return _run_all({key: keyed[key]}, loop)[key]
+        reruns[key] = reruns.get(key, 0) + 1
+        why = f"a step looks worse; confirmation trial {reruns[key]} of {confirm}"
+        return _run_all({key: keyed[key]}, loop, log=True, why=why)[key]
 
     return evaluate(
         results,
