@@ -85,15 +85,15 @@ def test_an_unchanged_pipeline_passes_and_a_steady_step_gone_random_fails(repo, 
     # so minutes of runs never pass in silence.
     said = [re.sub(r"in \d+\.\ds$", "in Ns", line) for line in outcome.err.splitlines()]
     assert said == [
-        "twicerun: pipelines/coins.py: running, 5 runs",
-        "twicerun: pipelines/coins.py: 2 of 2 steps diverged, in Ns",
+        "[twicerun] pipelines/coins.py: running, 5 runs",
+        "[twicerun] pipelines/coins.py: 2 of 2 steps diverged, in Ns",
         *[
             line
             for k in (1, 2, 3)
             for line in (
-                f"twicerun: pipelines/coins.py: a step looks worse; confirmation trial {k} of 3, "
+                f"[twicerun] pipelines/coins.py: a step looks worse; confirmation trial {k} of 3, "
                 "5 runs",
-                "twicerun: pipelines/coins.py: 2 of 2 steps diverged, in Ns",
+                "[twicerun] pipelines/coins.py: 2 of 2 steps diverged, in Ns",
             )
         ],
     ]

@@ -124,9 +124,9 @@ def _run_all(
 
 
 def _say(message: str) -> None:
-    # Paths and step names come from the pull request: nothing printed may read as a
-    # workflow command.
-    click.echo(neutralize(f"twicerun: {message}"), err=True)
+    # Not "twicerun: ", which starts the one sentence an error gets. Paths come from the
+    # pull request: nothing printed may read as a workflow command.
+    click.echo(neutralize(f"[twicerun] {message}"), err=True)
 
 
 @cli.group()
