@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -406,3 +409,40 @@ def test_stressed_copies_of_an_input_go_once_no_step_left_to_amplify_reads_it(
     assert "shared" in seen["last_reader"]
     # ...and once it is done they are gone, before the next step is stressed.
     assert "shared" not in seen["reads_the_other"]
+
+
+SET_ORDER = """
+import pyarrow as pa
+
+
+def names(ctx):
+    ctx.write("names", "SELECT 'name_' || range AS n FROM range(50)")
+
+
+def first_seen(ctx):
+    distinct = list({row[0] for row in ctx.read("names").fetchall()})  # a set's order
+    ctx.write("order", pa.table({"n": distinct, "pos": list(range(len(distinct)))}))
+"""
+
+
+def test_a_set_of_strings_holds_still_within_a_process_and_diff_sees_it_across_two(
+    write_pipeline, twicerun, tmp_path
+):
+    # What one invocation cannot show, it says it did not vary; two invocations show it.
+    path = write_pipeline(SET_ORDER)
+    outcome = twicerun("run", path, "--runs", "3")
+    assert outcome.code == 0
+    assert "  1 first_seen  0 of 2  NO_DIVERGENCE_OBSERVED" in outcome.out
+    assert "the Python process (its string hash seed" in outcome.out.splitlines()[-1]
+    for seed, run_dir in (("1", "a"), ("2", "b")):
+        done = subprocess.run(
+            [sys.executable, "-m", "twicerun", "run", str(path), "--runs", "2", "--no-amplify",
+             "--run-dir", str(tmp_path / run_dir)],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    diff = twicerun("diff", tmp_path / "a", tmp_path / "b")
+    assert diff.code == 1
+    assert "   1 first_seen  FIRST DIFFERENCE" in diff.out.splitlines()
