@@ -180,6 +180,18 @@ def test_a_declaration_refused_at_import_names_the_file_and_line(write_pipeline)
             "calls a step as a(ctx) plus a declared seed, so give n a default",
         ),
         (
+            "async def a(ctx):\n    ctx.write('x', 'SELECT 1 AS v')\n",
+            "step a is an async function (async def): twicerun calls it as a(ctx), which only "
+            "makes a coroutine and runs none of its body, so it would write nothing; make it a "
+            "plain def",
+        ),
+        (
+            "def a(ctx):\n    yield ctx.write('x', 'SELECT 1 AS v')\n",
+            "step a is a generator function (it has a yield): twicerun calls it as a(ctx), which "
+            "only makes a generator and runs none of its body, so it would write nothing; make "
+            "it a plain def",
+        ),
+        (
             "import no_such_module_here\n",
             "could not import {path}:1: ModuleNotFoundError: No module named 'no_such_module_here'",
         ),

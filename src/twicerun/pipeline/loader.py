@@ -249,10 +249,27 @@ def code_digest(fn: Callable[..., Any]) -> str:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
 
+def _refuse_deferred_body(name: str, fn: Callable[..., Any]) -> None:
+    """A step whose call runs none of its body: `async def` returns a coroutine and a
+    function with `yield` a generator, so the step would write nothing, with no error."""
+    body = inspect.unwrap(fn)
+    if inspect.iscoroutinefunction(body) or inspect.isasyncgenfunction(body):
+        what, made = "an async function (async def)", "a coroutine"
+    elif inspect.isgeneratorfunction(body):
+        what, made = "a generator function (it has a yield)", "a generator"
+    else:
+        return
+    raise PipelineError(
+        f"step {name} is {what}: twicerun calls it as {name}(ctx), which only makes {made} and "
+        f"runs none of its body, so it would write nothing; make it a plain def"
+    )
+
+
 def _make_step(index: int, fn: Callable[..., Any], overrides: dict[str, int]) -> Step:
     name = getattr(fn, "__name__", f"step_{index}")
     declaration = declaration_of(fn)
     refuse_var_positional(fn)
+    _refuse_deferred_body(name, fn)
     try:
         parameters = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
