@@ -223,3 +223,21 @@ def test_a_seeded_step_steady_at_one_thread_is_not_told_its_seed_does_nothing():
         f"{pad}the seed was held at 42 in every run and the result moved anyway, so the seed does "
         "not control this step"
     ) in render_run(seeded("PERSISTS_SINGLE_THREADED")).splitlines()
+
+
+def test_what_a_step_prints_goes_to_stderr_so_json_on_stdout_stays_a_document(
+    write_pipeline, twicerun
+):
+    path = write_pipeline(
+        """
+        def chatty(ctx):
+            print("processing chatty...")
+            ctx.write("x", "SELECT 1 AS v")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2", "--json", "-")
+    assert json.loads(outcome.out)["schema"] == "twicerun.result/1"
+    assert outcome.err.splitlines().count("processing chatty...") == 2
+    report = twicerun("run", path, "--runs", "2")
+    assert "processing chatty..." not in report.out
+    assert report.out.startswith("pipeline   ")

@@ -6,8 +6,10 @@ the tool's own overhead, which `bench/loop.py` measures against it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -71,7 +73,10 @@ def execute_step(
     cwd = os.getcwd()
     try:
         try:
-            step.call(ctx)
+            # stdout is twicerun's: the report, or the Result with --json -. What a step
+            # prints goes to stderr, where it cannot corrupt a document a script reads.
+            with contextlib.redirect_stdout(sys.stderr):
+                step.call(ctx)
         finally:
             seconds = time.perf_counter() - start
             connections.release(ctx)
