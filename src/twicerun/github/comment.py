@@ -189,7 +189,7 @@ CHARTS = 3
 def _chart(d: StepDecision) -> str:
     """A bar per trial: the baseline's, this run's, and its re-runs', as Mermaid, which
     GitHub draws in comments. Names are Python identifiers and paths, quoted safely."""
-    if d.stress_only() and len(d.baseline_stress_fired_by_trial) == len(d.baseline_fired_by_trial):
+    if d.stress_only():
         # Every loop bar would be zero: draw the amplifier comparisons that decided it.
         values = [*d.baseline_stress_fired_by_trial, d.now_stress_fired, *d.confirm_stress_fired]
         what, of = "amplifier comparisons that differed", d.now_stress_compared

@@ -136,13 +136,13 @@ def amplification_section(result: Result) -> list[str]:
     lines = ["", f"amplification, on the steps the loop found quiet ({how}):"]
     for s in steps:
         lines.append(f"  {s.index} {s.name}")
-        shown_probe = False
-        for a in sorted(s.amplifiers, key=lambda a: list(Amplifier).index(a.kind)):
+        ordered = sorted(s.amplifiers, key=lambda a: list(Amplifier).index(a.kind))
+        members = [a for a in ordered if a.probed_with]
+        for a in ordered:
             if a.probed_with:
                 # One probe ran for all its members: print it once, not once per member.
-                if not shown_probe:
-                    lines += _joint_probe(s)
-                    shown_probe = True
+                if a is members[0]:
+                    lines += _joint_probe(members)
                 continue
             if a.declined:
                 text = f"not run: {a.declined}"
@@ -156,15 +156,10 @@ def amplification_section(result: Result) -> list[str]:
     return lines
 
 
-def _joint_probe(s: StepResult) -> list[str]:
+def _joint_probe(members: list[Series]) -> list[str]:
     """The joint probe's members, what it measured, and (on a line of its own) what it varied.
     Each member's Result entry carries the same comparisons and detail, prefixed with the
     names of the others."""
-    members = [
-        a
-        for a in sorted(s.amplifiers, key=lambda a: list(Amplifier).index(a.kind))
-        if a.probed_with
-    ]
     names = ", ".join(str(a.kind) for a in members)
     first = members[0]
     text = f"      {names}, probed together: {series_rate(first)}"
