@@ -294,3 +294,33 @@ def test_a_step_removed_or_renamed_fails_by_default(repo, twicerun):
         "not comparable: step renamed",
         "noisy",
     )
+
+
+def test_a_missing_pipeline_is_refused_before_any_pipeline_runs(repo, twicerun):
+    """A typo in the second path used to surface only after the first pipeline's trial
+    had run (and `baseline update` had printed "trial 1 of 5")."""
+    outcome = twicerun(
+        "baseline", "update", "pipelines/coins.py", "pipelines/typo.py",
+        "--output", "baseline.json", *FAST,
+    )  # fmt: skip
+    assert outcome.code == 2
+    assert outcome.err.splitlines() == [
+        "twicerun: pipeline file pipelines/typo.py does not exist "
+        "(Python files in pipelines: coins.py)"
+    ]
+    assert not Path(".twicerun").exists()
+
+    update(twicerun, "pipelines/coins.py")
+    runs_before = sorted(Path(".twicerun").iterdir())
+    outcome, _ = compare(twicerun, pipelines="pipelines/coins.py pipelines/typo.py")
+    assert outcome.code == 2
+    assert "pipelines/typo.py does not exist" in outcome.err
+    assert sorted(Path(".twicerun").iterdir()) == runs_before
+
+    Path("pipelines/typo.py").write_text("def broken(ctx)\n    pass\n")
+    outcome, _ = compare(twicerun, pipelines="pipelines/coins.py pipelines/typo.py")
+    assert outcome.code == 2
+    assert outcome.err.splitlines()[-1] == (
+        "twicerun: could not import pipelines/typo.py: SyntaxError at line 1: expected ':'"
+    )
+    assert sorted(Path(".twicerun").iterdir()) == runs_before

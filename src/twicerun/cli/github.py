@@ -47,6 +47,7 @@ from twicerun.github.gate import (
 from twicerun.github.source import choose, default_ref
 from twicerun.github.workflow import Workflow, take_token
 from twicerun.judge.policy import POLICIES, STRICT, Policy
+from twicerun.pipeline.loader import check_pipeline_path
 from twicerun.result import Result
 from twicerun.runner.loop import LoopOptions, run_pipeline
 from twicerun.storage.atomic import write_bytes_atomic
@@ -79,6 +80,8 @@ def _keyed(paths: Sequence[str]) -> dict[str, str]:
     """Pipeline key (repository-relative POSIX path) -> the path as given."""
     keyed: dict[str, str] = {}
     for path in paths:
+        # Every file is checked before the first runs, not when its turn comes.
+        check_pipeline_path(path)
         keyed.setdefault(pipeline_key(path), path)
     return keyed
 

@@ -90,11 +90,7 @@ def load_pipeline(
     engine: str | None = None,
 ) -> Pipeline:
     """Import the file once and return its steps; refuse anything the contract refuses."""
-    source_path = Path(path)
-    if not source_path.exists():
-        raise PipelineError(f"pipeline file {path} does not exist{_nearby(source_path)}")
-    if source_path.is_dir():
-        raise PipelineError(f"{path} is a directory; pass the pipeline's Python file")
+    source_path = check_pipeline_path(path)
     data = source_path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     module = _import(source_path, digest)
@@ -127,6 +123,26 @@ def load_pipeline(
     )
 
 
+def check_pipeline_path(path: str | Path) -> Path:
+    """The file, or the sentence that says why it cannot be a pipeline, found without
+    running any of it: a command given several pipelines refuses a typo in the last one
+    before the first one runs."""
+    source_path = Path(path)
+    if not source_path.exists():
+        raise PipelineError(f"pipeline file {path} does not exist{_nearby(source_path)}")
+    if source_path.is_dir():
+        raise PipelineError(f"{path} is a directory; pass the pipeline's Python file")
+    try:
+        compile(source_path.read_bytes(), str(source_path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise PipelineError(_syntax(source_path, exc)) from exc
+    return source_path
+
+
+def _syntax(path: Path, exc: SyntaxError) -> str:
+    return f"could not import {path}: SyntaxError at line {exc.lineno}: {exc.msg}"
+
+
 def _nearby(path: Path) -> str:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
@@ -153,9 +169,7 @@ def _import(path: Path, digest: str) -> ModuleType:
         raise InvalidStep(f"{path}{where}: {exc}") from exc
     except SyntaxError as exc:
         del sys.modules[module_name]
-        raise PipelineError(
-            f"could not import {path}: SyntaxError at line {exc.lineno}: {exc.msg}"
-        ) from exc
+        raise PipelineError(_syntax(path, exc)) from exc
     except Exception as exc:
         del sys.modules[module_name]
         where = _line_in(exc, path)
