@@ -7,7 +7,7 @@ import math
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
@@ -463,3 +463,92 @@ def test_a_step_whose_loop_fired_reports_no_amplifier_clause():
     gate = evaluate({P: result(("top", NOISY))}, baseline_of(trials), rerun=rerun)
     assert verdicts(gate) == {"top": NEW}
     assert "only under the amplifiers" not in comment_body(gate, "pipelines/*.py")
+
+
+def test_twiceruns_own_words_print_without_backslashes():
+    """`baseline compare` prints the summary to a terminal too, where every `\\_` and `\\.`
+    of the escaping used to show (`NO\\_DIVERGENCE\\_OBSERVED`, `DuckDB 2\\.0\\.1`)."""
+    trials = [result(("safe",)) for _ in range(19)]
+    gate = evaluate(
+        {P: result(("safe",), ("noisy", NOISY))}, baseline_of(trials), rerun=never_rerun
+    )
+    lines = comment_body(gate, "pipelines/*.py").splitlines()
+    assert lines[-1] == (
+        "twicerun 0.1.0, DuckDB 2.0.1 at threads=2, 5 runs, policy strict; "
+        "alpha 0.05 family-wise, 3 confirmation trials for a suspect pipeline."
+    )
+    (row,) = [line for line in lines if line.startswith("| `pipelines/p.py` | `safe` |")]
+    assert row.endswith("| NO_DIVERGENCE_OBSERVED |  |  |")
+
+    from twicerun.render.markdown import bare
+
+    # GitHub links a bare www. address, which CommonMark (and the test below) does not.
+    assert bare("see www.example.com") == "see www\\.example\\.com"
+
+
+# Printable ASCII and a few non-ASCII letters, and text close to twicerun's own words
+# (letters with one markup character among them), where a too-loose `bare` would fail.
+MARKDOWN_TEXT = st.one_of(
+    st.text(
+        alphabet=st.sampled_from([chr(c) for c in range(32, 127)] + ["é", "ß", "\u00a0"]),
+        max_size=40,
+    ),
+    st.tuples(
+        st.sampled_from(["a", "Z"]),
+        st.lists(
+            st.sampled_from(
+                [
+                    "a",
+                    "Z",
+                    "0",
+                    "a",
+                    "Z",
+                    "0",
+                    " ",
+                    ",",
+                    ".",
+                    ";",
+                    ":",
+                    "=",
+                    "-",
+                    "_",
+                    "*",
+                    "`",
+                    "[",
+                    "]",
+                    "(",
+                    ")",
+                    "<",
+                    ">",
+                    "&",
+                    "|",
+                    "\\",
+                    "~",
+                    "!",
+                    "@",
+                    "/",
+                    "#",
+                    "www.",
+                ]
+            ),
+            max_size=12,
+        ),
+    ).map(lambda t: t[0] + "".join(t[1])),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(MARKDOWN_TEXT)
+@example("a*Z*")
+@example("a_b_ c")
+@example("see www.example.com")
+@example("NO_DIVERGENCE_OBSERVED")
+def test_bare_text_renders_as_exactly_itself(text):
+    from twicerun.render.markdown import bare
+
+    flat = " ".join(text.split())
+    if not flat:
+        return
+    rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(bare(text))
+    escaped = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    assert rendered == f"<p>{escaped.replace(chr(34), '&quot;')}</p>\n"

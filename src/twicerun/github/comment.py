@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from twicerun.render.markdown import code, plain, table
+from twicerun.render.markdown import bare, code, plain, table
 from twicerun.vocabulary import gate as words
 
 if TYPE_CHECKING:
@@ -161,18 +161,18 @@ def render(
         [
             code(d.pipeline),
             code(d.name),
-            plain(d.verdict),
+            bare(d.verdict),
             _baseline(d),
             _now(d),
             _p(d.p_value),
-            plain(d.status or ""),
-            plain(" ".join(d.classes)),
-            plain(d.cause or ""),
+            bare(d.status or ""),
+            bare(" ".join(d.classes)),
+            bare(d.cause or ""),
         ]
         for d in decisions
     ]
     headers = ["pipeline", "step", "verdict", "baseline", "now", "p", "status", "classes", "cause"]
-    tail = f"\n\n{plain(stamp)}"
+    tail = f"\n\n{bare(stamp)}"
     details = _details(
         f"Every step ({len(decisions)})",
         headers,

@@ -7,6 +7,10 @@ artifact names, values, error messages) goes through `code` or `plain` first:
 - `code` puts an identifier in a code span, with a fence longer than any run of
   backticks inside it, pipes escaped (GFM splits cells on them even in code)
   and line breaks flattened.
+- `bare` leaves text bare when it is made only of letters, digits, spaces and
+  punctuation that starts no markup where it stands (twicerun's own vocabulary,
+  version stamps), so a terminal shows `FLOAT_DRIFT`, not `FLOAT\\_DRIFT`;
+  anything else goes through `plain`.
 - `plain` escapes every ASCII punctuation character with a backslash (which
   CommonMark defines as literal for all of them) after turning &, < and > into
   entities, so no emphasis, link, HTML tag, comment or table cell can start.
@@ -34,6 +38,22 @@ def plain(text: object) -> str:
     return "".join(
         p if p in ("&amp;", "&lt;", "&gt;") else _PUNCTUATION.sub(r"\\\1", p) for p in parts
     )
+
+
+# A letter first (no list marker, heading or block quote), then letters, digits, spaces
+# and , . ; : = - ; an underscore only between two letters or digits, where CommonMark
+# never reads it as emphasis. No * ` [ < & | \ ~ ! @ /, so no span, link or cell break.
+_BARE = re.compile(r"[A-Za-z](?:[A-Za-z0-9 ,.;:=\-]|(?<=[A-Za-z0-9])_(?=[A-Za-z0-9]))*")
+
+
+def bare(text: object) -> str:
+    """Plain words that render as exactly themselves, with no backslashes where none is
+    needed; anything that could be markup is escaped as `plain` does."""
+    flat = _one_line(str(text))
+    # GFM links a bare www. address even with no scheme.
+    if _BARE.fullmatch(flat) and "www." not in flat.lower():
+        return flat
+    return plain(flat)
 
 
 def cell(text: object) -> str:
