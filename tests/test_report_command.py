@@ -203,3 +203,32 @@ def test_update_through_a_symlink_rewrites_the_file_it_points_to(twicerun, tmp_p
     assert twicerun("report", result, "--update", link).code == 0
     assert link.is_symlink()
     assert "old" not in real.read_text()
+
+
+def test_a_result_with_markup_in_its_words_cannot_break_the_table(twicerun, tmp_path):
+    """A Result document is read as data: a status, cause or platform carrying a pipe or
+    a tag is escaped (a pipe used to split the row), while twicerun's own words print
+    without backslashes."""
+    result = Result(
+        pipeline="pipelines/p.py",
+        runs=3,
+        contained=True,
+        policy="strict",
+        environment=Environment("2.0.1", 2, "*bold*", "3.11.7", "0.1.0"),
+        seconds=1.5,
+        steps=[
+            StepResult(
+                index=0, name="a", line=1, fired=2, compared=2, status="<b>x</b>", cause="a|b"
+            ),
+            StepResult(
+                index=1, name="b", line=4, fired=2, compared=2, status="DIVERGENT",
+                classes=["VALUE_DRIFT"], cause="PARALLEL_ORDER",
+            ),
+        ],
+    )  # fmt: skip
+    path = tmp_path / "r.json"
+    path.write_text(result.to_json())
+    lines = twicerun("report", str(path)).out.splitlines()
+    assert lines[0].endswith("DuckDB 2.0.1 at threads=2 on \\*bold\\*, 1.5s.")
+    assert lines[4] == "| 0 | `a` | 2 of 2 | &lt;b&gt;x&lt;\\/b&gt; |  | a\\|b |"
+    assert lines[5] == "| 1 | `b` | 2 of 2 | DIVERGENT | VALUE_DRIFT | PARALLEL_ORDER |"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from twicerun.render.markdown import code
+
 
 def _get(env: Any, key: str, default: Any = None) -> Any:
     return env.get(key, default) if isinstance(env, dict) else getattr(env, key, default)
@@ -37,7 +39,7 @@ def engine(env: Any, markdown: bool = False) -> str:
     if is_spark(env):
         master = _get(env, "spark_master")
         return (
-            f"Spark {_get(env, 'spark')} on {f'`{master}`' if markdown else master} at "
+            f"Spark {_get(env, 'spark')} on {code(master) if markdown else master} at "
             f"partitions={_get(env, 'threads')}, compared by DuckDB {_get(env, 'duckdb')}"
         )
     return f"DuckDB {_get(env, 'duckdb')} at threads={_get(env, 'threads')}"

@@ -19,7 +19,7 @@ from typing import Any
 
 from twicerun.errors import UsageError
 from twicerun.render.instrument import engine
-from twicerun.render.markdown import code, plain
+from twicerun.render.markdown import bare, code
 from twicerun.render.markdown import table as markdown_table
 from twicerun.render.sections import shown_classes
 
@@ -89,16 +89,16 @@ def result_steps(a: Artifact) -> Table:
                 str(s["index"]),
                 code(s["name"]),
                 rate,
-                s["status"] or "",
-                " ".join(shown_classes(s)),
-                s["cause"] or "",
+                bare(s["status"] or ""),
+                bare(" ".join(shown_classes(s))),
+                bare(s["cause"] or ""),
             ]
         )
     env = d["environment"]
     stamp = (
         f"Rendered by `twicerun report` from `{a.path}`: {code(d['pipeline'])}, {d['runs']} runs, "
-        f"{'contained' if d['contained'] else 'uncontained'}, policy {d['policy']}; "
-        f"{engine(env, markdown=True)} on {plain(env['platform'])}, {d['seconds']:.1f}s."
+        f"{'contained' if d['contained'] else 'uncontained'}, policy {bare(d['policy'])}; "
+        f"{engine(env, markdown=True)} on {bare(env['platform'])}, {d['seconds']:.1f}s."
     )
     return Table(
         f"steps-{Path(d['pipeline']).stem}",
