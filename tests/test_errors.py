@@ -288,3 +288,36 @@ def test_an_unknown_option_is_a_usage_error_with_exit_2(write_pipeline, twicerun
     outcome = twicerun("run", path, "--rusn", "3")
     assert outcome.code == 2
     assert "No such option '--rusn'" in outcome.err
+
+
+def test_a_read_that_finds_nothing_names_the_functions_the_file_imported(write_pipeline, twicerun):
+    """Steps are the functions a file defines; one imported from a helper module is not a
+    step. The read that then finds nothing used to say only that, leaving the user to
+    work out why the step that writes the artifact never ran."""
+    write_pipeline(
+        """
+        def make(ctx):
+            ctx.write("events", "SELECT 1 AS id")
+        """,
+        name="import_hint_helpers.py",
+    )
+    path = write_pipeline(
+        """
+        from import_hint_helpers import make
+
+
+        def count(ctx):
+            ctx.read("events")
+            ctx.write("n", "SELECT count(*) AS n FROM events")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 2
+    assert outcome.err.splitlines()[0] == (
+        "twicerun: ctx.read('events') in step 0 count: no earlier step wrote any artifact; "
+        "make is imported into pipeline.py, and only functions defined in the file are steps; "
+        "to run it, list the steps in order in STEPS"
+    )
+    # With STEPS, the imported function is a step like any other.
+    path.write_text(path.read_text() + "\n\nSTEPS = [make, count]\n")
+    assert twicerun("run", path, "--runs", "2").code == 0

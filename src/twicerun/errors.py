@@ -34,6 +34,10 @@ class ContractError(BadInput):
     """A step used `ctx` in a way the pipeline contract refuses."""
 
 
+class UnknownArtifact(ContractError):
+    """`ctx.read` named an artifact no earlier step wrote."""
+
+
 class UnsupportedColumn(BadInput):
     """An artifact has a column type the oracle does not know how to compare."""
 

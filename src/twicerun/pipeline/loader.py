@@ -61,6 +61,9 @@ class Pipeline:
     discovered_by: str
     steps: tuple[Step, ...]
     engine: str = "duckdb"
+    # Functions taking `ctx` that the file imported rather than defined: not steps when
+    # steps are found by definition, and the likeliest reason a read finds nothing.
+    imported: tuple[str, ...] = ()
 
     @property
     def seeds(self) -> dict[str, int]:
@@ -102,6 +105,7 @@ def load_pipeline(
     else:
         functions = _discovered_steps(module, source_path)
         how = "functions"
+    imported = _imported_ctx_functions(module, source_path) if how == "functions" else ()
     if not functions:
         raise PipelineError(
             f"{path} defines no steps: define top-level functions whose first parameter is "
@@ -119,7 +123,12 @@ def load_pipeline(
             f"seeded steps here: {', '.join(s.name for s in steps if s.seed_value is not None) or 'none'}"
         )
     return Pipeline(
-        path=source_path, digest=digest, discovered_by=how, steps=tuple(steps), engine=chosen
+        path=source_path,
+        digest=digest,
+        discovered_by=how,
+        steps=tuple(steps),
+        engine=chosen,
+        imported=imported,
     )
 
 
@@ -237,6 +246,20 @@ def _discovered_steps(module: ModuleType, path: Path) -> list[Callable[..., Any]
             found.append(value)
     found.sort(key=lambda f: f.__code__.co_firstlineno)
     return found
+
+
+def _imported_ctx_functions(module: ModuleType, path: Path) -> tuple[str, ...]:
+    resolved = str(path.resolve())
+    found = []
+    for name, value in vars(module).items():
+        if not inspect.isfunction(value) or name.startswith("_"):
+            continue
+        if str(Path(value.__code__.co_filename).resolve()) == resolved:
+            continue
+        params = list(inspect.signature(value).parameters)
+        if params and params[0] == "ctx":
+            found.append(name)
+    return tuple(found)
 
 
 def _def_line(fn: Callable[..., Any]) -> tuple[str, int]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from twicerun.compare.oracle import ReferenceCache
-from twicerun.errors import TwicerunError, UsageError
+from twicerun.errors import TwicerunError, UnknownArtifact, UsageError
 from twicerun.judge.cause import CONFIDENCE
 from twicerun.judge.policy import Policy
 from twicerun.pipeline import Pipeline, Step, load_pipeline
@@ -136,6 +136,16 @@ def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = si
     return result
 
 
+def _imported_hint(pipeline: Pipeline) -> str:
+    names = ", ".join(pipeline.imported)
+    one = len(pipeline.imported) == 1
+    return (
+        f"{names} {'is' if one else 'are'} imported into {pipeline.path.name}, and only functions "
+        f"defined in the file are steps; to run {'it' if one else 'them'}, list the steps in "
+        f"order in STEPS"
+    )
+
+
 def _loop(
     pipeline: Pipeline,
     options: LoopOptions,
@@ -176,20 +186,25 @@ def _loop(
 
                 # Compared and pruned at once below: its receipt is written once, then.
                 deferred = run > 1 and options.containment
-                receipt = execute_step(
-                    invocation=invocation,
-                    step=step,
-                    address=address,
-                    threads=threads,
-                    visible=records.visible(source, step.index),
-                    state_source=state_source,
-                    owners=records.owners(reference, address),
-                    reference=records.get(reference, step.index),
-                    digest_connection=digest_connection,
-                    connections=connections,
-                    canonical=run == 1,
-                    defer_receipt=deferred,
-                )
+                try:
+                    receipt = execute_step(
+                        invocation=invocation,
+                        step=step,
+                        address=address,
+                        threads=threads,
+                        visible=records.visible(source, step.index),
+                        state_source=state_source,
+                        owners=records.owners(reference, address),
+                        reference=records.get(reference, step.index),
+                        digest_connection=digest_connection,
+                        connections=connections,
+                        canonical=run == 1,
+                        defer_receipt=deferred,
+                    )
+                except UnknownArtifact as exc:
+                    if not pipeline.imported:
+                        raise
+                    raise UnknownArtifact(f"{exc}; {_imported_hint(pipeline)}") from exc
                 records.add(address, receipt, saved=not deferred)
                 if run == 1:
                     keys.check_written(receipt.artifacts)

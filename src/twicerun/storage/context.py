@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 
 from twicerun import sql
-from twicerun.errors import ContractError
+from twicerun.errors import ContractError, UnknownArtifact
 from twicerun.storage.atomic import atomic_path
 from twicerun.storage.receipts import ReadRecord, SourceFile, SourceRecord
 
@@ -321,7 +321,7 @@ class StepContext(ContractChecks):
         check_name(name, "ctx.read", self._where)
         ref = self._visible.get(name)
         if ref is None:
-            raise ContractError(self._unknown_read(name))
+            raise UnknownArtifact(self._unknown_read(name))
         self._con.execute(
             f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS SELECT * FROM {sql.parquet(ref.path)}"
         )

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from twicerun.errors import ContractError, EngineUnavailable
+from twicerun.errors import ContractError, EngineUnavailable, UnknownArtifact
 from twicerun.storage.atomic import atomic_path
 from twicerun.storage.context import (
     ArtifactRef,
@@ -202,7 +202,7 @@ class SparkStepContext(ContractChecks):
         check_name(name, "ctx.read", self._where)
         ref = self._visible.get(name)
         if ref is None:
-            raise ContractError(self._unknown_read(name))
+            raise UnknownArtifact(self._unknown_read(name))
         frame = self._split(ref)
         frame.createOrReplaceTempView(name)
         self._read_record(name, ref)
