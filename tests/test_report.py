@@ -80,6 +80,36 @@ def test_a_result_survives_a_json_round_trip():
     assert again == result
 
 
+def test_step_names_line_up_in_every_list_once_indices_reach_two_digits():
+    quiet = [
+        StepResult(
+            index=i, name=f"s{i}", line=i, fired=0, compared=4,
+            status="NO_DIVERGENCE_OBSERVED", zero_bound=0.5271,
+        )
+        for i in (0, 10)
+    ]  # fmt: skip
+    result = Result(
+        pipeline="p.py",
+        runs=5,
+        contained=True,
+        policy="strict",
+        environment=Environment("2.0.1", 2, "Linux-x86_64", "3.11.7", "0.1.0"),
+        seconds=1.0,
+        steps=quiet,
+        amplified=False,
+    )
+    lines = render_run(result).splitlines()
+    assert "   0 s0   0 of 4  NO_DIVERGENCE_OBSERVED" in lines
+    assert (
+        "   0 s0   varied: the loop 0 of 4; not varied (declined or not run): every amplifier"
+        in lines
+    )
+    assert (
+        "  10 s10  varied: the loop 0 of 4; not varied (declined or not run): every amplifier"
+        in lines
+    )
+
+
 def test_the_report_has_the_documented_shape_exactly():
     result = Result(
         pipeline="pipelines/p.py",

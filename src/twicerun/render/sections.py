@@ -77,14 +77,14 @@ def cause_section(result: Result) -> list[str]:
         b = s.bisect
         if b.error:
             lines.append(
-                f"  {s.index} {s.name:<{width}}  no cause: it raised at "
+                f"  {_n(s, steps)} {s.name:<{width}}  no cause: it raised at "
                 f"{at(result.environment, 1)}: {b.error}"
             )
             continue
         label = s.cause or Judged.TOLERATED
         labels.add(label)
         lines.append(
-            f"  {s.index} {s.name:<{width}}  {label:<24}  {measured_at(result, s, threads)}, "
+            f"  {_n(s, steps)} {s.name:<{width}}  {label:<24}  {measured_at(result, s, threads)}, "
             f"{series_rate(b)} at {at(result.environment, 1)}"
         )
     if Cause.PARALLEL_ORDER in labels:
@@ -135,7 +135,7 @@ def amplification_section(result: Result) -> list[str]:
     )
     lines = ["", f"amplification, on the steps the loop found quiet ({how}):"]
     for s in steps:
-        lines.append(f"  {s.index} {s.name}")
+        lines.append(f"  {_n(s, steps)} {s.name}")
         ordered = sorted(s.amplifiers, key=lambda a: list(Amplifier).index(a.kind))
         members = [a for a in ordered if a.probed_with]
         for a in ordered:
@@ -195,7 +195,7 @@ def status_section(result: Result) -> list[str]:
         ]
         for s in stable:
             fired = [f"{series_rate(a)} under {a.kind}" for a in s.amplifiers if a.ran and a.fired]
-            lines.append(f"  {s.index} {s.name}: {', '.join(fired)}")
+            lines.append(f"  {_n(s, stable)} {s.name}: {', '.join(fired)}")
             for a in s.amplifiers:
                 raised = [c for c in a.comparisons if c.error]
                 if raised:
@@ -215,7 +215,7 @@ def status_section(result: Result) -> list[str]:
         ]
         for s in failed:
             errors = [f"{a.kind}: {a.error}" for a in s.amplifiers if a.error]
-            lines.append(f"  {s.index} {s.name}: {'; '.join(errors)}")
+            lines.append(f"  {_n(s, failed)} {s.name}: {'; '.join(errors)}")
     quiet = [s for s in result.steps if s.status == Status.NO_DIVERGENCE_OBSERVED]
     if quiet:
         lines += [
@@ -228,7 +228,7 @@ def status_section(result: Result) -> list[str]:
             text = f"varied: {', '.join(varied)}"
             if missing:
                 text += f"; not varied (declined or not run): {', '.join(missing)}"
-            lines.append(f"  {s.index} {s.name:<{width}}  {text}")
+            lines.append(f"  {_n(s, quiet)} {s.name:<{width}}  {text}")
         known = {s.compared: s.zero_bound for s in quiet}
         known.update(
             {
@@ -253,3 +253,9 @@ def not_varied_line(result: Result) -> list[str]:
     return [
         f"Not varied by this invocation, whatever a step's status says: {', '.join(result.not_varied)}."
     ]
+
+
+def _n(s, listed) -> str:
+    """A step's index, right-aligned among the steps of one list, so its names line up."""
+    width = max(len(str(x.index)) for x in listed)
+    return f"{s.index:>{width}}"

@@ -60,7 +60,7 @@ def _header(result: Result) -> list[str]:
 
 def _step_lines(result: Result) -> list[str]:
     width = max((len(s.name) for s in result.steps), default=0)
-    index_width = len(str(len(result.steps) - 1)) if result.steps else 1
+    index_width = max((len(str(s.index)) for s in result.steps), default=1)
     rate_width = max((len(rate(s)) for s in result.steps if s.status), default=0)
     lines = []
     for s in result.steps:
