@@ -389,3 +389,21 @@ def test_audit_opens_a_connection_for_each_execution_and_none_besides(
     outcome = twicerun("audit", write_pipeline(STEADY), "--step", "second")
     assert outcome.code == 0, outcome.err
     assert len(opened_connections) == 2 + 2
+
+
+def test_an_explanation_counts_one_row_and_one_value_in_the_singular():
+    from twicerun.findings import ArtifactFindings
+    from twicerun.verdicts.explain import describe
+
+    one = ArtifactFindings(
+        artifact="st", presence="both", classes=["ROW_MISSING", "ROW_EXTRA"], key=["at"],
+        missing=1, extra=1, reference_rows=1, later_rows=1,
+    )  # fmt: skip
+    assert describe(one) == (
+        "st: ROW_MISSING, ROW_EXTRA; 1 row only in the first, 1 row only in the second (of 1 and 1)"
+    )
+    many = ArtifactFindings(
+        artifact="t", presence="both", classes=["ROW_MISSING"], key=["x"], missing=2,
+        reference_rows=3, later_rows=1,
+    )  # fmt: skip
+    assert describe(many) == "t: ROW_MISSING; 2 rows only in the first (of 3 and 1)"

@@ -107,13 +107,13 @@ def _artifact_lines(
     if worst.multiplicity_extra:
         lines.append(
             f"{name}: {plural(worst.multiplicity_extra, 'row')} of run {run} repeat rows that run 1 "
-            f"has fewer times ({number(worst.reference_rows)} rows in run 1, "
+            f"has fewer times ({plural(worst.reference_rows, 'row')} in run 1, "
             f"{number(worst.later_rows)} in run {run})"
         )
     if worst.multiplicity_missing:
         lines.append(
             f"{name}: {plural(worst.multiplicity_missing, 'row')} of run 1 appear fewer times in "
-            f"run {run} ({number(worst.reference_rows)} rows in run 1, "
+            f"run {run} ({plural(worst.reference_rows, 'row')} in run 1, "
             f"{number(worst.later_rows)} in run {run})"
         )
     explained = [f for _, f in both if f.attribution]

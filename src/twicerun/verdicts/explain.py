@@ -27,14 +27,11 @@ def explain(
 def describe(f: ArtifactFindings) -> str:
     parts = [f"{f.artifact}: {', '.join(f.classes) or 'no class'}"]
     counts = [
-        f"{n:,} {what}"
+        f"{n:,} {'row' if n == 1 else 'rows'} {what}"
         for n, what in (
-            (f.missing, "rows only in the first"),
-            (f.extra, "rows only in the second"),
-            (
-                f.multiplicity_missing + f.multiplicity_extra,
-                "rows repeated another number of times",
-            ),
+            (f.missing, "only in the first"),
+            (f.extra, "only in the second"),
+            (f.multiplicity_missing + f.multiplicity_extra, "repeated another number of times"),
         )
         if n
     ]
@@ -45,11 +42,12 @@ def describe(f: ArtifactFindings) -> str:
         worst = max(moved, key=lambda d: d.max_ulps or 0)
         relative = worst.max_relative
         shown = f"{relative:.2g}" if isinstance(relative, float) else str(relative)
+        count = sum(d.moved for d in moved)
+        values = f"{count:,} float {'value' if count == 1 else 'values'} moved"
         parts.append(
-            f"{sum(d.moved for d in moved):,} float values moved, furthest in {worst.column}: "
-            f"{worst.max_ulps:,} ulp, {shown} relative"
+            f"{values}, furthest in {worst.column}: {worst.max_ulps:,} ulp, {shown} relative"
             if worst.max_ulps is not None
-            else f"{sum(d.moved for d in moved):,} float values moved"
+            else values
         )
     if f.schema is not None and f.schema.any:
         parts.append("the columns differ")

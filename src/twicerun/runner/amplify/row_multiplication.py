@@ -70,7 +70,7 @@ def multiply_rows(
             f"FROM collapsed, range({factor}) c(copy) ORDER BY copy, file_row_number"
         )
     copy_ordered(con, query, target)
-    return Applied(f"{artifact} {rows:,} rows to {rows * factor:,}")
+    return Applied(f"{artifact} {rows:,} {'row' if rows == 1 else 'rows'} to {rows * factor:,}")
 
 
 def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> str | None:
