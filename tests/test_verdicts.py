@@ -357,12 +357,45 @@ def test_audit_every_verdict_with_wording_that_follows_the_facts(twicerun, write
     assert "identical bytes both times" in held.split("\n")[1]
     assert "because `seed` was held at 7, not because the step cannot change" in held
     ignoring = text[text.index("ignores_its_seed") :]
-    assert "`seed` was held at 7 and the result moved anyway" in ignoring
+    assert (
+        "`seed` was held at 7 and the result moved anyway: the seed does not control this step"
+        in ignoring
+    )
+
+    # At two threads the same fact proves less: a seeded draw can land on rows in another
+    # order (setseed + random() does), so the audit does not say the seed is ignored.
+    two = twicerun("audit", path, "--threads", "2", "--step", "ignores_its_seed").out
+    assert (
+        "`seed` was held at 7 and the result moved anyway at threads=2: the seed does not hold "
+        "it still there (`--threads 1` shows whether the threads are why)"
+    ) in two
+    assert "does not control" not in two
     # No command says "deterministic" of a seeded step, and the audit speaks no ladder word.
     for line in text.splitlines():
         if line.startswith("deterministic"):
             assert line.split()[2] in ("fixed",), line
     assert not LADDER_WORDS.search(text)
+
+
+def test_an_audits_columns_line_up_across_steps():
+    from twicerun.verdicts.audit import ArtifactAudit, AuditReport, Repeatability, StepAudit
+
+    def audited(index, name, artifact, same):
+        digest = (f"{index}" * 12, f"{index}" * 12 if same else "f" * 12)
+        verdict = Repeatability.DETERMINISTIC if same else Repeatability.NOT_REPRODUCIBLE
+        return StepAudit(
+            index, name, None, None, (0.01, 0.02),
+            [ArtifactAudit(artifact, verdict, digest, digest)],
+        )  # fmt: skip
+
+    report = AuditReport("p.py", [audited(9, "a", "x", True), audited(10, "b", "long", False)], 1.0)
+    assert report.lines()[:4] == [
+        "deterministic      9 a  (0.01s and 0.02s)",
+        "    x     identical bytes both times  999999999999",
+        "          canonical form              999999999999",
+        "not reproducible  10 b  (0.01s and 0.02s)",
+    ]
+    assert report.lines()[4] == "    long  the rows differ             101010101010 / ffffffffffff"
 
 
 def test_audit_of_a_pipeline_that_repeats_is_exit_0_and_deletes_its_scratch(

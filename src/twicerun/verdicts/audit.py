@@ -54,12 +54,14 @@ class StepAudit:
         # The worst over its artifacts: one artifact that moved is a step that moved.
         return max((a.verdict for a in self.artifacts), default=Repeatability.DETERMINISTIC)
 
-    def lines(self) -> list[str]:
+    def lines(self, threads: int | None = None, index_width: int = 1, width: int = 0) -> list[str]:
+        """The step's verdict line and one row per artifact; the widths line the columns up
+        across the steps of one report."""
         out = [
-            f"{self.verdict!s:<17} {self.index} {self.name}  "
+            f"{self.verdict!s:<17} {self.index:>{index_width}} {self.name}  "
             f"({self.seconds[0]:.2f}s and {self.seconds[1]:.2f}s)"
         ]
-        width = max((len(a.name) for a in self.artifacts), default=0)
+        width = max([width, *(len(a.name) for a in self.artifacts)])
         for a in self.artifacts:
 
             def row(label: str, text: str, name: str = "") -> str:
@@ -82,13 +84,22 @@ class StepAudit:
                 pair = f"{a.canonical[0][:12] or '(none)'} / {a.canonical[1][:12] or '(none)'}"
                 out.append(row("the rows differ", pair, a.name))
                 if self.seed is not None:
-                    out.append(
-                        f"    {'':<{width}}  `{self.seed}` was held at {self.seed_value} and the "
-                        f"result moved anyway: the seed does not control this step"
-                    )
+                    out.append(f"    {'':<{width}}  {self._moved_anyway(threads)}")
         if not self.artifacts:
             out.append("    it wrote no artifact, so there was nothing to compare")
         return out
+
+    def _moved_anyway(self, threads: int | None) -> str:
+        held = f"`{self.seed}` was held at {self.seed_value} and the result moved anyway"
+        if threads == 1:
+            return f"{held}: the seed does not control this step"
+        # With several threads, a seeded draw can still land on rows in another order
+        # (setseed + random() does), so the seed may hold the step still at one thread.
+        at = f"threads={threads}" if threads else "this thread count"
+        return (
+            f"{held} at {at}: the seed does not hold it still there "
+            f"(`--threads 1` shows whether the threads are why)"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -149,8 +160,10 @@ class AuditReport:
 
     def lines(self) -> list[str]:
         out = []
+        index_width = max((len(str(s.index)) for s in self.steps), default=1)
+        width = max((len(a.name) for s in self.steps for a in s.artifacts), default=0)
         for s in self.steps:
-            out += s.lines()
+            out += s.lines(self.threads, index_width, width)
         at = f" at threads={self.threads}" if self.threads else ""
         on = f" on DuckDB {self.duckdb}" if self.duckdb else ""
         out.append(
