@@ -480,6 +480,15 @@ def test_twiceruns_own_words_print_without_backslashes():
     (row,) = [line for line in lines if line.startswith("| `pipelines/p.py` | `safe` |")]
     assert row.endswith("| NO_DIVERGENCE_OBSERVED |  |  |")
 
+    older = Environment("1.5.5", 2, "Linux-x86_64", "3.11.7", "0.1.0")
+    moved = evaluate(
+        {P: result(("safe",))}, baseline_of([result(("safe",), env=older)] * 19), rerun=never_rerun
+    )
+    assert (
+        "**The instrument changed** (beside the verdicts, not one of them): "
+        "duckdb: 1.5.5 in the baseline, 2.0.1 now"
+    ) in comment_body(moved, "pipelines/*.py").splitlines()
+
     from twicerun.render.markdown import bare
 
     # GitHub links a bare www. address, which CommonMark (and the test below) does not.

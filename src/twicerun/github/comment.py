@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from twicerun.render.markdown import bare, code, plain, table
+from twicerun.render.markdown import bare, code, table
 from twicerun.vocabulary import gate as words
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def _line(d: StepDecision) -> str:
     if d.verdict == words.STEP_RENAMED:
         return f"{where}: {d.verdict} (was {code(d.renamed_from)})"
     if d.verdict in words.NOT_COMPARABLE:
-        return f"{where}: {d.verdict}" + (f" ({plain(d.evidence[0])})" if d.evidence else "")
+        return f"{where}: {d.verdict}" + (f" ({bare(d.evidence[0])})" if d.evidence else "")
     p = "" if d.p_value is None else f", {_p_phrase(d.p_value)}"
     now = _rate(d.now_fired, d.now_compared) + " now"
     if d.confirm_fired:
@@ -117,10 +117,10 @@ def render(
                 else "The check used this pull request's own copy. "
             )
             + "What moved: "
-            + "; ".join(plain(m) for m in baseline_moved)
+            + "; ".join(bare(m) for m in baseline_moved)
         )
     if baseline_error:
-        parts.append(f"### twicerun: no baseline to compare with\n\n{plain(baseline_error)}")
+        parts.append(f"### twicerun: no baseline to compare with\n\n{bare(baseline_error)}")
     elif worse:
         parts.append(f"### twicerun: {len(worse)} step{'s' if len(worse) != 1 else ''} got worse")
     else:
@@ -150,12 +150,12 @@ def render(
     if confirmations:
         parts.append(
             "**Confirmation re-runs** (a suspect step is re-run before it can fail the check): "
-            + "; ".join(plain(c) for c in confirmations)
+            + "; ".join(bare(c) for c in confirmations)
         )
     if environment:
         parts.append(
             "**The instrument changed** (beside the verdicts, not one of them): "
-            + "; ".join(plain(e) for e in environment)
+            + "; ".join(bare(e) for e in environment)
         )
     rows = [
         [
