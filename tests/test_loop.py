@@ -171,6 +171,61 @@ def test_a_later_runs_receipt_is_written_once(write_pipeline, twicerun, monkeypa
     assert load_receipt(root / "loop" / "3" / "02-control").artifacts[0].same_as == "loop/1"
 
 
+def _chain(steps: int) -> str:
+    source = ['def s0(ctx):\n    ctx.write("t0", "SELECT range AS id FROM range(3)")\n']
+    for i in range(1, steps):
+        source.append(
+            f"def s{i}(ctx):\n    ctx.read('t{i - 1}')\n"
+            f"    ctx.write('t{i}', 'SELECT id + 1 AS id FROM t{i - 1}')\n"
+        )
+    return "\n\n".join(source)
+
+
+def test_each_execution_resolves_only_what_it_reads(write_pipeline, twicerun, monkeypatch):
+    """Every execution used to resolve every earlier step's artifacts before it ran, so
+    a pipeline's bookkeeping grew with the square of its length (on 120 steps, most of
+    a second). Now a step's reads are resolved when it makes them."""
+    from twicerun.runner.records import Records
+
+    resolved = []
+    real = Records.ref
+
+    def counting(self, address, index, name):
+        resolved.append(name)
+        return real(self, address, index, name)
+
+    monkeypatch.setattr(Records, "ref", counting)
+    per_step = {}
+    for steps in (10, 40):
+        resolved.clear()
+        assert twicerun("run", write_pipeline(_chain(steps)), "--runs", "3").code == 0
+        per_step[steps] = len(resolved) / steps
+    # Linear: four times the steps, about the same resolving per step (it was ~4x).
+    assert per_step[40] <= 1.5 * per_step[10], per_step
+
+
+def test_the_amplifiers_connections_are_opened_ahead(write_pipeline, twicerun, monkeypatch):
+    """A series at raised threads used to open its first connection on the loop's own
+    path, after its inputs were written; it is now started while they are written."""
+    import threading
+
+    from twicerun.storage import context
+
+    opened_here = []
+    real = context.open_connection
+
+    def recording(*args, **kwargs):
+        if threading.current_thread() is threading.main_thread():
+            opened_here.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(context, "open_connection", recording)
+    outcome = twicerun("run", write_pipeline(_chain(4)), "--runs", "3", "--amplify")
+    assert outcome.code == 0, outcome.err
+    # Only the very first execution's, which nothing could have been opened ahead for.
+    assert len(opened_here) == 1, opened_here
+
+
 def test_keep_copies_keeps_the_latest_differing_copy_of_each_step(write_pipeline, twicerun):
     path = write_pipeline(DRIFTING)
     root = Path(twicerun("run", path, "--keep-copies", "--json", "-").json()["artifacts"])

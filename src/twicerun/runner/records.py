@@ -7,7 +7,7 @@ pruning of artifacts identical to run 1 are decided in one place.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import replace
 
 from twicerun.compare.digest import canonical_digest
@@ -27,12 +27,18 @@ class Records:
         self.janitor = janitor
         self._receipts: dict[tuple[RunAddress, int], Receipt] = {}
         self._unsaved: set[tuple[RunAddress, int]] = set()
+        # Per run: artifact name -> (step index, step name), in the order first written.
+        # Kept as receipts arrive, so no execution rescans every receipt before it.
+        self._written: dict[RunAddress, dict[str, tuple[int, str]]] = {}
 
     def add(self, address: RunAddress, receipt: Receipt, saved: bool = True) -> None:
         """`saved=False` for a receipt not yet on disk; `flush` writes it, unless pruning
         or a discard rewrites it first (which writes it then)."""
         key = (address, receipt.step_index)
         self._receipts[key] = receipt
+        written = self._written.setdefault(address, {})
+        for record in receipt.artifacts:
+            written.setdefault(record.name, (receipt.step_index, receipt.step_name))
         if saved:
             self._unsaved.discard(key)
         else:
@@ -83,25 +89,19 @@ class Records:
             canonical_digest=record.canonical_digest,
         )
 
-    def visible(self, address: RunAddress, before: int) -> dict[str, ArtifactRef]:
-        """The artifacts of steps 0..before-1 in `address`, as a step there may read them."""
-        found: dict[str, ArtifactRef] = {}
-        for index in range(before):
-            receipt = self.get(address, index)
-            if receipt is None:
-                continue
-            for record in receipt.artifacts:
-                ref = self.ref(address, index, record.name)
-                if ref is not None:
-                    found[record.name] = ref
-        return found
+    def visible(self, address: RunAddress, before: int) -> Mapping[str, ArtifactRef]:
+        """The artifacts of steps 0..before-1 in `address`, as a step there may read them.
+
+        Resolved when a step reads one, not ahead: resolving every earlier step's
+        artifacts for every execution made a pipeline's bookkeeping grow with the square
+        of its length."""
+        return Visible(self, address, before)
 
     def owners(self, *addresses: RunAddress) -> dict[str, tuple[int, str]]:
         found: dict[str, tuple[int, str]] = {}
-        for (address, index), receipt in self._receipts.items():
-            if address in addresses:
-                for record in receipt.artifacts:
-                    found.setdefault(record.name, (index, receipt.step_name))
+        for address in addresses:
+            for name, owner in self._written.get(address, {}).items():
+                found.setdefault(name, owner)
         return found
 
     def discard(self, address: RunAddress, index: int) -> None:
@@ -237,3 +237,29 @@ class Records:
             else:
                 remove_now(path)
         return freed
+
+
+class Visible(Mapping[str, ArtifactRef]):
+    """What `Records.visible` returns: a read-only view, each artifact resolved on use."""
+
+    def __init__(self, records: Records, address: RunAddress, before: int):
+        self._records = records
+        self._address = address
+        self._before = before
+
+    def __getitem__(self, name: str) -> ArtifactRef:
+        owner = self._records._written.get(self._address, {}).get(name)
+        if owner is None or owner[0] >= self._before:
+            raise KeyError(name)
+        ref = self._records.ref(self._address, owner[0], name)
+        if ref is None:
+            raise KeyError(name)
+        return ref
+
+    def __iter__(self) -> Iterator[str]:
+        for name, (index, _) in list(self._records._written.get(self._address, {}).items()):
+            if index < self._before and self._records.ref(self._address, index, name) is not None:
+                yield name
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

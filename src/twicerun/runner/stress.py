@@ -8,7 +8,8 @@ input decides. Every stressed input is written once per amplifier and artifact
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import ChainMap
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -250,7 +251,13 @@ def _together(bench, step, stressed, plan, original, read, label, probe):
     Each member's Series when the probe showed no difference at all; nothing (so each
     runs on its own) when it showed one, or when fewer than two members apply."""
     threads = plan(Amplifier.THREAD_COUNT)
-    if not isinstance(threads, dict) or not read:
+    if not isinstance(threads, dict):
+        return {}
+    # The first connection at raised threads (the probe's, or the thread-count series'
+    # when there is no probe) opens while the inputs are written, not after.
+    first = threads["threads_for"](1) if threads.get("threads_for") else threads["threads"]
+    bench.connections.warm(first)
+    if not read:
         return {}
     try:
         inputs_for, details = _joint(stressed, original, read)
@@ -309,7 +316,8 @@ def _joint(stressed, original, read):
     that changed something). Run 1 reads each input with its ties collapsed and its rows
     multiplied, where those apply, written in one pass; later runs read the same rows
     reordered."""
-    base = dict(original)
+    # Overlays on the loop's inputs: only what a step reads is ever resolved.
+    base = ChainMap({}, original)
     changed: dict[Amplifier, list[str]] = {}
     for name in read:
         stacked, outcome = stressed.get(
@@ -333,10 +341,10 @@ def _joint(stressed, original, read):
             f"later runs shuffled"
         ]
 
-    def per_run(run: int) -> dict[str, ArtifactRef]:
+    def per_run(run: int) -> Mapping[str, ArtifactRef]:
         if run == 1:
             return base
-        inputs = dict(base)
+        inputs = ChainMap({}, base)
         for name in reordered:
             ref, _ = stressed.get(Amplifier.ARRIVAL_ORDER, base[name], variant=run, tag=_JOINT)
             inputs[name] = ref or base[name]
@@ -376,8 +384,8 @@ def _file_order(receipt, original, threads) -> Series | dict:
 
 
 def _inputs(
-    stressed: Stressed, amplifier: str, original: dict[str, ArtifactRef], read: list[str]
-) -> tuple[Callable[[int], dict[str, ArtifactRef]], str | None, str | None]:
+    stressed: Stressed, amplifier: str, original: Mapping[str, ArtifactRef], read: list[str]
+) -> tuple[Callable[[int], Mapping[str, ArtifactRef]], str | None, str | None]:
     """The inputs per run, what changed, or why nothing could."""
     if amplifier == Amplifier.ARRIVAL_ORDER:
         details, reasons = [], []
@@ -387,10 +395,10 @@ def _inputs(
         if not details:
             return (lambda _run: original), None, "; ".join(o.reason for o in reasons)
 
-        def per_run(run: int) -> dict[str, ArtifactRef]:
+        def per_run(run: int) -> Mapping[str, ArtifactRef]:
             if run == 1:
                 return original  # as written: the loop's own input
-            inputs = dict(original)
+            inputs = ChainMap({}, original)
             for name in read:
                 ref, _ = stressed.get(amplifier, original[name], variant=run)
                 if ref is not None:
@@ -408,7 +416,7 @@ def _inputs(
             None,
         )
 
-    inputs = dict(original)
+    inputs = ChainMap({}, original)
     applied, declined = [], []
     for name in read:
         ref, outcome = stressed.get(amplifier, original[name])

@@ -169,7 +169,7 @@ class ContractChecks:
         self._index = step_index
         self._name = step_name
         self._out_dir = Path(out_dir)
-        self._visible = dict(visible)
+        self._visible = visible
         self._state_source = state_source
         self._owners = dict(owners)
         self.output = StepOutput()
@@ -510,6 +510,14 @@ class Connections:
         stops at that many, rather than leaving connections opened that nothing uses
         (each costs as much CPU to open as a tiny step)."""
         self._expected[threads] = self._expected.get(threads, 0) + count
+
+    def warm(self, threads: int) -> None:
+        """Start opening the next connection at `threads` now, while twicerun prepares
+        what the execution will read (an amplifier writing its inputs), rather than
+        when the execution asks for it. The next `open` takes it, whatever `expect` says."""
+        queue = self._ready.setdefault(threads, deque())
+        if not queue:
+            queue.append(self._helper.submit(open_connection, threads, self._spill_dir))
 
     def open(self, threads: int) -> duckdb.DuckDBPyConnection:
         queue = self._ready.setdefault(threads, deque())

@@ -139,6 +139,9 @@ class SparkEngine:
     def expect(self, threads: int, count: int) -> None:
         """Nothing is opened ahead here: a new session costs next to nothing."""
 
+    def warm(self, threads: int) -> None:
+        """Nothing to open ahead (above)."""
+
     def release(self, ctx: SparkStepContext) -> None:
         # Cached tables live in the application, not the session: drop the step's.
         with contextlib.suppress(Exception):
