@@ -80,6 +80,9 @@ class Invocation:
 
     def __init__(self, root: Path):
         self.root = Path(root)
+        # Where the process stood when the invocation began: a step that changes
+        # directory is put back here after it returns (runner/execute.py).
+        self.working_directory = os.getcwd()
 
     @classmethod
     def create(cls, run_dir: Path, manifest: dict[str, Any]) -> Invocation:
