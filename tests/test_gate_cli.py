@@ -324,3 +324,13 @@ def test_a_missing_pipeline_is_refused_before_any_pipeline_runs(repo, twicerun):
         "twicerun: could not import pipelines/typo.py: SyntaxError at line 1: expected ':'"
     )
     assert sorted(Path(".twicerun").iterdir()) == runs_before
+
+
+def test_a_step_emptied_by_the_pull_request_fails_the_check(repo, twicerun):
+    update(twicerun, "pipelines/coins.py")
+    Path("pipelines/coins.py").write_text("def steady(ctx):\n    pass\n\n\n" + NOISY)
+    outcome, document = compare(twicerun)
+    assert outcome.code == 1
+    assert verdicts(document)[("pipelines/coins.py", "steady")] == (
+        "not comparable: nothing compared now"
+    )

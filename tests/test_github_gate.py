@@ -244,6 +244,33 @@ def test_a_baseline_measured_with_other_settings_is_not_comparable():
     assert gate.regressions
 
 
+def test_a_step_that_stopped_writing_is_not_comparable_never_unchanged():
+    """It scores 0 of 0 now, which the statistics alone read as "never differed" and
+    passed as `unchanged`: a step whose body was emptied turned the check green."""
+    from dataclasses import replace
+
+    from twicerun.vocabulary.gate import NOTHING_COMPARED
+
+    trials = [result(("a",), ("b",)) for _ in range(19)]
+    now = result(("a",), ("b",))
+    now.steps[0] = replace(now.steps[0], compared=0, comparisons=[], status=None)
+    gate = evaluate({P: now}, baseline_of(trials), rerun=never_rerun)
+    assert verdicts(gate) == {"a": NOTHING_COMPARED, "b": UNCHANGED}
+    assert gate.decisions[0].evidence == [
+        "no run wrote an artifact, so nothing was compared; the baseline compared this step "
+        "in 19 of 19 trials"
+    ]
+    assert [d.name for d in gate.regressions] == ["a"]
+
+    # A step that never wrote anything, then or now, has nothing that changed.
+    never = [result(("a",), ("b",)) for _ in range(19)]
+    for trial in [*never, now]:
+        trial.steps[0] = replace(trial.steps[0], compared=0, comparisons=[], status=None)
+    gate = evaluate({P: now}, baseline_of(never), rerun=never_rerun)
+    assert verdicts(gate) == {"a": UNCHANGED, "b": UNCHANGED}
+    assert not gate.regressions
+
+
 def test_an_environment_change_is_reported_beside_the_verdicts_never_as_one():
     trials = [result(("a",)) for _ in range(19)]
     moved = Environment("2.0.2", 8, "Linux-x86_64", "3.11.7", "0.1.0")

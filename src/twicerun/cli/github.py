@@ -333,7 +333,8 @@ def _gate_options(fn):
                 help="Which changes fail the check: new (a step that never differed on the "
                 "baseline now does), rate-up (it differs significantly more), stable (newly "
                 f"{Status.STABLE_ON_THIS_INPUT}), not-comparable (a pipeline or step the baseline does not "
-                "cover, or a baseline measured otherwise), or none.",
+                "cover, a baseline measured otherwise, or a step that now writes nothing to "
+                "compare), or none.",
             ),
             click.option(
                 "--alpha",

@@ -346,9 +346,17 @@ def _pipeline(
         outcome = outcomes[s.name]
         suspect = outcome.screened.suspect
         history = scores[s.name]
+        measured = sum(1 for r in records if r.compared)
+        verdict, evidence = outcome.verdict, []
+        if not s.compared and measured:
+            verdict = words.NOTHING_COMPARED
+            evidence = [
+                f"no run wrote an artifact, so nothing was compared; the baseline compared "
+                f"this step in {measured} of {len(records)} trials"
+            ]
         decisions.append(
             _with(
-                _plain(key, s, outcome.verdict),
+                _plain(key, s, verdict, evidence),
                 baseline_fired=sum(r.fired for r in records),
                 baseline_compared=sum(r.compared for r in records),
                 baseline_trials=len(records),

@@ -21,6 +21,9 @@ STEP_RENAMED = "not comparable: step renamed"
 PIPELINE_ADDED = "not comparable: pipeline not in the baseline"
 PIPELINE_MISSING = "not comparable: pipeline not run"
 MEASURED_OTHERWISE = "not comparable: measured otherwise"
+# The step ran and wrote nothing any run could be compared on, where the baseline
+# compared it: a step that stopped writing must not pass as `unchanged`.
+NOTHING_COMPARED = "not comparable: nothing compared now"
 
 NOT_COMPARABLE = (
     STEP_ADDED,
@@ -29,6 +32,7 @@ NOT_COMPARABLE = (
     PIPELINE_ADDED,
     PIPELINE_MISSING,
     MEASURED_OTHERWISE,
+    NOTHING_COMPARED,
 )
 WORSE = (NEW, RATE_UP)
 BETTER = (FIXED, RATE_DOWN)
