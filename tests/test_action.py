@@ -541,7 +541,12 @@ def test_comment_not_posted_leads_the_warnings_even_past_ten_of_them(tmp_path, m
     )
     (tmp_path / "p.py").write_text(steps + "\n")
     monkeypatch.chdir(tmp_path)
-    assert main(["baseline", "update", "p.py", "--trials", "3", "--no-amplify",
+    # The retries still happen; only their sleeps go (tests/test_github_comment.py
+    # keeps the real backoff).
+    from twicerun.github import comment
+
+    monkeypatch.setattr(comment, "BACKOFF", 0)
+    assert main(["baseline", "update", "p.py", "--trials", "3", "--no-amplify", "--runs", "2",
                  "--output", "b.json", "--run-dir", "b-runs"]) == 0  # fmt: skip
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": 4, "head": {"sha": "x"}}}))
@@ -562,7 +567,7 @@ def test_comment_not_posted_leads_the_warnings_even_past_ten_of_them(tmp_path, m
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             code = main(["gate", "--pipelines", "p.py", "--baseline", "b.json", "--no-amplify",
-                         "--run-dir", "runs", "--json", "gate.json"])  # fmt: skip
+                         "--runs", "2", "--run-dir", "runs", "--json", "gate.json"])  # fmt: skip
     assert code == 0
     warnings = [line for line in out.getvalue().splitlines() if line.startswith("::warning")]
     assert len(warnings) == 10

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 LIMIT = 65_536
 RETRIES = 3
+# Seconds: urllib3 sleeps BACKOFF * 2 ** (retry - 1) between tries (0, 1, 2 s at 0.5).
+BACKOFF = 0.5
 BUDGET = 60_000  # well under GitHub's limit, leaving room for the tail
 
 
@@ -270,7 +272,7 @@ def post_sticky(
 
     mark = body.split("\n", 1)[0]
     # PyGithub's own retry: 5xx and rate-limited 403s, with backoff (0, 1, 2 s).
-    retry = GithubRetry(total=RETRIES, backoff_factor=0.5, max_rate_limit_wait=60)
+    retry = GithubRetry(total=RETRIES, backoff_factor=BACKOFF, max_rate_limit_wait=60)
     gh = Github(base_url=api_url, auth=Auth.Token(token), retry=retry, lazy=True, timeout=30)
     try:
         try:
@@ -325,7 +327,7 @@ def find_pull_request(
     from github import Auth, Github, GithubRetry
 
     owner = head_repository.split("/", 1)[0]
-    retry = GithubRetry(total=RETRIES, backoff_factor=0.5, max_rate_limit_wait=60)
+    retry = GithubRetry(total=RETRIES, backoff_factor=BACKOFF, max_rate_limit_wait=60)
     gh = Github(base_url=api_url, auth=Auth.Token(token), retry=retry, lazy=True, timeout=30)
     try:
         for pull in gh.get_repo(repository).get_pulls(state="open", head=f"{owner}:{head_branch}"):
