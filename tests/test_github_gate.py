@@ -271,6 +271,25 @@ def test_a_step_that_stopped_writing_is_not_comparable_never_unchanged():
     assert not gate.regressions
 
 
+def test_a_step_stable_on_its_input_shows_the_classes_its_amplifiers_found():
+    """The terminal report shows them; the gate's table left the cell empty."""
+    from dataclasses import replace
+
+    now = result(("a",))
+    now.steps[0] = replace(
+        now.steps[0],
+        status="STABLE_ON_THIS_INPUT",
+        amplifiers=[
+            Series(kind="arrival order", threads=2, fired=2, compared=2, classes=["VALUE_DRIFT"])
+        ],
+    )
+    # As stable on the baseline: unchanged, and nothing is re-run.
+    gate = evaluate({P: now}, baseline_of([now] * 19), rerun=never_rerun)
+    assert gate.decisions[0].classes == ["VALUE_DRIFT"]
+    row = next(line for line in comment_body(gate, P).splitlines() if "| `a` |" in line)
+    assert row.endswith("| STABLE_ON_THIS_INPUT | VALUE_DRIFT |  |")
+
+
 def test_an_environment_change_is_reported_beside_the_verdicts_never_as_one():
     trials = [result(("a",)) for _ in range(19)]
     moved = Environment("2.0.2", 8, "Linux-x86_64", "3.11.7", "0.1.0")

@@ -30,6 +30,7 @@ from twicerun.github.decision import (
     DEFAULT_SCREEN,
     decide_pipeline,
 )
+from twicerun.render.sections import shown_classes
 from twicerun.result import Result
 from twicerun.vocabulary import gate as words
 from twicerun.vocabulary.loop import Status
@@ -282,7 +283,9 @@ def _plain(key: str, s, verdict: str, evidence: Sequence[str] = ()) -> StepDecis
         now_stress_fired=sum(a.fired for a in s.amplifiers if a.ran),
         now_stress_compared=sum(a.compared for a in s.amplifiers if a.ran),
         status=s.status,
-        classes=list(s.classes),
+        # For a step stable on its own input, the classes its amplifiers found, as the
+        # terminal report shows them: an empty cell beside a failure explains nothing.
+        classes=shown_classes(s),
         cause=s.cause,
         evidence=list(evidence),
     )
