@@ -290,6 +290,16 @@ def test_a_step_stable_on_its_input_shows_the_classes_its_amplifiers_found():
     assert row.endswith("| STABLE_ON_THIS_INPUT | VALUE_DRIFT |  |")
 
 
+def test_the_confirmation_line_names_the_pipeline_as_code():
+    trials = [result(("a",)) for _ in range(19)]
+    worse = result(("a", NOISY))
+    gate = evaluate({P: worse}, baseline_of(trials), rerun=rerun_with(worse, worse, worse))
+    assert (
+        "**Confirmation re-runs** (a suspect step is re-run before it can fail the check): "
+        "`pipelines/p.py`: 3 more trials, for a"
+    ) in comment_body(gate, P).splitlines()
+
+
 def test_an_environment_change_is_reported_beside_the_verdicts_never_as_one():
     trials = [result(("a",)) for _ in range(19)]
     moved = Environment("2.0.2", 8, "Linux-x86_64", "3.11.7", "0.1.0")
@@ -549,7 +559,7 @@ MARKDOWN_TEXT = st.one_of(
         max_size=40,
     ),
     st.tuples(
-        st.sampled_from(["a", "Z"]),
+        st.sampled_from(["a", "Z", "3"]),
         st.lists(
             st.sampled_from(
                 [
@@ -598,6 +608,9 @@ MARKDOWN_TEXT = st.one_of(
 @example("a_b_ c")
 @example("see www.example.com")
 @example("NO_DIVERGENCE_OBSERVED")
+@example("3. trials")
+@example("3.")
+@example("12 more trials")
 def test_bare_text_renders_as_exactly_itself(text):
     from twicerun.render.markdown import bare
 

@@ -93,7 +93,7 @@ def render(
     baseline_error: str | None = None,
     baseline_moved: list[str] | None = None,
     baseline_source: str | None = None,
-    confirmations: list[str] | None = None,
+    confirmations: list[tuple[str, str]] | None = None,
     summary_url: str | None = None,
     budget: int = BUDGET,
 ) -> str:
@@ -152,7 +152,7 @@ def render(
     if confirmations:
         parts.append(
             "**Confirmation re-runs** (a suspect step is re-run before it can fail the check): "
-            + "; ".join(bare(c) for c in confirmations)
+            + "; ".join(f"{code(pipeline)}: {bare(what)}" for pipeline, what in confirmations)
         )
     if environment:
         parts.append(

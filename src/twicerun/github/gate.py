@@ -537,7 +537,7 @@ def comment_body(
         confirmations=[
             # No seconds here: a comment that changed with the timing would be edited
             # on every run. The gate document has them.
-            f"{c.pipeline}: {c.trials} more trials, for {_some(c.suspects)}"
+            (c.pipeline, f"{c.trials} more trials, for {_some(c.suspects)}")
             for c in gate.confirmations
         ],
         summary_url=summary_url,

@@ -40,10 +40,12 @@ def plain(text: object) -> str:
     )
 
 
-# A letter first (no list marker, heading or block quote), then letters, digits, spaces
-# and , . ; : = - ; an underscore only between two letters or digits, where CommonMark
-# never reads it as emphasis. No * ` [ < & | \ ~ ! @ /, so no span, link or cell break.
-_BARE = re.compile(r"[A-Za-z](?:[A-Za-z0-9 ,.;:=\-]|(?<=[A-Za-z0-9])_(?=[A-Za-z0-9]))*")
+# A letter or digit first (no bullet, heading or block quote), then letters, digits,
+# spaces and , . ; : = - ; an underscore only between two letters or digits, where
+# CommonMark never reads it as emphasis. No * ` [ < & | \ ~ ! @ /, so no span, link or
+# cell break. Digits then a dot and a space would start an ordered list: not bare.
+_BARE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9 ,.;:=\-]|(?<=[A-Za-z0-9])_(?=[A-Za-z0-9]))*")
+_ORDERED_LIST = re.compile(r"[0-9]+\.(?: |$)")
 
 
 def bare(text: object) -> str:
@@ -51,7 +53,7 @@ def bare(text: object) -> str:
     needed; anything that could be markup is escaped as `plain` does."""
     flat = _one_line(str(text))
     # GFM links a bare www. address even with no scheme.
-    if _BARE.fullmatch(flat) and "www." not in flat.lower():
+    if _BARE.fullmatch(flat) and not _ORDERED_LIST.match(flat) and "www." not in flat.lower():
         return flat
     return plain(flat)
 
