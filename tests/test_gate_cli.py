@@ -334,3 +334,32 @@ def test_a_step_emptied_by_the_pull_request_fails_the_check(repo, twicerun):
     assert verdicts(document)[("pipelines/coins.py", "steady")] == (
         "not comparable: nothing compared now"
     )
+
+
+def test_a_step_that_breaks_under_the_amplifiers_fails_the_check(repo, twicerun):
+    """Quiet in the loop both times, but now raising on the amplifiers' doubled rows: the
+    baseline's stress went unapplied, which is not `unchanged`."""
+    inputs = 'def inputs(ctx):\n    ctx.write("t", "SELECT range AS id FROM range(100)")\n'
+    counted = (
+        "def counted(ctx):\n"
+        "    rows = ctx.read('t').count('*').fetchall()[0][0]\n"
+        "{guard}"
+        "    ctx.write('n', 'SELECT count(*) AS n FROM t')\n"
+    )
+    Path("pipelines/coins.py").write_text(inputs + "\n\n" + counted.format(guard=""))
+    outcome = twicerun(
+        "baseline", "update", "pipelines/coins.py", "--output", "baseline.json",
+        "--trials", "5", "--runs", "2",
+    )  # fmt: skip
+    assert outcome.code == 0, outcome.err
+    guard = "    if rows > 100:\n        raise ValueError('more rows than expected')\n"
+    Path("pipelines/coins.py").write_text(inputs + "\n\n" + counted.format(guard=guard))
+    outcome = twicerun(
+        "baseline", "compare", "--pipelines", "pipelines/coins.py", "--baseline",
+        "baseline.json", "--runs", "2", "--json", "gate.json",
+    )  # fmt: skip
+    assert outcome.code == 1, outcome.out + outcome.err
+    document = json.loads(Path("gate.json").read_text())
+    assert verdicts(document)[("pipelines/coins.py", "counted")] == (
+        "not comparable: an amplifier failed now"
+    )

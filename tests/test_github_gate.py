@@ -271,6 +271,34 @@ def test_a_step_that_stopped_writing_is_not_comparable_never_unchanged():
     assert not gate.regressions
 
 
+def test_a_step_whose_amplifiers_now_fail_is_not_comparable_never_unchanged():
+    """Its loop is as quiet as on the baseline, so the statistics alone said `unchanged`
+    while the stress the baseline measured went unapplied: a step that now raises on
+    more rows passed the check."""
+    from dataclasses import replace
+
+    from twicerun.vocabulary.gate import AMPLIFIER_FAILED
+
+    trials = [result(("a",), ("b",)) for _ in range(19)]
+    now = result(("a",), ("b",))
+    now.steps[0] = replace(
+        now.steps[0],
+        status="AMPLIFICATION_FAILED",
+        amplifiers=[Series(kind="row multiplication", threads=2, error="ValueError: too many")],
+    )
+    gate = evaluate({P: now}, baseline_of(trials), rerun=never_rerun)
+    assert verdicts(gate) == {"a": AMPLIFIER_FAILED, "b": UNCHANGED}
+    assert gate.decisions[0].evidence == [
+        "row multiplication could not run (ValueError: too many); on the baseline no "
+        "amplifier failed on this step in 19 of 19 trials"
+    ]
+    assert [d.name for d in gate.regressions] == ["a"]
+
+    # Failing as it did on the baseline is no change.
+    gate = evaluate({P: now}, baseline_of([now] * 19), rerun=never_rerun)
+    assert verdicts(gate) == {"a": UNCHANGED, "b": UNCHANGED}
+
+
 def test_a_step_stable_on_its_input_shows_the_classes_its_amplifiers_found():
     """The terminal report shows them; the gate's table left the cell empty."""
     from dataclasses import replace

@@ -334,7 +334,7 @@ def _gate_options(fn):
                 "baseline now does), rate-up (it differs significantly more), stable (newly "
                 f"{Status.STABLE_ON_THIS_INPUT}), not-comparable (a pipeline or step the baseline does not "
                 "cover, a baseline measured otherwise, or a step that now writes nothing to "
-                "compare), or none.",
+                "compare or whose amplifiers now fail), or none.",
             ),
             click.option(
                 "--alpha",

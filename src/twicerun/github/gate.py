@@ -351,11 +351,22 @@ def _pipeline(
         history = scores[s.name]
         measured = sum(1 for r in records if r.compared)
         verdict, evidence = outcome.verdict, []
+        stressed = sum(1 for r in records if r.status != Status.AMPLIFICATION_FAILED)
         if not s.compared and measured:
             verdict = words.NOTHING_COMPARED
             evidence = [
                 f"no run wrote an artifact, so nothing was compared; the baseline compared "
                 f"this step in {measured} of {len(records)} trials"
+            ]
+        elif s.status == Status.AMPLIFICATION_FAILED and stressed:
+            failed = next((a for a in s.amplifiers if a.error), None)
+            what = (
+                f"{failed.kind} could not run ({failed.error})" if failed else "an amplifier failed"
+            )
+            verdict = words.AMPLIFIER_FAILED
+            evidence = [
+                f"{what}; on the baseline no amplifier failed on this step in {stressed} of "
+                f"{len(records)} trials"
             ]
         decisions.append(
             _with(

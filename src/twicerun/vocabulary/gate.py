@@ -24,6 +24,10 @@ MEASURED_OTHERWISE = "not comparable: measured otherwise"
 # The step ran and wrote nothing any run could be compared on, where the baseline
 # compared it: a step that stopped writing must not pass as `unchanged`.
 NOTHING_COMPARED = "not comparable: nothing compared now"
+# An amplifier could not run on the step now, where on the baseline every one that
+# applied did: the stress the baseline measured was not applied, so a quiet loop alone
+# must not pass as `unchanged`.
+AMPLIFIER_FAILED = "not comparable: an amplifier failed now"
 
 NOT_COMPARABLE = (
     STEP_ADDED,
@@ -33,6 +37,7 @@ NOT_COMPARABLE = (
     PIPELINE_MISSING,
     MEASURED_OTHERWISE,
     NOTHING_COMPARED,
+    AMPLIFIER_FAILED,
 )
 WORSE = (NEW, RATE_UP)
 BETTER = (FIXED, RATE_DOWN)
