@@ -252,6 +252,7 @@ CASES = [
     Case("compare-baseline-not-json", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "README.md", "--no-amplify"], 2, "is not JSON"),
     Case("compare-old-baseline", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "old.json", "--no-amplify"], 2, "older format", {"old.json": '{"schema": "twicerun.baseline/1"}'}),
     Case("compare-malformed-baseline", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "bad.json", "--no-amplify"], 2, "malformed", {"bad.json": '{"schema": "twicerun.baseline/2", "trials": 3}'}),
+    Case("compare-path-with-a-space", ["baseline", "compare", "--pipelines", "my dir/p.py", "--no-amplify"], 2, "such as 'my?dir/p.py'", {"my dir/p.py": GOOD}),
     Case("compare-fail-on-unknown", ["baseline", "compare", "--pipelines", "good.py", "--fail-on", "everything"], 2, "everything"),
     Case("compare-fail-on-empty", ["baseline", "compare", "--pipelines", "good.py", "--fail-on", ""], 2, "--fail-on is empty"),
     Case("compare-alpha-zero", ["baseline", "compare", "--pipelines", "good.py", "--alpha", "0"], 2, "--alpha"),

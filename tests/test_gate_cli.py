@@ -363,3 +363,17 @@ def test_a_step_that_breaks_under_the_amplifiers_fails_the_check(repo, twicerun)
     assert verdicts(document)[("pipelines/coins.py", "counted")] == (
         "not comparable: an amplifier failed now"
     )
+
+
+def test_a_pipeline_path_with_a_space_is_matched_by_the_glob_the_error_suggests(repo, twicerun):
+    Path("my pipelines").mkdir()
+    Path("my pipelines/p.py").write_text(STEADY)
+    outcome = twicerun("baseline", "update", "my pipelines/p.py", "--output", "b.json", *FAST)
+    assert outcome.code == 2
+    assert outcome.err.splitlines() == [
+        "twicerun: 'my pipelines/p.py' is one file, but pipelines are separated by spaces; "
+        "match a path with a space in it by a glob, such as 'my?pipelines/p.py'"
+    ]
+    outcome = twicerun("baseline", "update", "my?pipelines/p.py", "--output", "b.json", *FAST)
+    assert outcome.code == 0, outcome.err
+    assert list(json.loads(Path("b.json").read_text())["pipelines"]) == ["my pipelines/p.py"]

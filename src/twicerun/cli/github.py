@@ -66,7 +66,13 @@ GATE_EXIT_CODES = epilog(GateExit)
 def _expand(patterns: Sequence[str]) -> list[str]:
     found: list[str] = []
     for pattern in patterns:
-        for part in pattern.split():
+        parts = pattern.split()
+        if len(parts) > 1 and Path(pattern).is_file():
+            raise UsageError(
+                f"{pattern!r} is one file, but pipelines are separated by spaces; match a path "
+                f"with a space in it by a glob, such as {pattern.replace(' ', '?')!r}"
+            )
+        for part in parts:
             matches = sorted(glob.glob(part)) if glob.has_magic(part) else [part]
             found.extend(m for m in matches if m not in found)
     if not found:
