@@ -377,3 +377,16 @@ def test_a_pipeline_path_with_a_space_is_matched_by_the_glob_the_error_suggests(
     outcome = twicerun("baseline", "update", "my?pipelines/p.py", "--output", "b.json", *FAST)
     assert outcome.code == 0, outcome.err
     assert list(json.loads(Path("b.json").read_text())["pipelines"]) == ["my pipelines/p.py"]
+
+
+def test_compare_prints_text_when_asked_and_markdown_by_default_off_a_terminal(repo, twicerun):
+    update(twicerun, "pipelines/coins.py")
+    markdown, _ = compare(twicerun)
+    assert markdown.out.startswith("### twicerun: no step got worse\n")
+    text, _ = compare(twicerun, "--format", "text")
+    lines = text.out.splitlines()
+    assert lines[0] == "twicerun: no step got worse"
+    assert lines[lines.index("Every step (2)") + 2].split() == [
+        "pipeline", "step", "verdict", "baseline", "now", "p", "status", "classes", "cause",
+    ]  # fmt: skip
+    assert not any(line.startswith("|") or "\\" in line for line in lines)

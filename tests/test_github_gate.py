@@ -648,3 +648,39 @@ def test_bare_text_renders_as_exactly_itself(text):
     rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(bare(text))
     escaped = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     assert rendered == f"<p>{escaped.replace(chr(34), '&quot;')}</p>\n"
+
+
+def test_the_summary_reads_back_as_text_for_a_terminal():
+    """`baseline compare --format text` (the default on a terminal): the same document,
+    without escapes, pipes or chart source; exact bytes."""
+    from twicerun.github.gate import summary
+    from twicerun.render.plaintext import markdown_to_text
+
+    trials = [result(("a",), ("b", NOISY)) for _ in range(5)]
+    worse = result(("a", NOISY), ("b", NOISY))
+    gate = evaluate({P: worse}, baseline_of(trials), rerun=rerun_with(worse, worse, worse))
+    assert markdown_to_text(summary(gate, P)) == (
+        "twicerun: 1 step got worse\n\n"
+        "Worse\n\n"
+        "  - a in pipelines/p.py: new divergence, differed in 0 of 5 trials on the baseline, "
+        "4 of 4 now, then 4, 4, 4 on re-runs, p = 0.018\n\n"
+        "Each changed step, trial by trial\n\n"
+        "  a: comparisons that differed, baseline trials then this run (of 4)\n"
+        "    b1  b2  b3  b4  b5  now  re-run 1  re-run 2  re-run 3\n"
+        "     0   0   0   0   0    4         4         4         4\n\n"
+        "Confirmation re-runs (a suspect step is re-run before it can fail the check): "
+        "pipelines/p.py: 3 more trials, for a\n\n"
+        "Every step (2)\n\n"
+        "pipeline        step  verdict         baseline                   "
+        "now                              p      status     classes  cause\n"
+        "pipelines/p.py  a     new divergence  differed in 0 of 5 trials  "
+        "4 of 4, then 4, 4, 4 on re-runs  0.018  DIVERGENT\n"
+        "pipelines/p.py  b     unchanged       differed in 5 of 5 trials  "
+        "4 of 4                                  DIVERGENT\n\n"
+        "twicerun 0.1.0, DuckDB 2.0.1 at threads=2, 5 runs, policy strict; alpha 0.05 "
+        "family-wise, 3 confirmation trials for a suspect pipeline.\n"
+    )
+    # A GitHub alert in a block quote, and outside text that was escaped for Markdown.
+    assert markdown_to_text("> [!WARNING]\n> **Careful:** `a|b` and x\\_y\n") == (
+        "  WARNING: Careful: a|b and x_y\n"
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,6 +49,7 @@ from twicerun.github.source import choose, default_ref
 from twicerun.github.workflow import Workflow, take_token
 from twicerun.judge.policy import POLICIES, STRICT, Policy
 from twicerun.pipeline.loader import check_pipeline_path
+from twicerun.render.plaintext import markdown_to_text
 from twicerun.result import Result
 from twicerun.runner.loop import LoopOptions, run_pipeline
 from twicerun.storage.atomic import write_bytes_atomic
@@ -469,18 +471,29 @@ def _write_document(gate: Gate, path: Path) -> None:
 @baseline.command("compare", epilog=GATE_EXIT_CODES)
 @_gate_options
 @amplify_option("Stress the steps the loop found quiet, as the baseline did.")
-def baseline_compare(json_path, amplify, **options) -> int:
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["markdown", "text"]),
+    default=None,
+    help="How to print the decision: the job summary's Markdown, or the same read back as "
+    "text. Default: text on a terminal, Markdown otherwise.",
+)
+def baseline_compare(json_path, amplify, output_format, **options) -> int:
     """Run the pipelines once and decide, per step, how they compare with the baseline.
 
-    The same decision `twicerun gate` makes in a workflow, printed as the job
-    summary would show it: a step that looks worse is re-run --confirm times, and
-    only those fresh trials can fail it (docs/action.md explains the test).
+    The same decision `twicerun gate` makes in a workflow, with the job summary's
+    content: a step that looks worse is re-run --confirm times, and only those fresh
+    trials can fail it (docs/action.md explains the test).
     """
     pipelines = options["pipelines"]
     gate = _compare(amplify=amplify, **options)
     if json_path:
         _write_document(gate, json_path)
-    click.echo(neutralize(summary(gate, pipelines)), nl=False)
+    document = summary(gate, pipelines)
+    if (output_format or ("text" if sys.stdout.isatty() else "markdown")) == "text":
+        document = markdown_to_text(document)
+    click.echo(neutralize(document), nl=False)
     if gate.baseline_error:
         click.echo(neutralize(f"twicerun: {gate.baseline_error}"), err=True)
     return _gate_exit(gate)
