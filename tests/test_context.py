@@ -42,6 +42,16 @@ def test_write_takes_a_query_a_relation_or_an_arrow_table(tmp_path):
     assert list(ctx.output.written) == ["from_sql", "from_relation", "from_arrow"]
 
 
+def test_write_takes_the_arrow_stream_a_relation_gives(tmp_path):
+    """DuckDB's `rel.arrow()` is a RecordBatchReader on the step's own connection;
+    writing it failed with "connection has an open result"."""
+    ctx = make_ctx(tmp_path)
+    ctx.write("streamed", ctx.sql("SELECT range AS a FROM range(3)").arrow())
+    ctx.write("batches", ctx.sql("SELECT 7 AS a").to_arrow_reader())
+    assert rows(tmp_path / "out" / "streamed.parquet") == [(0,), (1,), (2,)]
+    assert rows(tmp_path / "out" / "batches.parquet") == [(7,)]
+
+
 def test_sql_returns_a_relation_for_a_query_and_none_for_a_statement(tmp_path):
     ctx = make_ctx(tmp_path)
     assert ctx.sql("CREATE TABLE t AS SELECT 1 AS a") is None

@@ -91,7 +91,7 @@ def temporaries(root: Path) -> list[str]:
                 ctx.write("x", [1, 2, 3])
             """,
             "ctx.write('x', data) in step 0 a: data must be a SQL query string, a DuckDB "
-            "relation or a pyarrow Table, got list",
+            "relation, or a pyarrow Table or RecordBatchReader, got list",
         ),
         (
             """

@@ -375,7 +375,8 @@ class StepContext(ContractChecks):
         return self._con.table(name)
 
     def write(self, name: str, data: Any) -> None:
-        """Make `data` (a SQL query, a DuckDB relation or a pyarrow Table) this step's artifact."""
+        """Make `data` (a SQL query, a DuckDB relation, or a pyarrow Table or RecordBatchReader)
+        this step's artifact."""
         final = self._check_write(name, "DuckDB")
         # No fsync: an artifact is atomic against readers and against this process
         # dying, and a power cut costs only a rerun, which is what this tool does.
@@ -424,6 +425,11 @@ class StepContext(ContractChecks):
         elif isinstance(data, duckdb.DuckDBPyRelation):
             data.to_parquet(str(target))
         elif _is_arrow(data):
+            if hasattr(data, "read_all"):
+                # A RecordBatchReader, which is what DuckDB's `rel.arrow()` returns: it
+                # streams from this connection's open result, so scanning it from the same
+                # connection is refused ("connection has an open result"). Read it first.
+                data = data.read_all()
             view = f"__twicerun_arrow_{name}"
             self._con.register(view, data)
             try:
@@ -435,7 +441,8 @@ class StepContext(ContractChecks):
         else:
             raise ContractError(
                 f"ctx.write({name!r}, data) in step {self._index} {self._name}: data must be a SQL "
-                f"query string, a DuckDB relation or a pyarrow Table, got {type(data).__name__}"
+                f"query string, a DuckDB relation, or a pyarrow Table or RecordBatchReader, got "
+                f"{type(data).__name__}"
             )
 
     def _one_query(self, name: str, sql: str) -> str:
