@@ -27,6 +27,11 @@ LIMIT = 65_536
 RETRIES = 3
 # Seconds: urllib3 sleeps BACKOFF * 2 ** (retry - 1) between tries (0, 1, 2 s at 0.5).
 BACKOFF = 0.5
+# Seconds PyGithub leaves between requests, and between writes: its defaults, which
+# keep a check clear of GitHub's secondary rate limits. Named so the tests against the
+# fake server on 127.0.0.1 can set them to 0.
+BETWEEN_REQUESTS = 0.25
+BETWEEN_WRITES = 1.0
 BUDGET = 60_000  # well under GitHub's limit, leaving room for the tail
 
 
@@ -273,7 +278,15 @@ def post_sticky(
     mark = body.split("\n", 1)[0]
     # PyGithub's own retry: 5xx and rate-limited 403s, with backoff (0, 1, 2 s).
     retry = GithubRetry(total=RETRIES, backoff_factor=BACKOFF, max_rate_limit_wait=60)
-    gh = Github(base_url=api_url, auth=Auth.Token(token), retry=retry, lazy=True, timeout=30)
+    gh = Github(
+        base_url=api_url,
+        auth=Auth.Token(token),
+        retry=retry,
+        lazy=True,
+        timeout=30,
+        seconds_between_requests=BETWEEN_REQUESTS,
+        seconds_between_writes=BETWEEN_WRITES,
+    )
     try:
         try:
             login: str | None = gh.get_user().login
@@ -328,7 +341,15 @@ def find_pull_request(
 
     owner = head_repository.split("/", 1)[0]
     retry = GithubRetry(total=RETRIES, backoff_factor=BACKOFF, max_rate_limit_wait=60)
-    gh = Github(base_url=api_url, auth=Auth.Token(token), retry=retry, lazy=True, timeout=30)
+    gh = Github(
+        base_url=api_url,
+        auth=Auth.Token(token),
+        retry=retry,
+        lazy=True,
+        timeout=30,
+        seconds_between_requests=BETWEEN_REQUESTS,
+        seconds_between_writes=BETWEEN_WRITES,
+    )
     try:
         for pull in gh.get_repo(repository).get_pulls(state="open", head=f"{owner}:{head_branch}"):
             if pull.head.sha == head_sha:
