@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 from typing import Any
 
@@ -11,8 +12,10 @@ from twicerun._version import __version__
 from twicerun.result import Environment
 
 
+@functools.cache
 def default_threads() -> int:
-    """The thread count DuckDB picks on this machine when nobody sets one."""
+    """The thread count DuckDB picks on this machine when nobody sets one. Asked once per
+    process: opening a database to ask costs about as much as a small step."""
     con = duckdb.connect(":memory:")
     try:
         return int(con.execute("SELECT current_setting('threads')").fetchone()[0])
