@@ -160,10 +160,8 @@ def _loop(
     records = Records(invocation, reference, janitor)
     steps = pipeline.steps
     comparisons: dict[int, list[Comparison]] = {s.index: [] for s in steps}
-    connections = open_engine(pipeline.engine, threads, invocation.spill_dir, options.spark_master)
-    # The first step's connection opens on a helper while this one opens here.
-    connections.warm(threads)
     digest_connection = open_connection(threads, invocation.spill_dir)
+    connections = open_engine(pipeline.engine, threads, invocation.spill_dir, options.spark_master)
     # One cache per step: the reference side of each artifact is grouped once, then
     # reused by every later run compared with it.
     caches = {s.index: ReferenceCache(digest_connection) for s in steps}
