@@ -273,20 +273,10 @@ def post_sticky(
     """Create or edit the one comment carrying this body's marker; fall back to a file on 403."""
     # PyGithub takes a third of a second to import; only a command that posts pays for it.
     import requests
-    from github import Auth, Github, GithubException, GithubRetry
+    from github import GithubException
 
     mark = body.split("\n", 1)[0]
-    # PyGithub's own retry: 5xx and rate-limited 403s, with backoff (0, 1, 2 s).
-    retry = GithubRetry(total=RETRIES, backoff_factor=BACKOFF, max_rate_limit_wait=60)
-    gh = Github(
-        base_url=api_url,
-        auth=Auth.Token(token),
-        retry=retry,
-        lazy=True,
-        timeout=30,
-        seconds_between_requests=BETWEEN_REQUESTS,
-        seconds_between_writes=BETWEEN_WRITES,
-    )
+    gh = _client(api_url, token)
     try:
         try:
             login: str | None = gh.get_user().login
@@ -337,19 +327,8 @@ def find_pull_request(
 ) -> int | None:
     """The open pull request into `repository` whose head is exactly `head_sha`, by asking
     GitHub, never the artifact: what the posting side trusts."""
-    from github import Auth, Github, GithubRetry
-
     owner = head_repository.split("/", 1)[0]
-    retry = GithubRetry(total=RETRIES, backoff_factor=BACKOFF, max_rate_limit_wait=60)
-    gh = Github(
-        base_url=api_url,
-        auth=Auth.Token(token),
-        retry=retry,
-        lazy=True,
-        timeout=30,
-        seconds_between_requests=BETWEEN_REQUESTS,
-        seconds_between_writes=BETWEEN_WRITES,
-    )
+    gh = _client(api_url, token)
     try:
         for pull in gh.get_repo(repository).get_pulls(state="open", head=f"{owner}:{head_branch}"):
             if pull.head.sha == head_sha:
@@ -357,3 +336,20 @@ def find_pull_request(
         return None
     finally:
         gh.close()
+
+
+def _client(api_url: str, token: str):
+    """A PyGithub client with its own retry (5xx and rate-limited 403s, with backoff 0, 1,
+    2 s) and its pauses between requests. Imported here: PyGithub takes a third of a
+    second to import, and only a command that talks to GitHub pays for it."""
+    from github import Auth, Github, GithubRetry
+
+    return Github(
+        base_url=api_url,
+        auth=Auth.Token(token),
+        retry=GithubRetry(total=RETRIES, backoff_factor=BACKOFF, max_rate_limit_wait=60),
+        lazy=True,
+        timeout=30,
+        seconds_between_requests=BETWEEN_REQUESTS,
+        seconds_between_writes=BETWEEN_WRITES,
+    )
