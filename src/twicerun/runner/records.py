@@ -97,10 +97,14 @@ class Records:
         of its length."""
         return Visible(self, address, before)
 
+    def written(self, address: RunAddress) -> Mapping[str, tuple[int, str]]:
+        """Artifact name -> (step index, step name) for every artifact written in `address`."""
+        return self._written.get(address, {})
+
     def owners(self, *addresses: RunAddress) -> dict[str, tuple[int, str]]:
         found: dict[str, tuple[int, str]] = {}
         for address in addresses:
-            for name, owner in self._written.get(address, {}).items():
+            for name, owner in self.written(address).items():
                 found.setdefault(name, owner)
         return found
 
@@ -248,7 +252,7 @@ class Visible(Mapping[str, ArtifactRef]):
         self._before = before
 
     def __getitem__(self, name: str) -> ArtifactRef:
-        owner = self._records._written.get(self._address, {}).get(name)
+        owner = self._records.written(self._address).get(name)
         if owner is None or owner[0] >= self._before:
             raise KeyError(name)
         ref = self._records.ref(self._address, owner[0], name)
@@ -257,7 +261,7 @@ class Visible(Mapping[str, ArtifactRef]):
         return ref
 
     def __iter__(self) -> Iterator[str]:
-        for name, (index, _) in list(self._records._written.get(self._address, {}).items()):
+        for name, (index, _) in list(self._records.written(self._address).items()):
             if index < self._before and self._records.ref(self._address, index, name) is not None:
                 yield name
 
