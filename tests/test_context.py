@@ -106,6 +106,22 @@ def test_state_initial_must_be_a_query(tmp_path):
     )
 
 
+def test_a_pivot_whose_columns_come_from_the_data_is_a_query(tmp_path):
+    """DuckDB files `PIVOT ... ON d` without an IN list as a MULTI statement; ctx.write
+    refused it ("got a MULTI statement") and ctx.sql ran it and returned None."""
+    ctx = make_ctx(tmp_path)
+    ctx.sql("CREATE TABLE e AS SELECT range % 2 AS u, range % 3 AS d, range AS v FROM range(6)")
+    pivot = "PIVOT e ON d USING sum(v) GROUP BY u ORDER BY u"
+    ctx.write("wide", pivot + ";")
+    assert duckdb.sql(
+        f"SELECT * FROM read_parquet('{tmp_path / 'out' / 'wide.parquet'}')"
+    ).fetchall() == [(0, 0, 4, 2), (1, 3, 1, 5)]
+    relation = ctx.sql(pivot)
+    assert relation is not None and relation.columns == ["u", "0", "1", "2"]
+    assert ctx.sql("CREATE TABLE w AS " + pivot) is None
+    assert ctx.sql("SELECT count(*) FROM w").fetchall() == [(2,)]
+
+
 def test_reads_behind_ctx_reads_back_are_recorded(tmp_path):
     ctx = make_ctx(tmp_path)
     pq.write_table(pa.table({"n": [1]}), tmp_path / "side.parquet")

@@ -402,7 +402,7 @@ class StepContext(ContractChecks):
         for statement in before:
             self._con.execute(statement.query)
         kind = last.type.name
-        if kind == "SELECT":
+        if kind == "SELECT" or self._is_query(last):
             self._results += 1
             table = f"__twicerun_sql_{self._results}"
             # The query on a line of its own, so DuckDB's error snippet (LINE n) shows the
@@ -459,12 +459,30 @@ class StepContext(ContractChecks):
                 f"others with ctx.sql first"
             )
         (statement,) = statements
-        if statement.type.name != "SELECT":
+        if statement.type.name != "SELECT" and not self._is_query(statement):
             raise ContractError(
                 f"{head}: give a query (SELECT, WITH, VALUES or FROM), got a "
                 f"{statement.type.name} statement; run it with ctx.sql and write a query of its result"
             )
         return statement.query.strip().removesuffix(";")
+
+    def _is_query(self, statement: Any) -> bool:
+        """A statement DuckDB files as MULTI that is nonetheless one query.
+
+        A PIVOT whose columns come from the data (no `IN` list) parses as MULTI, because
+        DuckDB first enumerates the values that become columns; it still gives rows, and a
+        DuckDB user writes it where a query goes. It counts as a query when it parses as
+        the inside of a COPY, which a CREATE ... AS PIVOT does not.
+        """
+        if statement.type.name != "MULTI":
+            return False
+        try:
+            wrapped = self._con.extract_statements(
+                f"COPY (\n{statement.query.strip().removesuffix(';')}\n) TO 'x' (FORMAT parquet)"
+            )
+        except duckdb.Error:
+            return False
+        return len(wrapped) == 1
 
 
 def _is_arrow(data: Any) -> bool:
