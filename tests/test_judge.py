@@ -12,8 +12,9 @@ from twicerun.findings import ArtifactFindings, ArtifactOutcome, Drift
 from twicerun.judge.bound import reassociation_bound
 from twicerun.judge.policy import FIRES, SAME, TOLERATED, Policy, judge_comparison
 
-# A float sum whose terms arrive in a different order on every run (a counter picks the
-# order), beside a step that loses a row on every later run. Deterministic on purpose.
+# A float sum whose terms arrive in a different order on every run at more than one thread
+# (a counter picks the order; one thread adds them in one order, as DuckDB's single-threaded
+# aggregate does), beside a step that loses a row on every later run. Deterministic on purpose.
 PIPELINE = """
 import itertools
 
@@ -25,7 +26,7 @@ def terms(ctx):
 
 
 def sums(ctx):
-    shift = next(_calls)
+    shift = next(_calls) if ctx.threads > 1 else 0
     ctx.read("terms")
     ctx.write("totals", f"SELECT g, sum(v ORDER BY hash(i + {shift})) AS total FROM terms GROUP BY g")
 
@@ -42,7 +43,9 @@ def by_name(document):
 
 @pytest.fixture
 def saved(write_pipeline, twicerun, run_dir):
-    outcome = twicerun("run", write_pipeline(PIPELINE), "--runs", "3", "--json", "-")
+    outcome = twicerun(
+        "run", write_pipeline(PIPELINE), "--runs", "3", "--threads", "2", "--json", "-"
+    )
     assert outcome.code == 1
     return outcome.json()
 
@@ -58,6 +61,28 @@ def test_reduction_order_tolerates_float_drift_and_nothing_else(saved, twicerun,
     assert steps["loses_a_row"]["fired"] == strict["loses_a_row"]["fired"] == 2
     assert judged.json()["policy"] == "reduction-order"
     assert judged.code == 1
+
+
+def test_reduction_order_does_not_tolerate_drift_that_one_thread_still_shows(
+    write_pipeline, twicerun, run_dir
+):
+    """The order of adding is the only cause the policy forgives: drift the single-threaded
+    bisect still saw on the same inputs (here the order moves whatever the thread count, as
+    random() or a clock would move the values) was tolerated all the same."""
+    jitter = PIPELINE.replace("next(_calls) if ctx.threads > 1 else 0", "next(_calls)")
+    path = write_pipeline(jitter.split("\n\ndef loses_a_row")[0])
+    measured = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-")
+    assert by_name(measured.json())["sums"]["cause"] == "PERSISTS_SINGLE_THREADED"
+    judged = twicerun("judge", run_dir, "--policy", "reduction-order", "--json", "-")
+    sums = by_name(judged.json())["sums"]
+    assert (sums["fired"], sums["tolerated"], sums["status"]) == (2, 0, "DIVERGENT")
+    assert (sums["bisect"]["fired"], sums["bisect"]["tolerated"]) == (1, 0)
+    assert sums["cause"] == "PERSISTS_SINGLE_THREADED"
+    assert judged.code == 1
+    # A manual tolerance claims no cause, so it still covers the same drift.
+    manual = twicerun("judge", run_dir, "--tolerance-ulps", "1000000", "--json", "-")
+    assert by_name(manual.json())["sums"]["tolerated"] == 2
+    assert manual.code == 0
 
 
 def test_judge_changes_verdicts_and_no_measurement(saved, twicerun, run_dir):

@@ -157,7 +157,9 @@ def policy_options(fn):
         default=STRICT,
         show_default=True,
         help="strict: any difference fires. reduction-order: a comparison whose only "
-        "differences are float drift inside the derived reassociation bound is tolerated.",
+        "differences are float drift inside the derived reassociation bound is tolerated, "
+        "unless one thread on the same inputs still differed (then the order of adding is "
+        "not the cause).",
     )(fn)
     return fn
 

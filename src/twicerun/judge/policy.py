@@ -2,7 +2,10 @@
 
 - strict (the default): any difference fires.
 - reduction-order: a comparison whose only differences are float drift inside
-  the derived reassociation bound (bound.py) is TOLERATED rather than fired.
+  the derived reassociation bound (bound.py) is TOLERATED rather than fired,
+  where the drift can come from adding in another order: not in the loop of a
+  step that one thread, on the same input, still showed differing (the bisect),
+  and never in the single-threaded runs themselves.
 
 Manual tolerances (--tolerance-rel, --tolerance-ulps) work under either
 policy: drift within every tolerance given is tolerated too. A tolerated
@@ -60,15 +63,23 @@ def _number(value: float | str | None) -> float | None:
     return None if math.isnan(number) or math.isinf(number) else number
 
 
-def drift_tolerated(drift: Drift, rows_read: int, policy: Policy) -> bool:
-    """Whether one column's drift is inside what the policy (or a manual tolerance) allows."""
+def drift_tolerated(
+    drift: Drift, rows_read: int, policy: Policy, reassociation: bool = True
+) -> bool:
+    """Whether one column's drift is inside what the policy (or a manual tolerance) allows.
+
+    `reassociation` says whether adding in another order can explain drift here at all;
+    where it cannot, reduction-order tolerates nothing, and only a manual tolerance,
+    which claims no cause, still applies."""
     if drift.moved == 0:
         return True
     relative = _number(drift.max_relative)
     if drift.incomparable or relative is None:
         return False
-    by_policy = policy.name == REDUCTION_ORDER and relative <= reassociation_bound(
-        rows_read, drift.type
+    by_policy = (
+        reassociation
+        and policy.name == REDUCTION_ORDER
+        and relative <= reassociation_bound(rows_read, drift.type)
     )
     manual = []
     if policy.tolerance_rel is not None:
@@ -78,25 +89,35 @@ def drift_tolerated(drift: Drift, rows_read: int, policy: Policy) -> bool:
     return by_policy or (bool(manual) and all(manual))
 
 
-def judge_comparison(pairs: Sequence[ArtifactOutcome], rows_read: int, policy: Policy) -> Judged:
-    # A pair whose digests differed but in which the oracle found nothing in the
-    # columns it compares (a --key left the differing column out) is the same answer.
-    differing = [p for p in pairs if p.differs and (p.findings is None or p.findings.classes)]
+def differing_pairs(pairs: Sequence[ArtifactOutcome]) -> list[ArtifactOutcome]:
+    """The pairs that differ in what is compared. A pair whose digests differed but in which
+    the oracle found nothing in the columns it compares (a --key left the differing column
+    out) is the same answer."""
+    return [p for p in pairs if p.differs and (p.findings is None or p.findings.classes)]
+
+
+def judge_comparison(
+    pairs: Sequence[ArtifactOutcome], rows_read: int, policy: Policy, reassociation: bool = True
+) -> Judged:
+    differing = differing_pairs(pairs)
     if not differing:
         return SAME
     for pair in differing:
         f = pair.findings
         if f is None or f.classes != [Difference.VALUE_DRIFT]:
             return FIRES
-        if not all(drift_tolerated(d, rows_read, policy) for d in f.drift):
+        if not all(drift_tolerated(d, rows_read, policy, reassociation) for d in f.drift):
             return FIRES
     return TOLERATED
 
 
 def judge_step(
-    comparisons: Sequence[Sequence[ArtifactOutcome]], rows_read: int, policy: Policy
+    comparisons: Sequence[Sequence[ArtifactOutcome]],
+    rows_read: int,
+    policy: Policy,
+    reassociation: bool = True,
 ) -> StepJudgement:
-    verdicts = [judge_comparison(pairs, rows_read, policy) for pairs in comparisons]
+    verdicts = [judge_comparison(pairs, rows_read, policy, reassociation) for pairs in comparisons]
     classes: set[str] = set()
     worst: dict[tuple[str, str], tuple[float, str, int]] = {}
     for pairs in comparisons:

@@ -36,8 +36,8 @@ def _header(result: Result) -> list[str]:
         )
     policy = {
         "strict": "strict: any difference in any artifact counts",
-        "reduction-order": "reduction-order: float drift inside the reassociation bound is "
-        "tolerated, any other difference counts",
+        "reduction-order": "reduction-order: float drift inside the reassociation bound, "
+        "gone at one thread, is tolerated; any other difference counts",
     }.get(result.policy, result.policy)
     manual = []
     if result.tolerance_rel is not None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from twicerun.judge.cause import cause, upper_bound
-from twicerun.judge.policy import FIRES, Policy, judge_step
+from twicerun.judge.policy import FIRES, Policy, differing_pairs, judge_step
 from twicerun.judge.status import final_status
 from twicerun.result import Comparison, Environment, Result, Series, StepResult
-from twicerun.vocabulary.loop import Amplifier, Hint
+from twicerun.vocabulary.loop import BISECT, Amplifier, Hint
 
 # What no run of twicerun varies, whatever a step's status says.
 ALWAYS_NOT_VARIED = (
@@ -31,8 +31,10 @@ ALWAYS_NOT_VARIED = (
 )
 
 
-def _judged(comparisons: list[Comparison], rows_read: int, policy: Policy):
-    judgement = judge_step([c.artifacts for c in comparisons], rows_read, policy)
+def _judged(
+    comparisons: list[Comparison], rows_read: int, policy: Policy, reassociation: bool = True
+):
+    judgement = judge_step([c.artifacts for c in comparisons], rows_read, policy, reassociation)
     scored = [
         replace(c, verdict=v, fired=v == FIRES)
         for c, v in zip(comparisons, judgement.verdicts, strict=True)
@@ -41,7 +43,11 @@ def _judged(comparisons: list[Comparison], rows_read: int, policy: Policy):
 
 
 def score_series(series: Series, policy: Policy) -> Series:
-    judgement, comparisons = _judged(series.comparisons, series.rows_read, policy)
+    # The bisect runs one thread on the loop's own inputs, in the same order every time:
+    # there is no other order of adding for its drift to come from.
+    judgement, comparisons = _judged(
+        series.comparisons, series.rows_read, policy, reassociation=series.kind != BISECT
+    )
     compared = sum(1 for c in comparisons if c.artifacts)
     return replace(
         series,
@@ -68,6 +74,19 @@ def _hints(step: StepResult) -> list[str]:
     return []
 
 
+def gone_at_one_thread(step: StepResult) -> bool:
+    """Whether the loop's drift can be the order threads added in: one thread, re-executed
+    on the same inputs, showed no difference at all (measured, before any policy). A step
+    the bisect did not run on (a loop at one thread) has no such evidence."""
+    bisect = step.bisect
+    return (
+        bisect is not None
+        and bisect.ran
+        and bool(bisect.comparisons)
+        and not any(c.error or differing_pairs(c.artifacts) for c in bisect.comparisons)
+    )
+
+
 def thread_count_fired(step: StepResult) -> Series | None:
     """The thread-count series of a step the loop found quiet, when it fired: a difference
     measured at more threads (on Spark, other partition counts), which the bisect can
@@ -80,7 +99,9 @@ def thread_count_fired(step: StepResult) -> Series | None:
 
 def score_step(step: StepResult, policy: Policy) -> StepResult:
     """The step with its fire counts, classes, bounds, cause and status set."""
-    judgement, comparisons = _judged(step.comparisons, step.rows_read, policy)
+    judgement, comparisons = _judged(
+        step.comparisons, step.rows_read, policy, reassociation=gone_at_one_thread(step)
+    )
     compared = sum(1 for c in comparisons if c.artifacts)
     bisect = score_series(step.bisect, policy) if step.bisect else None
     amplifiers = [score_series(a, policy) for a in step.amplifiers]
