@@ -83,6 +83,11 @@ def test_reduction_order_does_not_tolerate_drift_that_one_thread_still_shows(
     manual = twicerun("judge", run_dir, "--tolerance-ulps", "1000000", "--json", "-")
     assert by_name(manual.json())["sums"]["tolerated"] == 2
     assert manual.code == 0
+    # The report's bound section says the bound does not speak for this drift.
+    assert (
+        "      one thread on the same inputs still differed, so the order of adding does not "
+        "explain this drift, inside the bound or not\n"
+    ) in twicerun("judge", run_dir).out
 
 
 def test_judge_changes_verdicts_and_no_measurement(saved, twicerun, run_dir):

@@ -110,6 +110,11 @@ def _bound_section(result: Result) -> list[str]:
     ]
     for s in steps:
         lines.extend("  " + line for line in bound_lines(s))
+        if s.cause == Cause.PERSISTS_SINGLE_THREADED:
+            lines.append(
+                "      one thread on the same inputs still differed, so the order of adding "
+                "does not explain this drift, inside the bound or not"
+            )
     return lines
 
 
