@@ -113,6 +113,27 @@ def test_diff_of_two_invocations_walks_the_whole_ladder(twicerun, write_pipeline
     assert not AUDIT_WORDS.search(text.out)
 
 
+def test_a_step_that_also_reads_its_own_state_still_names_the_input_that_moved(
+    twicerun, write_pipeline, run_dir
+):
+    """A ctx.state read of its initial query has no digest; that unknown used to hide the
+    ctx.read input beside it that was known to differ ("its inputs" printed nothing)."""
+    path = write_pipeline(
+        LADDER
+        + """
+
+def appended(ctx):
+    ctx.read("noise")
+    ctx.state("log", "SELECT * FROM noise WHERE false")
+    ctx.write("log", "SELECT * FROM log UNION ALL SELECT * FROM noise")
+"""
+    )
+    a = record(twicerun, path, run_dir)
+    b = record(twicerun, path, run_dir)
+    appended = twicerun("diff", a, b, "--json", "-").json()["steps"][-1]
+    assert (appended["verdict"], appended["inputs"]) == ("downstream", "differ: noise")
+
+
 def test_diff_of_two_runs_inside_one_invocation(twicerun, write_pipeline, run_dir):
     a = record(twicerun, write_pipeline(LADDER), run_dir)
     outcome = twicerun("diff", a, f"{a}#2", "--json", "-")
