@@ -227,6 +227,27 @@ def test_ctx_write_takes_one_query(write_pipeline, twicerun, sql, said):
     assert said in outcome.err
 
 
+def test_state_the_step_never_writes_gets_a_note(write_pipeline, twicerun):
+    """ctx.state("log") beside ctx.write("logs") starts every run from the initial query,
+    so the rerun the state is there to test never happens; nothing used to say so."""
+    path = write_pipeline(
+        "def a(ctx):\n"
+        "    ctx.state('log', 'SELECT 1 AS v')\n"
+        "    ctx.write('logs', 'SELECT * FROM log UNION ALL SELECT 2')\n"
+        "\n\n"
+        "def b(ctx):\n"
+        "    ctx.state('kept', 'SELECT 1 AS v')\n"
+        "    ctx.write('kept', 'SELECT DISTINCT * FROM kept')\n"
+    )
+    outcome = twicerun("run", path, "--runs", "2", "--no-amplify", "--json", "-")
+    a, b = outcome.json()["steps"]
+    assert a["notes"] == [
+        "ctx.state('log') reads this step's own earlier log, but the step writes no log, so "
+        "every run started from the initial query"
+    ]
+    assert b["notes"] == []
+
+
 def test_a_step_that_changes_directory_breaks_nothing(
     write_pipeline, twicerun, tmp_path, monkeypatch
 ):

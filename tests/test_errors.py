@@ -47,7 +47,9 @@ def temporaries(root: Path) -> list[str]:
             def b(ctx):
                 ctx.write("later", "SELECT 1 AS v")
             """,
-            "ctx.read('later') in step 0 a: no earlier step wrote any artifact",
+            # The source says which step writes it: the steps are out of order.
+            "ctx.read('later') in step 0 a: no earlier step wrote any artifact; step 1 b "
+            "writes later, but runs after this one; put b before a (in STEPS, or in the file)",
         ),
         (
             """
@@ -288,6 +290,23 @@ def test_an_unknown_option_is_a_usage_error_with_exit_2(write_pipeline, twicerun
     outcome = twicerun("run", path, "--rusn", "3")
     assert outcome.code == 2
     assert "No such option '--rusn'" in outcome.err
+
+
+def test_an_attribute_ctx_lacks_is_named_with_what_ctx_has(write_pipeline, twicerun):
+    """`ctx.con` (or any typo) used to crash with Python's bare "'StepContext' object has
+    no attribute 'con'", which names neither what exists nor where SQL goes."""
+    path = write_pipeline(
+        """
+        def a(ctx):
+            ctx.con.execute("SELECT 1")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 3
+    assert outcome.err.splitlines()[0].endswith(
+        "AttributeError: ctx has no attribute 'con'; a step's ctx has read, state, write, sql, "
+        "source and threads, and the step's SQL goes through ctx.sql"
+    )
 
 
 def test_a_read_that_finds_nothing_names_the_functions_the_file_imported(write_pipeline, twicerun):

@@ -37,6 +37,10 @@ class ContractError(BadInput):
 class UnknownArtifact(ContractError):
     """`ctx.read` named an artifact no earlier step wrote."""
 
+    def __init__(self, message: str, *, name: str = ""):
+        super().__init__(message)
+        self.name = name
+
 
 class UnsupportedColumn(BadInput):
     """An artifact has a column type the oracle does not know how to compare."""

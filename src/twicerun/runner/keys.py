@@ -15,9 +15,6 @@ Three moments, earliest first:
 
 from __future__ import annotations
 
-import ast
-import inspect
-import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -27,6 +24,7 @@ from twicerun.compare.columns import classify
 from twicerun.compare.oracle import check_key
 from twicerun.errors import UsageError
 from twicerun.pipeline import Pipeline
+from twicerun.pipeline.writes import literal_writes
 from twicerun.storage.layout import COMPLETED, LOOP, RunAddress, invocations_with
 from twicerun.storage.receipts import ArtifactRecord
 
@@ -50,31 +48,8 @@ def parse_keys(values: Iterable[str]) -> dict[str, list[str]]:
 
 def written_names(pipeline: Pipeline) -> set[str] | None:
     """Artifact names the steps write, read from their source; None if any name is not literal."""
-    names: set[str] = set()
-    for step in pipeline.steps:
-        try:
-            source = textwrap.dedent(inspect.getsource(step.fn))
-            tree = ast.parse(source)
-            params = list(inspect.signature(step.fn).parameters)
-        except (OSError, TypeError, SyntaxError, ValueError):
-            return None
-        ctx_name = params[0] if params else "ctx"
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "write"
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == ctx_name
-            ):
-                if (
-                    not node.args
-                    or not isinstance(node.args[0], ast.Constant)
-                    or not isinstance(node.args[0].value, str)
-                ):
-                    return None
-                names.add(node.args[0].value)
-    return names
+    writes = literal_writes(pipeline)
+    return set(writes.by_name) if writes.complete else None
 
 
 def _classes(schema: Sequence[Sequence[str]]):

@@ -24,6 +24,7 @@ from twicerun.errors import TwicerunError, UnknownArtifact, UsageError
 from twicerun.judge.cause import CONFIDENCE
 from twicerun.judge.policy import Policy
 from twicerun.pipeline import Pipeline, Step, load_pipeline
+from twicerun.pipeline.writes import literal_writes
 from twicerun.result import Comparison, Result, Series, StepResult
 from twicerun.result.document import SourceFileUsed, SourceUsed
 from twicerun.runner import interrupts
@@ -136,6 +137,24 @@ def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = si
     return result
 
 
+def _unknown_read_hints(pipeline: Pipeline, name: str, index: int) -> list[str]:
+    """What the pipeline's source says about an artifact a step read before anything wrote it:
+    a later step that writes it (the steps are out of order), or functions imported into the
+    file, which are not steps."""
+    hints = []
+    by_index = {s.index: s for s in pipeline.steps}
+    later = [i for i in literal_writes(pipeline).by_name.get(name, []) if i > index]
+    if later:
+        writer = by_index[later[0]]
+        hints.append(
+            f"step {writer.index} {writer.name} writes {name}, but runs after this one; put "
+            f"{writer.name} before {by_index[index].name} (in STEPS, or in the file)"
+        )
+    if pipeline.imported:
+        hints.append(_imported_hint(pipeline))
+    return hints
+
+
 def _imported_hint(pipeline: Pipeline) -> str:
     names = ", ".join(pipeline.imported)
     one = len(pipeline.imported) == 1
@@ -202,9 +221,10 @@ def _loop(
                         defer_receipt=deferred,
                     )
                 except UnknownArtifact as exc:
-                    if not pipeline.imported:
+                    hints = _unknown_read_hints(pipeline, exc.name, step.index)
+                    if not hints:
                         raise
-                    raise UnknownArtifact(f"{exc}; {_imported_hint(pipeline)}") from exc
+                    raise UnknownArtifact("; ".join([str(exc), *hints]), name=exc.name) from exc
                 records.add(address, receipt, saved=not deferred)
                 if run == 1:
                     keys.check_written(receipt.artifacts)
@@ -315,6 +335,15 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
         if r is not None
     ]
     notes = []
+    if run1 is not None:
+        written = {a.name for a in run1.artifacts}
+        for name in sorted({r.name for r in run1.reads if r.via == "state"} - written):
+            # A typo, most often: ctx.state("log") beside ctx.write("logs"). Every run then
+            # starts from the initial query, and the rerun the state exists to test never happens.
+            notes.append(
+                f"ctx.state({name!r}) reads this step's own earlier {name}, but the step "
+                f"writes no {name}, so every run started from the initial query"
+            )
     if run1 is not None and run1.sql_outside_ctx:
         notes.append(
             "reads rows through ctx.sql that ctx.read does not see, so they are not counted "

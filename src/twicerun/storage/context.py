@@ -176,6 +176,21 @@ class ContractChecks:
         self._read_names: set[str] = set()
         self._where = f"step {step_index} {step_name}"
 
+    # What a step may use: the contract's calls, and what an engine adds (Spark's session).
+    OFFERS: tuple[str, ...] = ("read", "state", "write", "sql", "source", "threads")
+
+    def __getattr__(self, attribute: str) -> Any:
+        # Only reached when nothing else has the name: a step asked for something the
+        # contract does not give (ctx.con, ctx.execute), or a typo. Python's own message
+        # names neither what exists nor where SQL goes.
+        if attribute.startswith("_"):
+            raise AttributeError(attribute)
+        offers = ", ".join(self.OFFERS[:-1]) + f" and {self.OFFERS[-1]}"
+        raise AttributeError(
+            f"ctx has no attribute {attribute!r}; a step's ctx has {offers}, and the step's "
+            f"SQL goes through ctx.sql"
+        )
+
     def _check_state(self, name: str, initial: Any) -> None:
         check_name(name, "ctx.state", self._where)
         if not isinstance(initial, str):
@@ -321,7 +336,7 @@ class StepContext(ContractChecks):
         check_name(name, "ctx.read", self._where)
         ref = self._visible.get(name)
         if ref is None:
-            raise UnknownArtifact(self._unknown_read(name))
+            raise UnknownArtifact(self._unknown_read(name), name=name)
         self._con.execute(
             f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS SELECT * FROM {sql.parquet(ref.path)}"
         )

@@ -158,6 +158,8 @@ class SparkEngine:
 class SparkStepContext(ContractChecks):
     """The `ctx` of one execution of one step, on a Spark session of its own."""
 
+    OFFERS = (*ContractChecks.OFFERS, "spark")
+
     def __init__(self, *, session: Any, **bound: Any):
         super().__init__(**bound)
         self.session = session
@@ -205,7 +207,7 @@ class SparkStepContext(ContractChecks):
         check_name(name, "ctx.read", self._where)
         ref = self._visible.get(name)
         if ref is None:
-            raise UnknownArtifact(self._unknown_read(name))
+            raise UnknownArtifact(self._unknown_read(name), name=name)
         frame = self._split(ref)
         frame.createOrReplaceTempView(name)
         self._read_record(name, ref)
