@@ -158,10 +158,57 @@ def test_a_joint_probe_that_shows_a_difference_is_split_into_its_members(
     assert amplifiers["arrival order"]["fired"] > 0
     assert amplifiers["thread count"]["fired"] == 0
     assert amplifiers["thread count"]["detail"] == "threads raised to 4 from the 2 in the loop"
-    # Its second run already differed (the rows arrive in another order), and a probe that
-    # differs is split whatever else it shows, so it stopped there.
+    # Its second run already differed (the rows arrive in another order); like any probe
+    # that fires it continued to the full count, which is what is reported should no
+    # member move the step on its own (it is not reported here: one did).
     joint = next(run_dir.glob("*/amplify-01-first_event-threads+order+ties+rows"))
-    assert len(list(joint.glob("*/*/receipt.json"))) == 2
+    assert len(list(joint.glob("*/*/receipt.json"))) == 5
+
+
+# The top customers by total, without a tiebreak. Totals never tie on this input, so the
+# loop is quiet; ties collapsed alone keep the rows in order, and reordered rows alone have
+# no ties, so each amplifier alone is quiet too: only together do they move the step.
+TOP_WITHOUT_TIEBREAK = """
+def orders(ctx):
+    ctx.write("orders", "SELECT range AS id, range % 50 AS customer, (range * 7) % 1000 AS amount FROM range(5000)")
+
+
+def totals(ctx):
+    ctx.read("orders")
+    ctx.write("totals", "SELECT customer, sum(amount)::BIGINT AS total FROM orders GROUP BY customer")
+
+
+def top(ctx):
+    ctx.read("totals")
+    ctx.write("top", "SELECT * FROM totals ORDER BY total DESC LIMIT 5")
+"""
+
+
+def test_a_difference_only_the_amplifiers_together_make_is_reported_not_dropped(
+    write_pipeline, twicerun
+):
+    """The joint probe saw the step differ, was split, and no member alone moved it: the
+    members' quiet series were reported and the step called NO_DIVERGENCE_OBSERVED."""
+    outcome = twicerun(
+        "run", write_pipeline(TOP_WITHOUT_TIEBREAK), "--threads", "2", "--amplify", "--json", "-"
+    )
+    top = by_name(outcome.json())["top"]
+    assert (top["fired"], top["status"], top["cause"]) == (0, "STABLE_ON_THIS_INPUT", None)
+    amplifiers = {a["kind"]: a for a in top["amplifiers"]}
+    members = ["thread count", "arrival order", "tie collapse", "row multiplication"]
+    for member in members:
+        assert amplifiers[member]["probed_with"] == [m for m in members if m != member]
+        assert (amplifiers[member]["runs"], amplifiers[member]["fired"]) == (5, 4)
+        assert amplifiers[member]["detail"].endswith(
+            "; on its own, none moved the step (tie collapse 0 of 2, thread count 0 of 2, "
+            "row multiplication 0 of 2, arrival order 0 of 2)"
+        )
+    assert outcome.code == 4
+    out = twicerun("judge", outcome.json()["artifacts"]).out
+    assert (
+        "  2 top: 4 of 4 under tie collapse, thread count, row multiplication and arrival "
+        "order together\n"
+    ) in out
 
 
 PARALLEL_ONLY = """

@@ -541,6 +541,38 @@ def test_a_step_that_differs_only_under_the_amplifiers_says_so_wherever_it_is_re
     assert '    y-axis "of 2" 0 --> 2' in body.splitlines()
 
 
+def test_a_joint_probe_counts_once_not_once_per_member():
+    """A joint probe's runs are recorded under each of its four members; the gate summed
+    them per member and said "16 of 16" for a probe that compared four times."""
+    members = ["thread count", "arrival order", "tie collapse", "row multiplication"]
+
+    def jointly(r: Result, fired: int) -> Result:
+        (s,) = r.steps
+        probes = [
+            Series(
+                kind=m,
+                threads=4,
+                fired=fired,
+                compared=4,
+                probed_with=[o for o in members if o != m],
+            )
+            for m in members
+        ]
+        declined = Series(kind="file order", threads=2, declined="no list of files")
+        s = StepResult(**{**s.__dict__, "amplifiers": [*probes, declined]})
+        return Result(**{**r.__dict__, "steps": [s]})
+
+    assert [a.kind for a in jointly(result(("top", STEADY)), 4).steps[0].stress] == ["thread count"]
+    trials = [jointly(result(("top", STEADY)), 0) for _ in range(19)]
+    rerun = rerun_with(*(jointly(result(("top", STEADY)), 4) for _ in range(3)))
+    gate = evaluate({P: jointly(result(("top", STEADY)), 4)}, baseline_of(trials), rerun=rerun)
+    assert verdicts(gate) == {"top": NEW}
+    assert (
+        "only under the amplifiers: 4 of 4 now, then 4 of 4, 4 of 4, 4 of 4 on re-runs"
+        in comment_body(gate, "pipelines/*.py")
+    )
+
+
 def test_a_step_whose_loop_fired_reports_no_amplifier_clause():
     trials = [result(("top", STEADY)) for _ in range(19)]
     rerun = rerun_with(*(result(("top", NOISY)) for _ in range(3)))

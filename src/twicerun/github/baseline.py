@@ -97,7 +97,7 @@ class StepRecord:
             # A Result written before answers were recorded: count the run as unique.
             name = c.answer or f"run {c.run}"
             answers.append(names.setdefault(name, len(names) + 1))
-        ran = [a for a in step.amplifiers if a.ran]
+        ran = step.stress
         return cls(
             answers=tuple(answers),
             stress_fired=sum(a.fired for a in ran),

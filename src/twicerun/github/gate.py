@@ -280,8 +280,8 @@ def _plain(key: str, s, verdict: str, evidence: Sequence[str] = ()) -> StepDecis
         verdict=verdict,
         now_fired=s.fired,
         now_compared=s.compared,
-        now_stress_fired=sum(a.fired for a in s.amplifiers if a.ran),
-        now_stress_compared=sum(a.compared for a in s.amplifiers if a.ran),
+        now_stress_fired=sum(a.fired for a in s.stress),
+        now_stress_compared=sum(a.compared for a in s.stress),
         status=s.status,
         # For a step stable on its own input, the classes its amplifiers found, as the
         # terminal report shows them: an empty cell beside a failure explains nothing.

@@ -194,7 +194,14 @@ def status_section(result: Result) -> list[str]:
             "agreeing once that input was stressed:",
         ]
         for s in stable:
-            fired = [f"{series_rate(a)} under {a.kind}" for a in s.amplifiers if a.ran and a.fired]
+            moved = [a for a in s.amplifiers if a.ran and a.fired]
+            fired = [f"{series_rate(a)} under {a.kind}" for a in moved if not a.probed_with]
+            together = [str(a.kind) for a in moved if a.probed_with]
+            if together:
+                # One joint probe, reported under each member: said once, as one stress.
+                names = ", ".join(together[:-1]) + f" and {together[-1]}"
+                rate = series_rate(next(a for a in moved if a.probed_with))
+                fired.append(f"{rate} under {names} together")
             lines.append(f"  {_n(s, stable)} {s.name}: {', '.join(fired)}")
             for a in s.amplifiers:
                 raised = [c for c in a.comparisons if c.error]

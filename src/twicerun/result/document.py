@@ -148,6 +148,21 @@ class StepResult:
     zero_bound: float | None = None
     sources: list[SourceUsed] = field(default_factory=list)
 
+    @property
+    def stress(self) -> list[Series]:
+        """The amplifier series that ran, a joint probe once: its runs are recorded under
+        each of its members, and counting them once per member would multiply them."""
+        distinct, joint = [], False
+        for series in self.amplifiers:
+            if not series.ran:
+                continue
+            if series.probed_with:
+                if joint:
+                    continue
+                joint = True
+            distinct.append(series)
+        return distinct
+
 
 @dataclass(frozen=True)
 class Result:

@@ -92,7 +92,14 @@ def thread_count_fired(step: StepResult) -> Series | None:
     measured at more threads (on Spark, other partition counts), which the bisect can
     then explain as it explains the loop's."""
     for series in step.amplifiers:
-        if series.kind == Amplifier.THREAD_COUNT and series.ran and series.fired:
+        # A joint probe's difference needs its other members' stressed inputs too, which
+        # the bisect (on the loop's inputs) does not have: it cannot explain that one.
+        if (
+            series.kind == Amplifier.THREAD_COUNT
+            and not series.probed_with
+            and series.ran
+            and series.fired
+        ):
             return series
     return None
 

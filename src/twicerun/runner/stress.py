@@ -178,8 +178,9 @@ def amplify(
         return made[amplifier]
 
     settled: dict[Amplifier, Series] = {}
+    split: Series | None = None
     if probe:
-        settled = _together(bench, step, stressed, plan, original, read, label, probe)
+        settled, split = _together(bench, step, stressed, plan, original, read, label, runs, probe)
     found = []
     for amplifier in Amplifier:
         if amplifier in settled:
@@ -200,7 +201,42 @@ def amplify(
                     **planned,
                 )
             )
-    return found
+    return _charge_together(found, split) if split is not None else found
+
+
+def _charge_together(found: list[Series], joint: Series) -> list[Series]:
+    """A joint probe that moved the step was split, and each member ran on its own. When
+    none of them moved it alone, the difference needs their variation together (a top-N
+    over ties moves only when the ties are there and the rows arrive in another order), so
+    the joint probe's runs are what is reported, under each member, as for a quiet probe.
+    Reporting the members' own quiet series instead called such a step
+    NO_DIVERGENCE_OBSERVED, after twicerun had seen it differ."""
+    members = [joint.kind, *joint.probed_with]
+    alone = [s for s in found if s.kind in members]
+    if any(s.error or any(c.differs or c.error for c in s.comparisons) for s in alone):
+        return found
+    # Not yet scored, so counted from the comparisons (none of which differed).
+    quiet = ", ".join(
+        f"{s.kind} 0 of {sum(1 for c in s.comparisons if c.artifacts)}" for s in alone if s.ran
+    )
+    charged = []
+    for s in found:
+        if s.kind not in members:
+            charged.append(s)
+            continue
+        others = [m for m in members if m != s.kind]
+        charged.append(
+            replace(
+                joint,
+                kind=s.kind,
+                probed_with=others,
+                detail=(
+                    f"probed together with {listed(others)}: {joint.detail}; on its own, "
+                    f"none moved the step ({quiet})"
+                ),
+            )
+        )
+    return charged
 
 
 def _plan(bench, step, stressed, amplifier, receipt, original, read, threads) -> Series | dict:
@@ -245,28 +281,31 @@ def _plan(bench, step, stressed, amplifier, receipt, original, read, threads) ->
     return dict(threads=threads, inputs_for=inputs_for, detail=detail)
 
 
-def _together(bench, step, stressed, plan, original, read, label, probe):
+def _together(bench, step, stressed, plan, original, read, label, runs, probe):
     """One probe with the variation of every member of TOGETHER that applies: each input's
     ties collapsed and its rows multiplied, then reordered run by run, at raised threads.
-    Each member's Series when the probe showed no difference at all; nothing (so each
-    runs on its own) when it showed one, or when fewer than two members apply."""
+
+    Each member's Series when the probe showed no difference at all. When it showed one,
+    no member is settled (each runs on its own) and the probe, continued to the full count
+    like any probe that fires, comes back as the second value with its members in
+    `probed_with`, for `_charge_together`. Nothing when fewer than two members apply."""
     threads = plan(Amplifier.THREAD_COUNT)
     if not isinstance(threads, dict):
-        return {}
+        return {}, None
     # The first connection at raised threads (the probe's, or the thread-count series'
     # when there is no probe) opens while the inputs are written, not after.
     first = threads["threads_for"](1) if threads.get("threads_for") else threads["threads"]
     bench.connections.warm(first)
     if not read:
-        return {}
+        return {}, None
     try:
         inputs_for, details = _joint(stressed, original, read)
     except Exception as exc:
         reraise_if_requested(exc)
-        return {}  # each member runs, and fails or not, on its own
+        return {}, None  # each member runs, and fails or not, on its own
     members = [m for m in TOGETHER if m == Amplifier.THREAD_COUNT or m in details]
     if len(members) < 2:
-        return {}
+        return {}, None
     series = run_series(
         bench,
         step,
@@ -274,16 +313,16 @@ def _together(bench, step, stressed, plan, original, read, label, probe):
         label=f"{label}-{'+'.join(SLUG[m] for m in members)}",
         threads=threads["threads"],
         threads_for=threads.get("threads_for"),
-        runs=probe,
+        runs=runs,
+        probe=probe,
         inputs_for=inputs_for,
         # Reordering comes last in the detail: it reorders what the others made.
         detail="; ".join(
             [threads["detail"], *(details[m] for m in _JOINT_DETAIL_ORDER if m in details)]
         ),
-        stop=_split_at_first_difference,
     )
     if series.error or any(c.differs or c.error for c in series.comparisons):
-        return {}
+        return {}, replace(series, probed_with=[m for m in members if m != series.kind])
     joint = {}
     for member in members:
         others = [m for m in members if m != member]
@@ -293,15 +332,7 @@ def _together(bench, step, stressed, plan, original, read, label, probe):
             probed_with=others,
             detail=f"probed together with {listed(others)}: {series.detail}",
         )
-    return joint
-
-
-def _split_at_first_difference(comparisons) -> str | None:
-    """A joint probe that showed a difference is split, whatever its later runs show,
-    and its own comparisons are not reported: running it further would be wasted."""
-    if any(c.differs or c.error for c in comparisons):
-        return "split at its first difference"
-    return None
+    return joint, None
 
 
 _JOINT_DETAIL_ORDER = (
