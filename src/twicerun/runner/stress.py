@@ -216,9 +216,11 @@ def _charge_together(found: list[Series], joint: Series) -> list[Series]:
     if any(s.error or any(c.differs or c.error for c in s.comparisons) for s in alone):
         return found
     # Not yet scored, so counted from the comparisons (none of which differed).
-    quiet = ", ".join(
-        f"{s.kind} 0 of {sum(1 for c in s.comparisons if c.artifacts)}" for s in alone if s.ran
-    )
+    counts = {s.kind: sum(1 for c in s.comparisons if c.artifacts) for s in alone if s.ran}
+    if len(set(counts.values())) == 1:
+        quiet = f"in {next(iter(counts.values()))} comparisons each"
+    else:
+        quiet = "; ".join(f"{kind} in {n} comparisons" for kind, n in counts.items())
     charged = []
     for s in found:
         if s.kind not in members:
@@ -232,7 +234,7 @@ def _charge_together(found: list[Series], joint: Series) -> list[Series]:
                 probed_with=others,
                 detail=(
                     f"probed together with {listed(others)}: {joint.detail}; on its own, "
-                    f"none moved the step ({quiet})"
+                    f"none moved the step, {quiet}"
                 ),
             )
         )
