@@ -38,7 +38,7 @@ def slow(ctx):
 
 def big(ctx):
     ctx.read("n")
-    rows = 30000000 if os.environ.get("SLOW") else 10
+    rows = 30000000 if os.environ.get("SLOW_WRITE") else 10
     ctx.write("big", f"SELECT range AS k, hash(range) AS h FROM range({rows})")
 """
 
@@ -86,7 +86,9 @@ def test_a_killed_invocation_is_whole_where_it_stopped_and_reaped_by_the_next(
     assert twicerun("run", path, "--runs", "2").code == 0
     (earlier,) = outcomes(run_dir)
 
-    process = start(path, run_dir, SLOW="1")
+    # Only the part to be killed in is slow: a slow step before a slow write would spend
+    # seconds getting to the write.
+    process = start(path, run_dir, **({"SLOW": "1"} if where == "step" else {"SLOW_WRITE": "1"}))
     if where == "step":
         # run 1 of `slow` has started: its step directory exists, nothing written yet.
         wait_for(lambda: any(run_dir.glob("*/loop/1/01-slow")))

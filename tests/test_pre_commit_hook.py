@@ -1,4 +1,4 @@
-"""The pre-commit hook, through the real `pre-commit try-repo`, on a repository made for the test.
+"""The pre-commit hook, through the real `pre-commit run`, in repositories made for the test.
 
 pre-commit installs the hook into a fresh virtualenv with pip. The network is not
 touched: pip is told to use no index and to find every dependency in
@@ -97,21 +97,21 @@ def twicerun_cli(*args, cwd):
     return run([sys.executable, "-m", "twicerun", *args], cwd, check=False)
 
 
-def try_repo_each(hook_repo: Path, consumers: list[Path], env: dict[str, str]):
-    """`pre-commit try-repo` in every consumer at once, one process each.
+def run_hook_each(hook_repo: Path, consumers: list[Path], env: dict[str, str], config: Path):
+    """`pre-commit run --all-files` in every consumer at once, one process each, all with a
+    config that names this project's snapshot at its commit, as a consumer's config names
+    a tag.
 
-    try-repo installs the hook into a fresh store every time (about 15 s here, most of it
-    unpacking duckdb and pyarrow); the states are independent, so they run side by side.
+    pre-commit installs a hook once per repository and revision into its store (about
+    15 s here, most of it unpacking duckdb and pyarrow) and takes a lock while it does:
+    the first process installs, the others wait for it and reuse the install, and so does
+    every later test in this module, which shares the store.
     """
-    command = [
-        sys.executable,
-        "-m",
-        "pre_commit",
-        "try-repo",
-        str(hook_repo),
-        "twicerun-readme",
-        "--all-files",
-    ]
+    rev = run([*GIT, "rev-parse", "HEAD"], hook_repo).stdout.strip()
+    config.write_text(
+        f"repos:\n  - repo: {hook_repo}\n    rev: {rev}\n    hooks:\n      - id: twicerun-readme\n"
+    )
+    command = [sys.executable, "-m", "pre_commit", "run", "--all-files", "--config", str(config)]
     started = [
         subprocess.Popen(
             command, cwd=c, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -149,8 +149,10 @@ def test_the_hook_passes_a_clean_readme_fails_every_way_it_can_go_stale_and_pass
     assert twicerun_cli("report", "--update", "README.md", cwd=regenerated).returncode == 0
     assert (regenerated / "README.md").read_text() == generated
 
-    # The fifth consumer is this project's committed tree: `pre-commit try-repo .` from here.
-    outcomes = try_repo_each(hook_repo, [clean, edited, orphaned, regenerated, hook_repo], env)
+    # The fifth consumer is this project's committed tree, its README checked by the hook.
+    outcomes = run_hook_each(
+        hook_repo, [clean, edited, orphaned, regenerated, hook_repo], env, tmp_path / "hook.yaml"
+    )
     (clean_code, clean_out), (edited_code, edited_out) = outcomes[:2]
     (orphaned_code, orphaned_out), (regenerated_code, regenerated_out) = outcomes[2:4]
     own_code, own_out = outcomes[4]
@@ -164,7 +166,7 @@ def test_the_hook_passes_a_clean_readme_fails_every_way_it_can_go_stale_and_pass
 
 def test_the_projects_own_config_runs_the_check_on_its_readme(hook_repo, env):
     # .pre-commit-config.yaml runs the hook as `language: system` from .venv (so it checks
-    # with the code being committed); no install, so this costs a second, not a try-repo.
+    # with the code being committed); no install, so this costs a second.
     (hook_repo / ".venv").symlink_to(REPO / ".venv", target_is_directory=True)
     own = run(
         [sys.executable, "-m", "pre_commit", "run", "twicerun-readme", "--all-files"],
