@@ -210,6 +210,41 @@ def test_a_difference_only_the_amplifiers_together_make_is_reported_not_dropped(
     ) in out
 
 
+# Raises only on more rows than it wrote and with its ties collapsed: under the joint
+# probe, never under one amplifier alone.
+BREAKS_UNDER_BOTH = """
+def base(ctx):
+    ctx.write("base", "SELECT range AS id, range % 7 AS k FROM range(300)")
+
+
+def fragile(ctx):
+    ctx.read("base")
+    n, distinct_k = ctx.sql("SELECT count(*), count(DISTINCT k) FROM base").fetchall()[0]
+    if n > 300 and distinct_k < 7:
+        raise ValueError("unexpected shape")
+    ctx.write("out", "SELECT k, count(*) AS n FROM base GROUP BY k")
+"""
+
+
+def test_a_step_that_breaks_only_under_the_amplifiers_together_is_amplification_failed(
+    write_pipeline, twicerun
+):
+    """It used to come out NO_DIVERGENCE_OBSERVED, the joint probe's failure dropped with
+    its comparisons; now it fails, and the report names the failure once, not per member."""
+    path = write_pipeline(BREAKS_UNDER_BOTH)
+    outcome = twicerun("run", path, "--threads", "2", "--amplify", "--json", "-")
+    fragile = by_name(outcome.json())["fragile"]
+    assert fragile["status"] == "AMPLIFICATION_FAILED" and outcome.code == 5
+    assert all("unexpected shape" in a["error"] for a in fragile["amplifiers"][:4])
+    out = twicerun("judge", outcome.json()["artifacts"]).out.splitlines()
+    (line,) = [x for x in out if x.startswith("  1 fragile: ")]
+    assert line.startswith(
+        "  1 fragile: tie collapse, thread count, row multiplication and arrival order "
+        "together: step 1 fragile raised in run 1"
+    )
+    assert line.count("unexpected shape") == 1
+
+
 PARALLEL_ONLY = """
 import itertools
 

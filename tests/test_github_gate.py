@@ -299,6 +299,32 @@ def test_a_step_whose_amplifiers_now_fail_is_not_comparable_never_unchanged():
     assert verdicts(gate) == {"a": UNCHANGED, "b": UNCHANGED}
 
 
+def test_a_joint_probe_that_failed_is_named_as_the_amplifiers_together():
+    from dataclasses import replace
+
+    members = ["thread count", "arrival order"]
+    now = result(("a",))
+    now.steps[0] = replace(
+        now.steps[0],
+        status="AMPLIFICATION_FAILED",
+        amplifiers=[
+            Series(
+                kind=m,
+                threads=4,
+                error="ValueError: odd",
+                probed_with=[o for o in members if o != m],
+            )
+            for m in members
+        ],
+    )
+    gate = evaluate({P: now}, baseline_of([result(("a",)) for _ in range(19)]), rerun=never_rerun)
+    assert (
+        gate.decisions[0]
+        .evidence[0]
+        .startswith("thread count and arrival order together could not run (ValueError: odd); ")
+    )
+
+
 def test_a_step_stable_on_its_input_shows_the_classes_its_amplifiers_found():
     """The terminal report shows them; the gate's table left the cell empty."""
     from dataclasses import replace

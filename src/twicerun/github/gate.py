@@ -30,6 +30,7 @@ from twicerun.github.decision import (
     DEFAULT_SCREEN,
     decide_pipeline,
 )
+from twicerun.render.evidence import listed
 from twicerun.render.sections import shown_classes
 from twicerun.result import Result
 from twicerun.vocabulary import gate as words
@@ -360,9 +361,15 @@ def _pipeline(
             ]
         elif s.status == Status.AMPLIFICATION_FAILED and stressed:
             failed = next((a for a in s.amplifiers if a.error), None)
-            what = (
-                f"{failed.kind} could not run ({failed.error})" if failed else "an amplifier failed"
+            # A joint probe's failure is recorded under each member: it is theirs together.
+            name = (
+                f"{listed([str(failed.kind), *map(str, failed.probed_with)])} together"
+                if failed and failed.probed_with
+                else str(failed.kind)
+                if failed
+                else ""
             )
+            what = f"{name} could not run ({failed.error})" if failed else "an amplifier failed"
             verdict = words.AMPLIFIER_FAILED
             evidence = [
                 f"{what}; on the baseline no amplifier failed on this step in {stressed} of "

@@ -43,6 +43,12 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
+def listed(names: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`: names as a sentence lists them. (The runner has its
+    own, for the details it writes: it may not import from here.)"""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def _per_artifact(step: StepResult) -> dict[str, list[tuple[int, ArtifactFindings]]]:
     found: dict[str, list[tuple[int, ArtifactFindings]]] = {}
     for c in step.comparisons:

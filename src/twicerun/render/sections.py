@@ -3,7 +3,7 @@ means for the steps that carry it, and what was not varied."""
 
 from __future__ import annotations
 
-from twicerun.render.evidence import plural
+from twicerun.render.evidence import listed, plural
 from twicerun.render.instrument import at, is_spark, one, single
 from twicerun.result import Result, Series, StepResult
 from twicerun.vocabulary.loop import Amplifier, Cause, Judged, Status
@@ -156,13 +156,29 @@ def amplification_section(result: Result) -> list[str]:
     return lines
 
 
+def _named(amplifiers: list[Series]) -> list[tuple[str, Series]]:
+    """Each series with the name to report it under: a joint probe's members, which carry
+    the same runs, become one entry named for all of them."""
+    joint = [a for a in amplifiers if a.probed_with]
+    named: list[tuple[str, Series]] = []
+    for a in amplifiers:
+        if not a.probed_with:
+            named.append((str(a.kind), a))
+        elif a is joint[0]:
+            named.append((f"{listed([str(m.kind) for m in joint])} together", a))
+    return named
+
+
 def _joint_probe(members: list[Series]) -> list[str]:
     """The joint probe's members, what it measured, and (on a line of its own) what it varied.
     Each member's Result entry carries the same comparisons and detail, prefixed with the
     names of the others."""
     names = ", ".join(str(a.kind) for a in members)
     first = members[0]
-    text = f"      {names}, probed together: {series_rate(first)}"
+    if first.error:
+        text = f"      {names}, probed together: FAILED after {plural(first.runs, 'run')}: {first.error}"
+    else:
+        text = f"      {names}, probed together: {series_rate(first)}"
     if first.tolerated:
         text += f" ({first.tolerated} tolerated)"
     detail = first.detail
@@ -194,20 +210,14 @@ def status_section(result: Result) -> list[str]:
             "agreeing once that input was stressed:",
         ]
         for s in stable:
-            moved = [a for a in s.amplifiers if a.ran and a.fired]
-            fired = [f"{series_rate(a)} under {a.kind}" for a in moved if not a.probed_with]
-            together = [str(a.kind) for a in moved if a.probed_with]
-            if together:
-                # One joint probe, reported under each member: said once, as one stress.
-                names = ", ".join(together[:-1]) + f" and {together[-1]}"
-                rate = series_rate(next(a for a in moved if a.probed_with))
-                fired.append(f"{rate} under {names} together")
+            named = _named(s.amplifiers)
+            fired = [f"{series_rate(a)} under {name}" for name, a in named if a.ran and a.fired]
             lines.append(f"  {_n(s, stable)} {s.name}: {', '.join(fired)}")
-            for a in s.amplifiers:
+            for name, a in named:
                 raised = [c for c in a.comparisons if c.error]
                 if raised:
                     lines.append(
-                        f"    under {a.kind}, run {raised[0].run} raised where run 1 had rows "
+                        f"    under {name}, run {raised[0].run} raised where run 1 had rows "
                         f"({len(raised)} of {a.compared} did): {raised[0].error}"
                     )
         lines.append(
@@ -221,7 +231,7 @@ def status_section(result: Result) -> list[str]:
             f"{Status.AMPLIFICATION_FAILED}: an amplifier could not run, so these zeros were not tightened:",
         ]
         for s in failed:
-            errors = [f"{a.kind}: {a.error}" for a in s.amplifiers if a.error]
+            errors = [f"{name}: {a.error}" for name, a in _named(s.amplifiers) if a.error]
             lines.append(f"  {_n(s, failed)} {s.name}: {'; '.join(errors)}")
     quiet = [s for s in result.steps if s.status == Status.NO_DIVERGENCE_OBSERVED]
     if quiet:
