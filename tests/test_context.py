@@ -248,6 +248,39 @@ def test_state_the_step_never_writes_gets_a_note(write_pipeline, twicerun):
     assert b["notes"] == []
 
 
+def test_what_a_steps_subprocess_prints_cannot_corrupt_the_json_on_stdout(write_pipeline, tmp_path):
+    """`print` went to stderr, but descriptor 1 was still stdout: a step that ran a copy
+    tool (here `echo`) or wrote with os.write(1, ...) put its words before the Result, and
+    `--json -` stopped being JSON. The same for the audit's executions."""
+    import json
+    import subprocess
+    import sys
+
+    path = write_pipeline(
+        """
+        import os
+        import subprocess
+
+
+        def a(ctx):
+            subprocess.run(["echo", "from a subprocess"], check=True)
+            os.write(1, b"straight to descriptor 1\\n")
+            ctx.write("x", "SELECT 1 AS v")
+        """
+    )
+    base = [sys.executable, "-m", "twicerun"]
+    for args in (
+        ["run", str(path), "--runs", "2", "--no-amplify", "--run-dir", str(tmp_path / "r")],
+        ["audit", str(path)],
+    ):
+        done = subprocess.run(
+            [*base, *args, "--json", "-"], capture_output=True, text=True, cwd=tmp_path
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["schema"].startswith("twicerun.")
+        assert "from a subprocess" in done.stderr and "straight to descriptor 1" in done.stderr
+
+
 def test_a_step_that_changes_directory_breaks_nothing(
     write_pipeline, twicerun, tmp_path, monkeypatch
 ):

@@ -38,6 +38,7 @@ from twicerun.runner.records import Records
 from twicerun.runner.scoring import not_varied, score_step, thread_count_fired
 from twicerun.runner.series import Workbench, discard_directory
 from twicerun.runner.settle_step import KEEP_PREFIX, WorstComparisons, compare_step
+from twicerun.runner.step_output import steps_print_to_stderr
 from twicerun.runner.stress import AMPLIFIED_DIR, PROBE_RUNS, Stressed, amplify
 from twicerun.storage.atomic import write_bytes_atomic
 from twicerun.storage.context import open_connection
@@ -111,7 +112,7 @@ def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = si
     reap(options.run_dir, invocation)
     started = time.time()
     try:
-        with interrupts.watching():
+        with interrupts.watching(), steps_print_to_stderr():
             result = _loop(pipeline, options, threads, invocation, progress, started, keys)
     except KeyboardInterrupt as exc:
         exc.directory = str(invocation.root)  # type: ignore[attr-defined]

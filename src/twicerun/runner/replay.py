@@ -22,6 +22,7 @@ from twicerun.runner.engines import open_engine
 from twicerun.runner.execute import execute_step
 from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
+from twicerun.runner.step_output import steps_print_to_stderr
 from twicerun.storage.context import ArtifactRef, open_connection
 from twicerun.storage.layout import LOOP, Invocation, RunAddress, follow
 from twicerun.storage.receipts import Receipt
@@ -83,10 +84,15 @@ class Scratch:
             shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> Scratch:
+        self._output = steps_print_to_stderr()
+        self._output.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        try:
+            self.close()
+        finally:
+            self._output.__exit__(None, None, None)
 
 
 # reproduce ---------------------------------------------------------------------------
