@@ -169,4 +169,5 @@ def run_action(
 
 def base_env() -> dict[str, str]:
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
-    return {k: v for k, v in os.environ.items() if k in keep}
+    # Every step of a real runner sees GITHUB_ACTIONS=true.
+    return {**{k: v for k, v in os.environ.items() if k in keep}, "GITHUB_ACTIONS": "true"}

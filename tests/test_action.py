@@ -127,6 +127,11 @@ def test_the_action_gates_a_regression_comments_annotates_and_summarises(workspa
             "baseline, 4 of 4 now, then 4, 4, 4 on re-runs, p = 0.05"
         ) in body
 
+        # The runner reads commands from the pipelines' output too: none while they ran.
+        lines = gate.stdout.splitlines()
+        assert lines[0].startswith("::stop-commands::")
+        resume = lines.index(f"::{lines[0].removeprefix('::stop-commands::')}::")
+        assert all(i > resume for i, line in enumerate(lines) if line.startswith("::error "))
         error_lines = [line for line in gate.stdout.splitlines() if line.startswith("::error ")]
         assert error_lines == [
             "::error file=pipelines/orders.py,line=10,title=twicerun%3A drifts new divergence::"

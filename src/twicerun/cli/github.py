@@ -26,9 +26,7 @@ from twicerun.cli.app import (
 from twicerun.errors import UsageError
 from twicerun.github import baseline as baseline_module
 from twicerun.github.baseline import BaselineError, pipeline_key
-from twicerun.github.commands import (
-    neutralize,
-)
+from twicerun.github.commands import commands_stopped, neutralize
 from twicerun.github.comment import find_pull_request, post_sticky
 from twicerun.github.decision import (
     DEFAULT_ALPHA,
@@ -541,7 +539,8 @@ def gate(json_path, comment, amplify, token_file, comment_id, sarif_path, **opti
     # only the posting code gets back.
     token = take_token(os.environ, token_file)
     started = time.time()
-    result = _compare(amplify=amplify, pull_request=workflow.pull_request, **options)
+    with commands_stopped(click.echo, os.environ.get("GITHUB_ACTIONS") == "true"):
+        result = _compare(amplify=amplify, pull_request=workflow.pull_request, **options)
     delivered = deliver(
         result,
         workflow,

@@ -1,7 +1,7 @@
 """Workflow commands: annotations on the lines of the steps that changed, and step outputs.
 
 GitHub reads `::error file=F,line=L,title=T::message` from a step's standard
-output. The message (data) and the properties are escaped differently: data
+output (and its standard error). The message (data) and the properties are escaped differently: data
 escapes %, CR and LF; a property value also escapes ':' and ',', which would
 otherwise end it. At most ten annotations per severity are emitted, the line
 counting the rest among them (GitHub shows ten per severity and drops the rest).
@@ -9,8 +9,9 @@ counting the rest among them (GitHub shows ten per severity and drops the rest).
 
 from __future__ import annotations
 
+import contextlib
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,27 @@ def neutralize(text: str) -> str:
             line = f"{line[:cut]}:{_BREAK}{stripped[1:]}"
         lines.append(line.replace("##[", f"##{_BREAK}["))
     return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def commands_stopped(echo: Callable[[str], None], active: bool) -> Iterator[None]:
+    """While the pull request's pipelines run, the runner reads no workflow command.
+
+    A runner reads commands from stdout and stderr alike, and a step's output is the pull
+    request's code and data: a row that starts with `::add-mask::`, `::error` or
+    `::stop-commands::` would mask log text, forge an annotation, or silence twicerun's
+    own annotations after it. `echo` prints a line to stdout; the token is random, so
+    nothing the steps print ends the pause. Not a sandbox: the steps run in this process.
+    """
+    if not active:
+        yield
+        return
+    token = secrets.token_hex(16)
+    echo(f"::stop-commands::{token}")
+    try:
+        yield
+    finally:
+        echo(f"::{token}::")
 
 
 def escape_data(text: str) -> str:
