@@ -116,6 +116,20 @@ def test_an_unchanged_pipeline_passes_and_a_steady_step_gone_random_fails(repo, 
     ]
 
 
+def test_a_baseline_measured_on_a_runner_reads_no_command_from_the_pipelines(
+    repo, twicerun, monkeypatch
+):
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    outcome = twicerun(
+        "baseline", "update", "pipelines/coins.py", "--output", "b.json", "--trials", "3",
+        "--no-amplify", "--runs", "2",
+    )  # fmt: skip
+    assert outcome.code == 0, outcome.err
+    stop, resume, wrote = outcome.out.splitlines()
+    assert resume == f"::{stop.removeprefix('::stop-commands::')}::" != "::::"
+    assert wrote.startswith("wrote b.json")
+
+
 def test_a_path_written_differently_is_the_same_pipeline(repo, twicerun):
     update(twicerun, "./pipelines/coins.py")
     outcome, document = compare(twicerun, pipelines=str(repo / "pipelines" / "coins.py"))
