@@ -485,22 +485,12 @@ def test_the_comment_stays_under_githubs_limit_and_points_to_the_summary():
 INJECTED = "x\n::error file=README.md,line=1::injected\n  ::add-mask::secret\nsee ##[error]bad"
 
 
-def test_workflow_commands_stop_while_pipelines_run_and_only_on_a_runner():
-    from twicerun.github.commands import commands_stopped
-
-    printed: list[str] = []
-    with commands_stopped(printed.append, active=False):
-        printed.append("a step's ::error::forged")
-    assert printed == ["a step's ::error::forged"]
+def test_the_lines_that_stop_and_resume_workflow_commands_share_a_random_token():
+    from twicerun.github.commands import stop_commands
 
     tokens = []
     for _ in range(2):
-        printed = []
-        with pytest.raises(RuntimeError), commands_stopped(printed.append, active=True):
-            printed.append("::error::forged by a step")
-            raise RuntimeError("a pipeline crashed")
-        stop, forged, resume = printed
-        assert forged == "::error::forged by a step"
+        stop, resume = stop_commands()
         token = stop.removeprefix("::stop-commands::")
         assert stop != token and len(token) == 32 and resume == f"::{token}::"
         tokens.append(token)

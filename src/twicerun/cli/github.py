@@ -3,12 +3,13 @@ baseline, and the one verb the GitHub Action runs."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import click
@@ -26,7 +27,7 @@ from twicerun.cli.app import (
 from twicerun.errors import UsageError
 from twicerun.github import baseline as baseline_module
 from twicerun.github.baseline import BaselineError, pipeline_key
-from twicerun.github.commands import commands_stopped, neutralize
+from twicerun.github.commands import neutralize, stop_commands
 from twicerun.github.comment import find_pull_request, post_sticky
 from twicerun.github.decision import (
     DEFAULT_ALPHA,
@@ -130,6 +131,21 @@ def _run_all(
         return results
     finally:
         progress.clear()
+
+
+@contextlib.contextmanager
+def _commands_stopped() -> Iterator[None]:
+    """On a runner, no workflow command is read from what the pipelines print meanwhile
+    (github/commands.py says why)."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        yield
+        return
+    stop, resume = stop_commands()
+    click.echo(stop)
+    try:
+        yield
+    finally:
+        click.echo(resume)
 
 
 def _say(message: str) -> None:
@@ -254,7 +270,7 @@ def baseline_update(
     started = time.monotonic()
     # In a workflow that refreshes the baseline, the pipelines' output is no more a
     # source of commands than in the check.
-    with commands_stopped(click.echo, os.environ.get("GITHUB_ACTIONS") == "true"):
+    with _commands_stopped():
         for trial in range(1, wanted + 1):
             click.echo(
                 f"trial {trial} of {wanted} ({time.monotonic() - started:.0f}s so far)", err=True
@@ -542,7 +558,7 @@ def gate(json_path, comment, amplify, token_file, comment_id, sarif_path, **opti
     # only the posting code gets back.
     token = take_token(os.environ, token_file)
     started = time.time()
-    with commands_stopped(click.echo, os.environ.get("GITHUB_ACTIONS") == "true"):
+    with _commands_stopped():
         result = _compare(amplify=amplify, pull_request=workflow.pull_request, **options)
     delivered = deliver(
         result,

@@ -9,9 +9,8 @@ counting the rest among them (GitHub shows ten per severity and drops the rest).
 
 from __future__ import annotations
 
-import contextlib
 import secrets
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,25 +40,18 @@ def neutralize(text: str) -> str:
     return "\n".join(lines)
 
 
-@contextlib.contextmanager
-def commands_stopped(echo: Callable[[str], None], active: bool) -> Iterator[None]:
-    """While the pull request's pipelines run, the runner reads no workflow command.
+def stop_commands() -> tuple[str, str]:
+    """The line that stops the runner reading workflow commands, and the one that resumes
+    it, for while the pull request's pipelines run.
 
     A runner reads commands from stdout and stderr alike, and a step's output is the pull
     request's code and data: a row that starts with `::add-mask::`, `::error` or
     `::stop-commands::` would mask log text, forge an annotation, or silence twicerun's
-    own annotations after it. `echo` prints a line to stdout; the token is random, so
-    nothing the steps print ends the pause. Not a sandbox: the steps run in this process.
+    own annotations after it. The token is random, so nothing the steps print ends the
+    pause. Not a sandbox: the steps run in this process.
     """
-    if not active:
-        yield
-        return
     token = secrets.token_hex(16)
-    echo(f"::stop-commands::{token}")
-    try:
-        yield
-    finally:
-        echo(f"::{token}::")
+    return f"::stop-commands::{token}", f"::{token}::"
 
 
 def escape_data(text: str) -> str:
