@@ -30,8 +30,7 @@ from twicerun.github.decision import (
     DEFAULT_SCREEN,
     decide_pipeline,
 )
-from twicerun.render.evidence import listed
-from twicerun.render.sections import shown_classes
+from twicerun.render.sections import named, shown_classes
 from twicerun.result import Result
 from twicerun.vocabulary import gate as words
 from twicerun.vocabulary.loop import Status
@@ -360,16 +359,13 @@ def _pipeline(
                 f"this step in {measured} of {len(records)} trials"
             ]
         elif s.status == Status.AMPLIFICATION_FAILED and stressed:
-            failed = next((a for a in s.amplifiers if a.error), None)
-            # A joint probe's failure is recorded under each member: it is theirs together.
-            name = (
-                f"{listed([str(failed.kind), *map(str, failed.probed_with)])} together"
-                if failed and failed.probed_with
-                else str(failed.kind)
+            # Named as the report names it: a joint probe's failure is its members' together.
+            failed = next(((n, a) for n, a in named(s.amplifiers) if a.error), None)
+            what = (
+                f"{failed[0]} could not run ({failed[1].error})"
                 if failed
-                else ""
+                else "an amplifier failed"
             )
-            what = f"{name} could not run ({failed.error})" if failed else "an amplifier failed"
             verdict = words.AMPLIFIER_FAILED
             evidence = [
                 f"{what}; on the baseline no amplifier failed on this step in {stressed} of "

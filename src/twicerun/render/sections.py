@@ -156,7 +156,7 @@ def amplification_section(result: Result) -> list[str]:
     return lines
 
 
-def _named(amplifiers: list[Series]) -> list[tuple[str, Series]]:
+def named(amplifiers: list[Series]) -> list[tuple[str, Series]]:
     """Each series with the name to report it under: a joint probe's members, which carry
     the same runs, become one entry named for all of them."""
     joint = [a for a in amplifiers if a.probed_with]
@@ -210,10 +210,10 @@ def status_section(result: Result) -> list[str]:
             "agreeing once that input was stressed:",
         ]
         for s in stable:
-            named = _named(s.amplifiers)
-            fired = [f"{series_rate(a)} under {name}" for name, a in named if a.ran and a.fired]
+            by_name = named(s.amplifiers)
+            fired = [f"{series_rate(a)} under {name}" for name, a in by_name if a.ran and a.fired]
             lines.append(f"  {_n(s, stable)} {s.name}: {', '.join(fired)}")
-            for name, a in named:
+            for name, a in by_name:
                 raised = [c for c in a.comparisons if c.error]
                 if raised:
                     lines.append(
@@ -231,7 +231,7 @@ def status_section(result: Result) -> list[str]:
             f"{Status.AMPLIFICATION_FAILED}: an amplifier could not run, so these zeros were not tightened:",
         ]
         for s in failed:
-            errors = [f"{name}: {a.error}" for name, a in _named(s.amplifiers) if a.error]
+            errors = [f"{name}: {a.error}" for name, a in named(s.amplifiers) if a.error]
             lines.append(f"  {_n(s, failed)} {s.name}: {'; '.join(errors)}")
     quiet = [s for s in result.steps if s.status == Status.NO_DIVERGENCE_OBSERVED]
     if quiet:
