@@ -35,7 +35,16 @@ def test_the_lock_pins_every_declared_dependency_exactly():
         if line and not line.startswith("#"):
             name, _, version = line.partition("==")
             pins[name.lower().replace("_", "-")] = version
-    for name in ("duckdb", "pyarrow", "click", "pytest", "pytest-socket", "hypothesis", "ruff"):
+    for name in (
+        "duckdb",
+        "pyarrow",
+        "click",
+        "pytest",
+        "pytest-socket",
+        "pytest-xdist",
+        "hypothesis",
+        "ruff",
+    ):
         assert pins.get(name), f"{name} is not pinned in requirements.lock"
     # The build backend too: the hook test installs twicerun from .venv/wheelhouse, offline.
     assert pins.get("flit-core"), "flit_core, the build backend, is not pinned in requirements.lock"
