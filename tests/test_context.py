@@ -317,3 +317,62 @@ def test_connections_open_ahead_only_as_many_as_are_expected(opened_connections)
         connections.shutdown()
     assert opened.count(1) == 3
     assert opened.count(2) == 1 + context_module.Connections.AHEAD
+
+
+def stored_types(path: Path) -> dict[str, str]:
+    described = duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{path}')").fetchall()
+    return {name: type_ for name, type_, *_ in described}
+
+
+def test_an_integer_sum_is_stored_exactly_not_as_a_double(tmp_path):
+    """DuckDB's Parquet writer turns HUGEINT (what sum() of integers returns) into DOUBLE;
+    an integer total must reach the oracle as an integer, every digit kept."""
+    ctx = make_ctx(tmp_path)
+    ctx.write("total", "SELECT sum(x) + 9007199254740992 AS total FROM range(2) t(x)")
+    ctx.write("from_relation", ctx.sql("SELECT 12::UHUGEINT AS n, 'a' AS label"))
+    ctx.write(
+        "nested",
+        "SELECT [sum(x)] AS totals, {'hugeint': sum(x), 'label': 'a'} AS s, 2.5 AS ratio "
+        "FROM range(3) t(x)",
+    )
+    out = tmp_path / "out"
+    assert stored_types(out / "total.parquet") == {"total": "DECIMAL(38,0)"}
+    (total,) = pq.read_table(out / "total.parquet").column("total").to_pylist()
+    assert total == 9007199254740993  # 2**53 + 1, which no double holds
+    assert stored_types(out / "from_relation.parquet") == {"n": "DECIMAL(38,0)", "label": "VARCHAR"}
+    assert stored_types(out / "nested.parquet") == {
+        "totals": "DECIMAL(38,0)[]",
+        "s": 'STRUCT(hugeint DECIMAL(38,0), "label" VARCHAR)',
+        "ratio": "DECIMAL(2,1)",
+    }
+
+
+def test_an_integer_past_38_digits_is_refused_by_column(tmp_path):
+    ctx = make_ctx(tmp_path)
+    with pytest.raises(ContractError) as refused:
+        ctx.write(
+            "big", "SELECT 1 AS id, 170141183460469231731687303715884105727::HUGEINT AS too_big"
+        )
+    assert str(refused.value) == (
+        "ctx.write('big', data) in step 1 step: too_big holds an integer of more than 38 digits, "
+        "which Parquet cannot store exactly (twicerun stores HUGEINT and UHUGEINT as "
+        "DECIMAL(38,0)); cast it in the step, to VARCHAR to keep every digit or to DOUBLE if an "
+        "approximation will do"
+    )
+    assert not list((tmp_path / "out").glob("*big*"))
+
+
+def test_a_step_whose_total_differs_past_two_to_the_53_is_caught_as_rows(write_pipeline, twicerun):
+    """Stored as doubles, 2**53 + 1 and 2**53 + 2 were both 2**53, and this rerun-dependent
+    ledger looked deterministic; an integer that changed was called float drift."""
+    path = write_pipeline(
+        """
+        def ledger(ctx):
+            ctx.state("ledger", "SELECT 9007199254740992::HUGEINT AS total")
+            ctx.write("ledger", "SELECT sum(total) + 1 AS total FROM ledger")
+        """
+    )
+    document = twicerun("run", path, "--runs", "3", "--json", "-").json()
+    (step,) = document["steps"]
+    assert (step["fired"], step["compared"]) == (2, 2)
+    assert step["classes"] == ["ROW_MISSING", "ROW_EXTRA"]

@@ -23,6 +23,7 @@ import duckdb
 from twicerun import sql
 from twicerun.errors import ContractError, UnknownArtifact
 from twicerun.storage.atomic import atomic_path
+from twicerun.storage.exact_integers import exact_casts, projection, too_wide
 from twicerun.storage.receipts import ReadRecord, SourceFile, SourceRecord
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -435,10 +436,24 @@ class StepContext(ContractChecks):
             if _OUTSIDE_READ.search(data):
                 self.output.sql_outside_ctx.append(" ".join(data.split())[:200])
             query = self._one_query(name, data)
+            try:
+                bound = self._con.sql(query)
+                casts = exact_casts(bound.columns, bound.types)
+            except duckdb.Error:
+                # Raised again by the COPY below, whose error shows the step's SQL.
+                casts = {}
+            if casts:
+                # The step's query stays on lines of its own inside the cast around it.
+                query = f"SELECT {', '.join(projection(bound.columns, casts))} FROM (\n{query}\n)"
             # On lines of their own, so a trailing `-- comment` cannot swallow the `)`.
-            self._con.execute(f"COPY (\n{query}\n) TO {destination} (FORMAT parquet)")
+            with self._exactly(name, casts):
+                self._con.execute(f"COPY (\n{query}\n) TO {destination} (FORMAT parquet)")
         elif isinstance(data, duckdb.DuckDBPyRelation):
-            data.to_parquet(str(target))
+            casts = exact_casts(data.columns, data.types)
+            if casts:
+                data = data.project(", ".join(projection(data.columns, casts)))
+            with self._exactly(name, casts):
+                data.to_parquet(str(target))
         elif _is_arrow(data):
             if hasattr(data, "read_all"):
                 # A RecordBatchReader, which is what DuckDB's `rel.arrow()` returns: it
@@ -459,6 +474,19 @@ class StepContext(ContractChecks):
                 f"query string, a DuckDB relation, or a pyarrow Table or RecordBatchReader, got "
                 f"{type(data).__name__}"
             )
+
+    @contextlib.contextmanager
+    def _exactly(self, name: str, casts: dict[str, str]):
+        """A 128-bit integer past 38 digits, refused in one sentence naming its column."""
+        try:
+            yield
+        except duckdb.Error as exc:
+            refused = casts and too_wide(
+                f"ctx.write({name!r}, data) in step {self._index} {self._name}", casts, exc
+            )
+            if refused:
+                raise refused from exc
+            raise
 
     def _one_query(self, name: str, sql: str) -> str:
         """`sql` as exactly one query, its trailing semicolon gone.
