@@ -83,6 +83,9 @@ def test_reduction_order_does_not_tolerate_drift_that_one_thread_still_shows(
     manual = twicerun("judge", run_dir, "--tolerance-ulps", "1000000", "--json", "-")
     assert by_name(manual.json())["sums"]["tolerated"] == 2
     assert manual.code == 0
+    # Counted as the evidence counts them ("drift up to 1,000,000 ulp" before).
+    header = twicerun("judge", run_dir, "--tolerance-ulps", "1000000").out
+    assert "; also tolerated: drift up to 1,000,000 ulps\n" in header
     # The report's bound section says the bound does not speak for this drift.
     assert (
         "      one thread on the same inputs still differed, so the order of adding does not "

@@ -461,3 +461,19 @@ def test_an_explanation_counts_one_row_and_one_value_in_the_singular():
         reference_rows=3, later_rows=1,
     )  # fmt: skip
     assert describe(many) == "t: ROW_MISSING; 2 rows only in the first (of 3 and 1)"
+
+
+def test_an_explanation_counts_ulps_as_the_run_report_does():
+    """It said "6 ulp" where `twicerun run` says "6 ulps" of the same move."""
+    from twicerun.findings import ArtifactFindings, Drift
+    from twicerun.verdicts.explain import describe
+
+    def drifted(ulps: int) -> ArtifactFindings:
+        drift = Drift("mean", "DOUBLE", "rows", 1, 3, max_ulps=ulps, max_relative=2e-16)
+        return ArtifactFindings(
+            artifact="m", presence="both", classes=["VALUE_DRIFT"], key=["g"],
+            reference_rows=3, later_rows=3, paired=3, drift=[drift],
+        )  # fmt: skip
+
+    assert describe(drifted(6)).endswith("furthest in mean: 6 ulps, 2e-16 relative")
+    assert describe(drifted(1)).endswith("furthest in mean: 1 ulp, 2e-16 relative")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from twicerun.render.evidence import bound_lines, step_evidence
+from twicerun.render.evidence import bound_lines, plural, step_evidence
 from twicerun.render.instrument import at, engine, single
 from twicerun.render.sections import (
     amplification_section,
@@ -43,7 +43,7 @@ def _header(result: Result) -> list[str]:
     if result.tolerance_rel is not None:
         manual.append(f"relative drift up to {result.tolerance_rel:g}")
     if result.tolerance_ulps is not None:
-        manual.append(f"drift up to {result.tolerance_ulps:,} ulp")
+        manual.append(f"drift up to {plural(result.tolerance_ulps, 'ulp')}")
     if manual:
         policy += f"; also tolerated: {' and '.join(manual)}"
     return [

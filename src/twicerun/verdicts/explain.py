@@ -45,7 +45,8 @@ def describe(f: ArtifactFindings) -> str:
         count = sum(d.moved for d in moved)
         values = f"{count:,} float {'value' if count == 1 else 'values'} moved"
         parts.append(
-            f"{values}, furthest in {worst.column}: {worst.max_ulps:,} ulp, {shown} relative"
+            f"{values}, furthest in {worst.column}: {worst.max_ulps:,} "
+            f"{'ulp' if worst.max_ulps == 1 else 'ulps'}, {shown} relative"
             if worst.max_ulps is not None
             else values
         )
