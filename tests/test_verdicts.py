@@ -477,3 +477,36 @@ def test_an_explanation_counts_ulps_as_the_run_report_does():
 
     assert describe(drifted(6)).endswith("furthest in mean: 6 ulps, 2e-16 relative")
     assert describe(drifted(1)).endswith("furthest in mean: 1 ulp, 2e-16 relative")
+
+
+def test_a_run_recorded_by_another_twicerun_is_named_beside_the_verdicts(
+    twicerun, write_pipeline, run_dir
+):
+    """0.1.0 stored an integer total as DOUBLE and 0.2.0 stores it as DECIMAL(38,0): a
+    step compared across the two differs because of twicerun, and the report must say so."""
+    from twicerun import __version__
+
+    path = write_pipeline(
+        """
+        def totals(ctx):
+            ctx.write("totals", "SELECT range % 3 AS g, sum(range) AS total FROM range(9) GROUP BY g")
+        """
+    )
+    older = record(twicerun, path, run_dir)
+    newer = record(twicerun, path, run_dir)
+    manifest = older / "invocation.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "twicerun": "0.1.0"}))
+
+    compared = twicerun("diff", older, newer, "--json", "-").json()
+    assert compared["steps"][0]["instrument"] == [f"twicerun (0.1.0 against {__version__})"]
+    same = twicerun("diff", newer, f"{newer}#2", "--json", "-").json()
+    assert same["steps"][0]["instrument"] == []
+
+    replayed = twicerun("reproduce", older)
+    assert replayed.out.splitlines()[1] == (
+        f"  produced differently: twicerun (0.1.0 when recorded, {__version__} now)"
+    )
+    assert twicerun("reproduce", older, "--json", "-").json()["instrument"] == [
+        f"twicerun (0.1.0 when recorded, {__version__} now)"
+    ]
+    assert "produced differently" not in twicerun("reproduce", newer).out

@@ -19,6 +19,7 @@ from pathlib import Path
 import click
 import duckdb
 
+from twicerun import __version__
 from twicerun.cli.app import Progress, check_json_target, cli, epilog
 from twicerun.errors import BadInput
 from twicerun.github.commands import neutralize
@@ -39,6 +40,7 @@ from twicerun.verdicts.reproduce import (
     ReproduceReport,
     cannot_check,
     compare_fresh,
+    twicerun_change,
 )
 from twicerun.vocabulary.audit import Repeatability
 from twicerun.vocabulary.exits import AuditExit, DiffExit, LocalizeExit, ReproduceExit
@@ -277,7 +279,11 @@ def reproduce(run: str, pipeline_path: Path | None, only: tuple[str, ...], json_
         progress.clear()
     finally:
         con.close()
-    report = ReproduceReport(run, report_steps)
+    report = ReproduceReport(
+        run,
+        report_steps,
+        instrument=twicerun_change(str(manifest.get("twicerun") or ""), __version__),
+    )
     _emit(report.to_dict(), report.lines(), json_path)
     return REPLAY_EXIT[report.worst]
 

@@ -106,6 +106,8 @@ def instrument_changes(a: RecordedStep, b: RecordedStep) -> list[str]:
                 changes.append(f"{shown} ({str(left)[:12]} against {str(right)[:12]})")
             else:
                 changes.append(f"{shown} ({left} against {right})")
+    if a.recorded_by and b.recorded_by and a.recorded_by != b.recorded_by:
+        changes.append(f"twicerun ({a.recorded_by} against {b.recorded_by})")
     return changes
 
 

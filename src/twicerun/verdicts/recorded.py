@@ -9,7 +9,7 @@ machine reads the same there.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
@@ -49,6 +49,10 @@ class RecordedStep:
     receipt: Receipt | None
     why: str = ""
     outputs: list[Output] = field(default_factory=list)
+    # The twicerun that recorded it, from the run's manifest ("" when it does not say):
+    # how artifacts are stored is part of the instrument (0.2.0 began storing HUGEINT
+    # exactly, as DECIMAL(38,0), where 0.1.0 left DuckDB's DOUBLE).
+    recorded_by: str = ""
 
     @property
     def checkable(self) -> bool:
@@ -110,6 +114,7 @@ class RecordedRun:
         (computed from the file where the receipt left it out)."""
         run = self.invocation.root / self.address.series / str(self.address.run)
         found = []
+        by = str(self.manifest().get("twicerun") or "")
         for directory in sorted(p for p in run.iterdir() if p.is_dir()):
             match = _STEP_DIR.match(directory.name)
             if match is None:
@@ -141,7 +146,7 @@ class RecordedRun:
                 continue
             outputs = [self.output(con, index, a.name) for a in receipt.artifacts]
             found.append(RecordedStep(index, receipt.step_name, receipt, "", outputs))
-        return found
+        return [replace(step, recorded_by=by) for step in found]
 
     def output(self, con: duckdb.DuckDBPyConnection, index: int, name: str) -> Output:
         located = follow(self.invocation.receipt_at, self.address, index, name)

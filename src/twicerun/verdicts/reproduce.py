@@ -43,6 +43,9 @@ class ReproduceReport:
     run: str
     steps: list[Replayed] = field(default_factory=list)
     schema: str = "twicerun.reproduce/1"
+    # What differs in how the record and the re-execution were produced, beside the
+    # verdicts and never one of them (as in the ladder's reports).
+    instrument: list[str] = field(default_factory=list)
 
     @property
     def worst(self) -> Replay:
@@ -58,18 +61,29 @@ class ReproduceReport:
             "schema": self.schema,
             "run": self.run,
             "result": str(self.worst),
+            "instrument": self.instrument,
             "steps": [s.to_dict() for s in self.steps],
         }
 
     def lines(self) -> list[str]:
         width = max((len(s.name) for s in self.steps), default=0)
         out = [f"re-executed from {self.run}'s recorded inputs, against its receipts:"]
+        if self.instrument:
+            out.append(f"  produced differently: {'; '.join(self.instrument)}")
         for s in self.steps:
             took = f" ({s.seconds:.2f}s)" if s.seconds is not None else ""
             out.append(f"  {s.index:>2} {s.name:<{width}}  {s.verdict}{took}")
             if s.detail:
                 out.append(f"       {s.detail}")
         return out
+
+
+def twicerun_change(recorded_by: str, now: str) -> list[str]:
+    """The twicerun that recorded a run, named when it is not this one: how artifacts are
+    stored is part of the instrument (see RecordedStep.recorded_by)."""
+    if recorded_by and recorded_by != now:
+        return [f"twicerun ({recorded_by} when recorded, {now} now)"]
+    return []
 
 
 def cannot_check(receipt: Receipt | None, code_digest: str, duckdb_version: str) -> str:
