@@ -360,6 +360,11 @@ def test_an_integer_past_38_digits_is_refused_by_column(tmp_path):
         "approximation will do"
     )
     assert not list((tmp_path / "out").glob("*big*"))
+    with pytest.raises(ContractError, match=r"step 1 step: one of small and too_big holds an"):
+        ctx.write(
+            "two",
+            "SELECT 1::HUGEINT AS small, 170141183460469231731687303715884105727::HUGEINT AS too_big",
+        )
 
 
 def test_a_step_whose_total_differs_past_two_to_the_53_is_caught_as_rows(write_pipeline, twicerun):

@@ -46,9 +46,10 @@ def too_wide(head: str, casts: dict[str, str], error: Exception) -> ContractErro
     """The sentence for a value beyond 38 digits, or None when `error` is something else."""
     if STORED_AS not in str(error) or "cast" not in str(error).lower():
         return None
-    listed = ", ".join(casts)
+    names = list(casts)
+    which = names[0] if len(names) == 1 else f"one of {', '.join(names[:-1])} and {names[-1]}"
     return ContractError(
-        f"{head}: {listed} holds an integer of more than 38 digits, which Parquet cannot store "
+        f"{head}: {which} holds an integer of more than 38 digits, which Parquet cannot store "
         f"exactly (twicerun stores HUGEINT and UHUGEINT as {STORED_AS}); cast it in the step, to "
         f"VARCHAR to keep every digit or to DOUBLE if an approximation will do"
     )
