@@ -1,6 +1,6 @@
 """What a fresh state per step execution costs, and what a cheaper one hides.
 
-    python -m bench.isolation [--trials 40] [--json PATH]
+    python -m bench.isolation [--trials 100] [--json PATH]
 
 Two ways to give a step nothing of the previous step's, side by side in one
 process, interleaved trial by trial so both see the same machine:
@@ -12,9 +12,13 @@ process, interleaved trial by trial so both see the same machine:
 For each it times the set-up and tear-down alone, and then runs a query whose
 answer depends on parallel order, `row_number()` over a sort key with ties, on
 two generated inputs (dense ties: 500 rows per key; sparse ties: 2 rows per
-key), counting the executions whose answer differs from that mechanism's first.
-The query stands for every step that numbers rows without a full tiebreak; it
-is not a step of any pipeline here.
+key). The executions are grouped as the loop groups them, runs of five, each
+later run compared with its group's first, and the comparisons that differ are
+counted. Each mechanism runs twice over: with nothing beside the query, and with
+one new DuckDB opened on another thread as the query starts, which is what
+twicerun's helpers do for every connection a step takes. The query stands for
+every step that numbers rows without a full tiebreak; it is not a step of any
+pipeline here.
 
 Nothing here is a test; the figures go into the artifact and docs/runs.md.
 """
@@ -25,6 +29,7 @@ import argparse
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -41,6 +46,11 @@ MECHANISMS = {
     "fresh": "a new in-memory DuckDB per execution",
     "pooled": "a new cursor and attached catalog on one live DuckDB",
 }
+BESIDE = {
+    "nothing": "nothing beside",
+    "opening": "one DuckDB opened beside",
+}
+GROUP = 5  # the loop's default runs: run 1 and four comparisons with it
 
 
 def _inputs(scratch: Path) -> dict[str, Path]:
@@ -89,6 +99,27 @@ def _answer(con: duckdb.DuckDBPyConnection, source: Path, out: Path) -> int:
     return int(digest)
 
 
+class OpeningBeside:
+    """One new in-memory DuckDB opened and closed on another thread while the query runs,
+    started as it starts: the work a helper does to replace the connection a step took."""
+
+    def __enter__(self) -> OpeningBeside:
+        self._thread = threading.Thread(target=lambda: duckdb.connect(":memory:").close())
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self._thread.join()
+
+
+class NothingBeside:
+    def __enter__(self) -> NothingBeside:
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        return None
+
+
 def measure(trials: int, setups: int) -> dict:
     scratch = Path(tempfile.mkdtemp(prefix="twicerun-bench-isolation-"))
     inputs = _inputs(scratch)
@@ -102,30 +133,40 @@ def measure(trials: int, setups: int) -> dict:
             way.close(con)
             setup[name]["open"].append(opened - started)
             setup[name]["close"].append(time.perf_counter() - opened)
-    first: dict[tuple[str, str], int] = {}
-    differing = {name: dict.fromkeys(inputs, 0) for name in ways}
-    for _ in range(trials):
+    settings = [(name, beside) for name in ways for beside in BESIDE]
+    first: dict[tuple[str, str, str], int] = {}
+    differing = {f"{n}/{b}": dict.fromkeys(inputs, 0) for n, b in settings}
+    compared = 0
+    for trial in range(trials):
+        if trial % GROUP:
+            compared += 1
         for data, source in inputs.items():
-            for name, way in ways.items():
+            for name, beside in settings:  # interleaved
+                way = ways[name]
                 con = way.open()
-                answer = _answer(con, source, scratch / "out.parquet")
+                with OpeningBeside() if beside == "opening" else NothingBeside():
+                    answer = _answer(con, source, scratch / "out.parquet")
                 way.close(con)
-                if (name, data) not in first:
-                    first[name, data] = answer
-                elif answer != first[name, data]:
-                    differing[name][data] += 1
+                if trial % GROUP == 0:
+                    first[name, beside, data] = answer
+                elif answer != first[name, beside, data]:
+                    differing[f"{name}/{beside}"][data] += 1
     return {
         "setup_ms": {
             name: {k: round(statistics.median(v) * 1000, 2) for k, v in times.items()}
             for name, times in setup.items()
         },
+        "group": GROUP,
+        "compared": compared,
         "differing": differing,
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument(
+        "--trials", type=int, default=100, help="executions per setting and input (default 100)"
+    )
     parser.add_argument("--setups", type=int, default=100)
     parser.add_argument("--json", dest="json_path", default=None)
     retable_option(parser)
@@ -135,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     figures = measure(args.trials, args.setups)
     document = {
-        "schema": "twicerun.bench-isolation/1",
+        "schema": "twicerun.bench-isolation/2",
         "written": time.strftime("%Y-%m-%d"),
         "command": "python -m bench.isolation "
         + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -155,6 +196,48 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def bench_isolation(a: Artifact) -> Table:
+    d = a.document
+    if "compared" not in d:
+        return _bench_isolation_v1(a)
+    rows = []
+    for name, what in MECHANISMS.items():
+        ms = d["setup_ms"][name]
+        for beside, told in BESIDE.items():
+            counts = d["differing"][f"{name}/{beside}"]
+            rows.append(
+                [
+                    f"{what}, {told}",
+                    f"{ms['open']:.2f} ms",
+                    f"{ms['close']:.2f} ms",
+                    f"{counts['dense']} of {d['compared']}",
+                    f"{counts['sparse']} of {d['compared']}",
+                ]
+            )
+    what = (
+        f"Median set-up and tear-down over {d['setups']} of each; then {d['trials']} "
+        f"executions per row of `row_number()` over a sort key with ties on {d['rows']:,} "
+        f"generated rows, the four settings interleaved, in groups of {d['group']} as the loop runs them: "
+        f'each later execution compared with its group\'s first. "One DuckDB opened beside": a '
+        f"new in-memory DuckDB opened on another thread as the query starts, which is what "
+        f"twicerun's helpers do for each connection a step takes."
+    )
+    return Table(
+        "bench-isolation",
+        stamp(a, what),
+        [
+            "fresh state per execution",
+            "set-up",
+            "tear-down",
+            "comparisons that differ, 500 rows per key",
+            "comparisons that differ, 2 rows per key",
+        ],
+        rows,
+        ["left", "right", "right", "right", "right"],
+    )
+
+
+def _bench_isolation_v1(a: Artifact) -> Table:
+    """Artifacts of schema /1: two mechanisms, each execution against the mechanism's first."""
     d = a.document
     compared = d["trials"] - 1
     rows = []

@@ -73,7 +73,7 @@ def _builder(schema: str):
         from bench.hook import tables
 
         return tables
-    if schema == "twicerun.bench-isolation/1":
+    if schema in ("twicerun.bench-isolation/1", "twicerun.bench-isolation/2"):
         from bench.isolation import tables
 
         return tables
