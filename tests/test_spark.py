@@ -240,3 +240,16 @@ def test_what_a_cluster_run_did_not_vary_is_listed():
     assert on_cluster[0] == "Spark version and settings"
     assert on_cluster[1].startswith("the cluster at spark://head:7077: its executors")
     assert "only shuffle partitions and input partitioning were varied" in on_cluster[1]
+
+
+def test_a_context_twicerun_starts_draws_no_progress_bar_over_its_own_lines():
+    # Spark's console progress bar redraws itself on stderr, where twicerun's progress
+    # lines go; it can only be turned off before the context starts, in the builder.
+    from twicerun.storage.spark_context import SparkEngine
+
+    engine = SparkEngine(threads=2)
+    try:
+        assert engine._builder._options.get("spark.ui.showConsoleProgress") == "false"
+        assert engine._builder._options.get("spark.ui.enabled") == "false"
+    finally:
+        engine.shutdown()  # leaves the suite's context, which it did not start, running

@@ -38,10 +38,16 @@ from twicerun.storage.context import (
     check_name,
 )
 
+# Settings of the Spark context, fixed once it starts: no web UI, and no console
+# progress bar, which would draw over twicerun's own progress lines on stderr.
+CONTEXT_SETTINGS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+}
 # Settings every step's session starts from. AQE may still re-plan joins, but it may
 # not merge shuffle partitions, so the parallelism twicerun sets is the one in force.
 SESSION_SETTINGS = {
-    "spark.ui.enabled": "false",
+    **CONTEXT_SETTINGS,
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.adaptive.coalescePartitions.enabled": "false",
@@ -131,7 +137,7 @@ class SparkEngine:
             self._builder.remote(self.master).create() if self._remote else self._base.newSession()
         )
         for key, value in SESSION_SETTINGS.items():
-            if key != "spark.ui.enabled":
+            if key not in CONTEXT_SETTINGS:
                 session.conf.set(key, value)
         session.conf.set("spark.sql.shuffle.partitions", str(threads))
         return SparkStepContext(session=session, threads=threads, **bound)
