@@ -370,7 +370,8 @@ def test_audit_every_verdict_with_wording_that_follows_the_facts(twicerun, write
 
     text = twicerun("audit", path, "--threads", "1").out
     assert re.fullmatch(
-        rf"{re.escape(str(path))}: not reproducible \(5 steps audited at threads=1 on DuckDB "
+        rf"{re.escape(str(path))}: not reproducible \(5 steps audited, two runs each, at "
+        rf"threads=1 on DuckDB "
         rf"{re.escape(duckdb.__version__)}, in \d+\.\ds\)",
         text.splitlines()[-1],
     )

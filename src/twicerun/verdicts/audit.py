@@ -166,10 +166,15 @@ class AuditReport:
             out += s.lines(self.threads, index_width, width)
         at = f" at threads={self.threads}" if self.threads else ""
         on = f" on DuckDB {self.duckdb}" if self.duckdb else ""
-        out.append(
-            f"{self.pipeline}: {self.verdict} ({len(self.steps)} step"
-            f"{'s' if len(self.steps) != 1 else ''} audited{at}{on}, in {self.seconds:.1f}s)"
-        )
+        # The verdict is from two runs of each step; said here, since a step that changes
+        # its answer now and then can repeat itself twice and be called deterministic.
+        parts = [
+            f"{len(self.steps)} step{'s' if len(self.steps) != 1 else ''} audited",
+            "two runs each",
+            f"{at}{on}".strip(),
+            f"in {self.seconds:.1f}s",
+        ]
+        out.append(f"{self.pipeline}: {self.verdict} ({', '.join(p for p in parts if p)})")
         return out
 
     def to_dict(self) -> dict[str, Any]:
