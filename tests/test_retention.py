@@ -161,3 +161,42 @@ def test_a_directory_the_user_named_is_not_written_into_but_the_default_one_is(
     (tmp_path / ".twicerun").mkdir()
     assert twicerun("run", path, "--runs", "2", with_run_dir=False).code == 0
     assert (tmp_path / ".twicerun" / ".gitignore").read_text() == GITIGNORE
+
+
+def test_a_pid_taken_by_a_newer_process_does_not_keep_a_killed_invocation_running(tmp_path):
+    # Process and thread ids share one counter that wraps, so on a busy machine a killed
+    # invocation's pid can belong to someone else seconds later. The pid here is alive
+    # (this process) but was recorded with another start time: a different process.
+    from twicerun.storage.processes import started
+    from twicerun.storage.retention import reap
+
+    run_dir = tmp_path / "runs"
+    dead = Invocation.create(run_dir, {"pipeline": "p.py"})
+    manifest = json.loads(dead.manifest_path.read_text())
+    assert manifest["pid_started"] == started(os.getpid())
+    dead.update_manifest(pid_started=manifest["pid_started"] - 1)
+    current = Invocation.create(run_dir, {"pipeline": "p.py"})
+    assert reap(run_dir, current) == [dead.root.name]
+    assert outcome_of(run_dir, dead.root.name) == "killed"
+
+
+def test_a_live_invocation_with_its_own_start_time_is_not_reaped(tmp_path):
+    from twicerun.storage.retention import reap
+
+    run_dir = tmp_path / "runs"
+    live = Invocation.create(run_dir, {"pipeline": "p.py"})
+    current = Invocation.create(run_dir, {"pipeline": "p.py"})
+    assert reap(run_dir, current) == []
+    assert outcome_of(run_dir, live.root.name) == "running"
+
+
+def test_a_manifest_without_a_start_time_is_judged_by_its_pid_alone(tmp_path):
+    # Manifests written before start times were recorded, and hosts without /proc.
+    from twicerun.storage.retention import reap
+
+    run_dir = tmp_path / "runs"
+    older = Invocation.create(run_dir, {"pipeline": "p.py"})
+    older.update_manifest(pid_started=None)
+    current = Invocation.create(run_dir, {"pipeline": "p.py"})
+    assert reap(run_dir, current) == []
+    assert outcome_of(run_dir, older.root.name) == "running"

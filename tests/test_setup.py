@@ -83,3 +83,14 @@ def test_run_help_teaches_the_flags_and_the_exit_codes(twicerun):
         assert flag in outcome.out
     assert "Exit codes:" in outcome.out
     assert "130  interrupted" in outcome.out
+
+
+def test_the_suite_starts_at_most_four_workers_however_many_cores():
+    # Each worker runs full-size pipelines and may start a JVM: one per core on a large
+    # workstation would take many gigabytes for no gain in a suite of a few dozen files.
+    import tomllib
+
+    pytest_options = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    addopts = pytest_options["tool"]["pytest"]["ini_options"]["addopts"].split()
+    assert addopts[addopts.index("-n") + 1] == "auto"
+    assert addopts[addopts.index("--maxprocesses") + 1] == "4"

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from twicerun.storage.atomic import read_json, write_bytes_atomic, write_json_atomic
+from twicerun.storage.processes import started
 from twicerun.storage.receipts import ArtifactRecord, Receipt, load_receipt
 
 MANIFEST_NAME = "invocation.json"
@@ -108,6 +109,7 @@ class Invocation:
                 "schema": MANIFEST_SCHEMA,
                 "outcome": RUNNING,
                 "pid": os.getpid(),
+                "pid_started": started(os.getpid()),
                 "host": socket.gethostname(),
                 "started": time.time(),
                 **manifest,

@@ -9,7 +9,6 @@ crash is exactly the one that must survive the next invocation.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import socket
 from pathlib import Path
@@ -24,6 +23,7 @@ from twicerun.storage.layout import (
     Invocation,
     invocations_with,
 )
+from twicerun.storage.processes import alive
 
 
 def prune(run_dir: Path, keep: int, current: Invocation) -> list[str]:
@@ -72,7 +72,7 @@ def reap(run_dir: Path, current: Invocation) -> list[str]:
     for invocation, manifest in invocations_with(run_dir, RUNNING):
         if invocation.root.resolve() == current.root.resolve() or manifest.get("host") != host:
             continue
-        if _alive(manifest.get("pid")):
+        if alive(manifest.get("pid"), manifest.get("pid_started")):
             continue
         for path in invocation.root.rglob("*"):
             if is_temporary(path) and path.is_file():
@@ -82,15 +82,3 @@ def reap(run_dir: Path, current: Invocation) -> list[str]:
             invocation.update_manifest(outcome=KILLED, reaped_by=current.root.name)
             reaped.append(invocation.root.name)
     return reaped
-
-
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process: alive
-    return True

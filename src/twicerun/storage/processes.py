@@ -1,0 +1,44 @@
+"""Whether the process that started an invocation is still the one alive under its pid.
+
+A pid alone is not enough: process and thread ids share one counter, which wraps
+(at 32,768 by default on Linux), so on a busy machine the pid of a process killed
+seconds ago can already belong to another process or to a thread, and a signal-0
+probe says "alive". Where /proc is there, the start time of the process (clock
+ticks since boot) is recorded beside the pid and must match too.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def started(pid: int) -> int | None:
+    """The start time of `pid` in clock ticks since boot, or None where /proc cannot say."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    # The name in field 2 may hold spaces and parentheses; the fields after it do not.
+    fields = text[text.rfind(")") + 2 :].split()
+    try:
+        return int(fields[19])  # field 22, starttime
+    except (IndexError, ValueError):
+        return None
+
+
+def alive(pid: object, start: object = None) -> bool:
+    """Whether `pid` is alive and, when its start time was recorded, still that process."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # someone else's process: alive, but it may still be a newer one
+    if isinstance(start, int):
+        now = started(pid)
+        if now is not None and now != start:
+            return False
+    return True
