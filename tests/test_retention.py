@@ -164,9 +164,9 @@ def test_a_directory_the_user_named_is_not_written_into_but_the_default_one_is(
 
 
 def test_a_pid_taken_by_a_newer_process_does_not_keep_a_killed_invocation_running(tmp_path):
-    # Process and thread ids share one counter that wraps, so on a busy machine a killed
-    # invocation's pid can belong to someone else seconds later. The pid here is alive
-    # (this process) but was recorded with another start time: a different process.
+    # Process and thread ids share one counter that wraps, so a killed invocation's pid
+    # can belong to someone else by the time the next invocation looks. The pid here is
+    # alive (this process) but was recorded with another start time: a different process.
     from twicerun.storage.processes import started
     from twicerun.storage.retention import reap
 

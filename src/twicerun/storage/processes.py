@@ -1,10 +1,11 @@
 """Whether the process that started an invocation is still the one alive under its pid.
 
 A pid alone is not enough: process and thread ids share one counter, which wraps
-(at 32,768 by default on Linux), so on a busy machine the pid of a process killed
-seconds ago can already belong to another process or to a thread, and a signal-0
-probe says "alive". Where /proc is there, the start time of the process (clock
-ticks since boot) is recorded beside the pid and must match too.
+(at 32,768 by default on Linux, and every DuckDB connection starts threads), so by
+the time a later invocation looks, the pid of one killed earlier may belong to
+another process or thread, and a signal-0 probe says "alive" for as long as that
+one lives. Where /proc is there, the start time of the process (clock ticks since
+boot) is recorded beside the pid and must match too.
 """
 
 from __future__ import annotations
