@@ -517,3 +517,37 @@ def test_a_step_quiet_in_the_loop_that_moves_at_more_threads_is_bisected_too(
         "  0 crowded  PARALLEL_ORDER            4 of 4 under thread count, 0 of 2 at threads=1"
         in out
     )
+
+
+ONE_SIDED = """
+import itertools
+
+_runs = itertools.count(1)
+
+
+def sometimes(ctx):
+    run = next(_runs)
+    ctx.write("always", "SELECT 1 AS x")
+    if run == 1:
+        ctx.write("first_only", "SELECT 7 AS y")
+        ctx.write("first_empty", "SELECT 7 AS y WHERE false")
+    if run == 2:
+        ctx.write("second_only", "SELECT range AS z FROM range(3)")
+"""
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "first_only: written by run 1 and not by run 2, so its one row is missing there",
+        "second_only: written by run 2 and not by run 1, so its 3 rows are all extra",
+        "first_empty: written by run 1 and not by run 2, so the whole artifact is missing "
+        "there, though it has no rows",
+    ],
+)
+def test_an_artifact_only_one_run_wrote_is_counted_as_a_sentence_reads(
+    write_pipeline, twicerun, line
+):
+    outcome = twicerun("run", write_pipeline(ONE_SIDED), "--runs", "3", "--no-amplify")
+    assert line in outcome.out
+

@@ -73,13 +73,13 @@ def _artifact_lines(
     for run, f in one_sided[:1]:
         if f.presence == Presence.REFERENCE_ONLY:
             lines.append(
-                f"{name}: written by run 1 and not by run {run}, so its "
-                f"{plural(f.reference_rows, 'row')} are all missing there"
+                f"{name}: written by run 1 and not by run {run}, so "
+                f"{_all_rows(f.reference_rows, 'missing there')}"
             )
         else:
             lines.append(
-                f"{name}: written by run {run} and not by run 1, so its "
-                f"{plural(f.later_rows, 'row')} are all extra"
+                f"{name}: written by run {run} and not by run 1, so "
+                f"{_all_rows(f.later_rows, 'extra')}"
             )
     both = [(run, f) for run, f in seen if f.presence == Presence.BOTH]
     if not both:
@@ -130,6 +130,17 @@ def _artifact_lines(
             lines.append(line)
     lines.extend(_drift_lines(name, both, comparisons))
     return lines
+
+
+def _all_rows(n: int | None, what: str) -> str:
+    """Every row of an artifact only one side wrote, counted as a sentence reads."""
+    if n is None:
+        return f"its rows are all {what}"
+    if n == 0:
+        return f"the whole artifact is {what}, though it has no rows"
+    if n == 1:
+        return f"its one row is {what}"
+    return f"its {number(n)} rows are all {what}"
 
 
 def _attribution_line(a: Attribution) -> str | None:
