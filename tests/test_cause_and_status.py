@@ -550,4 +550,3 @@ def test_an_artifact_only_one_run_wrote_is_counted_as_a_sentence_reads(
 ):
     outcome = twicerun("run", write_pipeline(ONE_SIDED), "--runs", "3", "--no-amplify")
     assert line in outcome.out
-
