@@ -550,3 +550,33 @@ def test_an_artifact_only_one_run_wrote_is_counted_as_a_sentence_reads(
 ):
     outcome = twicerun("run", write_pipeline(ONE_SIDED), "--runs", "3", "--no-amplify")
     assert line in outcome.out
+
+
+ODD_NAMES = """
+import itertools
+
+_runs = itertools.count(1)
+
+
+def odd(ctx):
+    run = next(_runs)
+    ctx.write(
+        "totals",
+        f'SELECT 1 AS "the key", 0.5 + {run % 2} * 1e-16 AS "tot al" '
+        f'UNION ALL SELECT 2, 0.25',
+    )
+    extra = ", (1, 'a')" if run == 2 else ""
+    ctx.write("pairs", f"SELECT * FROM (VALUES (1, 'a'), (1, 'a'){extra}) v(k, s)")
+"""
+
+
+def test_evidence_quotes_a_column_name_that_is_not_one_word_and_counts_one_row_as_one(
+    write_pipeline, twicerun
+):
+    out = twicerun("run", write_pipeline(ODD_NAMES), "--runs", "3", "--no-amplify").out
+    assert 'totals: 1 of 2 paired rows moved on "tot al"' in out
+    assert 'furthest move over 2 comparisons: "tot al", 1 ulp and' in out
+    assert (
+        "pairs: 1 row of run 2 repeats a row that run 1 has fewer times "
+        "(2 rows in run 1, 3 in run 2)"
+    ) in out

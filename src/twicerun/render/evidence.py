@@ -43,6 +43,14 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
+def shown(column: str) -> str:
+    """A column's name as prose can hold it: as it is when it reads as one word, else in
+    SQL's double quotes, so that `tot al` or `x.y` cannot be read as two words or a path."""
+    if column.isidentifier():
+        return column
+    return '"' + column.replace('"', '""') + '"'
+
+
 def listed(names: list[str]) -> str:
     """`a`, `a and b`, `a, b and c`: names as a sentence lists them. (The runner has its
     own, for the details it writes: it may not import from here.)"""
@@ -87,9 +95,9 @@ def _artifact_lines(
 
     schema = next((f.schema for _, f in both if f.schema), None)
     if schema:
-        parts = [f"added {n} {t}" for n, t in schema.added]
-        parts += [f"dropped {n} {t}" for n, t in schema.dropped]
-        parts += [f"retyped {n} from {a} to {b}" for n, a, b in schema.retyped]
+        parts = [f"added {shown(n)} {t}" for n, t in schema.added]
+        parts += [f"dropped {shown(n)} {t}" for n, t in schema.dropped]
+        parts += [f"retyped {shown(n)} from {a} to {b}" for n, a, b in schema.retyped]
         if schema.reordered:
             parts.append("columns reordered")
         lines.append(f"{name}: schema changed: {'; '.join(parts)}")
@@ -112,13 +120,15 @@ def _artifact_lines(
         )
     if worst.multiplicity_extra:
         lines.append(
-            f"{name}: {plural(worst.multiplicity_extra, 'row')} of run {run} repeat rows that run 1 "
+            f"{name}: {plural(worst.multiplicity_extra, 'row')} of run {run} "
+            f"{'repeats a row' if worst.multiplicity_extra == 1 else 'repeat rows'} that run 1 "
             f"has fewer times ({plural(worst.reference_rows, 'row')} in run 1, "
             f"{number(worst.later_rows)} in run {run})"
         )
     if worst.multiplicity_missing:
         lines.append(
-            f"{name}: {plural(worst.multiplicity_missing, 'row')} of run 1 appear fewer times in "
+            f"{name}: {plural(worst.multiplicity_missing, 'row')} of run 1 "
+            f"{'appears' if worst.multiplicity_missing == 1 else 'appear'} fewer times in "
             f"run {run} ({plural(worst.reference_rows, 'row')} in run 1, "
             f"{number(worst.later_rows)} in run {run})"
         )
@@ -144,24 +154,25 @@ def _all_rows(n: int | None, what: str) -> str:
 
 
 def _attribution_line(a: Attribution) -> str | None:
-    column, before, after = a.column, a.before, a.after
+    before, after = a.before, a.after
+    column = shown(a.column) if a.column is not None else None
     if a.chosen_by == "none":
         return None
     if a.chosen_by == "undecided":
-        tied = " or ".join(a.tied)
+        tied = " or ".join(shown(t) for t in a.tied)
         return (
             f"dropping {tied} from the key each leave {number(after[a.tied[0]])} of "
             f"{number(before)} unmatched rows, and neither is a column the step invented, "
             f"so the counts could not choose between them"
         )
-    left = after[column]
+    left = after[a.column]
     head = (
         f"dropping {column} from the key pairs every row"
         if left == 0
         else f"dropping {column} from the key takes unmatched rows from {number(before)} to {number(left)}"
     )
     if a.chosen_by == "invented":
-        others = [t for t in a.tied if t != column]
+        others = [shown(t) for t in a.tied if t != a.column]
         return (
             f"{head}; {' and '.join(others)} {'does' if len(others) == 1 else 'do'} the same, "
             f"and {column} is named because no input of this step has that column"
@@ -182,7 +193,7 @@ def _drift_lines(
         most = max(drifts, key=lambda d: d.moved)
         lines.append(
             f"{name}: {number(most.moved)} of {number(most.compared)} paired "
-            f"{most.unit} moved on {column}"
+            f"{most.unit} moved on {shown(column)}"
         )
         measured = [d for d in drifts if d.max_ulps is not None]
         if measured:
@@ -193,14 +204,14 @@ def _drift_lines(
                 else "in this comparison"
             )
             lines.append(
-                f"furthest move {over}: {column}, {plural(far.max_ulps, 'ulp')} and "
+                f"furthest move {over}: {shown(column)}, {plural(far.max_ulps, 'ulp')} and "
                 f"{relative(_shown_relative(far))}, {value(far.reference_value)} against "
                 f"{value(far.later_value)}"
             )
         odd = sum(d.incomparable for d in drifts)
         if odd:
             lines.append(
-                f"{name}: {plural(odd, 'value')} of {column} moved to or from NaN or NULL, "
+                f"{name}: {plural(odd, 'value')} of {shown(column)} moved to or from NaN or NULL, "
                 f"which no ulp count describes"
             )
     return lines
@@ -210,7 +221,7 @@ def bound_lines(step: StepResult) -> list[str]:
     lines: list[str] = []
     for b in step.bounds:
         lines.append(
-            f"{step.index} {step.name}, {b.artifact}.{b.column}: observed {b.observed:.3g}"
+            f"{step.index} {step.name}, {b.artifact}.{shown(b.column)}: observed {b.observed:.3g}"
         )
         for n, bound, headroom, clears, label in (
             (b.n_loose, b.bound_loose, b.headroom_loose, b.clears_loose, "rows read"),
