@@ -195,32 +195,17 @@ def main(argv: list[str] | None = None) -> int:
 # The artifact's tables, as data ------------------------------------------------------
 
 
-def bench_isolation(a: Artifact) -> Table:
-    d = a.document
-    if "compared" not in d:
-        return _bench_isolation_v1(a)
-    rows = []
-    for name, what in MECHANISMS.items():
-        ms = d["setup_ms"][name]
-        for beside, told in BESIDE.items():
-            counts = d["differing"][f"{name}/{beside}"]
-            rows.append(
-                [
-                    f"{what}, {told}",
-                    f"{ms['open']:.2f} ms",
-                    f"{ms['close']:.2f} ms",
-                    f"{counts['dense']} of {d['compared']}",
-                    f"{counts['sparse']} of {d['compared']}",
-                ]
-            )
-    what = (
-        f"Median set-up and tear-down over {d['setups']} of each; then {d['trials']} "
-        f"executions per row of `row_number()` over a sort key with ties on {d['rows']:,} "
-        f"generated rows, the four settings interleaved, in groups of {d['group']} as the loop runs them: "
-        f'each later execution compared with its group\'s first. "One DuckDB opened beside": a '
-        f"new in-memory DuckDB opened on another thread as the query starts, which is what "
-        f"twicerun's helpers do for each connection a step takes."
-    )
+def _row(what: str, ms: dict, counts: dict, compared: int) -> list[str]:
+    return [
+        what,
+        f"{ms['open']:.2f} ms",
+        f"{ms['close']:.2f} ms",
+        f"{counts['dense']} of {compared}",
+        f"{counts['sparse']} of {compared}",
+    ]
+
+
+def _table(a: Artifact, what: str, rows: list[list[str]], counted: str) -> Table:
     return Table(
         "bench-isolation",
         stamp(a, what),
@@ -228,48 +213,52 @@ def bench_isolation(a: Artifact) -> Table:
             "fresh state per execution",
             "set-up",
             "tear-down",
-            "comparisons that differ, 500 rows per key",
-            "comparisons that differ, 2 rows per key",
+            f"{counted}, 500 rows per key",
+            f"{counted}, 2 rows per key",
         ],
         rows,
         ["left", "right", "right", "right", "right"],
     )
+
+
+def bench_isolation(a: Artifact) -> Table:
+    d = a.document
+    if "compared" not in d:
+        return _bench_isolation_v1(a)
+    rows = [
+        _row(
+            f"{what}, {told}",
+            d["setup_ms"][name],
+            d["differing"][f"{name}/{beside}"],
+            d["compared"],
+        )
+        for name, what in MECHANISMS.items()
+        for beside, told in BESIDE.items()
+    ]
+    what = (
+        f"Median set-up and tear-down over {d['setups']} of each; then {d['trials']} "
+        f"executions per row of `row_number()` over a sort key with ties on {d['rows']:,} "
+        f"generated rows, the four settings interleaved, in groups of {d['group']} as the "
+        f"loop runs them: each later execution compared with its group's first. \"One "
+        f'DuckDB opened beside": a new in-memory DuckDB opened on another thread as the '
+        f"query starts, which is what twicerun's helpers do for each connection a step takes."
+    )
+    return _table(a, what, rows, "comparisons that differ")
 
 
 def _bench_isolation_v1(a: Artifact) -> Table:
     """Artifacts of schema /1: two mechanisms, each execution against the mechanism's first."""
     d = a.document
-    compared = d["trials"] - 1
-    rows = []
-    for name, what in MECHANISMS.items():
-        ms = d["setup_ms"][name]
-        rows.append(
-            [
-                what,
-                f"{ms['open']:.2f} ms",
-                f"{ms['close']:.2f} ms",
-                f"{d['differing'][name]['dense']} of {compared}",
-                f"{d['differing'][name]['sparse']} of {compared}",
-            ]
-        )
+    rows = [
+        _row(what, d["setup_ms"][name], d["differing"][name], d["trials"] - 1)
+        for name, what in MECHANISMS.items()
+    ]
     what = (
         f"Median set-up and tear-down over {d['setups']} of each; then {d['trials']} executions "
         f"of `row_number()` over a sort key with ties on {d['rows']:,} generated rows, the two "
         f"mechanisms interleaved, counting answers that differ from the mechanism's first."
     )
-    return Table(
-        "bench-isolation",
-        stamp(a, what),
-        [
-            "fresh state per execution",
-            "set-up",
-            "tear-down",
-            "differing answers, 500 rows per key",
-            "differing answers, 2 rows per key",
-        ],
-        rows,
-        ["left", "right", "right", "right", "right"],
-    )
+    return _table(a, what, rows, "differing answers")
 
 
 def tables(path: str, document: dict) -> list[dict]:
