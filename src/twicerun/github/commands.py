@@ -1,9 +1,9 @@
 """Workflow commands: annotations on the lines of the steps that changed, and step outputs.
 
 GitHub reads `::error file=F,line=L,title=T::message` from a step's standard
-output (and its standard error). The message (data) and the properties are escaped differently: data
-escapes %, CR and LF; a property value also escapes ':' and ',', which would
-otherwise end it. At most ten annotations per severity are emitted, the line
+output (and its standard error). The message (data) and the properties are
+escaped differently: data escapes %, CR and LF; a property value also escapes
+':' and ',', which would otherwise end it. At most ten annotations per severity are emitted, the line
 counting the rest among them (GitHub shows ten per severity and drops the rest).
 """
 

@@ -160,13 +160,13 @@ def named(amplifiers: list[Series]) -> list[tuple[str, Series]]:
     """Each series with the name to report it under: a joint probe's members, which carry
     the same runs, become one entry named for all of them."""
     joint = [a for a in amplifiers if a.probed_with]
-    named: list[tuple[str, Series]] = []
+    entries: list[tuple[str, Series]] = []
     for a in amplifiers:
         if not a.probed_with:
-            named.append((str(a.kind), a))
+            entries.append((str(a.kind), a))
         elif a is joint[0]:
-            named.append((f"{listed([str(m.kind) for m in joint])} together", a))
-    return named
+            entries.append((f"{listed([str(m.kind) for m in joint])} together", a))
+    return entries
 
 
 def _joint_probe(members: list[Series]) -> list[str]:

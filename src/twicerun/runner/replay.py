@@ -10,6 +10,7 @@ the verdicts room; this module only executes and digests.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import time
@@ -84,15 +85,14 @@ class Scratch:
             shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> Scratch:
-        self._output = steps_print_to_stderr()
-        self._output.__enter__()
+        # Closed in reverse: the scratch directory goes first, then stdout comes back.
+        self._stack = contextlib.ExitStack()
+        self._stack.enter_context(steps_print_to_stderr())
+        self._stack.callback(self.close)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        try:
-            self.close()
-        finally:
-            self._output.__exit__(None, None, None)
+        self._stack.close()
 
 
 # reproduce ---------------------------------------------------------------------------
