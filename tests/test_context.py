@@ -347,6 +347,22 @@ def test_an_integer_sum_is_stored_exactly_not_as_a_double(tmp_path):
     }
 
 
+def test_a_pivot_whose_columns_change_between_binds_is_written_from_one(tmp_path):
+    """Storing a 128-bit total exactly binds the query twice (once to find the column,
+    once in the COPY), and a PIVOT without an IN list takes its columns from the rows:
+    here each bind draws a new sequence value, so the cast named a column the COPY's
+    PIVOT no longer had and a correct step raised a binder error."""
+    ctx = make_ctx(tmp_path)
+    ctx.sql("CREATE SEQUENCE s")
+    ctx.write("wide", "PIVOT (SELECT 'c' || nextval('s') AS k, 7::HUGEINT AS v) ON k USING sum(v)")
+    types = stored_types(tmp_path / "out" / "wide.parquet")
+    assert list(types.values()) == ["DECIMAL(38,0)"]
+    leftover = ctx.sql(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '__twicerun_write%'"
+    )
+    assert leftover.fetchall() == [(0,)]
+
+
 def test_an_integer_past_38_digits_is_refused_by_column(tmp_path):
     ctx = make_ctx(tmp_path)
     with pytest.raises(ContractError) as refused:

@@ -511,3 +511,17 @@ def test_a_run_recorded_by_another_twicerun_is_named_beside_the_verdicts(
         f"twicerun (0.1.0 when recorded, {__version__} now)"
     ]
     assert "produced differently" not in twicerun("reproduce", newer).out
+
+
+def test_an_explanation_quotes_a_column_name_that_is_not_one_word():
+    """`furthest in tot al: 6 ulps` read as a column `tot` and a stray word; the run
+    report quotes such a name SQL-style, and so does the ladder now."""
+    from twicerun.findings import ArtifactFindings, Drift
+    from twicerun.verdicts.explain import describe
+
+    drift = Drift("tot al", "DOUBLE", "rows", 1, 3, max_ulps=6, max_relative=2e-16)
+    findings = ArtifactFindings(
+        artifact="m", presence="both", classes=["VALUE_DRIFT"], key=["g"],
+        reference_rows=3, later_rows=3, paired=3, drift=[drift],
+    )  # fmt: skip
+    assert describe(findings).endswith('furthest in "tot al": 6 ulps, 2e-16 relative')

@@ -23,3 +23,12 @@ def parquet(path: str | Path, **options: str) -> str:
     """`read_parquet(...)` over one file, with options passed as written (`x = true`)."""
     extra = "".join(f", {key} = {value}" for key, value in options.items())
     return f"read_parquet({string(path)}{extra})"
+
+
+def shown(column: str) -> str:
+    """A column's name as prose can hold it: as it is when it reads as one word, else in
+    SQL's double quotes, so that `tot al` or `x.y` cannot be read as two words or a path.
+    (Prose, not SQL: every sentence that names a column, in any room, goes through here.)"""
+    if column.isidentifier():
+        return column
+    return identifier(column)

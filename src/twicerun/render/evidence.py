@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from twicerun.findings import ArtifactFindings, Attribution, Drift
 from twicerun.result import StepResult
+from twicerun.sql import shown
 from twicerun.vocabulary.loop import Presence
 
 
@@ -41,14 +42,6 @@ def relative(v: float | str | None) -> str:
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
-
-
-def shown(column: str) -> str:
-    """A column's name as prose can hold it: as it is when it reads as one word, else in
-    SQL's double quotes, so that `tot al` or `x.y` cannot be read as two words or a path."""
-    if column.isidentifier():
-        return column
-    return '"' + column.replace('"', '""') + '"'
 
 
 def listed(names: list[str]) -> str:

@@ -30,6 +30,7 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # Statement types whose result is rows; everything else is a statement and returns None.
 _ROW_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA", "CALL"}
+_PIVOT = re.compile(r"\bpivot\b", re.IGNORECASE)
 # Ways a query can pull rows in behind ctx.read's back.
 _OUTSIDE_READ = re.compile(
     r"\b(read_parquet|read_csv\w*|read_json\w*|parquet_scan|read_ndjson\w*|read_text|"
@@ -442,12 +443,28 @@ class StepContext(ContractChecks):
             except duckdb.Error:
                 # Raised again by the COPY below, whose error shows the step's SQL.
                 casts = {}
+            kept = None
+            if casts and _PIVOT.search(query):
+                # A PIVOT without an IN list takes its columns from the rows, so binding
+                # it again (the COPY's cast below) can give other columns than the bind
+                # that named them: a step that is fine would raise, or lose a column.
+                # Its rows are kept once, and the casts named from what they are.
+                self._results += 1
+                kept = f"__twicerun_write_{self._results}"
+                self._con.execute(f"CREATE TEMP TABLE {kept} AS\n{query}\n")
+                bound = self._con.table(kept)
+                casts = exact_casts(bound.columns, bound.types)
+                query = f"SELECT * FROM {kept}"
             if casts:
                 # The step's query stays on lines of its own inside the cast around it.
                 query = f"SELECT {', '.join(projection(bound.columns, casts))} FROM (\n{query}\n)"
             # On lines of their own, so a trailing `-- comment` cannot swallow the `)`.
-            with self._exactly(name, casts):
-                self._con.execute(f"COPY (\n{query}\n) TO {destination} (FORMAT parquet)")
+            try:
+                with self._exactly(name, casts):
+                    self._con.execute(f"COPY (\n{query}\n) TO {destination} (FORMAT parquet)")
+            finally:
+                if kept is not None:
+                    self._con.execute(f"DROP TABLE IF EXISTS {kept}")
         elif isinstance(data, duckdb.DuckDBPyRelation):
             casts = exact_casts(data.columns, data.types)
             if casts:

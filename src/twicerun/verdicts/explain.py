@@ -8,6 +8,7 @@ import duckdb
 
 from twicerun.compare.oracle import compare_artifacts
 from twicerun.findings import ArtifactFindings
+from twicerun.sql import shown
 
 
 def explain(
@@ -41,12 +42,12 @@ def describe(f: ArtifactFindings) -> str:
     if moved:
         worst = max(moved, key=lambda d: d.max_ulps or 0)
         relative = worst.max_relative
-        shown = f"{relative:.2g}" if isinstance(relative, float) else str(relative)
+        relative_text = f"{relative:.2g}" if isinstance(relative, float) else str(relative)
         count = sum(d.moved for d in moved)
         values = f"{count:,} float {'value' if count == 1 else 'values'} moved"
         parts.append(
-            f"{values}, furthest in {worst.column}: {worst.max_ulps:,} "
-            f"{'ulp' if worst.max_ulps == 1 else 'ulps'}, {shown} relative"
+            f"{values}, furthest in {shown(worst.column)}: {worst.max_ulps:,} "
+            f"{'ulp' if worst.max_ulps == 1 else 'ulps'}, {relative_text} relative"
             if worst.max_ulps is not None
             else values
         )
