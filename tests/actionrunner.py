@@ -1,7 +1,9 @@
 """Runs a composite action's steps the way a GitHub runner does, for an end-to-end test.
 
 `uses:` steps (setup-python, cache) need GitHub and are skipped: the test
-provides the Python and a warm cache. Every `run:` step is executed with
+provides a warm cache, and setup-python's outputs name the interpreter running
+the tests (a `python3` found on PATH may be another minor version, for which the
+test's wheelhouse holds no wheels). Every `run:` step is executed with
 `bash --noprofile --norc -eo pipefail`, with its `env:` and `working-directory:`
 expressions evaluated, fresh GITHUB_OUTPUT and GITHUB_PATH files, and the
 runner's own variables; its outputs are read back for later steps and for the
@@ -15,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,7 +89,15 @@ def run_action(
             "base_ref": env.get("GITHUB_BASE_REF", ""),
         },
         "runner": {"temp": str(runner_temp), "os": runner_os, "arch": "X64"},
-        "steps": {},
+        # What actions/setup-python would have reported, for the interpreter at hand.
+        "steps": {
+            "python": {
+                "outputs": {
+                    "python-path": sys.executable,
+                    "python-version": ".".join(map(str, sys.version_info[:3])),
+                }
+            }
+        },
     }
     context["inputs"].update(inputs)
 

@@ -8,6 +8,9 @@ and leaves it running. Each step still gets a session of its own.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -18,12 +21,12 @@ from twicerun.storage.spark_context import SESSION_SETTINGS
 
 @pytest.fixture(scope="session", autouse=True)
 def spark(tmp_path_factory):
-    import os
-
     from pyspark.sql import SparkSession
 
     # Loopback only: the tests never leave the machine.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Workers run the interpreter running the tests, not whichever python3 is on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master("local[2]").appName("twicerun-tests")
     # Spark's default warehouse is ./spark-warehouse, which would land in the checkout.
     builder = builder.config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
@@ -253,3 +256,41 @@ def test_a_context_twicerun_starts_draws_no_progress_bar_over_its_own_lines():
         assert engine._builder._options.get("spark.ui.enabled") == "false"
     finally:
         engine.shutdown()  # leaves the suite's context, which it did not start, running
+
+
+def test_a_context_twicerun_starts_runs_its_workers_on_twicerun_s_own_python(
+    write_pipeline, tmp_path
+):
+    """Spark starts Python workers with whatever `python3` is first on PATH unless told
+    otherwise; from a venv that was not activated that is another interpreter, and a
+    step that ran Python on the workers failed with PYTHON_VERSION_MISMATCH. Here the
+    python3 on PATH cannot run at all, and the step still runs."""
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    (decoy / "python3").write_text(
+        "#!/bin/sh\necho 'not the python twicerun runs on' >&2\nexit 1\n"
+    )
+    (decoy / "python3").chmod(0o755)
+    path = write_pipeline(
+        """
+        ENGINE = "spark"
+
+
+        def on_the_workers(ctx):
+            import sys
+
+            rdd = ctx.spark.sparkContext.parallelize([0], 1)
+            (version,) = rdd.map(lambda _: "%d.%d" % sys.version_info[:2]).collect()
+            ctx.write("where", ctx.spark.createDataFrame([(version,)], "version STRING"))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
+    env["PATH"] = f"{decoy}{os.pathsep}{env['PATH']}"
+    done = subprocess.run(
+        [sys.executable, "-m", "twicerun", "run", str(path), "--runs", "2", "--no-amplify",
+         "--threads", "1", "--run-dir", str(tmp_path / "runs")],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (where,) = (tmp_path / "runs").glob("*/loop/1/*on_the_workers/where.parquet")
+    assert pq.read_table(where).to_pylist() == [{"version": "{}.{}".format(*sys.version_info[:2])}]

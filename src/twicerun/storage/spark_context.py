@@ -22,9 +22,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import glob as globbing
+import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -121,6 +123,12 @@ class SparkEngine:
             # is used as it is and left running; one started here is stopped here.
             self._owned = SparkContext._active_spark_context is None
             builder = builder.master(master or f"local[{threads}]")
+            if self._owned and (master is None or master.startswith("local")):
+                # Spark starts its Python workers with PYSPARK_PYTHON, or else whatever
+                # `python3` is first on PATH: another interpreter when twicerun runs from a
+                # venv that is not activated, and a minor version apart every step that
+                # runs Python on the workers fails. Local workers can run this one.
+                os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             if self._owned:
                 # Spark's default warehouse is ./spark-warehouse, made in whatever directory
                 # twicerun was started from; nothing here keeps tables in it.
