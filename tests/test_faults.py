@@ -90,8 +90,12 @@ def test_a_killed_invocation_is_whole_where_it_stopped_and_reaped_by_the_next(
     # seconds getting to the write.
     process = start(path, run_dir, **({"SLOW": "1"} if where == "step" else {"SLOW_WRITE": "1"}))
     if where == "step":
-        # run 1 of `slow` has started: its step directory exists, nothing written yet.
-        wait_for(lambda: any(run_dir.glob("*/loop/1/01-slow")))
+        # run 1 of `slow` has started: its step directory exists, nothing written yet. The
+        # earlier invocation has one too, so only a directory of another invocation counts:
+        # matching the earlier one killed the new process before it had written anything.
+        wait_for(
+            lambda: any(p.parents[2].name != earlier for p in run_dir.glob("*/loop/1/01-slow"))
+        )
         time.sleep(0.5)
     else:
         # `big` is writing: its temporary file exists under the step directory.
