@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -86,9 +88,12 @@ def answer(rows) -> str:
 def measure(partitions: int, runs: int, rows: int) -> dict:
     from pyspark.sql import SparkSession
 
+    # Spark's default warehouse is ./spark-warehouse, which would land in the checkout.
+    warehouse = tempfile.mkdtemp(prefix="twicerun-premise-warehouse-")
     spark = (
         SparkSession.builder.master(f"local[{partitions}]")
         .appName("twicerun-premise")
+        .config("spark.sql.warehouse.dir", warehouse)
         .config("spark.sql.shuffle.partitions", str(partitions))
         .config("spark.ui.enabled", "false")
         .config("spark.sql.adaptive.enabled", "false")
@@ -129,6 +134,7 @@ def measure(partitions: int, runs: int, rows: int) -> dict:
         version = spark.version
     finally:
         spark.stop()
+        shutil.rmtree(warehouse, ignore_errors=True)
     return {"partitions": partitions, "spark": version, "patterns": found}
 
 
