@@ -47,7 +47,10 @@ def test_write_takes_the_arrow_stream_a_relation_gives(tmp_path):
     writing it failed with "connection has an open result"."""
     ctx = make_ctx(tmp_path)
     ctx.write("streamed", ctx.sql("SELECT range AS a FROM range(3)").arrow())
-    ctx.write("batches", ctx.sql("SELECT 7 AS a").to_arrow_reader())
+    relation = ctx.sql("SELECT 7 AS a")
+    # DuckDB 2 renamed 1.x's fetch_record_batch() to to_arrow_reader(), deprecating the old.
+    modern = hasattr(relation, "to_arrow_reader")
+    ctx.write("batches", relation.to_arrow_reader() if modern else relation.fetch_record_batch())
     assert rows(tmp_path / "out" / "streamed.parquet") == [(0,), (1,), (2,)]
     assert rows(tmp_path / "out" / "batches.parquet") == [(7,)]
 
@@ -104,6 +107,29 @@ def test_state_initial_must_be_a_query(tmp_path):
         "ctx.state('log', initial): initial is a SQL query string giving the rows to start "
         "from, got NoneType"
     )
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT 1 AS a; -- one row",
+        "SELECT 1 AS a;;",
+        "SELECT 1 AS a; /* done */",
+        "SELECT 1 AS a\n;\n",
+    ],
+)
+def test_a_query_may_end_in_semicolons_and_a_comment_after_them(tmp_path, query):
+    """DuckDB runs all of these as one query; inside the COPY around it, the first
+    semicolon closed the COPY early and the step raised a parser error."""
+    ctx = make_ctx(tmp_path)
+    ctx.write("one", query)
+    assert rows(tmp_path / "out" / "one.parquet") == [(1,)]
+
+
+def test_a_semicolon_inside_a_string_or_a_comment_is_left_alone(tmp_path):
+    ctx = make_ctx(tmp_path)
+    ctx.write("semi", "SELECT ';' AS a -- ;")
+    assert rows(tmp_path / "out" / "semi.parquet") == [(";",)]
 
 
 def test_a_pivot_whose_columns_come_from_the_data_is_a_query(tmp_path):

@@ -412,13 +412,13 @@ class StepContext(ContractChecks):
         """
         if _OUTSIDE_READ.search(query):
             self.output.sql_outside_ctx.append(" ".join(query.split())[:200])
-        statements = self._con.extract_statements(query)
+        statements = self._parsed(query, f"ctx.sql in step {self._index} {self._name}")
         if not statements:
             return None
         *before, last = statements
         for statement in before:
             self._con.execute(statement.query)
-        kind = last.type.name
+        kind = last.kind
         if kind == "SELECT" or self._is_query(last):
             self._results += 1
             table = f"__twicerun_sql_{self._results}"
@@ -511,30 +511,54 @@ class StepContext(ContractChecks):
         Parsed first, so nothing in it can close the COPY around it and add a
         statement of its own (such as a second COPY to a path outside the run).
         """
-        statements = self._con.extract_statements(sql)
         head = f"ctx.write({name!r}, sql) in step {self._index} {self._name}"
+        statements = self._parsed(sql, head)
         if len(statements) != 1:
             raise ContractError(
                 f"{head}: give exactly one query, got {len(statements)} statements; run the "
                 f"others with ctx.sql first"
             )
         (statement,) = statements
-        if statement.type.name != "SELECT" and not self._is_query(statement):
+        if statement.kind != "SELECT" and not self._is_query(statement):
             raise ContractError(
                 f"{head}: give a query (SELECT, WITH, VALUES or FROM), got a "
-                f"{statement.type.name} statement; run it with ctx.sql and write a query of its result"
+                f"{statement.kind} statement; run it with ctx.sql and write a query of its result"
             )
-        return statement.query.strip().removesuffix(";")
+        return _without_final_semicolons(statement.query)
 
-    def _is_query(self, statement: Any) -> bool:
+    def _parsed(self, text: str, head: str) -> list[_Statement]:
+        """The statements of `text`, as the step wrote them.
+
+        A PIVOT whose columns come from the data (no `IN` list) is one statement to its
+        author, but DuckDB first enumerates the values that become columns: 2.x files
+        it as one MULTI statement, 1.x as the statements it will run (an enum, then
+        the query or the CREATE), none with text of the step's own. Those are put
+        back together as the one statement they came from, of the kind of the last.
+        """
+        statements = self._con.extract_statements(text)
+        # A statement the step wrote is a piece of its text; one DuckDB made up is not
+        # (its text is empty, or on 1.5 with a semicolon after it, a garbled fragment).
+        made_up = [not st.query.strip() or st.query.strip() not in text for st in statements]
+        if len(statements) > 1 and all(made_up):
+            return [_Statement(statements[-1].type.name, _without_final_semicolons(text))]
+        # One statement alone keeps DuckDB's text, which 1.x may rewrite (a PRAGMA as a
+        # SELECT of its table function) and still runs.
+        if len(statements) > 1 and any(made_up):
+            raise ContractError(
+                f"{head}: DuckDB {duckdb.__version__} cannot tell a PIVOT without an IN list "
+                f"apart from the statements around it; give it a call of its own"
+            )
+        return [_Statement(st.type.name, st.query) for st in statements]
+
+    def _is_query(self, statement: _Statement) -> bool:
         """A statement DuckDB files as MULTI that is nonetheless one query.
 
-        A PIVOT whose columns come from the data (no `IN` list) parses as MULTI, because
-        DuckDB first enumerates the values that become columns; it still gives rows, and a
-        DuckDB user writes it where a query goes. It counts as a query when it parses as
-        the inside of a COPY, which a CREATE ... AS PIVOT does not.
+        A PIVOT whose columns come from the data (no `IN` list) parses as MULTI on
+        DuckDB 2.x (see `_parsed`); it still gives rows, and a DuckDB user writes it
+        where a query goes. It counts as a query when it parses as the inside of a
+        COPY, which a CREATE ... AS PIVOT does not.
         """
-        if statement.type.name != "MULTI":
+        if statement.kind != "MULTI":
             return False
         try:
             wrapped = self._con.extract_statements(
@@ -543,6 +567,24 @@ class StepContext(ContractChecks):
         except duckdb.Error:
             return False
         return len(wrapped) == 1
+
+
+def _without_final_semicolons(text: str) -> str:
+    """`text` up to its closing semicolons, and any comment after them, found by DuckDB's
+    tokenizer: put inside `COPY (...)`, `SELECT 1; -- daily` would close it early."""
+    tokens = [(at, kind) for at, kind in duckdb.tokenize(text) if kind != duckdb.token_type.comment]
+    cut = None
+    while tokens and tokens[-1][1] == duckdb.token_type.operator and text[tokens[-1][0]] == ";":
+        cut = tokens.pop()[0]
+    return (text if cut is None else text[:cut]).strip()
+
+
+@dataclass(frozen=True)
+class _Statement:
+    """One statement of a step's SQL: DuckDB's name for its kind, and its text."""
+
+    kind: str
+    query: str
 
 
 def _is_arrow(data: Any) -> bool:
