@@ -580,3 +580,40 @@ def test_evidence_quotes_a_column_name_that_is_not_one_word_and_counts_one_row_a
         "pairs: 1 row of run 2 repeats a row that run 1 has fewer times "
         "(2 rows in run 1, 3 in run 2)"
     ) in out
+
+
+NESTED_NAMES = """
+import itertools
+
+_runs = itertools.count(1)
+
+
+def nested(ctx):
+    run = next(_runs)
+    ctx.write(
+        "stats",
+        f"SELECT 1 AS k, {{'mean': 0.5 + {run % 2} * 1e-16, 'n': 2}} AS s, "
+        f"{{'tot al': [0.25 + {run % 2} * 1e-16]}} AS \\"odd col\\"",
+    )
+"""
+
+
+def test_a_path_into_a_nested_column_reads_as_a_path_with_only_odd_names_quoted(
+    write_pipeline, twicerun
+):
+    """Quoting the whole path made `s.mean` read as one column named "s.mean"."""
+    outcome = twicerun("run", write_pipeline(NESTED_NAMES), "--runs", "3", "--no-amplify")
+    assert "stats: 1 of 1 paired rows moved on s.mean" in outcome.out
+    assert 'stats: 1 of 1 paired values moved on "odd col"."tot al"[]' in outcome.out
+    document = twicerun(
+        "run", write_pipeline(NESTED_NAMES), "--runs", "3", "--no-amplify", "--json", "-"
+    ).json()
+    (step,) = document["steps"]
+    paths = {
+        d["column"]
+        for c in step["comparisons"]
+        for a in c["artifacts"]
+        if a["findings"]
+        for d in a["findings"]["drift"]
+    }
+    assert paths == {"s.mean", '"odd col"."tot al"[]'}

@@ -513,15 +513,17 @@ def test_a_run_recorded_by_another_twicerun_is_named_beside_the_verdicts(
     assert "produced differently" not in twicerun("reproduce", newer).out
 
 
-def test_an_explanation_quotes_a_column_name_that_is_not_one_word():
-    """`furthest in tot al: 6 ulps` read as a column `tot` and a stray word; the run
+def test_an_explanation_quotes_a_column_name_that_is_not_one_word(tmp_path):
+    """`furthest in tot al: 1 ulp` read as a column `tot` and a stray word; the run
     report quotes such a name SQL-style, and so does the ladder now."""
-    from twicerun.findings import ArtifactFindings, Drift
-    from twicerun.verdicts.explain import describe
+    import duckdb
 
-    drift = Drift("tot al", "DOUBLE", "rows", 1, 3, max_ulps=6, max_relative=2e-16)
-    findings = ArtifactFindings(
-        artifact="m", presence="both", classes=["VALUE_DRIFT"], key=["g"],
-        reference_rows=3, later_rows=3, paired=3, drift=[drift],
-    )  # fmt: skip
-    assert describe(findings).endswith('furthest in "tot al": 6 ulps, 2e-16 relative')
+    from twicerun.verdicts.explain import explain
+
+    con = duckdb.connect()
+    for side, total in (("a", "0.5::DOUBLE"), ("b", "0.5::DOUBLE + 1e-16")):
+        con.execute(
+            f"COPY (SELECT 1 AS k, {total} AS \"tot al\") TO '{tmp_path / side}.parquet' (FORMAT parquet)"
+        )
+    _, sentence = explain(con, "m", tmp_path / "a.parquet", tmp_path / "b.parquet")
+    assert sentence.endswith('furthest in "tot al": 1 ulp, 2.2e-16 relative')

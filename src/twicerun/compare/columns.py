@@ -139,6 +139,19 @@ def classify(name: str, t: duckdb.DuckDBPyType) -> Column:
     return Column(name=name, type=str(t), cls=cls)
 
 
+def struct_field(expr: str, name: str, position: int, unnamed: bool) -> str:
+    """A struct's field by name, or by position in a struct with an unnamed field: DuckDB
+    1.x reads a UNION back from Parquet as a STRUCT whose tag field is named "", and
+    then refuses every field's name."""
+    if unnamed:
+        return f"struct_extract_at({expr}, {position})"
+    return f"({expr}).{sql.identifier(name)}"
+
+
+def has_unnamed_field(t: duckdb.DuckDBPyType) -> bool:
+    return t.id == "struct" and any(not k for k, _ in nested_members(t))
+
+
 def rewrite_floats(
     expr: str, t: duckdb.DuckDBPyType, on_float: Callable[[str, str], str], depth: int = 0
 ) -> str:
@@ -160,9 +173,11 @@ def rewrite_floats(
         ((_, child),) = nested_members(t)
         return f"list_transform({expr}, lambda {var}: {inner(var, child)})"
     if t.id == "struct":
+        unnamed = has_unnamed_field(t)
         fields = ", ".join(
-            f"{sql.identifier(k)} := {inner(f'({expr}).{sql.identifier(k)}', v)}"
-            for k, v in nested_members(t)
+            f"{sql.identifier(k or f'__twicerun_field_{i}')} := "
+            f"{inner(struct_field(expr, k, i, unnamed), v)}"
+            for i, (k, v) in enumerate(nested_members(t), start=1)
         )
         return f"(CASE WHEN ({expr}) IS NULL THEN NULL ELSE struct_pack({fields}) END)"
     if t.id == "map":

@@ -7,7 +7,8 @@ DOUBLE field, a MAP with DOUBLE values) is split in two:
   NULL. Lengths, exact fields, map keys and union tags all stay, so the
   skeleton is exact and takes part in matching rows like any exact column;
 - its leaves: one per path to a float (`scores[]`, `stats.mean`,
-  `prices.value[]`), each an expression giving that float, or a flat list of
+  `prices.value[]`; a name that is not one word in SQL's double quotes, so a
+  path reads one way only), each an expression giving that float, or a flat list of
   them when a list lies on the path. Two rows whose skeletons match have
   leaves of the same shape, so leaves are compared element by element, in
   ulp and relative terms, like a float column.
@@ -26,8 +27,10 @@ from twicerun import sql
 from twicerun.compare.columns import (
     FLOAT_IDS,
     contains_float,
+    has_unnamed_field,
     nested_members,
     rewrite_floats,
+    struct_field,
 )
 
 
@@ -71,8 +74,10 @@ def leaves(expr: str, t: duckdb.DuckDBPyType, path: str, depth: int = 0) -> list
             )
         return found
     if t.id == "struct":
-        for k, c in nested_members(t):
-            found.extend(leaves(f"({expr}).{sql.identifier(k)}", c, f"{path}.{k}", depth + 1))
+        unnamed = has_unnamed_field(t)
+        for position, (k, c) in enumerate(nested_members(t), start=1):
+            field = struct_field(expr, k, position, unnamed)
+            found.extend(leaves(field, c, f"{path}.{sql.shown(k)}", depth + 1))
         return found
     if t.id == "map":
         members = dict(nested_members(t))
@@ -90,6 +95,6 @@ def leaves(expr: str, t: duckdb.DuckDBPyType, path: str, depth: int = 0) -> list
         return found
     if t.id == "union":
         for k, c in nested_members(t):
-            found.extend(leaves(_union_member(expr, k), c, f"{path}.{k}", depth + 1))
+            found.extend(leaves(_union_member(expr, k), c, f"{path}.{sql.shown(k)}", depth + 1))
         return found
     return found

@@ -150,9 +150,10 @@ def compare_artifacts(
             elif c.cls is ColumnClass.NESTED_FLOAT:
                 key_exprs.append((c.name, skeleton(c.sql, c.type)))
     float_cols = [c for c in shared if c.cls is ColumnClass.FLOAT]
-    leaf_list: list[Leaf] = [Leaf(c.name, c.sql, c.type.id, False) for c in float_cols]
+    # A leaf's path names its float as a reader would: `total`, `stats.mean`, `"tot al"`.
+    leaf_list: list[Leaf] = [Leaf(sql.shown(c.name), c.sql, c.type.id, False) for c in float_cols]
     for c in nested_float:
-        leaf_list.extend(leaves(c.sql, c.type, c.name))
+        leaf_list.extend(leaves(c.sql, c.type, sql.shown(c.name)))
 
     key_sql = [e for _, e in key_exprs]
     try:

@@ -177,6 +177,7 @@ def _drift_lines(
     name: str, both: list[tuple[int, ArtifactFindings]], comparisons: int
 ) -> list[str]:
     lines: list[str] = []
+    # Keyed by the drift's path, which the oracle already wrote as a reader reads it.
     columns: dict[str, list[Drift]] = {}
     for _, f in both:
         for d in f.drift:
@@ -186,7 +187,7 @@ def _drift_lines(
         most = max(drifts, key=lambda d: d.moved)
         lines.append(
             f"{name}: {number(most.moved)} of {number(most.compared)} paired "
-            f"{most.unit} moved on {shown(column)}"
+            f"{most.unit} moved on {column}"
         )
         measured = [d for d in drifts if d.max_ulps is not None]
         if measured:
@@ -197,14 +198,14 @@ def _drift_lines(
                 else "in this comparison"
             )
             lines.append(
-                f"furthest move {over}: {shown(column)}, {plural(far.max_ulps, 'ulp')} and "
+                f"furthest move {over}: {column}, {plural(far.max_ulps, 'ulp')} and "
                 f"{relative(_shown_relative(far))}, {value(far.reference_value)} against "
                 f"{value(far.later_value)}"
             )
         odd = sum(d.incomparable for d in drifts)
         if odd:
             lines.append(
-                f"{name}: {plural(odd, 'value')} of {shown(column)} moved to or from NaN or NULL, "
+                f"{name}: {plural(odd, 'value')} of {column} moved to or from NaN or NULL, "
                 f"which no ulp count describes"
             )
     return lines
@@ -214,7 +215,7 @@ def bound_lines(step: StepResult) -> list[str]:
     lines: list[str] = []
     for b in step.bounds:
         lines.append(
-            f"{step.index} {step.name}, {b.artifact}.{shown(b.column)}: observed {b.observed:.3g}"
+            f"{step.index} {step.name}, {b.artifact}.{b.column}: observed {b.observed:.3g}"
         )
         for n, bound, headroom, clears, label in (
             (b.n_loose, b.bound_loose, b.headroom_loose, b.clears_loose, "rows read"),

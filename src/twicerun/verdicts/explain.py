@@ -8,7 +8,6 @@ import duckdb
 
 from twicerun.compare.oracle import compare_artifacts
 from twicerun.findings import ArtifactFindings
-from twicerun.sql import shown
 
 
 def explain(
@@ -46,7 +45,7 @@ def describe(f: ArtifactFindings) -> str:
         count = sum(d.moved for d in moved)
         values = f"{count:,} float {'value' if count == 1 else 'values'} moved"
         parts.append(
-            f"{values}, furthest in {shown(worst.column)}: {worst.max_ulps:,} "
+            f"{values}, furthest in {worst.column}: {worst.max_ulps:,} "
             f"{'ulp' if worst.max_ulps == 1 else 'ulps'}, {relative_text} relative"
             if worst.max_ulps is not None
             else values
