@@ -50,6 +50,18 @@ def test_the_lock_pins_every_declared_dependency_exactly():
     assert pins.get("flit-core"), "flit_core, the build backend, is not pinned in requirements.lock"
 
 
+def test_ci_runs_the_suite_on_the_oldest_duckdb_pyproject_admits():
+    """The range in pyproject.toml is a promise only where the suite has run."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    (spec,) = [d for d in project["dependencies"] if d.startswith("duckdb")]
+    lowest = re.search(r">=\s*([0-9.]+)", spec).group(1)
+    workflow = (REPO / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
+    (pinned,) = re.findall(r"pip install -q duckdb==([0-9.]+)", workflow)
+    assert tuple(map(int, pinned.split("."))) == tuple(map(int, (lowest + ".0.0").split(".")[:3]))
+
+
 def test_the_built_version_is_the_one_the_package_reports():
     # flit reads the static version from pyproject.toml; the package reads _version.py.
     import tomllib
