@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -289,7 +290,9 @@ def test_an_unknown_option_is_a_usage_error_with_exit_2(write_pipeline, twicerun
     path = write_pipeline("def a(ctx):\n    pass\n")
     outcome = twicerun("run", path, "--rusn", "3")
     assert outcome.code == 2
-    assert "No such option '--rusn'" in outcome.err
+    # Click's own sentence, which quotes the option from 8.4 on; and it suggests --runs.
+    assert re.search(r"No such option:? '?--rusn'?", outcome.err)
+    assert "--runs" in outcome.err
 
 
 def test_an_attribute_ctx_lacks_is_named_with_what_ctx_has(write_pipeline, twicerun):
