@@ -343,3 +343,51 @@ def test_a_read_that_finds_nothing_names_the_functions_the_file_imported(write_p
     # With STEPS, the imported function is a step like any other.
     path.write_text(path.read_text() + "\n\nSTEPS = [make, count]\n")
     assert twicerun("run", path, "--runs", "2").code == 0
+
+
+def test_a_full_disk_under_a_step_says_what_to_free_not_only_what_the_step_did(
+    write_pipeline, twicerun
+):
+    """A step's write that found no space was reported as the step raising, and nothing
+    more; the one thing to do is free space or move --run-dir."""
+    path = write_pipeline(
+        "import errno\n\n\n"
+        "def a(ctx):\n"
+        "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 3
+    lines = outcome.err.splitlines()
+    assert lines[0].startswith("twicerun: step 0 a raised in run 1")
+    assert lines[1].startswith(
+        "twicerun: no space is left on a disk; free some, or point --run-dir"
+    )
+    assert lines[2].startswith("twicerun: the invocation directory is kept: ")
+
+
+def test_a_full_disk_outside_any_step_is_one_sentence_not_a_traceback(
+    write_pipeline, twicerun, monkeypatch, run_dir
+):
+    """Outside a step (a receipt, a manifest, the Result), a full disk printed a
+    traceback and "internal error", which reads as a bug in twicerun."""
+    import errno
+
+    from twicerun.runner import loop
+
+    target = run_dir / "result.json"
+
+    def full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(target))
+
+    monkeypatch.setattr(loop, "save_result", full)
+    outcome = twicerun("run", write_pipeline("def a(ctx):\n    ctx.write('t', 'SELECT 1 AS v')\n"))
+    assert outcome.code == 3
+    (kept,) = [p for p in run_dir.iterdir() if p.is_dir()]
+    assert outcome.err == (
+        f"twicerun: no space is left on a disk (writing {target}); free some, or point "
+        f"--run-dir at a disk with room: an invocation keeps about two runs' worth of its "
+        f"artifacts at once, plus the amplified inputs while an amplifier runs\n"
+        f"twicerun: the invocation directory is kept: {kept}\n"
+    )
+    manifest = json.loads((kept / "invocation.json").read_text())
+    assert manifest["outcome"] == "failed"

@@ -10,6 +10,7 @@ import click
 from twicerun.cli.app import cli, exit_code
 from twicerun.errors import BadInput, StepCrashed, TwicerunError
 from twicerun.github.commands import neutralize
+from twicerun.storage.space import disk_full, full_disk_advice
 from twicerun.vocabulary.exits import RunExit
 
 __all__ = ["cli", "exit_code", "main"]
@@ -51,6 +52,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         click.echo(neutralize(f"twicerun: {exc}"), err=True)
         return RunExit.CRASHED
     except Exception as exc:  # a bug in twicerun: still "crashed", never "diverged"
+        if disk_full(exc):
+            # Not a bug: the one thing to do is say which disk and what to free.
+            click.echo(
+                neutralize(f"twicerun: {full_disk_advice(getattr(exc, 'filename', None))}"),
+                err=True,
+            )
+            directory = getattr(exc, "directory", None)
+            if directory:
+                click.echo(f"twicerun: the invocation directory is kept: {directory}", err=True)
+            return RunExit.CRASHED
         import traceback
 
         click.echo(neutralize(traceback.format_exc()), err=True, nl=False)

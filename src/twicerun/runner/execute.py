@@ -27,6 +27,7 @@ from twicerun.runner.interrupts import reraise_if_requested
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.layout import Invocation, RunAddress
 from twicerun.storage.receipts import RECEIPT_VERSION, ArtifactRecord, Receipt, save_receipt
+from twicerun.storage.space import disk_full, full_disk_advice
 
 
 def execute_step(
@@ -105,7 +106,11 @@ def execute_step(
             run=address.run,
             error=exc,
             where=_where(exc, step),
-            hint=unread_artifact_hint(exc, visible, {r.name for r in ctx.output.reads}),
+            hint=(
+                full_disk_advice()
+                if disk_full(exc)
+                else unread_artifact_hint(exc, visible, {r.name for r in ctx.output.reads})
+            ),
         ) from exc
 
     records = []

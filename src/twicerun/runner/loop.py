@@ -134,6 +134,9 @@ def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = si
             raise
         with contextlib.suppress(Exception):
             invocation.finish(FAILED, error=f"{type(exc).__name__}: {exc}")
+        # Where to look, for the CLI's sentence about it (a full disk, say).
+        with contextlib.suppress(AttributeError):
+            exc.directory = str(invocation.root)  # type: ignore[attr-defined]
         raise
     return result
 
