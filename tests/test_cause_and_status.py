@@ -617,3 +617,28 @@ def test_a_path_into_a_nested_column_reads_as_a_path_with_only_odd_names_quoted(
         for d in a["findings"]["drift"]
     }
     assert paths == {"s.mean", '"odd col"."tot al"[]'}
+
+
+SETS_ITS_OWN_THREADS = """
+def single(ctx):
+    ctx.sql("SET threads = 1")
+    ctx.write("t", "SELECT sum(1.0 / (range + 1)) AS s FROM range(1000)")
+
+
+def left_alone(ctx):
+    ctx.write("u", "SELECT 1 AS v")
+"""
+
+
+def test_a_step_that_sets_its_own_thread_count_is_told_apart(write_pipeline, twicerun):
+    """A step that ran `SET threads = 1` was reported as run at the loop's threads=2 and
+    stressed at a raised count, none of which was in force for its queries."""
+    path = write_pipeline(SETS_ITS_OWN_THREADS)
+    document = twicerun("run", path, "--runs", "2", "--threads", "2", "--json", "-").json()
+    notes = {s["name"]: s["notes"] for s in document["steps"]}
+    assert notes["single"] == [
+        "sets its own thread count (threads=1 by the end of the step), so the loop's "
+        "threads=2 was not in force for the queries after that SET, nor is any raised "
+        "count an amplifier names below"
+    ]
+    assert notes["left_alone"] == []

@@ -74,14 +74,18 @@ def execute_step(
     # Not os.getcwd() here: it lets go of the GIL, and taking it back from the
     # connection helpers cost the loop a few tenths of a millisecond per execution.
     cwd = invocation.working_directory
+    ended = None
     try:
         try:
             # stdout is twicerun's: the report, or the Result with --json -. What a step
             # prints goes to stderr, where it cannot corrupt a document a script reads.
             with contextlib.redirect_stdout(sys.stderr):
                 step.call(ctx)
+            ended = time.perf_counter()
+            left = getattr(ctx, "_threads_left", lambda: None)()
+            threads_set_by_step = left if left is not None and left != threads else None
         finally:
-            seconds = time.perf_counter() - start
+            seconds = (ended if ended is not None else time.perf_counter()) - start
             connections.release(ctx)
             # A step that changed directory changed it for the whole process.
             if os.getcwd() != cwd:
@@ -147,6 +151,7 @@ def execute_step(
         outcome="ok",
         artifacts=records,
         sql_outside_ctx=ctx.output.sql_outside_ctx,
+        threads_set_by_step=threads_set_by_step,
     )
     if not defer_receipt:
         save_receipt(out_dir, receipt)

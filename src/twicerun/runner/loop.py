@@ -348,6 +348,14 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
                 f"ctx.state({name!r}) reads this step's own earlier {name}, but the step "
                 f"writes no {name}, so every run started from the initial query"
             )
+    if run1 is not None and run1.threads_set_by_step is not None:
+        # Every thread count this report names for the step (the loop's, an amplifier's
+        # raised one) was set before the step, which then set its own.
+        notes.append(
+            f"sets its own thread count (threads={run1.threads_set_by_step} by the end of "
+            f"the step), so the loop's threads={run1.threads} was not in force for the "
+            f"queries after that SET, nor is any raised count an amplifier names below"
+        )
     if run1 is not None and run1.sql_outside_ctx:
         notes.append(
             "reads rows through ctx.sql that ctx.read does not see, so they are not counted "

@@ -31,6 +31,8 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Statement types whose result is rows; everything else is a statement and returns None.
 _ROW_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA", "CALL"}
 _PIVOT = re.compile(r"\bpivot\b", re.IGNORECASE)
+# SET threads, PRAGMA threads, SET GLOBAL threads, RESET threads: any of them.
+_THREADS = re.compile(r"\bthreads\b", re.IGNORECASE)
 # Ways a query can pull rows in behind ctx.read's back.
 _OUTSIDE_READ = re.compile(
     r"\b(read_parquet|read_csv\w*|read_json\w*|parquet_scan|read_ndjson\w*|read_text|"
@@ -327,11 +329,24 @@ class StepContext(ContractChecks):
         super().__init__(**bound)
         self._con = connection
         self._results = 0
+        self._names_threads = False
 
     @property
     def threads(self) -> int:
         """The thread count in force for this execution."""
         return self._threads
+
+    def _threads_left(self) -> int | None:
+        """The connection's thread count once the step is done, which a `SET threads`
+        inside the step changes; None when it cannot be read, or when no SQL the step
+        ran names `threads` (reading the setting costs a query, about 0.1 ms)."""
+        if not self._names_threads:
+            return None
+        try:
+            (value,) = self._con.execute("SELECT current_setting('threads')").fetchone()
+            return int(value)
+        except (duckdb.Error, TypeError, ValueError):
+            return None
 
     def read(self, name: str) -> duckdb.DuckDBPyRelation:
         """Expose the artifact `name` of an earlier step as a view and return a relation over it."""
@@ -412,6 +427,8 @@ class StepContext(ContractChecks):
         """
         if _OUTSIDE_READ.search(query):
             self.output.sql_outside_ctx.append(" ".join(query.split())[:200])
+        if _THREADS.search(query):
+            self._names_threads = True
         statements = self._parsed(query, f"ctx.sql in step {self._index} {self._name}")
         if not statements:
             return None

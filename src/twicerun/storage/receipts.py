@@ -99,6 +99,9 @@ class Receipt:
     duckdb: str = ""
     platform: str = ""
     sources: list[SourceRecord] = field(default_factory=list)
+    # The thread count the step left its connection at, when a SET inside it changed
+    # `threads`: the count the execution mostly ran at, whatever `threads` above says.
+    threads_set_by_step: int | None = None
 
     @property
     def rows_read(self) -> int:
