@@ -38,15 +38,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return getattr(command, "refused_exit", RunExit.BAD_INPUT)
     except BadInput as exc:
         click.echo(neutralize(f"twicerun: {exc}"), err=True)
-        if exc.directory:
-            click.echo(f"twicerun: the invocation directory is kept: {exc.directory}", err=True)
+        _say_kept(exc)
         return RunExit.BAD_INPUT
     except StepCrashed as exc:
         click.echo(neutralize(f"twicerun: {exc}"), err=True)
         if exc.hint:
             click.echo(neutralize(f"twicerun: {exc.hint}"), err=True)
-        if exc.directory:
-            click.echo(f"twicerun: the invocation directory is kept: {exc.directory}", err=True)
+        _say_kept(exc)
         return RunExit.CRASHED
     except TwicerunError as exc:
         click.echo(neutralize(f"twicerun: {exc}"), err=True)
@@ -58,9 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 neutralize(f"twicerun: {full_disk_advice(getattr(exc, 'filename', None))}"),
                 err=True,
             )
-            directory = getattr(exc, "directory", None)
-            if directory:
-                click.echo(f"twicerun: the invocation directory is kept: {directory}", err=True)
+            _say_kept(exc)
             return RunExit.CRASHED
         import traceback
 
@@ -69,6 +65,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return RunExit.CRASHED
     # Each verb returns its own enum; the process gets the integer.
     return value if isinstance(value, int) else RunExit.CLEAN
+
+
+def _say_kept(exc: BaseException) -> None:
+    """Where a stopped invocation's directory is, when the runner said."""
+    directory = getattr(exc, "directory", None)
+    if directory:
+        click.echo(f"twicerun: the invocation directory is kept: {directory}", err=True)
 
 
 if __name__ == "__main__":

@@ -82,7 +82,7 @@ def execute_step(
             with contextlib.redirect_stdout(sys.stderr):
                 step.call(ctx)
             ended = time.perf_counter()
-            left = getattr(ctx, "_threads_left", lambda: None)()
+            left = ctx._threads_left()
             threads_set_by_step = left if left is not None and left != threads else None
         finally:
             seconds = (ended if ended is not None else time.perf_counter()) - start

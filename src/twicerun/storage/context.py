@@ -183,6 +183,11 @@ class ContractChecks:
     # What a step may use: the contract's calls, and what an engine adds (Spark's session).
     OFFERS: tuple[str, ...] = ("read", "state", "write", "sql", "source", "threads")
 
+    def _threads_left(self) -> int | None:
+        """The thread count the step left in force, where it set one of its own; None
+        where this engine does not tell (DuckDB's `ctx` reads its setting)."""
+        return None
+
     def __getattr__(self, attribute: str) -> Any:
         # Only reached when nothing else has the name: a step asked for something the
         # contract does not give (ctx.con, ctx.execute), or a typo. Python's own message
