@@ -3,8 +3,9 @@
 GitHub reads `::error file=F,line=L,title=T::message` from a step's standard
 output (and its standard error). The message (data) and the properties are
 escaped differently: data escapes %, CR and LF; a property value also escapes
-':' and ',', which would otherwise end it. At most ten annotations per severity are emitted, the line
-counting the rest among them (GitHub shows ten per severity and drops the rest).
+':' and ',', which would otherwise end it. At most ten annotations per severity
+are emitted, the line counting the rest among them (GitHub shows ten per
+severity and drops the rest).
 """
 
 from __future__ import annotations
