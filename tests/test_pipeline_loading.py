@@ -112,6 +112,48 @@ def test_the_same_file_gives_the_same_steps_every_time(write_pipeline):
     assert first.digest == second.digest
 
 
+BOUND = """
+import functools
+
+
+def scaled(ctx, factor=1):
+    pass
+
+
+class Doubler:
+    def __init__(self, by):
+        self.by = by
+
+    def __call__(self, ctx):
+        pass
+
+
+STEPS = [functools.partial(scaled, factor=2), Doubler(2)]
+"""
+
+
+def test_a_partial_or_a_callable_object_has_a_line_and_a_code_digest_that_follows_its_code(
+    write_pipeline,
+):
+    # Without a digest, reproduce could never check these steps, and said the receipt
+    # came from an older twicerun.
+    path = write_pipeline(BOUND)
+    first, second = load_pipeline(path), load_pipeline(path)
+    assert [(s.line, s.file) for s in first.steps] == [(4, str(path)), (12, str(path))]
+    digests = [s.code_digest for s in first.steps]
+    assert all(digests) and digests == [s.code_digest for s in second.steps]
+
+    def digests_after(source):
+        path.write_text(source)
+        return [s.code_digest for s in load_pipeline(path).steps]
+
+    bound = BOUND.replace("factor=2)", "factor=3)").replace("Doubler(2)", "Doubler(3)")
+    changed = digests_after(bound)
+    assert changed[0] != digests[0] and changed[1] != digests[1]
+    body = digests_after(BOUND.replace("        pass\n\n\nSTEPS", "        return None\n\n\nSTEPS"))
+    assert body[0] == digests[0] and body[1] != digests[1]
+
+
 def test_a_seeded_step_gets_its_default_unless_overridden(write_pipeline):
     path = write_pipeline(
         """

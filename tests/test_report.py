@@ -168,6 +168,34 @@ def test_the_report_has_the_documented_shape_exactly():
     )
 
 
+def test_one_clean_comparison_is_singular_in_the_zero_bound_line():
+    result = Result(
+        pipeline="p.py",
+        runs=2,
+        contained=True,
+        policy="strict",
+        environment=Environment("2.0.1", 2, "Linux-x86_64", "3.11.7", "0.1.0"),
+        seconds=1.0,
+        confidence=0.95,
+        steps=[
+            StepResult(
+                index=0,
+                name="only",
+                line=1,
+                fired=0,
+                compared=1,
+                status="NO_DIVERGENCE_OBSERVED",
+                zero_bound=0.95,
+            )
+        ],
+        amplified=False,
+    )
+    assert (
+        "  1 clean comparison leaves the per-comparison rate anywhere up to 95 percent "
+        "(95 percent, one-sided; runs on one machine are not independent)."
+    ) in render_run(result).splitlines()
+
+
 def test_a_result_with_an_unknown_schema_is_refused(tmp_path):
     import pytest
 

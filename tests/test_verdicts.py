@@ -302,6 +302,42 @@ def test_reproduce_could_not_check_changed_code_changed_duckdb_and_a_missing_inp
     assert outcome.code == 4
 
 
+def test_reproduce_checks_a_step_that_is_a_partial_or_a_callable_object(
+    twicerun, write_pipeline, run_dir
+):
+    source = """
+import functools
+
+
+def numbers(ctx, n=10):
+    ctx.write("numbers", f"SELECT range AS n FROM range({n})")
+
+
+class Doubled:
+    def __call__(self, ctx):
+        ctx.read("numbers")
+        ctx.write("doubled", "SELECT n * 2 AS n FROM numbers")
+
+
+STEPS = [functools.partial(numbers, n=20), Doubled()]
+"""
+    run = record(twicerun, write_pipeline(source), run_dir)
+    outcome = twicerun("reproduce", run, "--json", "-")
+    assert [s["verdict"] for s in outcome.json()["steps"]] == ["REPRODUCED", "REPRODUCED"]
+    assert outcome.code == 0
+
+
+def test_a_step_whose_code_twicerun_cannot_read_is_not_blamed_on_an_older_twicerun():
+    from twicerun.storage.receipts import RECEIPT_VERSION, Receipt
+    from twicerun.verdicts.reproduce import cannot_check
+
+    receipt = Receipt("loop", 1, 0, "s", 2, 0.1, "ok", version=RECEIPT_VERSION, duckdb="2.0.1")
+    assert cannot_check(receipt, "", "2.0.1") == (
+        "twicerun cannot read this step's code, so it cannot tell whether it changed"
+    )
+    assert "older twicerun" in cannot_check(receipt, "abc", "2.0.1")
+
+
 def test_reproduce_on_the_reference_pipeline(twicerun, run_dir):
     from conftest import REPO
 

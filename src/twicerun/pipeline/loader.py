@@ -7,9 +7,11 @@ whose first parameter is named `ctx`, in source order.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import inspect
+import marshal
 import re
 import sys
 import traceback
@@ -262,8 +264,19 @@ def _imported_ctx_functions(module: ModuleType, path: Path) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _underlying(fn: Callable[..., Any]) -> Any:
+    """The function whose body a step runs: through `functools.partial` to the function it
+    binds, and from a callable object to its class's `__call__`."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if not inspect.isroutine(fn) and callable(fn):
+        return type(fn).__call__
+    return fn
+
+
 def _def_line(fn: Callable[..., Any]) -> tuple[str, int]:
     """The file and the line of the `def` itself, below any decorators."""
+    fn = _underlying(fn)
     code = getattr(fn, "__code__", None)
     if code is None:
         return ("", 0)
@@ -277,13 +290,43 @@ def _def_line(fn: Callable[..., Any]) -> tuple[str, int]:
     return (code.co_filename, start)
 
 
-def code_digest(fn: Callable[..., Any]) -> str:
-    """The digest of a step's source as written, decorators included."""
+# A repr that names a memory address changes from one process to the next.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _stable_repr(value: Any) -> str:
+    return _ADDRESS.sub(" at 0x?", repr(value))
+
+
+def _code_text(fn: Any) -> bytes:
+    """What a step runs, as bytes that change when its code does, or b"" when unreadable.
+
+    A plain function is its source as written, decorators included. A `functools.partial`
+    is its function's text plus the values it binds, and a callable object is its
+    class's source plus its attributes, since either changes what the call does.
+    Without source (a function made by exec), the compiled code stands in.
+    """
+    if isinstance(fn, functools.partial):
+        inner = _code_text(fn.func)
+        bound = _stable_repr((fn.args, sorted(fn.keywords.items())))
+        return inner and inner + b"\n# bound: " + bound.encode("utf-8")
+    target = fn
+    state = b""
+    if not inspect.isroutine(fn) and callable(fn):
+        target = type(fn)
+        attributes = sorted(getattr(fn, "__dict__", {}).items())
+        state = b"\n# attributes: " + _stable_repr(attributes).encode("utf-8")
     try:
-        source = inspect.getsource(fn)
+        return inspect.getsource(target).encode("utf-8") + state
     except (OSError, TypeError):
-        return ""
-    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+        code = getattr(_underlying(fn), "__code__", None)
+        return marshal.dumps(code) + state if code is not None else b""
+
+
+def code_digest(fn: Callable[..., Any]) -> str:
+    """The digest of what a step runs (see `_code_text`), or "" when it cannot be read."""
+    text = _code_text(fn)
+    return hashlib.sha256(text).hexdigest() if text else ""
 
 
 def _refuse_deferred_body(name: str, fn: Callable[..., Any]) -> None:

@@ -256,7 +256,8 @@ def status_section(result: Result) -> list[str]:
             }
         )
         bounds = [
-            f"{plural(m, 'clean comparison')} leave the per-comparison rate anywhere up to {percent(b)}"
+            f"{plural(m, 'clean comparison')} leave{'s' if m == 1 else ''} the per-comparison rate "
+            f"anywhere up to {percent(b)}"
             for m, b in sorted(known.items())
             if b is not None
         ]

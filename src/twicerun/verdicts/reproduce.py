@@ -96,6 +96,8 @@ def cannot_check(receipt: Receipt | None, code_digest: str, duckdb_version: str)
         )
     if receipt.outcome != "ok":
         return "it raised when it was recorded"
+    if not receipt.code_digest and not code_digest:
+        return "twicerun cannot read this step's code, so it cannot tell whether it changed"
     if not receipt.code_digest:
         return "its receipt records no code digest (written by an older twicerun)"
     if receipt.code_digest != code_digest:
