@@ -232,3 +232,18 @@ def test_an_artifact_with_no_exact_column_says_it_was_matched_on_no_key(write_pi
         "x: matched on no key: it has no exact column, so rows were paired by their float "
         "values alone" in outcome.out
     )
+
+
+def test_judge_does_not_report_the_runs_retention_as_its_own(write_pipeline, twicerun, run_dir):
+    # The report judge printed ended "Removed 1 older invocation directory (--keep).",
+    # copied from the run's Result, though judge executes and removes nothing.
+    path = write_pipeline("def one(ctx):\n    ctx.write('one', 'SELECT 1 AS x')\n")
+    twicerun("run", path, "--runs", "2", "--no-amplify")
+    ran = twicerun("run", path, "--runs", "2", "--no-amplify")
+    assert "Removed 1 older invocation directory (--keep).\n" in ran.out
+    judged = twicerun("judge", run_dir)
+    assert judged.code == 0
+    assert "Removed" not in judged.out and "kept beside this one" not in judged.out
+    assert judged.out.splitlines()[-2].startswith("0 of 1 step diverged")
+    # The re-scored document still records what the run's retention did.
+    assert len(twicerun("judge", run_dir, "--json", "-").json()["pruned"]) == 1

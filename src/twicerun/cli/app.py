@@ -221,12 +221,12 @@ def check_directory_target(path: Path, flag: str) -> None:
         raise UsageError(f"{flag} {path}: {ancestor} cannot be written to; name another path")
 
 
-def emit(result: Result, json_path: str | None) -> None:
+def emit(result: Result, json_path: str | None, *, retention: bool = True) -> None:
     """The report first, then the file: a path that fails at the last moment loses nothing."""
     if json_path == "-":
         click.echo(result.to_json(), nl=False)
         return
-    click.echo(neutralize(render_run(result)), nl=False)
+    click.echo(neutralize(render_run(result, retention=retention)), nl=False)
     if json_path:
         try:
             write_bytes_atomic(Path(json_path), result.to_json().encode("utf-8"))

@@ -187,5 +187,6 @@ def judge(
     invocation = resolve_invocation(run_dir)
     check_json_target(json_path, protected=[invocation.root])
     result = rejudge(invocation, Policy(policy, tolerance_rel, tolerance_ulps))
-    emit(result, json_path)
+    # What the run's retention removed and kept was true when it ran; judge removes nothing.
+    emit(result, json_path, retention=False)
     return exit_code(result)

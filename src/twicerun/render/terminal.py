@@ -118,7 +118,7 @@ def _bound_section(result: Result) -> list[str]:
     return lines
 
 
-def _footer(result: Result) -> list[str]:
+def _footer(result: Result, retention: bool) -> list[str]:
     fired = len(result.fired_steps)
     stable = sum(1 for s in result.steps if s.status == Status.STABLE_ON_THIS_INPUT)
     more = f", {stable} more only under an amplifier" if stable else ""
@@ -126,10 +126,10 @@ def _footer(result: Result) -> list[str]:
         f"{fired} of {len(result.steps)} step{'s' if len(result.steps) != 1 else ''} diverged{more}, "
         f"in {result.seconds:.1f}s ({result.step_seconds:.1f}s of it inside step executions)."
     ]
-    if result.pruned:
+    if retention and result.pruned:
         n = len(result.pruned)
         lines.append(f"Removed {n} older invocation director{'ies' if n != 1 else 'y'} (--keep).")
-    if result.kept_failures:
+    if retention and result.kept_failures:
         n = len(result.kept_failures)
         lines.append(
             f"{n} director{'ies' if n != 1 else 'y'} from failed, interrupted or killed invocations "
@@ -138,8 +138,12 @@ def _footer(result: Result) -> list[str]:
     return lines
 
 
-def render_run(result: Result) -> str:
-    """The whole terminal report, ending in a newline."""
+def render_run(result: Result, *, retention: bool = True) -> str:
+    """The whole terminal report, ending in a newline.
+
+    `retention` False leaves out what the invocation's retention removed and kept, for
+    a report of a Result re-scored later (`judge`), which removed nothing itself.
+    """
     lines = [
         *_header(result),
         "",
@@ -149,7 +153,7 @@ def render_run(result: Result) -> str:
         *status_section(result),
         *_bound_section(result),
         "",
-        *_footer(result),
+        *_footer(result, retention),
         *not_varied_line(result),
     ]
     return "\n".join(lines) + "\n"
