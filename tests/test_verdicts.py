@@ -215,6 +215,19 @@ def test_a_run_number_that_does_not_exist_is_refused_with_the_ones_that_do(
     assert outcome.code == 3 and "no run 7; its runs are 1, 2" in outcome.err
 
 
+def test_an_invocation_named_as_ls_shows_it_is_refused_with_the_path_to_give(
+    twicerun, write_pipeline, run_dir, monkeypatch
+):
+    a = record(twicerun, write_pipeline(STEADY), run_dir)
+    monkeypatch.chdir(run_dir.parent)
+    outcome = twicerun("diff", f"{a.name}#1", f"{a.name}#2")
+    assert outcome.code == 3
+    assert outcome.err == (
+        f"twicerun: refused: {a.name} does not exist here; the invocation of that name is "
+        f".twicerun/{a.name}, so give .twicerun/{a.name}#1\n"
+    )
+
+
 # localize -----------------------------------------------------------------------------
 
 

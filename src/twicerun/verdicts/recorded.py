@@ -94,6 +94,13 @@ class RecordedRun:
                 )
             invocation = completed[-1][0]
         else:
+            # The name alone, as `ls .twicerun` shows it, is the likeliest slip.
+            beside = Path(".twicerun") / where
+            if not path.is_absolute() and (beside / MANIFEST_NAME).is_file():
+                raise UsageError(
+                    f"{where} does not exist here; the invocation of that name is "
+                    f"{beside}, so give {beside}{'#' + run if run else ''}"
+                )
             raise UsageError(f"{where} does not exist; give a recorded invocation directory")
         address = RunAddress(LOOP, run_number)
         if not (invocation.root / address.series / str(run_number)).is_dir():
