@@ -414,8 +414,8 @@ def _cause_and_amplify(
                     result,
                     notes=[
                         *result.notes,
-                        "not bisected: the loop already ran at threads=1, so one thread cannot "
-                        "separate the causes",
+                        "not bisected: the loop already ran at threads=1, so there is no second "
+                        "thread count to tell the causes apart; --threads 2 or more gives one",
                     ],
                 )
             if options.amplify and result.status == Status.NO_DIVERGENCE_OBSERVED:
