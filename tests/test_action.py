@@ -158,6 +158,54 @@ def test_the_action_gates_a_regression_comments_annotates_and_summarises(workspa
         assert len(github.ours(12)) == 1
 
 
+def test_a_push_whose_pipeline_raises_replaces_the_earlier_comment_and_fails(workspace, tmp_path):
+    """The sticky comment of the push before said what that push measured; a push whose
+    pipeline raised used to exit 3 without a word to the pull request, leaving it."""
+    runner_temp = warm_runner(tmp_path)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 12}}))
+    summary = tmp_path / "summary.md"
+    with FakeGitHub() as github:
+        env = {
+            **base_env(),
+            "GITHUB_API_URL": github.url,
+            "GITHUB_REPOSITORY": "octo/pipes",
+            "GITHUB_EVENT_PATH": str(event),
+            "GITHUB_STEP_SUMMARY": str(summary),
+            "GITHUB_TOKEN": WORKFLOW_TOKEN,
+        }
+        inputs = {"runs": "5", "amplify": "false"}
+        first = run_action(REPO / "action.yml", inputs=inputs, workspace=workspace,
+                           runner_temp=runner_temp, env=env)  # fmt: skip
+        assert {s.name: s for s in first.steps}["Run twicerun"].code == 1
+        (before,) = github.ours(12)
+        before_id, before_body = before["id"], before["body"]
+        assert "### twicerun: 1 step got worse" in before_body
+
+        pipeline = workspace / "pipelines" / "orders.py"
+        pipeline.write_text(pipeline.read_text().replace("FROM rows GROUP", "FROM gone GROUP"))
+        summary.write_text("")
+        run = run_action(REPO / "action.yml", inputs=inputs, workspace=workspace,
+                         runner_temp=runner_temp, env=env)  # fmt: skip
+        gate = {s.name: s for s in run.steps}["Run twicerun"]
+        assert gate.code == 3, gate.stdout + gate.stderr
+        (after,) = github.ours(12)
+        assert after["id"] == before_id and after["body"] != before_body
+        assert after["body"].split("\n")[2] == "### twicerun: 1 pipeline did not finish"
+        assert (
+            "- `drifts` in `pipelines/orders.py`: did not finish (step 1 drifts raised"
+            in (after["body"])
+        )
+        assert summary.read_text().startswith("### twicerun: 1 pipeline did not finish")
+        errors = [line for line in gate.stdout.splitlines() if line.startswith("::error ")]
+        assert errors[0].startswith(
+            "::error file=pipelines/orders.py,line=12,title=twicerun%3A drifts did not finish::"
+            "did not finish; step 1 drifts raised in run 1 (at pipelines/orders.py:12): "
+            "CatalogException"
+        )
+        assert run.outputs["regressions"] == "1"
+
+
 def test_a_missing_baseline_names_the_command_and_still_reports(workspace, tmp_path):
     Path(".github/twicerun-baseline.json").unlink()
     runner_temp = warm_runner(tmp_path)

@@ -163,6 +163,95 @@ def test_a_pipeline_in_the_baseline_that_the_check_did_not_run_fails(repo, twice
     ]
 
 
+RAISES = 'def steady(ctx):\n    ctx.write("steady", "SELECT 1 AS v FROM nowhere")\n'
+# Fine in the check's own run, where it goes random and so becomes a suspect; raises in
+# every confirmation trial after it (a file beside the pipeline counts the invocations).
+RAISES_ON_RERUN = """
+from pathlib import Path
+
+_COUNT = Path(__file__).with_name("invocations")
+# twicerun imports a pipeline once per invocation.
+_SEEN = int(_COUNT.read_text()) if _COUNT.exists() else 0
+_COUNT.write_text(str(_SEEN + 1))
+
+
+def steady(ctx):
+    if _SEEN >= 1:
+        raise RuntimeError("the warehouse connection dropped")
+    ctx.write("steady", "SELECT random() AS v")
+"""
+
+
+def test_a_pipeline_that_raises_is_reported_with_the_others_and_exits_3(repo, twicerun):
+    # The check used to stop at the raising step with exit 3 and nothing delivered: no
+    # summary, no annotation, and the sticky comment an earlier push left (perhaps "no
+    # step got worse") stood beside the red check.
+    Path("pipelines/new.py").write_text(OTHER)
+    update(twicerun, "pipelines/coins.py", "pipelines/new.py")
+    Path("pipelines/coins.py").write_text(RAISES + "\n\n" + NOISY)
+    outcome, document = compare(twicerun, pipelines="pipelines/coins.py pipelines/new.py")
+    assert outcome.code == 3
+    assert verdicts(document) == {
+        ("pipelines/new.py", "other"): "unchanged",
+        ("pipelines/coins.py", "steady"): "did not finish",
+    }
+    (failure,) = document["failures"]
+    assert (failure["pipeline"], failure["step"], failure["index"], failure["line"]) == (
+        "pipelines/coins.py",
+        "steady",
+        0,
+        2,
+    )
+    assert failure["crashed"] and failure["during"] == ""
+    assert failure["message"].startswith("step 0 steady raised in run 1 (at pipelines/coins.py:2)")
+    assert outcome.out.startswith(
+        "### twicerun: 1 pipeline did not finish\n\n- `steady` in `pipelines/coins.py`: did not "
+        "finish (step 0 steady raised in run 1 \\(at pipelines\\/coins\\.py\\:2\\)\\: "
+        "CatalogException"
+    )
+    # The fork flow renders from the document: the same body, and the same comment found
+    # again (the pipeline that did not finish still names it).
+    from twicerun.github.gate import Gate, comment_identity, summary
+
+    again = Gate.from_document(document)
+    assert summary(again, "") == outcome.out
+    assert comment_identity(again) == "pipelines/coins.py pipelines/new.py"
+    assert "[twicerun] pipelines/coins.py: did not finish: step 0 steady raised" in outcome.err
+    assert "[twicerun] pipelines/coins.py: the invocation directory is kept: " in outcome.err
+    # fail-on none passes nothing that did not finish.
+    outcome, _ = compare(
+        twicerun, "--fail-on", "none", pipelines="pipelines/coins.py pipelines/new.py"
+    )
+    assert outcome.code == 3
+
+
+def test_a_pipeline_refused_on_the_pull_request_is_reported_and_exits_2(repo, twicerun):
+    update(twicerun, "pipelines/coins.py")
+    Path("pipelines/coins.py").write_text(
+        'def steady(ctx):\n    ctx.read("nothing_wrote_this")\n\n\n' + NOISY
+    )
+    outcome, document = compare(twicerun)
+    assert outcome.code == 2
+    assert verdicts(document) == {("pipelines/coins.py", "(the pipeline)"): "did not finish"}
+    (failure,) = document["failures"]
+    assert not failure["crashed"]
+    assert failure["message"].startswith("ctx.read('nothing_wrote_this') in step 0 steady")
+    # Not also "pipeline not run": it ran, and did not finish.
+    assert "not comparable" not in outcome.out
+
+
+def test_a_pipeline_that_raises_in_a_confirmation_trial_did_not_finish(repo, twicerun):
+    update(twicerun, "pipelines/coins.py")
+    Path("pipelines/coins.py").write_text(RAISES_ON_RERUN + "\n\n" + NOISY)
+    outcome, document = compare(twicerun)
+    assert outcome.code == 3, outcome.out
+    assert verdicts(document) == {("pipelines/coins.py", "steady"): "did not finish"}
+    (failure,) = document["failures"]
+    assert "the warehouse connection dropped" in failure["message"]
+    assert failure["during"] == "confirmation trial 1 of 3"
+    assert "did not finish (in confirmation trial 1 of 3\\, step 0 steady raised" in outcome.out
+
+
 def test_a_baseline_measured_with_other_runs_policy_or_amplifiers_is_not_comparable(repo, twicerun):
     update(twicerun, "pipelines/coins.py")
     for flags in (["--runs", "4"], ["--policy", "reduction-order"], ["--amplify"]):
@@ -348,13 +437,21 @@ def test_a_missing_pipeline_is_refused_before_any_pipeline_runs(repo, twicerun):
     assert "pipelines/typo.py does not exist" in outcome.err
     assert invocations() == runs_before
 
+    # A file that does not compile is the pull request's content, not a wrong path: the
+    # check reports it as a pipeline that did not finish, beside the others, and exits 2.
     Path("pipelines/typo.py").write_text("def broken(ctx)\n    pass\n")
-    outcome, _ = compare(twicerun, pipelines="pipelines/coins.py pipelines/typo.py")
+    outcome, document = compare(twicerun, pipelines="pipelines/coins.py pipelines/typo.py")
     assert outcome.code == 2
-    assert outcome.err.splitlines()[-1] == (
-        "twicerun: could not import pipelines/typo.py: SyntaxError at line 1: expected ':'"
+    (failure,) = document["failures"]
+    assert (failure["pipeline"], failure["line"], failure["crashed"]) == (
+        "pipelines/typo.py",
+        1,
+        False,
     )
-    assert invocations() == runs_before
+    assert failure["message"] == (
+        "could not import pipelines/typo.py: SyntaxError at line 1: expected ':'"
+    )
+    assert verdicts(document)[("pipelines/coins.py", "steady")] == "unchanged"
 
 
 def test_a_step_emptied_by_the_pull_request_fails_the_check(repo, twicerun):

@@ -4,6 +4,7 @@ baseline, and the one verb the GitHub Action runs."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import glob
 import json
 import os
@@ -24,7 +25,14 @@ from twicerun.cli.app import (
     run_dir_option,
     runs_option,
 )
-from twicerun.errors import UsageError
+from twicerun.errors import (
+    ContractError,
+    InvalidStep,
+    PipelineError,
+    StepCrashed,
+    UnsupportedColumn,
+    UsageError,
+)
 from twicerun.github import baseline as baseline_module
 from twicerun.github.baseline import BaselineError, pipeline_key
 from twicerun.github.commands import neutralize, stop_commands
@@ -38,8 +46,10 @@ from twicerun.github.decision import (
 )
 from twicerun.github.deliver import deliver
 from twicerun.github.gate import (
+    DidNotFinish,
     Gate,
     GateOptions,
+    PipelineFailure,
     comment_body,
     evaluate,
     summary,
@@ -83,12 +93,24 @@ def _expand(patterns: Sequence[str]) -> list[str]:
     return found
 
 
-def _keyed(paths: Sequence[str]) -> dict[str, str]:
-    """Pipeline key (repository-relative POSIX path) -> the path as given."""
+def _keyed(
+    paths: Sequence[str], failures: dict[str, PipelineFailure] | None = None
+) -> dict[str, str]:
+    """Pipeline key (repository-relative POSIX path) -> the path as given. With `failures`,
+    a file that does not compile is recorded there (it is the pull request's content, to
+    report like a step that raised) rather than refused (a path that is wrong)."""
     keyed: dict[str, str] = {}
     for path in paths:
         # Every file is checked before the first runs, not when its turn comes.
-        check_pipeline_path(path)
+        try:
+            check_pipeline_path(path)
+        except PipelineError as exc:
+            syntax = exc.__cause__
+            if failures is None or not isinstance(syntax, SyntaxError):
+                raise
+            key = pipeline_key(path)
+            failures[key] = PipelineFailure(key, str(exc), crashed=False, line=syntax.lineno)
+            continue
         keyed.setdefault(pipeline_key(path), path)
     return keyed
 
@@ -109,12 +131,37 @@ def _create_command(pipelines: Sequence[str], output: Path) -> str:
     return f"twicerun baseline update {' '.join(pipelines)} --output {output}"
 
 
+# What a pipeline on a pull request can do to stop its own check: a step raises, or its
+# file or its use of ctx is refused. The check still reports it (gate.PipelineFailure).
+PIPELINE_FAULTS = (StepCrashed, PipelineError, InvalidStep, ContractError, UnsupportedColumn)
+
+
+def _failure(key: str, exc: Exception) -> PipelineFailure:
+    if isinstance(exc, StepCrashed):
+        _, _, line = exc.where.rpartition(":")
+        message = f"{exc}\n{exc.hint}" if exc.hint else str(exc)
+        return PipelineFailure(
+            key,
+            message,
+            crashed=True,
+            step=exc.name,
+            index=exc.index,
+            line=int(line) if line.isdigit() else None,
+        )
+    return PipelineFailure(key, str(exc), crashed=False)
+
+
 def _run_all(
-    keyed: dict[str, str], options: LoopOptions, log: bool = False, why: str = ""
+    keyed: dict[str, str],
+    options: LoopOptions,
+    log: bool = False,
+    why: str = "",
+    failures: dict[str, PipelineFailure] | None = None,
 ) -> dict[str, Result]:
     """Every pipeline once. With `log`, and stderr not a terminal (a CI job's log, where
     the live progress line stays off), a line as each starts and ends, so minutes of
-    pipelines never pass in silence."""
+    pipelines never pass in silence. With `failures`, a pipeline that does not finish is
+    recorded there and the others still run; without, its error propagates."""
     progress = Progress(enabled=os.isatty(2))
     say = _say if log and not os.isatty(2) else (lambda _message: None)
     results = {}
@@ -122,7 +169,18 @@ def _run_all(
         for key, path in keyed.items():
             say(f"{key}: {why or 'running'}, {options.runs} runs")
             started = time.monotonic()
-            results[key] = run_pipeline(path, options, progress)
+            try:
+                results[key] = run_pipeline(path, options, progress)
+            except PIPELINE_FAULTS as exc:
+                if failures is None:
+                    raise
+                failures[key] = _failure(key, exc)
+                progress.clear()
+                _say(f"{key}: did not finish: {exc}")
+                kept = getattr(exc, "directory", None)
+                if kept:
+                    _say(f"{key}: the invocation directory is kept: {kept}")
+                continue
             diverged = sum(1 for s in results[key].steps if s.status == Status.DIVERGENT)
             say(
                 f"{key}: {diverged} of {len(results[key].steps)} steps diverged, in "
@@ -419,7 +477,8 @@ def _compare(
     amplify: bool = True,
     pull_request: dict | None = None,
 ) -> Gate:
-    keyed = _keyed(_expand([pipelines]))
+    failures: dict[str, PipelineFailure] = {}
+    keyed = _keyed(_expand([pipelines]), failures)
     check_directory_target(run_dir, "--run-dir")
     options = GateOptions(alpha=alpha, confirm=confirm, screen=screen, fail_on=_fail_on(fail_on))
     ref = baseline_ref or default_ref(dict(os.environ))
@@ -440,7 +499,7 @@ def _compare(
         # A check that will exit 2 for its baseline still reports, but prunes nothing.
         keep=0 if chosen.baseline is None else 1,
     )
-    results = _run_all(keyed, loop, log=True)
+    results = _run_all(keyed, loop, log=True, failures=failures)
     if chosen.baseline is not None:
         # alpha is shared among the pipelines the check can compare, so each needs this many.
         shared = len(set(keyed) & set(chosen.baseline.pipelines)) or 1
@@ -461,7 +520,12 @@ def _compare(
     def rerun(key: str) -> Result:
         reruns[key] = reruns.get(key, 0) + 1
         why = f"a step looks worse; confirmation trial {reruns[key]} of {confirm}"
-        return _run_all({key: keyed[key]}, loop, log=True, why=why)[key]
+        failed: dict[str, PipelineFailure] = {}
+        again = _run_all({key: keyed[key]}, loop, log=True, why=why, failures=failed)
+        if key in failed:
+            trial = f"confirmation trial {reruns[key]} of {confirm}"
+            raise DidNotFinish(dataclasses.replace(failed[key], during=trial))
+        return again[key]
 
     return evaluate(
         results,
@@ -472,11 +536,16 @@ def _compare(
         baseline_source=chosen.source,
         baseline_moved=chosen.moved,
         pull_request=pull_request,
+        failures=list(failures.values()),
     )
 
 
 def _gate_exit(gate: Gate) -> GateExit:
-    if gate.baseline_error:
+    # As `twicerun run` would exit for the same pipeline: a step that raised is 3, a
+    # pipeline refused is 2; the check reported both before exiting.
+    if any(f.crashed for f in gate.failures):
+        return GateExit.CRASHED
+    if gate.baseline_error or gate.failures:
         return GateExit.BAD_INPUT
     return GateExit.FAILED if gate.regressions else GateExit.PASSED
 
@@ -573,9 +642,15 @@ def gate(json_path, comment, amplify, token_file, comment_id, sarif_path, **opti
     )
     for line in delivered.lines:
         click.echo(line)
+    unfinished = len(result.failures)
     click.echo(
-        f"twicerun: {len(result.regressions)} regression{'s' if len(result.regressions) != 1 else ''}, "
-        f"{result.diverged} divergent step{'s' if result.diverged != 1 else ''}, in {time.time() - started:.1f}s"
+        f"twicerun: {len(result.regressions)} regression{'s' if len(result.regressions) != 1 else ''}"
+        + (
+            f" ({unfinished} pipeline{'s' if unfinished != 1 else ''} did not finish)"
+            if unfinished
+            else ""
+        )
+        + f", {result.diverged} divergent step{'s' if result.diverged != 1 else ''}, in {time.time() - started:.1f}s"
     )
     return _gate_exit(result)
 

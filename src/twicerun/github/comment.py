@@ -33,6 +33,7 @@ BACKOFF = 0.5
 BETWEEN_REQUESTS = 0.25
 BETWEEN_WRITES = 1.0
 BUDGET = 60_000  # well under GitHub's limit, leaving room for the tail
+ERROR_SHOWN = 300  # characters of a step's error in the comment's list
 
 
 def marker(pipelines: str) -> str:
@@ -77,6 +78,12 @@ def _line(d: StepDecision) -> str:
     where = f"{code(d.name)} in {code(d.pipeline)}"
     if d.verdict == words.STEP_RENAMED:
         return f"{where}: {d.verdict} (was {code(d.renamed_from)})"
+    if d.verdict == words.DID_NOT_FINISH:
+        # The error's first line: the rest (DuckDB's caret under the query) is in the
+        # annotation and the job log, and would break the list here.
+        first = d.evidence[0].splitlines()[0] if d.evidence else ""
+        first = first if len(first) <= ERROR_SHOWN else first[: ERROR_SHOWN - 1] + "…"
+        return f"{where}: {d.verdict}" + (f" ({bare(first)})" if first else "")
     if d.verdict in words.NOT_COMPARABLE:
         return f"{where}: {d.verdict}" + (f" ({bare(d.evidence[0])})" if d.evidence else "")
     p = "" if d.p_value is None else f", {_p_phrase(d.p_value)}"
@@ -106,7 +113,12 @@ def render(
     # By step, not by value: comparing whole decisions made this quadratic in fields and
     # steps, seconds on a few hundred regressions.
     failing = {(d.pipeline, d.name) for d in regressions}
-    worse = [d for d in decisions if (d.pipeline, d.name) in failing]
+    unfinished = [d for d in decisions if d.verdict == words.DID_NOT_FINISH]
+    worse = [
+        d
+        for d in decisions
+        if (d.pipeline, d.name) in failing and d.verdict != words.DID_NOT_FINISH
+    ]
     better = [d for d in decisions if d.verdict in words.BETTER]
     notable = [
         d
@@ -126,11 +138,15 @@ def render(
             + "What moved: "
             + "; ".join(bare(m) for m in baseline_moved)
         )
+    if unfinished:
+        n = len({d.pipeline for d in unfinished})
+        title = f"### twicerun: {n} pipeline{'s' if n != 1 else ''} did not finish"
+        parts.append(_bullets(title, [_line(d) for d in unfinished], budget // 4, summary_url))
     if baseline_error:
         parts.append(f"### twicerun: no baseline to compare with\n\n{bare(baseline_error)}")
     elif worse:
         parts.append(f"### twicerun: {len(worse)} step{'s' if len(worse) != 1 else ''} got worse")
-    else:
+    elif not unfinished:
         parts.append("### twicerun: no step got worse")
     # The lists share half the budget, so that however many steps changed, the
     # whole body (not only the table) stays under GitHub's limit.

@@ -107,6 +107,30 @@ class Confirmation:
 
 
 @dataclass(frozen=True)
+class PipelineFailure:
+    """A pipeline this check could not finish: a step raised (`crashed`), or its file or
+    a step's use of ctx was refused. `line` is the deepest line of the pipeline's own
+    file in the traceback, where there is one."""
+
+    pipeline: str
+    message: str
+    crashed: bool
+    step: str | None = None
+    index: int | None = None
+    line: int | None = None
+    # "" for the check's own run, else which confirmation trial it was.
+    during: str = ""
+
+
+class DidNotFinish(Exception):
+    """Raised by a `rerun` whose pipeline did not finish, to end that pipeline's decision."""
+
+    def __init__(self, failure: PipelineFailure):
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+@dataclass(frozen=True)
 class Gate:
     decisions: list[StepDecision]
     regressions: list[StepDecision]
@@ -121,6 +145,7 @@ class Gate:
     # The pull request the check ran on ({"number", "head_sha"}), when it ran on one:
     # what the posting side checks an artifact against.
     pull_request: dict[str, Any] | None = None
+    failures: list[PipelineFailure] = field(default_factory=list)
 
     @property
     def diverged(self) -> int:
@@ -148,6 +173,7 @@ class Gate:
             "diverged": self.diverged,
             "confirmations": [asdict(c) for c in self.confirmations],
             "decisions": [asdict(d) for d in self.decisions],
+            "failures": [asdict(f) for f in self.failures],
             "results": {path: r.to_dict() for path, r in self.results.items()},
         }
 
@@ -182,6 +208,7 @@ class Gate:
             confirmations=[Confirmation(**c) for c in data.get("confirmations", [])],
             annotations=[],
             pull_request=data.get("pull_request"),
+            failures=[PipelineFailure(**f) for f in data.get("failures", [])],
         )
 
 
@@ -198,13 +225,17 @@ def evaluate(
     baseline_source: str | None = None,
     baseline_moved: Sequence[str] = (),
     pull_request: dict[str, Any] | None = None,
+    failures: Sequence[PipelineFailure] = (),
 ) -> Gate:
     """Decide every step of every pipeline against the baseline.
 
     `results` are keyed by repository-relative pipeline path, as the baseline is.
     `rerun(key)` runs that pipeline once more, measured as the first time; it is
-    called `options.confirm` times for each pipeline that has a suspect step.
+    called `options.confirm` times for each pipeline that has a suspect step, and
+    raises DidNotFinish when the pipeline does not. `failures` are the pipelines that
+    did not finish their first run: each fails the check, and none is "not run".
     """
+    failures = list(failures)
     decisions: list[StepDecision] = []
     confirmations: list[Confirmation] = []
     environment: list[str] = []
@@ -225,17 +256,23 @@ def evaluate(
                 note = f"{key} is in the check but not in the baseline"
                 decisions.extend(_plain(key, s, words.PIPELINE_ADDED, [note]) for s in result.steps)
             else:
-                found, confirmation = _pipeline(key, result, baseline, rerun, options, level)
+                try:
+                    found, confirmation = _pipeline(key, result, baseline, rerun, options, level)
+                except DidNotFinish as exc:
+                    failures.append(exc.failure)
+                    continue
                 decisions.extend(found)
                 if confirmation:
                     confirmations.append(confirmation)
+        unfinished = {f.pipeline for f in failures}
         for key, shape in baseline.pipelines.items():
-            if key not in results:
+            if key not in results and key not in unfinished:
                 note = f"{key} is in the baseline but the check did not run it"
                 decisions.extend(
                     _absent(baseline, key, s, words.PIPELINE_MISSING, [note]) for s in shape.steps
                 )
         environment = environment_changes(baseline, results)
+    decisions.extend(_unfinished(f) for f in failures)
     regressions = [d for d in decisions if is_regression(d, options.fail_on)]
     meta = _meta_annotations(baseline_error, baseline_moved)
     return Gate(
@@ -250,6 +287,20 @@ def evaluate(
         confirmations=confirmations,
         annotations=meta + annotations(decisions, regressions),
         pull_request=pull_request,
+        failures=failures,
+    )
+
+
+def _unfinished(f: PipelineFailure) -> StepDecision:
+    during = f"in {f.during}, " if f.during else ""
+    return StepDecision(
+        pipeline=f.pipeline,
+        name=f.step or "(the pipeline)",
+        index=f.index,
+        line=f.line,
+        file=f.pipeline,
+        verdict=words.DID_NOT_FINISH,
+        evidence=[f"{during}{f.message}"],
     )
 
 
@@ -420,6 +471,8 @@ def _with(d: StepDecision, **changes: Any) -> StepDecision:
 
 
 def is_regression(decision: StepDecision, fail_on: Sequence[str]) -> bool:
+    if decision.verdict == words.DID_NOT_FINISH:
+        return True  # whatever fail-on says: nothing was measured that could pass
     for word in fail_on:
         if decision.verdict in words.FAIL_ON[word]:
             return True
@@ -486,6 +539,8 @@ def annotations(
 
 
 def _message(d: StepDecision) -> str:
+    if d.verdict == words.DID_NOT_FINISH:
+        return "; ".join([d.verdict, *d.evidence])
     now = f"{d.now_fired} of {d.now_compared}" if d.now_compared is not None else "not run"
     before = (
         f"differed in {d.baseline_differed_trials} of {d.baseline_trials} baseline trials"
@@ -512,7 +567,7 @@ def _message(d: StepDecision) -> str:
 def stamp(results: Mapping[str, Result], options: GateOptions) -> str:
     first = next(iter(results.values()), None)
     if first is None:
-        return "twicerun ran no pipeline."
+        return "twicerun finished no pipeline."
     env = first.environment
     return (
         f"twicerun {env.twicerun}, DuckDB {env.duckdb} at threads={env.threads}, "
@@ -528,7 +583,8 @@ SUMMARY_BUDGET = 1_000_000
 def comment_identity(gate: Gate, comment_id: str | None = None) -> str:
     """What the sticky comment is found again by: an explicit id, or the set of pipelines
     (normalised and sorted, so `b.py a.py` and `./a.py b.py` share one comment)."""
-    return comment_id or " ".join(sorted(gate.results))
+    # A pipeline that did not finish still names the comment it would have updated.
+    return comment_id or " ".join(sorted({*gate.results, *(f.pipeline for f in gate.failures)}))
 
 
 def comment_body(

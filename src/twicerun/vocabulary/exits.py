@@ -118,8 +118,10 @@ MEANINGS: dict[type[IntEnum], dict[int, str]] = {
         GateExit.PASSED: "no step failed the check (per --fail-on)",
         GateExit.FAILED: "the check failed: a step got worse than on the baseline, or a "
         "pipeline or step could not be compared with it",
-        GateExit.BAD_INPUT: "bad input, including a missing or unreadable baseline",
-        GateExit.CRASHED: "a pipeline crashed, or twicerun failed",
+        GateExit.BAD_INPUT: "bad input, including a missing or unreadable baseline, or a "
+        "pipeline whose file or use of ctx was refused (reported like a crash)",
+        GateExit.CRASHED: "a pipeline crashed (a step raised: the comment, summary and an "
+        "annotation on the line say so first), or twicerun failed",
         GateExit.INTERRUPTED: "interrupted (Ctrl-C)",
     },
     ReportExit: {

@@ -29,6 +29,11 @@ NOTHING_COMPARED = "not comparable: nothing compared now"
 # must not pass as `unchanged`.
 AMPLIFIER_FAILED = "not comparable: an amplifier failed now"
 
+# The pipeline did not finish on the pull request: a step raised, its file would not
+# load, or a step used ctx in a way the contract refuses. Nothing was measured to
+# compare, and no fail-on setting lets it pass: the check fails (exit 3 or 2).
+DID_NOT_FINISH = "did not finish"
+
 NOT_COMPARABLE = (
     STEP_ADDED,
     STEP_REMOVED,
