@@ -216,6 +216,13 @@ def test_a_pipeline_that_raises_is_reported_with_the_others_and_exits_3(repo, tw
     again = Gate.from_document(document)
     assert summary(again, "") == outcome.out
     assert comment_identity(again) == "pipelines/coins.py pipelines/new.py"
+    from twicerun.github.sarif import sarif
+
+    (alert,) = sarif(again)["runs"][0]["results"]
+    assert alert["message"]["text"].startswith(
+        "steady in pipelines/coins.py: did not finish: step 0 steady raised in run 1"
+    )
+    assert alert["locations"][0]["physicalLocation"]["region"] == {"startLine": 2}
     assert "[twicerun] pipelines/coins.py: did not finish: step 0 steady raised" in outcome.err
     assert "[twicerun] pipelines/coins.py: the invocation directory is kept: " in outcome.err
     # fail-on none passes nothing that did not finish.

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from twicerun._version import __version__
+from twicerun.vocabulary import gate as words
 from twicerun.vocabulary.loop import Status
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -34,20 +35,26 @@ def sarif(gate: Any, working_directory: str = ".") -> dict[str, Any]:
         if not worse and d.status not in (Status.DIVERGENT, Status.STABLE_ON_THIS_INPUT):
             continue
         rule = _rule_id(d.classes, d.cause, d.verdict)
+        unfinished = d.verdict == words.DID_NOT_FINISH
+        described = (
+            "A pipeline did not finish: a step raised, or the file or a use of ctx was refused"
+            if unfinished
+            else f"A step's answer changed between runs: {' '.join(d.classes) or d.verdict}"
+            + (f", cause {d.cause}" if d.cause else "")
+        )
         rules.setdefault(
             rule,
             {
                 "id": rule,
                 "name": rule.replace("/", "_"),
-                "shortDescription": {
-                    "text": f"A step's answer changed between runs: {' '.join(d.classes) or d.verdict}"
-                    + (f", cause {d.cause}" if d.cause else "")
-                },
+                "shortDescription": {"text": described},
                 "helpUri": "https://github.com/twicerun/action/blob/main/docs/action.md",
             },
         )
         now = f"{d.now_fired} of {d.now_compared}" if d.now_compared is not None else "not run"
         text = f"{d.name} in {d.pipeline}: {d.verdict}, {now} comparisons differed"
+        if unfinished:
+            text = f"{d.name} in {d.pipeline}: {d.verdict}: {d.evidence[0].splitlines()[0]}"
         if d.status:
             text += f"; status {d.status}"
         location = posixpath.normpath(posixpath.join(working_directory, d.file or d.pipeline))
