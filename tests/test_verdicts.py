@@ -448,6 +448,16 @@ def test_audit_every_verdict_with_wording_that_follows_the_facts(twicerun, write
     assert not LADDER_WORDS.search(text)
 
 
+def test_audit_holds_a_seed_where_told_as_run_does(twicerun, write_pipeline):
+    path = write_pipeline(AUDITED)
+    outcome = twicerun("audit", path, "--step", "held", "--seed", "held=11", "--threads", "1")
+    assert outcome.code == 0, outcome.err
+    assert "because `seed` was held at 11, not because the step cannot change" in outcome.out
+    refused = twicerun("audit", path, "--seed", "fixed=3")
+    assert refused.code == 2
+    assert "--seed names fixed, which is no step" in refused.err
+
+
 def test_an_audits_columns_line_up_across_steps():
     from twicerun.verdicts.audit import ArtifactAudit, AuditReport, Repeatability, StepAudit
 

@@ -71,6 +71,16 @@ def amplify_option(help: str, **extra):
     )
 
 
+# --seed for a verb that executes a pipeline: run and audit hold a seed alike.
+seed_option = click.option(
+    "--seed",
+    "seeds",
+    multiple=True,
+    metavar="STEP=INTEGER",
+    help="Hold a seeded step's seed at this value instead of its default (repeatable).",
+)
+
+
 def result_json_option(help: str):
     """--json for a verb that writes a Result: a file, or '-' for stdout."""
     return click.option(

@@ -22,6 +22,7 @@ from twicerun.cli.app import (
     policy_options,
     result_json_option,
     run_dir_option,
+    seed_option,
 )
 from twicerun.judge.policy import Policy
 from twicerun.runner.keys import parse_keys
@@ -81,13 +82,7 @@ from twicerun.runner.rescore import rejudge, resolve_invocation
 @result_json_option(
     "Also write the Result document here ('-' for stdout, which replaces the report)."
 )
-@click.option(
-    "--seed",
-    "seeds",
-    multiple=True,
-    metavar="STEP=INTEGER",
-    help="Hold a seeded step's seed at this value instead of its default (repeatable).",
-)
+@seed_option
 @click.option(
     "--key",
     "keys",

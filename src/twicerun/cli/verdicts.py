@@ -20,7 +20,7 @@ import click
 import duckdb
 
 from twicerun import __version__
-from twicerun.cli.app import Progress, check_json_target, cli, epilog
+from twicerun.cli.app import Progress, check_json_target, cli, epilog, parse_seeds, seed_option
 from twicerun.errors import BadInput
 from twicerun.github.commands import neutralize
 from twicerun.pipeline import load_pipeline
@@ -297,8 +297,11 @@ def reproduce(run: str, pipeline_path: Path | None, only: tuple[str, ...], json_
     default=None,
     help="DuckDB threads. Default: what DuckDB picks on this machine.",
 )
+@seed_option
 @_json_option
-def audit(pipeline: Path, only: tuple[str, ...], threads: int | None, json_path) -> int:
+def audit(
+    pipeline: Path, only: tuple[str, ...], threads: int | None, seeds: tuple[str, ...], json_path
+) -> int:
     """Run PIPELINE once so every step has its inputs, then run each step twice more on
     those inputs and say whether it repeated itself: `deterministic` (the same bytes,
     no seed), `reproducible` (the same rows; or the same bytes because a seed was
@@ -309,7 +312,7 @@ def audit(pipeline: Path, only: tuple[str, ...], threads: int | None, json_path)
     that declares a seed is never called deterministic.
     """
     _check_json(json_path, "twicerun.audit/")
-    loaded = load_pipeline(pipeline)
+    loaded = load_pipeline(pipeline, parse_seeds(seeds))
     names = [s.name for s in loaded.steps]
     unknown = [n for n in only if n not in names]
     if unknown:
