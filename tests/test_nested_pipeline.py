@@ -103,3 +103,33 @@ def test_parallel_list_aggregation_fires_through_real_thread_scheduling(write_pi
     steps = {s["name"]: s for s in outcome.json()["steps"]}
     assert steps["unordered"]["fired"] >= 1
     assert steps["ordered"]["fired"] == 0
+
+
+def test_a_list_of_floats_in_another_order_is_reported_as_an_order_not_as_drift(
+    write_pipeline, twicerun
+):
+    # It was reported as VALUE_DRIFT of some 10^18 ulps and nothing else, which sends a
+    # reader after float precision when the fix is list(v ORDER BY ...).
+    path = write_pipeline(
+        """
+        import itertools
+
+        _calls = itertools.count()
+
+
+        def events(ctx):
+            ctx.write("events", "SELECT range AS id, range % 5 AS g, (range * 0.5)::DOUBLE AS v FROM range(100)")
+
+
+        def floats_listed(ctx):
+            shift = next(_calls)
+            ctx.read("events")
+            ctx.write("lists", f"SELECT g, list(v ORDER BY hash(id + {shift})) AS vs FROM events GROUP BY g")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 1, outcome.err
+    assert (
+        "        lists: all 5 lists that moved on vs[] hold the same values in another order: "
+        "what moved is the order, which no ulp count describes\n"
+    ) in outcome.out

@@ -68,6 +68,11 @@ class Drift:
     # The relative difference of the pair shown (reference_value, later_value);
     # max_relative may belong to another pair.
     shown_relative: float | str | None = None
+    # For a path through a list: how many paired lists moved at all, and how many of
+    # those hold the same values (bit for bit) in another order, where what moved is
+    # the order and no ulp count says anything about the floats.
+    lists_moved: int = 0
+    lists_reordered: int = 0
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,17 @@ def bits(expr: str, type_id: str) -> str:
     return f"(CASE WHEN isnan({expr}) THEN {CANONICAL_NAN[type_id]} ELSE ({expr})::BIT::{cast} END)"
 
 
+def bits_list(expr: str, type_id: str) -> str:
+    """A list of floats as the list of their bits: DuckDB drops the sign of -0.0 when an
+    aggregate such as any_value() carries a list of doubles, and keeps it in integers."""
+    return f"list_transform({expr}, lambda __twicerun_f: {bits('__twicerun_f', type_id)})"
+
+
+def float_of_bits(expr: str, type_id: str) -> str:
+    """The float whose bits `bits()` gave, in SQL: the inverse of `bits`, sign included."""
+    return f"(({expr})::BIT)::{'DOUBLE' if type_id == 'double' else 'FLOAT'}"
+
+
 def from_bits(value: int | None, type_id: str) -> float | None:
     """The float whose bits `bits()` gave, sign of zero included."""
     if value is None:

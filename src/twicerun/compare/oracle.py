@@ -443,9 +443,14 @@ def _measure_with_floats(
     ks = _ks(n_key)
     bs = [f"b{i}" for i in range(n_bits)]
     vs = [f"v{i}" for i in range(n_leaf)]
+    # A list leaf is carried as its floats' bits (floats.bits_list), so -0.0 keeps its sign.
+    carried_values = [
+        floats.bits_list(leaf.expr, leaf.type_id) if leaf.is_list else leaf.expr
+        for leaf in leaf_list
+    ]
     template = (
         f"SELECT {_aliases('k', [*key])}{', ' if key else ''}{_aliases('b', bits)}, "
-        f"{', '.join(f'any_value({leaf.expr}) AS v{i}' for i, leaf in enumerate(leaf_list))}, "
+        f"{', '.join(f'any_value({v}) AS v{i}' for i, v in enumerate(carried_values))}, "
         f"count(*) AS n FROM {{source}} GROUP BY ALL"
     )
     on = _on([*ks, *bs])
@@ -532,7 +537,10 @@ def _imbalance_totals(
 def _leaf_drift(con: duckdb.DuckDBPyConnection, i: int, leaf: Leaf, identical: int) -> Drift:
     t = leaf.type_id
     if leaf.is_list:
-        source = f"(SELECT unnest(a{i}) AS a, unnest(b{i}) AS b FROM {PAIRS})"
+        source = (
+            f"(SELECT {floats.float_of_bits('a', t)} AS a, {floats.float_of_bits('b', t)} AS b "
+            f"FROM (SELECT unnest(a{i}) AS a, unnest(b{i}) AS b FROM {PAIRS}))"
+        )
     else:
         source = f"(SELECT a{i} AS a, b{i} AS b FROM {PAIRS})"
     # Each distance is computed once per pair in a subquery: the expressions are
@@ -558,6 +566,15 @@ def _leaf_drift(con: duckdb.DuckDBPyConnection, i: int, leaf: Leaf, identical: i
     ).fetchone()
     compared, moved_n, max_ulps, max_rel, at, incomparable, odd = row
     at = at if at is not None else odd
+    lists_moved = lists_reordered = 0
+    if leaf.is_list and moved_n:
+        # A list that only changed its order (a list() over rows that arrived in
+        # another order) moves nearly every position by a huge ulp count; say so.
+        # The lists here are bits already, so equal means equal to the bit.
+        lists_moved, lists_reordered = con.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE list_sort(a{i}) IS NOT DISTINCT FROM "
+            f"list_sort(b{i})) FROM {PAIRS} WHERE a{i} IS DISTINCT FROM b{i}"
+        ).fetchone()
     return Drift(
         column=leaf.path,
         type=t,
@@ -570,6 +587,8 @@ def _leaf_drift(con: duckdb.DuckDBPyConnection, i: int, leaf: Leaf, identical: i
         later_value=json_float(floats.from_bits(at["b"], t)) if at else None,
         incomparable=int(incomparable or 0),
         shown_relative=json_float(at["r"]) if at and at["r"] is not None else None,
+        lists_moved=int(lists_moved),
+        lists_reordered=int(lists_reordered),
     )
 
 

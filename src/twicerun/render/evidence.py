@@ -202,6 +202,20 @@ def _drift_lines(
                 f"{relative(_shown_relative(far))}, {value(far.reference_value)} against "
                 f"{value(far.later_value)}"
             )
+        reordered = max(drifts, key=lambda d: d.lists_reordered)
+        k, n = reordered.lists_reordered, reordered.lists_moved
+        if k:
+            which = (
+                "the one list that moved"
+                if n == 1
+                else f"all {number(n)} lists that moved"
+                if k == n
+                else f"{number(k)} of the {number(n)} lists that moved"
+            )
+            lines.append(
+                f"{name}: {which} on {column} {'holds' if k == 1 else 'hold'} the same values "
+                f"in another order: what moved is the order, which no ulp count describes"
+            )
         odd = sum(d.incomparable for d in drifts)
         if odd:
             lines.append(
