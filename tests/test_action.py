@@ -50,6 +50,25 @@ def warm_runner(tmp_path: Path, name: str = "runner") -> Path:
     return runner_temp
 
 
+def pull_request_env(tmp_path: Path, github: FakeGitHub, number: int = 12) -> tuple[dict, Path]:
+    """A runner's environment for a workflow on pull request `number`, against the fake
+    GitHub, and the job summary file it names."""
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": number}}))
+    summary = tmp_path / "summary.md"
+    env = {
+        **base_env(),
+        "GITHUB_API_URL": github.url,
+        "GITHUB_REPOSITORY": "octo/pipes",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_RUN_ID": "99",
+        "GITHUB_SERVER_URL": "https://github.test",
+        "GITHUB_TOKEN": WORKFLOW_TOKEN,
+    }
+    return env, summary
+
+
 @pytest.fixture
 def workspace(tmp_path, monkeypatch) -> Path:
     ws = tmp_path / "workspace"
@@ -82,20 +101,8 @@ def test_the_action_gates_a_regression_comments_annotates_and_summarises(workspa
     runner_temp.mkdir()
     # A warm cache: the venv the action would have installed is this test's own.
     (runner_temp / "twicerun-venv").symlink_to(REPO / ".venv")
-    event = tmp_path / "event.json"
-    event.write_text(json.dumps({"pull_request": {"number": 12}}))
-    summary = tmp_path / "summary.md"
     with FakeGitHub() as github:
-        env = {
-            **base_env(),
-            "GITHUB_API_URL": github.url,
-            "GITHUB_REPOSITORY": "octo/pipes",
-            "GITHUB_EVENT_PATH": str(event),
-            "GITHUB_STEP_SUMMARY": str(summary),
-            "GITHUB_RUN_ID": "99",
-            "GITHUB_SERVER_URL": "https://github.test",
-            "GITHUB_TOKEN": WORKFLOW_TOKEN,
-        }
+        env, summary = pull_request_env(tmp_path, github)
         run = run_action(
             REPO / "action.yml",
             inputs={"pipelines": "pipelines/*.py", "runs": "5", "amplify": "false"},
@@ -163,18 +170,8 @@ def test_a_push_whose_pipeline_raises_replaces_the_earlier_comment_and_fails(wor
     """The sticky comment of the push before said what that push measured; a push whose
     pipeline raised used to exit 3 without a word to the pull request, leaving it."""
     runner_temp = warm_runner(tmp_path)
-    event = tmp_path / "event.json"
-    event.write_text(json.dumps({"pull_request": {"number": 12}}))
-    summary = tmp_path / "summary.md"
     with FakeGitHub() as github:
-        env = {
-            **base_env(),
-            "GITHUB_API_URL": github.url,
-            "GITHUB_REPOSITORY": "octo/pipes",
-            "GITHUB_EVENT_PATH": str(event),
-            "GITHUB_STEP_SUMMARY": str(summary),
-            "GITHUB_TOKEN": WORKFLOW_TOKEN,
-        }
+        env, summary = pull_request_env(tmp_path, github)
         # What the push before left: a comment saying all was well.
         before_body = f"{marker('pipelines/orders.py')}\n\n### twicerun: no step got worse\n"
         before_id = github.add_comment(12, before_body, BOT)["id"]
