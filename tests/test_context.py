@@ -156,6 +156,22 @@ def test_reads_behind_ctx_reads_back_are_recorded(tmp_path):
     assert ctx.output.sql_outside_ctx[0].startswith("SELECT * FROM read_parquet(")
 
 
+def test_a_read_behind_ctx_in_a_write_query_is_noted_without_blaming_ctx_sql(
+    write_pipeline, twicerun, tmp_path
+):
+    # The note said "through ctx.sql" for a file read inside the query given to ctx.write.
+    pq.write_table(pa.table({"n": [1]}), tmp_path / "side.parquet")
+    path = write_pipeline(
+        f"def copy(ctx):\n    ctx.write('c', \"SELECT * FROM '{tmp_path / 'side.parquet'}'\")\n"
+    )
+    (step,) = twicerun("run", path, "--runs", "2", "--json", "-").json()["steps"]
+    (note,) = step["notes"]
+    assert note.startswith(
+        "reads rows in its SQL that ctx.read and ctx.source do not see, so they are not "
+        "counted or contained: SELECT * FROM '"
+    )
+
+
 def test_a_pipeline_written_for_another_runner_runs_unchanged(write_pipeline, twicerun):
     # No twicerun import, a STEPS list, and only the ctx methods of the contract.
     path = write_pipeline(

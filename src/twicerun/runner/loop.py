@@ -358,8 +358,9 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
         )
     if run1 is not None and run1.sql_outside_ctx:
         notes.append(
-            "reads rows through ctx.sql that ctx.read does not see, so they are not counted "
-            "or contained: " + run1.sql_outside_ctx[0]
+            # Caught in ctx.sql and in the query handed to ctx.write alike.
+            "reads rows in its SQL that ctx.read and ctx.source do not see, so they are not "
+            "counted or contained: " + run1.sql_outside_ctx[0]
         )
     return StepResult(
         index=step.index,
