@@ -458,6 +458,53 @@ def test_audit_holds_a_seed_where_told_as_run_does(twicerun, write_pipeline):
     assert "--seed names fixed, which is no step" in refused.err
 
 
+RAISES_LATER = """
+import itertools
+
+_calls = itertools.count()
+
+
+def fixed(ctx):
+    ctx.write("fixed", "SELECT range AS n FROM range(10)")
+
+
+def flaky(ctx):
+    # Fine in the ordinary run and the first audit run, raises in the second.
+    if next(_calls) == 2:
+        raise RuntimeError("the source went away")
+    ctx.write("flaky", "SELECT 1 AS n")
+
+
+def broken(ctx):
+    ctx.read("fixed")
+    raise ValueError("bad")
+"""
+
+
+def test_an_audit_a_step_stops_still_reports_what_it_audited_before(twicerun, write_pipeline):
+    # A step that raised used to lose every verdict: exit 3 and the error, nothing else.
+    path = write_pipeline(RAISES_LATER)
+    outcome = twicerun("audit", path, "--step", "fixed", "--step", "broken", "--json", "-")
+    assert outcome.code == 3
+    document = outcome.json()
+    assert [(s["name"], s["verdict"]) for s in document["steps"]] == [("fixed", "deterministic")]
+    assert document["stopped_at"] == "step 2 broken"
+    assert outcome.err.startswith("twicerun: step 2 broken raised in run 1")
+
+    text = twicerun("audit", path, "--step", "fixed", "--step", "broken").out.splitlines()
+    assert text[-1].startswith(
+        f"{path}: deterministic for the steps above, audited before step 2 broken raised and "
+        "stopped the audit (1 step audited, two runs each"
+    )
+
+    # Raising in an audit run, not the ordinary one: the steps audited before it stay.
+    outcome = twicerun("audit", path, "--step", "fixed", "--step", "flaky", "--json", "-")
+    assert outcome.code == 3
+    assert [s["name"] for s in outcome.json()["steps"]] == ["fixed"]
+    assert outcome.json()["stopped_at"] == "step 1 flaky"
+    assert "the source went away" in outcome.err
+
+
 def test_an_audits_columns_line_up_across_steps():
     from twicerun.verdicts.audit import ArtifactAudit, AuditReport, Repeatability, StepAudit
 

@@ -67,6 +67,8 @@ class StepCrashed(TwicerunError):
         self.where = where
         # What to do about it, when twicerun can tell: printed on a line of its own.
         self.hint = hint
+        # What an audit had found before the step raised (replay.audit_runs), to report.
+        self.audited: list = []
         at = f" (at {where})" if where else ""
         super().__init__(
             f"step {index} {name} raised in run {run}{at}: {type(error).__name__}: {error}".rstrip()

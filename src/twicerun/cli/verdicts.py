@@ -21,7 +21,7 @@ import duckdb
 
 from twicerun import __version__
 from twicerun.cli.app import Progress, check_json_target, cli, epilog, parse_seeds, seed_option
-from twicerun.errors import BadInput
+from twicerun.errors import BadInput, StepCrashed
 from twicerun.github.commands import neutralize
 from twicerun.pipeline import load_pipeline
 from twicerun.render.evidence import step_evidence
@@ -323,7 +323,12 @@ def audit(
     progress = Progress(enabled=sys.stderr.isatty())
     started = time.monotonic()
     threads = threads or default_threads()
-    audited = audit_runs(loaded, threads, chosen, progress)
+    stopped: StepCrashed | None = None
+    try:
+        audited = audit_runs(loaded, threads, chosen, progress)
+    except StepCrashed as exc:
+        # The verdicts found before the step raised are printed, then the error (exit 3).
+        stopped, audited = exc, exc.audited
     progress.clear()
     report = AuditReport(
         str(pipeline),
@@ -340,8 +345,11 @@ def audit(
         round(time.monotonic() - started, 2),
         threads=threads,
         duckdb=duckdb.__version__,
+        stopped_at=f"step {stopped.index} {stopped.name}" if stopped else None,
     )
     _emit(report.to_dict(), report.lines(), json_path)
+    if stopped is not None:
+        raise stopped
     return (
         AuditExit.NOT_REPRODUCIBLE
         if report.verdict is Repeatability.NOT_REPRODUCIBLE

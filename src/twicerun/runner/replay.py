@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from twicerun.errors import StepCrashed
 from twicerun.pipeline import Pipeline, Step
 from twicerun.runner.engines import open_engine
 from twicerun.runner.execute import execute_step
@@ -169,17 +170,28 @@ def audit_runs(
 ) -> list[AuditedStep]:
     """One ordinary run so each step has its inputs, then each chosen step twice more,
     one step at a time (a duration is part of the report, and two steps competing for
-    cores would time the machine), each pair's files deleted as soon as it is digested."""
+    cores would time the machine), each pair's files deleted as soon as it is digested.
+
+    A step that raises stops the audit; the StepCrashed it raises carries, as
+    `audited`, the steps audited before it (in the first run, every chosen step
+    before the one that raised), so their verdicts are not lost with it.
+    """
     chosen = {s.index for s in steps}
     last = max(chosen, default=-1)
-    found = []
+    found: list[AuditedStep] = []
+    crashed: StepCrashed | None = None
     with Scratch(threads, "audit", pipeline.engine) as scratch:
         # Every execution is known up front, so no connection is opened that none uses.
         scratch.connections.expect(threads, last + 1 + 2 * len(chosen))
         first = RunAddress(LOOP, 1)
         for step in pipeline.steps[: last + 1]:
             progress(ProgressEvent("audit", 1, 3, step.index, len(pipeline.steps), step.name))
-            scratch.execute(step, first, threads, scratch.records.visible(first, step.index))
+            try:
+                scratch.execute(step, first, threads, scratch.records.visible(first, step.index))
+            except StepCrashed as exc:
+                crashed = exc
+                chosen = {i for i in chosen if i < step.index}
+                break
         for step in pipeline.steps:
             if step.index not in chosen:
                 continue
@@ -191,7 +203,11 @@ def audit_runs(
                 )
                 address = RunAddress(AUDIT, n)
                 started = time.perf_counter()
-                receipt = scratch.execute(step, address, threads, inputs)
+                try:
+                    receipt = scratch.execute(step, address, threads, inputs)
+                except StepCrashed as exc:
+                    exc.audited = found
+                    raise
                 seconds = time.perf_counter() - started
                 runs.append(
                     AuditRun(
@@ -202,4 +218,7 @@ def audit_runs(
                 )
                 scratch.forget(address, step)
             found.append(AuditedStep(step, (runs[0], runs[1])))
+    if crashed is not None:
+        crashed.audited = found
+        raise crashed
     return found

@@ -151,6 +151,9 @@ class AuditReport:
     # The instrument: a verdict holds at this thread count on this DuckDB, not beyond.
     threads: int | None = None
     duckdb: str | None = None
+    # The step that raised and stopped the audit, as "step N name", when one did: the
+    # verdicts are then for the steps audited before it, and the command exits 3.
+    stopped_at: str | None = None
     schema: str = "twicerun.audit/1"
 
     @property
@@ -174,7 +177,14 @@ class AuditReport:
             f"{at}{on}".strip(),
             f"in {self.seconds:.1f}s",
         ]
-        out.append(f"{self.pipeline}: {self.verdict} ({', '.join(p for p in parts if p)})")
+        said = ", ".join(p for p in parts if p)
+        if self.stopped_at:
+            out.append(
+                f"{self.pipeline}: {self.verdict} for the steps above, audited before "
+                f"{self.stopped_at} raised and stopped the audit ({said})"
+            )
+        else:
+            out.append(f"{self.pipeline}: {self.verdict} ({said})")
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -185,5 +195,6 @@ class AuditReport:
             "seconds": self.seconds,
             "threads": self.threads,
             "duckdb": self.duckdb,
+            "stopped_at": self.stopped_at,
             "steps": [s.to_dict() for s in self.steps],
         }

@@ -170,7 +170,8 @@ MEANINGS: dict[type[IntEnum], dict[int, str]] = {
         AuditExit.NOT_REPRODUCIBLE: "a step is not reproducible: its two audit runs wrote "
         "different rows",
         AuditExit.BAD_INPUT: "bad input: the pipeline or a flag is wrong",
-        AuditExit.CRASHED: "a step raised, or twicerun failed",
+        AuditExit.CRASHED: "a step raised (the verdicts of the steps audited before it are "
+        "printed first), or twicerun failed",
         AuditExit.INTERRUPTED: "interrupted (Ctrl-C); the scratch files are deleted",
     },
     PostExit: {
