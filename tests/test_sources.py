@@ -118,7 +118,7 @@ def test_a_sources_files_sizes_and_digests_are_in_the_receipt_and_the_result(
         ('ctx.source("raw", "*.nothing.parquet")', "matches no file"),
         ('ctx.source("raw", [__file__])', "neither Parquet nor CSV"),
         ('ctx.source("raw", FILES, union_by_name=object())', "is not a bool, number, string"),
-        ('ctx.source("1raw", FILES)', "an artifact name is an identifier"),
+        ('ctx.source("1raw", FILES)', "a source name is an identifier"),
     ],
     ids=["missing", "empty", "glob", "not-data", "option", "name"],
 )

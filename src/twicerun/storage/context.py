@@ -70,14 +70,16 @@ MAX_NAME = 128
 
 
 def check_name(name: Any, call: str, where: str) -> str:
+    # ctx.source names a view of outside files, not an artifact.
+    what = "a source name" if call == "ctx.source" else "an artifact name"
     if isinstance(name, str) and IDENTIFIER.match(name) and len(name) > MAX_NAME:
         raise ContractError(
-            f"{call}({name[:20]}...) in {where}: an artifact name is at most {MAX_NAME} "
+            f"{call}({name[:20]}...) in {where}: {what} is at most {MAX_NAME} "
             f"characters, this one has {len(name)}; shorten it"
         )
     if not isinstance(name, str) or not IDENTIFIER.match(name):
         raise ContractError(
-            f"{call}({name!r}) in {where}: an artifact name is an identifier "
+            f"{call}({name!r}) in {where}: {what} is an identifier "
             f"(letters, digits and underscores, not starting with a digit), such as "
             f"{_suggest(name)!r}"
         )
