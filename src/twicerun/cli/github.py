@@ -109,7 +109,7 @@ def _keyed(
             if failures is None or not isinstance(syntax, SyntaxError):
                 raise
             key = pipeline_key(path)
-            failures[key] = PipelineFailure(key, str(exc), crashed=False, line=syntax.lineno)
+            failures[key] = _failure(key, exc)
             continue
         keyed.setdefault(pipeline_key(path), path)
     return keyed
@@ -148,7 +148,9 @@ def _failure(key: str, exc: Exception) -> PipelineFailure:
             index=exc.index,
             line=int(line) if line.isdigit() else None,
         )
-    return PipelineFailure(key, str(exc), crashed=False)
+    # A file that does not compile is refused with the SyntaxError as its cause.
+    line = getattr(exc.__cause__, "lineno", None) if isinstance(exc, PipelineError) else None
+    return PipelineFailure(key, str(exc), crashed=False, line=line)
 
 
 def _run_all(
