@@ -221,3 +221,16 @@ def test_an_amplified_input_that_fails_to_write_leaves_no_file(tmp_path):
     with pytest.raises(duckdb.Error):
         copy_ordered(con, "SELECT error('stop') AS v FROM range(10) ORDER BY 1", target)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_tie_collapse_declining_a_small_input_does_not_claim_it_is_past_the_target(tmp_path):
+    # Three rows whose other column holds one value: nothing to fold, yet only 3 rows per
+    # value, which the decline used to call "at or past the 500 this amplifier aims for".
+    path = tmp_path / "small.parquet"
+    pq.write_table(pa.table({"id": [1, 2, 3], "shop": ["a", "a", "a"]}), path)
+    outcome = collapse_ties(CON, path, tmp_path / "out.parquet", artifact="small")
+    assert outcome == Declined(
+        "every column of small that could tie has 1 value or fewer across its 3 rows, already "
+        "as few as folding to one value per 500 rows would leave, so there is nothing to fold"
+    )
+    assert not (tmp_path / "out.parquet").exists()

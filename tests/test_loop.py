@@ -504,3 +504,34 @@ def test_a_set_of_strings_holds_still_within_a_process_and_diff_sees_it_across_t
     diff = twicerun("diff", tmp_path / "a", tmp_path / "b")
     assert diff.code == 1
     assert "   1 first_seen  FIRST DIFFERENCE" in diff.out.splitlines()
+
+
+def test_a_column_of_type_null_is_compared_not_refused(write_pipeline, twicerun):
+    # `NULL AS placeholder` is a NULL-typed column in DuckDB and in the Parquet it writes.
+    # It holds nothing that could differ; it used to stop the whole run with exit 2.
+    path = write_pipeline(
+        """
+        import itertools
+
+        _calls = itertools.count()
+
+
+        def with_placeholder(ctx):
+            ctx.write("t", f"SELECT range AS n, {next(_calls)} AS mark, NULL AS later FROM range(3)")
+
+
+        def reads_it(ctx):
+            ctx.read("t")
+            ctx.write("u", "SELECT n, later FROM t")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2", "--amplify", "--json", "-")
+    steps = outcome.json()["steps"]
+    assert [(s["name"], s["fired"], s["compared"]) for s in steps] == [
+        ("with_placeholder", 1, 1),
+        ("reads_it", 0, 1),
+    ]
+    (artifact,) = steps[0]["comparisons"][0]["artifacts"]
+    assert artifact["findings"]["key"] == ["n", "mark", "later"]
+    assert not any(a["error"] for a in steps[1]["amplifiers"])
+    assert outcome.code == 1

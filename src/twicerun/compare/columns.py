@@ -3,7 +3,8 @@
 A column is one of:
 
 - exact: integers, DECIMAL, strings, blobs, booleans, bits, dates, times,
-  timestamps, intervals, UUIDs, enums. A correct query run twice cannot give
+  timestamps, intervals, UUIDs, enums, and the NULL type of a bare `NULL AS x`
+  (no value in it can differ). A correct query run twice cannot give
   two different values here, so any difference is a finding, and these
   columns are what rows are matched on.
 - float: FLOAT and DOUBLE. A parallel reduction may add terms in any order,
@@ -65,6 +66,7 @@ EXACT_IDS = INTEGER_IDS | frozenset(
         "interval",
         "uuid",
         "enum",
+        "null",
     }
 )
 FLOAT_IDS = frozenset({"float", "double"})

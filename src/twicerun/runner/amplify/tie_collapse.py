@@ -91,9 +91,18 @@ def plan_collapse(
     chosen = [c for c in candidates if c.distinct > buckets]
     if not chosen:
         densest = min(candidates, key=lambda c: rows / max(c.distinct, 1))
+        per_value = rows / max(densest.distinct, 1)
+        if per_value >= rows_per_value:
+            return Declined(
+                f"every column of {artifact} that could tie already has {per_value:,.0f} "
+                f"or more rows per value, at or past the {rows_per_value:,} this amplifier aims for"
+            )
+        # Fewer rows than the target per value, but no column has more values than the
+        # buckets it would be folded into (a small input's column of one value).
         return Declined(
-            f"every column of {artifact} that could tie already has {rows / max(densest.distinct, 1):,.0f} "
-            f"or more rows per value, at or past the {rows_per_value:,} this amplifier aims for"
+            f"every column of {artifact} that could tie has {_count(buckets, 'value')} or fewer "
+            f"across its {_count(rows, 'row')}, already as few as folding to one value per "
+            f"{rows_per_value:,} rows would leave, so there is nothing to fold"
         )
     detail = "; ".join(
         f"{artifact}.{c.name} into {buckets:,} values, from {rows / c.distinct:,.0f} to "
@@ -101,6 +110,10 @@ def plan_collapse(
         for c in chosen
     )
     return Collapse(tuple(chosen), buckets, detail)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def collapse_ties(
