@@ -505,6 +505,42 @@ def test_an_audit_a_step_stops_still_reports_what_it_audited_before(twicerun, wr
     assert "the source went away" in outcome.err
 
 
+def test_an_audit_says_a_step_reading_its_own_state_was_not_rerun_on_top_of_it(
+    twicerun, write_pipeline
+):
+    # An append that repeats rows on a rerun is "deterministic" to the audit (both of its
+    # runs start from the initial rows and write the same thing) while `run` calls it
+    # DIVERGENT; the audit used to say so with nothing beside it.
+    path = write_pipeline(
+        """
+        def entries(ctx):
+            ctx.write("new", "SELECT range AS id FROM range(3)")
+
+
+        def append_log(ctx):
+            ctx.read("new")
+            ctx.state("log", "SELECT * FROM new WHERE false")
+            ctx.write("log", "SELECT * FROM log UNION ALL SELECT * FROM new")
+        """
+    )
+    outcome = twicerun("audit", path, "--json", "-")
+    assert outcome.code == 0
+    steps = {s["name"]: s for s in outcome.json()["steps"]}
+    assert (steps["append_log"]["verdict"], steps["append_log"]["state"]) == (
+        "deterministic",
+        ["log"],
+    )
+    assert steps["entries"]["state"] == []
+    text = twicerun("audit", path).out
+    assert text.count("ctx.state") == 1
+    assert (
+        "    it reads its own earlier output through ctx.state (log), and both audit runs "
+        "started it from the initial rows; what a rerun does on top of an earlier output (an "
+        "append that repeats rows) is `twicerun run`'s to show\n"
+    ) in text
+    assert not LADDER_WORDS.search(text)
+
+
 def test_an_audits_columns_line_up_across_steps():
     from twicerun.verdicts.audit import ArtifactAudit, AuditReport, Repeatability, StepAudit
 

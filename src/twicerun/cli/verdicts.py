@@ -339,6 +339,7 @@ def audit(
                 a.step.declaration.seed,
                 a.step.seed_value,
                 tuple((r.seconds, r.bytes, r.canonical) for r in a.runs),
+                state=a.runs[0].state,
             )
             for a in audited
         ],

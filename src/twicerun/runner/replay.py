@@ -154,6 +154,8 @@ class AuditRun:
     seconds: float
     bytes: dict[str, str]
     canonical: dict[str, str]
+    # What it read through ctx.state: both audit runs start it from its initial rows.
+    state: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,7 @@ def audit_runs(
                         seconds=round(receipt.seconds or seconds, 3),
                         bytes={a.name: a.bytes_digest for a in receipt.artifacts},
                         canonical={a.name: a.canonical_digest for a in receipt.artifacts},
+                        state=tuple(r.name for r in receipt.reads if r.via == "state"),
                     )
                 )
                 scratch.forget(address, step)

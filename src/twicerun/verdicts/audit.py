@@ -48,6 +48,9 @@ class StepAudit:
     seed_value: int | None
     seconds: tuple[float, float]
     artifacts: list[ArtifactAudit] = field(default_factory=list)
+    # Its own earlier output, read through ctx.state. Both audit runs start it from its
+    # initial rows, so what it does on top of an earlier output is not what they test.
+    state: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> Repeatability:
@@ -87,6 +90,13 @@ class StepAudit:
                     out.append(f"    {'':<{width}}  {self._moved_anyway(threads)}")
         if not self.artifacts:
             out.append("    it wrote no artifact, so there was nothing to compare")
+        if self.state:
+            names = ", ".join(self.state)
+            out.append(
+                f"    it reads its own earlier output through ctx.state ({names}), and both "
+                f"audit runs started it from the initial rows; what a rerun does on top of "
+                f"an earlier output (an append that repeats rows) is `twicerun run`'s to show"
+            )
         return out
 
     def _moved_anyway(self, threads: int | None) -> str:
@@ -109,6 +119,7 @@ class StepAudit:
             "seed": self.seed,
             "seed_value": self.seed_value,
             "seconds": list(self.seconds),
+            "state": list(self.state),
             "artifacts": [
                 {
                     "name": a.name,
@@ -127,8 +138,10 @@ def audit_step(
     seed: str | None,
     seed_value: int | None,
     runs: tuple[tuple[float, dict[str, str], dict[str, str]], ...],
+    state: tuple[str, ...] = (),
 ) -> StepAudit:
-    """The step's verdict from its two audit runs: (seconds, bytes by name, canonical by name)."""
+    """The step's verdict from its two audit runs: (seconds, bytes by name, canonical by name).
+    `state` names what it read through ctx.state."""
     (s1, b1, c1), (s2, b2, c2) = runs
     artifacts = []
     for artifact in sorted(set(b1) | set(b2)):
@@ -140,7 +153,7 @@ def audit_step(
             pair_b, pair_c = (b1[artifact], b2[artifact]), (c1[artifact], c2[artifact])
             found = verdict(pair_b[0] == pair_b[1], pair_c[0] == pair_c[1], seed is not None)
         artifacts.append(ArtifactAudit(artifact, found, pair_b, pair_c))
-    return StepAudit(index, name, seed, seed_value, (s1, s2), artifacts)
+    return StepAudit(index, name, seed, seed_value, (s1, s2), artifacts, tuple(state))
 
 
 @dataclass(frozen=True)
