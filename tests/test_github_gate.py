@@ -244,6 +244,34 @@ def test_a_baseline_measured_with_other_settings_is_not_comparable():
     assert gate.regressions
 
 
+def test_the_comment_calls_not_comparable_steps_that_and_not_worse_one_line_per_reason():
+    """Eight steps of two pipelines measured without amplifiers against a baseline measured
+    with them used to head the comment "8 steps got worse", followed by eight copies of
+    one sentence."""
+    trials = [result(("a",), ("b",), ("c",)) for _ in range(19)]
+    base = baseline_of(trials)
+    now = result(("a", NOISY), ("b",), ("c",), ("d",), runs=5)
+    new = result(("x",), ("y",), pipeline="pipelines/new.py")
+    gate = evaluate({P: now, "pipelines/new.py": new}, base, rerun=rerun_with(now, now, now))
+    body = comment_body(gate, P)
+    head = body.split("\n\n", 2)[1]
+    worse = body.split("**Worse**\n\n", 1)[1]
+    assert head == "### twicerun: 1 step got worse; 3 could not be compared with the baseline"
+    listed = body.split("**Not comparable with the baseline**\n\n", 1)[1].split("\n\n")[0]
+    assert listed.splitlines() == [
+        "- `d` in `pipelines/p.py`: not comparable: step added",
+        "- `pipelines/new.py`, 2 steps (`x`, `y`): not comparable: pipeline not in the "
+        "baseline (pipelines\\/new\\.py is in the check but not in the baseline)",
+    ]
+    assert worse.startswith("- `a` in `pipelines/p.py`: new divergence")
+
+    only = comment_body(evaluate({"pipelines/new.py": new}, base, rerun=never_rerun), P)
+    assert only.split("\n\n", 2)[1] == (
+        "### twicerun: 5 steps could not be compared with the baseline"
+    )
+    assert "- `pipelines/p.py`, 3 steps (`a`, `b`, `c`): not comparable: pipeline not run" in only
+
+
 def test_a_step_that_stopped_writing_is_not_comparable_never_unchanged():
     """It scores 0 of 0 now, which the statistics alone read as "never differed" and
     passed as `unchanged`: a step whose body was emptied turned the check green."""

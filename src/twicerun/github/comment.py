@@ -114,11 +114,15 @@ def render(
     # steps, seconds on a few hundred regressions.
     failing = {(d.pipeline, d.name) for d in regressions}
     unfinished = [d for d in decisions if d.verdict == words.DID_NOT_FINISH]
-    worse = [
+    failed = [
         d
         for d in decisions
         if (d.pipeline, d.name) in failing and d.verdict != words.DID_NOT_FINISH
     ]
+    # A step the baseline cannot speak for fails the check (per fail-on) without having
+    # got worse; calling it worse sent readers looking for a regression that is not there.
+    uncompared = [d for d in failed if d.verdict in words.NOT_COMPARABLE]
+    worse = [d for d in failed if d.verdict not in words.NOT_COMPARABLE]
     better = [d for d in decisions if d.verdict in words.BETTER]
     notable = [
         d
@@ -144,26 +148,33 @@ def render(
         parts.append(_bullets(title, [_line(d) for d in unfinished], budget // 4, summary_url))
     if baseline_error:
         parts.append(f"### twicerun: no baseline to compare with\n\n{bare(baseline_error)}")
-    elif worse:
-        parts.append(f"### twicerun: {len(worse)} step{'s' if len(worse) != 1 else ''} got worse")
+    elif failed:
+        said = []
+        if worse:
+            said.append(f"{_steps(len(worse))} got worse")
+        if uncompared:
+            said.append(
+                f"{_steps(len(uncompared)) if not worse else len(uncompared)} could not be "
+                f"compared with the baseline"
+            )
+        parts.append(f"### twicerun: {'; '.join(said)}")
     elif not unfinished:
         parts.append("### twicerun: no step got worse")
     # The lists share half the budget, so that however many steps changed, the
     # whole body (not only the table) stays under GitHub's limit.
     lists = [
-        (t, items)
-        for t, items in (
-            ("**Worse**", worse),
-            ("**Better**", better),
-            ("**Changed, not failing this check**", notable),
+        (t, lines)
+        for t, lines in (
+            ("**Worse**", [_line(d) for d in worse]),
+            ("**Not comparable with the baseline**", _uncompared_lines(uncompared)),
+            ("**Better**", [_line(d) for d in better]),
+            ("**Changed, not failing this check**", [_line(d) for d in notable]),
         )
-        if items
+        if lines
     ]
-    for title, items in lists:
-        parts.append(
-            _bullets(title, [_line(d) for d in items], budget // 2 // len(lists), summary_url)
-        )
-    charted = [d for d in (*worse, *better, *notable) if d.baseline_fired_by_trial][:CHARTS]
+    for title, lines in lists:
+        parts.append(_bullets(title, lines, budget // 2 // len(lists), summary_url))
+    charted = [d for d in (*failed, *better, *notable) if d.baseline_fired_by_trial][:CHARTS]
     if charted:
         parts.append(
             "<details><summary>Each changed step, trial by trial</summary>\n\n"
@@ -207,6 +218,39 @@ def render(
 
 
 CHARTS = 3
+SHOWN_NAMES = 5
+
+
+def _steps(n: int) -> str:
+    return f"{n} step{'s' if n != 1 else ''}"
+
+
+def _uncompared_lines(decisions: list[StepDecision]) -> list[str]:
+    """One line per step, except that the steps of one pipeline sharing one reason (a
+    pipeline the baseline lacks, or measured with other settings) share one line: the
+    reason is the pipeline's, and eight copies of it buried the one thing to fix."""
+    groups: dict[tuple[str, str, str], list[StepDecision]] = {}
+    for d in decisions:
+        reason = d.evidence[0] if d.evidence else ""
+        groups.setdefault((d.pipeline, d.verdict, reason), []).append(d)
+    lines = []
+    for (pipeline, verdict, reason), members in groups.items():
+        if len(members) == 1 or verdict not in _PIPELINE_WIDE:
+            lines += [_line(d) for d in members]
+            continue
+        names = [code(d.name) for d in members]
+        shown = ", ".join(names[:SHOWN_NAMES])
+        if len(names) > SHOWN_NAMES:
+            shown += f" and {len(names) - SHOWN_NAMES} more"
+        lines.append(
+            f"{code(pipeline)}, {_steps(len(members))} ({shown}): {verdict}"
+            + (f" ({bare(reason)})" if reason else "")
+        )
+    return lines
+
+
+# Verdicts whose reason belongs to the whole pipeline, not to one of its steps.
+_PIPELINE_WIDE = (words.PIPELINE_ADDED, words.PIPELINE_MISSING, words.MEASURED_OTHERWISE)
 
 
 def _chart(d: StepDecision) -> str:
