@@ -73,6 +73,7 @@ def test_the_same_step_with_a_tiebreak_is_no_divergence_observed(write_pipeline,
 def test_a_stable_step_names_the_amplifier_that_broke_it(write_pipeline, twicerun):
     out = twicerun("run", write_pipeline(FIRST_PER_CUSTOMER), "--amplify").out
     assert "STABLE_ON_THIS_INPUT: agreed with itself on the input it was handed" in out
+    assert "\n0 of 2 steps diverged, 1 more only under an amplifier, in " in out
     assert "  1 first_event: 4 of 4 under arrival order" in out
     assert "arrival order       4 of 4: events: run 1 as written" in out
 

@@ -116,6 +116,40 @@ def test_an_unchanged_pipeline_passes_and_a_steady_step_gone_random_fails(repo, 
     ]
 
 
+FIRST_PER_CUSTOMER = """
+def events(ctx):
+    ctx.write("events", "SELECT range AS event_id, range % 50 AS customer FROM range(2000)")
+
+
+def first_event(ctx):
+    ctx.read("events")
+    ctx.sql("SET threads = 1")
+    ctx.write("firsts", "SELECT customer, first(event_id) AS event_id FROM events GROUP BY customer")
+"""
+
+
+def test_the_log_line_of_a_pipeline_counts_a_step_moved_only_under_an_amplifier(repo, twicerun):
+    # It said "0 of 2 steps diverged" of a trial whose step the amplifiers had moved,
+    # beside a check deciding on exactly that.
+    Path("pipelines/first.py").write_text(FIRST_PER_CUSTOMER)
+    outcome = twicerun(
+        "baseline", "update", "pipelines/first.py", "--runs", "2", "--output", "baseline.json",
+        "--trials", "3",
+    )  # fmt: skip
+    assert outcome.code == 0, outcome.err
+    outcome = twicerun(
+        "baseline", "compare", "--pipelines", "pipelines/first.py", "--runs", "2",
+        "--baseline", "baseline.json",
+    )  # fmt: skip
+    assert outcome.code == 0, outcome.out
+    said = [re.sub(r"in \d+\.\ds$", "in Ns", line) for line in outcome.err.splitlines()]
+    assert said[:2] == [
+        "[twicerun] pipelines/first.py: running, 2 runs",
+        "[twicerun] pipelines/first.py: 0 of 2 steps diverged, 1 more only under an amplifier, "
+        "in Ns",
+    ]
+
+
 def test_a_baseline_measured_on_a_runner_reads_no_command_from_the_pipelines(
     repo, twicerun, monkeypatch
 ):

@@ -183,10 +183,15 @@ def _run_all(
                 if kept:
                     _say(f"{key}: the invocation directory is kept: {kept}")
                 continue
-            diverged = sum(1 for s in results[key].steps if s.status == Status.DIVERGENT)
+            steps = results[key].steps
+            diverged = sum(1 for s in steps if s.status == Status.DIVERGENT)
+            # As the run's own last line says it: a confirmation trial whose step moved only
+            # under an amplifier is not "0 of 3 steps diverged" and nothing else.
+            stable = sum(1 for s in steps if s.status == Status.STABLE_ON_THIS_INPUT)
             say(
-                f"{key}: {diverged} of {len(results[key].steps)} steps diverged, in "
-                f"{time.monotonic() - started:.1f}s"
+                f"{key}: {diverged} of {len(steps)} step{'s' if len(steps) != 1 else ''} diverged"
+                + (f", {stable} more only under an amplifier" if stable else "")
+                + f", in {time.monotonic() - started:.1f}s"
             )
         return results
     finally:
