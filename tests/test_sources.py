@@ -113,9 +113,17 @@ def test_a_sources_files_sizes_and_digests_are_in_the_receipt_and_the_result(
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        ('ctx.source("raw", ["nowhere.parquet"])', "nowhere.parquet does not exist"),
+        (
+            'ctx.source("raw", ["nowhere.parquet"])',
+            "nowhere.parquet does not exist or is not a file (a relative path is read from "
+            "the working directory, ",
+        ),
         ('ctx.source("raw", [])', "an empty list"),
-        ('ctx.source("raw", "*.nothing.parquet")', "matches no file"),
+        (
+            'ctx.source("raw", "*.nothing.parquet")',
+            "the glob '*.nothing.parquet' matches no file (a relative path is read from the "
+            "working directory, ",
+        ),
         ('ctx.source("raw", [__file__])', "neither Parquet nor CSV"),
         ('ctx.source("raw", FILES, union_by_name=object())', "is not a bool, number, string"),
         ('ctx.source("1raw", FILES)', "a source name is an identifier"),

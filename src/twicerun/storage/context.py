@@ -282,7 +282,9 @@ class ContractChecks:
             if any(c in text for c in "*?["):
                 found = glob(text)
                 if not found:
-                    raise ContractError(f"{head}: the glob {text!r} matches no file")
+                    raise ContractError(
+                        f"{head}: the glob {text!r} matches no file{_relative_to_cwd(text)}"
+                    )
                 return found
             files = [text]
         if not isinstance(files, (list, tuple)) or not files:
@@ -295,7 +297,9 @@ class ContractChecks:
             if not isinstance(entry, (str, Path)):
                 raise ContractError(f"{head}: {entry!r} is not a path")
             if not Path(entry).is_file():
-                raise ContractError(f"{head}: {entry} does not exist (or is not a file)")
+                raise ContractError(
+                    f"{head}: {entry} does not exist or is not a file{_relative_to_cwd(entry)}"
+                )
             listed.append(str(entry))
         return listed
 
@@ -614,6 +618,14 @@ class _Statement:
 def _is_arrow(data: Any) -> bool:
     module = type(data).__module__ or ""
     return module.startswith("pyarrow") and hasattr(data, "schema")
+
+
+def _relative_to_cwd(path: str | Path) -> str:
+    """Where a relative path was looked for: the working directory twicerun was started in,
+    not the pipeline file's, which is what a pipeline run from elsewhere trips on."""
+    if Path(path).is_absolute():
+        return ""
+    return f" (a relative path is read from the working directory, {Path.cwd()})"
 
 
 def open_connection(threads: int, spill_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
