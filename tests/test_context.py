@@ -231,6 +231,20 @@ def test_artifact_names_that_differ_only_in_case_are_refused(write_pipeline, twi
     )
 
 
+def test_ctx_read_names_an_artifact_whatever_its_case_as_sql_does(write_pipeline, twicerun):
+    # DuckDB's `FROM orders` finds a table created as Orders; ctx.read("orders") said no
+    # artifact of that name existed, listing Orders among the ones that did.
+    path = write_pipeline(
+        "def a(ctx):\n    ctx.write('Orders', 'SELECT 1 AS v')\n\n\n"
+        "def b(ctx):\n    ctx.read('orders')\n    ctx.write('total', 'SELECT sum(v) AS s FROM ORDERS')\n"
+    )
+    outcome = twicerun("run", path, "--runs", "2", "--amplify", "--json", "-")
+    assert outcome.code == 0, outcome.err
+    b = outcome.json()["steps"][1]
+    assert (b["inputs"], b["rows_read"]) == (["Orders"], 1)
+    assert not any(a["error"] for a in b["amplifiers"])
+
+
 @pytest.mark.parametrize(
     "sql",
     [

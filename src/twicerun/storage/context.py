@@ -317,6 +317,18 @@ class ContractChecks:
             )
         )
 
+    def _resolve(self, name: str) -> tuple[str, ArtifactRef | None]:
+        """The artifact `name` names, and the name it was written under. Both engines' SQL
+        ignores case, and no two artifacts may differ only by case (`_check_write`), so
+        `orders` names the `Orders` an earlier step wrote, as it would in a query."""
+        ref = self._visible.get(name)
+        if ref is not None:
+            return name, ref
+        folded = [n for n in self._visible if n.lower() == name.lower()]
+        if len(folded) == 1:
+            return folded[0], self._visible[folded[0]]
+        return name, None
+
     def _unknown_read(self, name: str) -> str:
         head = f"ctx.read({name!r}) in step {self._index} {self._name}"
         owner = self._owners.get(name)
@@ -362,13 +374,13 @@ class StepContext(ContractChecks):
     def read(self, name: str) -> duckdb.DuckDBPyRelation:
         """Expose the artifact `name` of an earlier step as a view and return a relation over it."""
         check_name(name, "ctx.read", self._where)
-        ref = self._visible.get(name)
+        written_as, ref = self._resolve(name)
         if ref is None:
             raise UnknownArtifact(self._unknown_read(name), name=name)
         self._con.execute(
             f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS SELECT * FROM {sql.parquet(ref.path)}"
         )
-        self._read_record(name, ref)
+        self._read_record(written_as, ref)
         return self._con.table(name)
 
     def source(self, name: str, files: Any, **options: Any) -> duckdb.DuckDBPyRelation:

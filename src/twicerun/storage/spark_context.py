@@ -219,12 +219,12 @@ class SparkStepContext(ContractChecks):
     def read(self, name: str) -> Any:
         """The artifact `name` of an earlier step as a DataFrame and as the temporary view `name`."""
         check_name(name, "ctx.read", self._where)
-        ref = self._visible.get(name)
+        written_as, ref = self._resolve(name)
         if ref is None:
             raise UnknownArtifact(self._unknown_read(name), name=name)
         frame = self._split(ref)
         frame.createOrReplaceTempView(name)
-        self._read_record(name, ref)
+        self._read_record(written_as, ref)
         return frame
 
     def state(self, name: str, initial: str) -> Any:
