@@ -191,9 +191,26 @@ def test_an_older_receipt_or_a_pruned_copy_is_could_not_check_never_a_pass(
 
 def test_different_step_lists_are_not_comparable(twicerun, write_pipeline, run_dir):
     a = record(twicerun, write_pipeline(STEADY, "one.py"), run_dir)
-    b = record(twicerun, write_pipeline(LADDER, "two.py"), run_dir)
+    two = write_pipeline(LADDER, "two.py")
+    b = record(twicerun, two, run_dir)
     outcome = twicerun("diff", a, b)
     assert outcome.code == 2 and outcome.out.startswith("not comparable")
+    # Why is said once, before the steps; "no such step" under each left it to be inferred.
+    reason = outcome.out.splitlines()[1]
+    assert reason.startswith("  they record two pipelines, ") and reason.endswith(
+        f"one.py and {two}: the first run's steps are "
+        "first, second; the second's are base, noisy, carried, counted, apart"
+    )
+    assert twicerun("diff", a, b, "--json", "-").json()["reason"] == reason.strip()
+
+    # One pipeline whose steps changed between its two runs.
+    c = record(
+        twicerun, write_pipeline(STEADY + "\n\ndef third(ctx):\n    pass\n", "one.py"), run_dir
+    )
+    assert twicerun("diff", a, c).out.splitlines()[1] == (
+        "  the pipeline's steps changed between the two runs: the first run's steps are first, "
+        "second; the second's are first, second, third"
+    )
 
 
 @pytest.mark.parametrize(

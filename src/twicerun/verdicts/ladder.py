@@ -59,6 +59,9 @@ class Ladder:
     steps: list[StepVerdict]
     stopped_at_first: bool = False
     schema: str = "twicerun.diff/1"
+    # Why the two runs are not comparable, when they are not: said once, before the
+    # per-step lines, which alone left a reader to infer it from "no such step".
+    reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -66,12 +69,15 @@ class Ladder:
             "a": self.a,
             "b": self.b,
             "result": str(self.result),
+            "reason": self.reason,
             "steps": [s.to_dict() for s in self.steps],
         }
 
     def lines(self) -> list[str]:
         width = max((len(s.name) for s in self.steps), default=0)
         out = [f"{self.result}: {self.a} against {self.b}"]
+        if self.reason:
+            out.append(f"  {self.reason}")
         for s in self.steps:
             out.append(f"  {s.index:>2} {s.name:<{width}}  {s.rung}")
             if s.why:
@@ -204,7 +210,30 @@ def diff(
         result = Comparing.COULD_NOT_CHECK
     else:
         result = Comparing.IDENTICAL
-    return Ladder(a.label, b.label, result, verdicts, stop_at_first and seen_first, schema)
+    reason = "" if comparable else _not_comparable(a, b, left, right)
+    return Ladder(a.label, b.label, result, verdicts, stop_at_first and seen_first, schema, reason)
+
+
+SHOWN_STEPS = 6
+
+
+def _not_comparable(
+    a: RecordedRun, b: RecordedRun, left: list[RecordedStep], right: list[RecordedStep]
+) -> str:
+    """Why two runs' steps do not line up: other pipelines, or one pipeline edited between."""
+    pipelines = [run.manifest().get("pipeline") or "" for run in (a, b)]
+
+    def listed(steps: list[RecordedStep]) -> str:
+        names = [s.name for s in steps]
+        more = f" and {len(names) - SHOWN_STEPS} more" if len(names) > SHOWN_STEPS else ""
+        return (", ".join(names[:SHOWN_STEPS]) + more) or "none"
+
+    what = (
+        f"they record two pipelines, {pipelines[0]} and {pipelines[1]}"
+        if all(pipelines) and pipelines[0] != pipelines[1]
+        else "the pipeline's steps changed between the two runs"
+    )
+    return f"{what}: the first run's steps are {listed(left)}; the second's are {listed(right)}"
 
 
 def _explanation(con: duckdb.DuckDBPyConnection, a: RecordedStep, b: RecordedStep) -> str:
