@@ -13,6 +13,20 @@ from twicerun.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 
+# One thread, the first event per customer and no tiebreak: the same answer on every
+# rerun, another one as soon as the rows arrive in another order. The smallest pipeline
+# that is STABLE_ON_THIS_INPUT every time, whatever the machine.
+FIRST_PER_CUSTOMER = """
+def events(ctx):
+    ctx.write("events", "SELECT range AS event_id, range % 50 AS customer FROM range(2000)")
+
+
+def first_event(ctx):
+    ctx.read("events")
+    ctx.sql("SET threads = 1")
+    ctx.write("firsts", "SELECT customer, first(event_id) AS event_id FROM events GROUP BY customer")
+"""
+
 
 @pytest.fixture(autouse=True)
 def _no_pauses_for_a_local_github(monkeypatch):

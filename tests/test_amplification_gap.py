@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 
-from conftest import REPO
+from conftest import FIRST_PER_CUSTOMER, REPO
 
 
 def load_script():
@@ -17,20 +17,8 @@ def load_script():
     return module
 
 
-PIPELINE = """
-def events(ctx):
-    ctx.write("events", "SELECT range AS event_id, range % 50 AS customer FROM range(2000)")
-
-
-def first_event(ctx):
-    ctx.read("events")
-    ctx.sql("SET threads = 1")
-    ctx.write("firsts", "SELECT customer, first(event_id) AS event_id FROM events GROUP BY customer")
-"""
-
-
 def test_the_gap_counts_each_source_and_what_it_could_not_ask(write_pipeline, tmp_path, capsys):
-    path = write_pipeline(PIPELINE)
+    path = write_pipeline(FIRST_PER_CUSTOMER)
     out = tmp_path / "gap.json"
     code = load_script().main(
         [
@@ -75,6 +63,6 @@ def test_the_gap_counts_each_source_and_what_it_could_not_ask(write_pipeline, tm
 
 
 def test_an_unknown_step_is_refused_by_name(write_pipeline, capsys):
-    path = write_pipeline(PIPELINE)
+    path = write_pipeline(FIRST_PER_CUSTOMER)
     assert load_script().main(["--pipeline", str(path), "--step", "nope"]) == 2
     assert "has no step nope; its steps are events, first_event" in capsys.readouterr().err

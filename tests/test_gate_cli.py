@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import FIRST_PER_CUSTOMER
 
 STEADY = 'def steady(ctx):\n    ctx.write("steady", "SELECT 1 AS v")\n'
 NOISY = 'def noisy(ctx):\n    ctx.write("noisy", "SELECT random() AS v")\n'
@@ -114,18 +115,6 @@ def test_an_unchanged_pipeline_passes_and_a_steady_step_gone_random_fails(repo, 
             )
         ],
     ]
-
-
-FIRST_PER_CUSTOMER = """
-def events(ctx):
-    ctx.write("events", "SELECT range AS event_id, range % 50 AS customer FROM range(2000)")
-
-
-def first_event(ctx):
-    ctx.read("events")
-    ctx.sql("SET threads = 1")
-    ctx.write("firsts", "SELECT customer, first(event_id) AS event_id FROM events GROUP BY customer")
-"""
 
 
 def test_the_log_line_of_a_pipeline_counts_a_step_moved_only_under_an_amplifier(repo, twicerun):
