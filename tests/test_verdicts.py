@@ -203,10 +203,10 @@ def test_different_step_lists_are_not_comparable(twicerun, write_pipeline, run_d
     )
     assert twicerun("diff", a, b, "--json", "-").json()["reason"] == reason.strip()
 
-    # One pipeline whose steps changed between its two runs.
-    c = record(
-        twicerun, write_pipeline(STEADY + "\n\ndef third(ctx):\n    pass\n", "one.py"), run_dir
-    )
+    # One pipeline whose steps changed between its two runs, named another way the second
+    # time (it is the same file).
+    one = write_pipeline(STEADY + "\n\ndef third(ctx):\n    pass\n", "one.py")
+    c = record(twicerun, f"{one.parent}/../{one.parent.name}/{one.name}", run_dir)
     assert twicerun("diff", a, c).out.splitlines()[1] == (
         "  the pipeline's steps changed between the two runs: the first run's steps are first, "
         "second; the second's are first, second, third"

@@ -221,7 +221,10 @@ def _not_comparable(
     a: RecordedRun, b: RecordedRun, left: list[RecordedStep], right: list[RecordedStep]
 ) -> str:
     """Why two runs' steps do not line up: other pipelines, or one pipeline edited between."""
-    pipelines = [run.manifest().get("pipeline") or "" for run in (a, b)]
+    manifests = [run.manifest() for run in (a, b)]
+    pipelines = [m.get("pipeline") or "" for m in manifests]
+    # By the resolved path: `p.py` and `./p.py` are one pipeline.
+    where = [m.get("pipeline_resolved") or m.get("pipeline") or "" for m in manifests]
 
     def listed(steps: list[RecordedStep]) -> str:
         names = [s.name for s in steps]
@@ -230,7 +233,7 @@ def _not_comparable(
 
     what = (
         f"they record two pipelines, {pipelines[0]} and {pipelines[1]}"
-        if all(pipelines) and pipelines[0] != pipelines[1]
+        if all(where) and where[0] != where[1]
         else "the pipeline's steps changed between the two runs"
     )
     return f"{what}: the first run's steps are {listed(left)}; the second's are {listed(right)}"
