@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,48 @@ def check_spark(master: str | None = None) -> None:
         )
 
 
+# Spark's log configuration for a JVM twicerun starts: errors only, as the context is set
+# to once it exists. Without it the JVM starts on Spark's default profile and prints half
+# a dozen WARN lines (and a note that it is using the default) before the report. The
+# gateway's logger is named too: pyspark's driver counts as a shell, and a shell whose own
+# logger has no level set prints two lines on how to change the level.
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+"""
+
+
+@contextlib.contextmanager
+def _quiet_start(directory: str | None) -> Iterator[None]:
+    """While the driver JVM starts, point its log4j2 at _LOG4J2, through SPARK_SUBMIT_OPTS,
+    which spark-submit passes to the driver it runs. A user's own -D in that variable comes
+    after ours and wins; so does a log4j2.properties in a SPARK_CONF_DIR they set, which is
+    left alone. The variable is restored once the JVM is up."""
+    if directory is None or os.environ.get("SPARK_CONF_DIR"):
+        yield
+        return
+    config = Path(directory) / "twicerun-log4j2.properties"
+    config.write_text(_LOG4J2, encoding="utf-8")
+    before = os.environ.get("SPARK_SUBMIT_OPTS")
+    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
+        [f"-Dlog4j2.configurationFile={config}", *([before] if before else [])]
+    )
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("SPARK_SUBMIT_OPTS", None)
+        else:
+            os.environ["SPARK_SUBMIT_OPTS"] = before
+
+
 class SparkEngine:
     """The Spark application of one invocation, handing a fresh session to each step."""
 
@@ -134,7 +177,9 @@ class SparkEngine:
                 # twicerun was started from; nothing here keeps tables in it.
                 self._warehouse = tempfile.mkdtemp(prefix="twicerun-spark-warehouse-")
                 builder = builder.config("spark.sql.warehouse.dir", self._warehouse)
-            self._base = builder.config("spark.sql.shuffle.partitions", threads).getOrCreate()
+            builder = builder.config("spark.sql.shuffle.partitions", threads)
+            with _quiet_start(self._warehouse):
+                self._base = builder.getOrCreate()
             self._base.sparkContext.setLogLevel("ERROR")
             self.master = self._base.sparkContext.master
         self.version = self._base.version
