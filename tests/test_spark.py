@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pyarrow.parquet as pq
 import pytest
 
@@ -133,6 +134,20 @@ def baskets(ctx):
     ctx.read("events")
     ctx.write("baskets", "SELECT grp, {ids} AS ids FROM events GROUP BY grp")
 """
+
+
+def test_an_audit_of_a_spark_pipeline_names_spark_as_what_it_ran_on(write_pipeline, twicerun):
+    # Its last line said "at threads=2 on DuckDB 2.0.1" of steps that ran on Spark.
+    path = write_pipeline(CONTRACT)
+    outcome = twicerun("audit", path, "--threads", "2", "--step", "numbers", "--json", "-")
+    assert outcome.code == 0, outcome.err
+    engine = outcome.json()["engine"]
+    assert engine.startswith("Spark ") and engine.endswith(
+        f"at partitions=2, compared by DuckDB {duckdb.__version__}"
+    )
+    last = twicerun("audit", path, "--threads", "2", "--step", "numbers").out.splitlines()[-1]
+    assert f"(1 step audited, two runs each, on {engine}, in " in last
+    assert "threads=" not in last
 
 
 def test_a_partition_dependent_step_is_caught_by_changing_the_partitions(write_pipeline, twicerun):

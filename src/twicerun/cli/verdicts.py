@@ -25,7 +25,9 @@ from twicerun.errors import BadInput, StepCrashed
 from twicerun.github.commands import neutralize
 from twicerun.pipeline import load_pipeline
 from twicerun.render.evidence import step_evidence
-from twicerun.result import ResultFormatError, load_result
+from twicerun.render.instrument import engine as engine_named
+from twicerun.render.instrument import is_spark
+from twicerun.result import Environment, ResultFormatError, load_result
 from twicerun.runner.environment import default_threads
 from twicerun.runner.progress import ProgressEvent
 from twicerun.runner.replay import Scratch, audit_runs, recorded_inputs
@@ -324,8 +326,9 @@ def audit(
     started = time.monotonic()
     threads = threads or default_threads()
     stopped: StepCrashed | None = None
+    ran_on: list[Environment] = []
     try:
-        audited = audit_runs(loaded, threads, chosen, progress)
+        audited = audit_runs(loaded, threads, chosen, progress, instrument=ran_on.append)
     except StepCrashed as exc:
         # The verdicts found before the step raised are printed, then the error (exit 3).
         stopped, audited = exc, exc.audited
@@ -347,6 +350,7 @@ def audit(
         threads=threads,
         duckdb=duckdb.__version__,
         stopped_at=f"step {stopped.index} {stopped.name}" if stopped else None,
+        engine=engine_named(ran_on[0]) if ran_on and is_spark(ran_on[0]) else None,
     )
     _emit(report.to_dict(), report.lines(), json_path)
     if stopped is not None:

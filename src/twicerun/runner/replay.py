@@ -20,7 +20,9 @@ from pathlib import Path
 
 from twicerun.errors import StepCrashed
 from twicerun.pipeline import Pipeline, Step
+from twicerun.result import Environment
 from twicerun.runner.engines import open_engine
+from twicerun.runner.environment import stamp
 from twicerun.runner.execute import execute_step
 from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
@@ -169,6 +171,7 @@ def audit_runs(
     threads: int,
     steps: Iterable[Step],
     progress: Progress = silent,
+    instrument: Callable[[Environment], None] = lambda _env: None,
 ) -> list[AuditedStep]:
     """One ordinary run so each step has its inputs, then each chosen step twice more,
     one step at a time (a duration is part of the report, and two steps competing for
@@ -177,12 +180,16 @@ def audit_runs(
     A step that raises stops the audit; the StepCrashed it raises carries, as
     `audited`, the steps audited before it (in the first run, every chosen step
     before the one that raised), so their verdicts are not lost with it.
+
+    `instrument` is told what the steps run on (the engine, its version, the thread or
+    partition count) as soon as the engine is up, so a report can name it either way.
     """
     chosen = {s.index for s in steps}
     last = max(chosen, default=-1)
     found: list[AuditedStep] = []
     crashed: StepCrashed | None = None
     with Scratch(threads, "audit", pipeline.engine) as scratch:
+        instrument(stamp(threads, scratch.connections))
         # Every execution is known up front, so no connection is opened that none uses.
         scratch.connections.expect(threads, last + 1 + 2 * len(chosen))
         first = RunAddress(LOOP, 1)

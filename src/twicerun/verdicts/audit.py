@@ -168,6 +168,9 @@ class AuditReport:
     # verdicts are then for the steps audited before it, and the command exits 3.
     stopped_at: str | None = None
     schema: str = "twicerun.audit/1"
+    # The engine the steps ran on, named in full, when it is not DuckDB (Spark: its version,
+    # master and partitions); None on DuckDB, which `threads` and `duckdb` name.
+    engine: str | None = None
 
     @property
     def verdict(self) -> Repeatability:
@@ -182,6 +185,8 @@ class AuditReport:
             out += s.lines(self.threads, index_width, width)
         at = f" at threads={self.threads}" if self.threads else ""
         on = f" on DuckDB {self.duckdb}" if self.duckdb else ""
+        if self.engine:
+            at, on = "", f" on {self.engine}"
         # The verdict is from two runs of each step; said here, since a step that changes
         # its answer now and then can repeat itself twice and be called deterministic.
         parts = [
@@ -208,6 +213,7 @@ class AuditReport:
             "seconds": self.seconds,
             "threads": self.threads,
             "duckdb": self.duckdb,
+            "engine": self.engine,
             "stopped_at": self.stopped_at,
             "steps": [s.to_dict() for s in self.steps],
         }
