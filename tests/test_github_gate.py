@@ -783,3 +783,21 @@ def test_the_summary_reads_back_as_text_for_a_terminal():
     assert markdown_to_text("> [!WARNING]\n> **Careful:** `a|b` and x\\_y\n") == (
         "  WARNING: Careful: a|b and x_y\n"
     )
+
+
+def test_the_stamp_names_every_engine_the_pipelines_ran_on_once():
+    from dataclasses import replace
+
+    from twicerun.github.gate import stamp
+
+    spark = replace(ENV, engine="spark", spark="4.0.0", spark_master="local[2]")
+    results = {
+        P: result(("a",)),
+        "pipelines/q.py": result(("b",), pipeline="pipelines/q.py"),
+        "pipelines/s.py": result(("c",), env=spark, pipeline="pipelines/s.py"),
+    }
+    assert stamp(results, GateOptions()) == (
+        "twicerun 0.1.0, DuckDB 2.0.1 at threads=2; Spark 4.0.0 on local[2] at partitions=2, "
+        "compared by DuckDB 2.0.1, 5 runs, policy strict; alpha 0.05 family-wise, 3 "
+        "confirmation trials for a suspect pipeline."
+    )

@@ -226,10 +226,16 @@ def test_the_gate_decides_a_spark_pipeline_like_any_other(
 
     Path("pipelines/p.py").write_text(steady.replace('"SELECT 1 AS v"', '"SELECT rand() AS v"'))
     compare = ["baseline", "compare", "--pipelines", "pipelines/p.py", "--baseline"]
-    outcome = twicerun(*compare, "baseline.json", "--no-amplify", "--runs", "3", "--json", "g.json")
+    outcome = twicerun(
+        *compare, "baseline.json", "--no-amplify", "--runs", "3", "--json", "g.json",
+        "--format", "text",
+    )  # fmt: skip
     assert outcome.code == 1, outcome.out
     (decision,) = json.loads(Path("g.json").read_text())["decisions"]
     assert decision["verdict"] == "new divergence"
+    # The summary's last line names what measured it; it said "DuckDB ... at threads=".
+    stamp = outcome.out.rstrip().splitlines()[-1]
+    assert ", Spark " in stamp and " at partitions=" in stamp and "threads=" not in stamp
 
 
 def test_a_missing_java_or_a_master_for_duckdb_is_refused_before_anything_runs(

@@ -30,6 +30,7 @@ from twicerun.github.decision import (
     DEFAULT_SCREEN,
     decide_pipeline,
 )
+from twicerun.render.instrument import engine
 from twicerun.render.sections import named, shown_classes
 from twicerun.result import Result
 from twicerun.vocabulary import gate as words
@@ -569,8 +570,11 @@ def stamp(results: Mapping[str, Result], options: GateOptions) -> str:
     if first is None:
         return "twicerun finished no pipeline."
     env = first.environment
+    # Every engine the pipelines ran on, each once: a Spark pipeline's stamp said "DuckDB at
+    # threads=2", and a check of a DuckDB and a Spark pipeline named only the first.
+    engines = list(dict.fromkeys(engine(r.environment) for r in results.values()))
     return (
-        f"twicerun {env.twicerun}, DuckDB {env.duckdb} at threads={env.threads}, "
+        f"twicerun {env.twicerun}, {'; '.join(engines)}, "
         f"{first.runs} runs, policy {first.policy}; alpha {options.alpha} family-wise, "
         f"{options.confirm} confirmation trials for a suspect pipeline."
     )
