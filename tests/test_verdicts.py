@@ -579,6 +579,24 @@ def test_an_audits_columns_line_up_across_steps():
     assert report.lines()[4] == "    long  the rows differ             101010101010 / ffffffffffff"
 
 
+def test_a_seeded_step_that_moved_on_spark_is_told_about_partitions_not_threads():
+    from twicerun.verdicts.audit import ArtifactAudit, AuditReport, Repeatability, StepAudit
+
+    moved = StepAudit(
+        3, "sample", "seed", 7, (0.5, 0.5),
+        [ArtifactAudit("s", Repeatability.NOT_REPRODUCIBLE, ("a" * 12, "b" * 12), ("c" * 12, "d" * 12))],
+    )  # fmt: skip
+    spark = "Spark 4.0.0 on local[2] at partitions=2, compared by DuckDB 2.0.1"
+    lines = AuditReport("p.py", [moved], 1.0, threads=2, duckdb="2.0.1", engine=spark).lines()
+    assert lines[2] == (
+        "       `seed` was held at 7 and the result moved anyway at partitions=2: the seed does "
+        "not hold it still there (`--threads 1` runs it as one task and shows whether the "
+        "partitions are why)"
+    )
+    on_duckdb = AuditReport("p.py", [moved], 1.0, threads=2, duckdb="2.0.1").lines()
+    assert "at threads=2: the seed does not hold it still there" in on_duckdb[2]
+
+
 def test_audit_of_a_pipeline_that_repeats_is_exit_0_and_deletes_its_scratch(
     twicerun, write_pipeline, tmp_path, monkeypatch
 ):

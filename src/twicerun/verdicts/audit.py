@@ -57,9 +57,11 @@ class StepAudit:
         # The worst over its artifacts: one artifact that moved is a step that moved.
         return max((a.verdict for a in self.artifacts), default=Repeatability.DETERMINISTIC)
 
-    def lines(self, threads: int | None = None, index_width: int = 1, width: int = 0) -> list[str]:
+    def lines(
+        self, threads: int | None = None, index_width: int = 1, width: int = 0, spark: bool = False
+    ) -> list[str]:
         """The step's verdict line and one row per artifact; the widths line the columns up
-        across the steps of one report."""
+        across the steps of one report. On `spark`, parallelism is partitions."""
         out = [
             f"{self.verdict!s:<17} {self.index:>{index_width}} {self.name}  "
             f"({self.seconds[0]:.2f}s and {self.seconds[1]:.2f}s)"
@@ -87,7 +89,7 @@ class StepAudit:
                 pair = f"{a.canonical[0][:12] or '(none)'} / {a.canonical[1][:12] or '(none)'}"
                 out.append(row("the rows differ", pair, a.name))
                 if self.seed is not None:
-                    out.append(f"    {'':<{width}}  {self._moved_anyway(threads)}")
+                    out.append(f"    {'':<{width}}  {self._moved_anyway(threads, spark)}")
         if not self.artifacts:
             out.append("    it wrote no artifact, so there was nothing to compare")
         if self.state:
@@ -99,17 +101,19 @@ class StepAudit:
             )
         return out
 
-    def _moved_anyway(self, threads: int | None) -> str:
+    def _moved_anyway(self, threads: int | None, spark: bool = False) -> str:
         held = f"`{self.seed}` was held at {self.seed_value} and the result moved anyway"
         if threads == 1:
             return f"{held}: the seed does not control this step"
         # With several threads, a seeded draw can still land on rows in another order
         # (setseed + random() does), so the seed may hold the step still at one thread.
-        at = f"threads={threads}" if threads else "this thread count"
-        return (
-            f"{held} at {at}: the seed does not hold it still there "
-            f"(`--threads 1` shows whether the threads are why)"
-        )
+        if spark:
+            at = f"partitions={threads}" if threads else "this partition count"
+            why = "`--threads 1` runs it as one task and shows whether the partitions are why"
+        else:
+            at = f"threads={threads}" if threads else "this thread count"
+            why = "`--threads 1` shows whether the threads are why"
+        return f"{held} at {at}: the seed does not hold it still there ({why})"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -182,7 +186,7 @@ class AuditReport:
         index_width = max((len(str(s.index)) for s in self.steps), default=1)
         width = max((len(a.name) for s in self.steps for a in s.artifacts), default=0)
         for s in self.steps:
-            out += s.lines(self.threads, index_width, width)
+            out += s.lines(self.threads, index_width, width, spark=self.engine is not None)
         at = f" at threads={self.threads}" if self.threads else ""
         on = f" on DuckDB {self.duckdb}" if self.duckdb else ""
         if self.engine:
