@@ -238,6 +238,34 @@ def test_the_gate_decides_a_spark_pipeline_like_any_other(
     assert ", Spark " in stamp and " at partitions=" in stamp and "threads=" not in stamp
 
 
+def test_a_spark_sql_error_is_reported_once_not_also_as_pyspark_s_json_log(
+    write_pipeline, twicerun
+):
+    # PySpark logged each SQL error it converted as a line of JSON with the JVM's whole
+    # stack trace on stderr, above twicerun's own one-sentence report of the same error.
+    import io
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    logged = io.StringIO()
+    handler = logging.StreamHandler(logged)
+    logger = PySparkLogger.getLogger("SQLQueryContextLogger")
+    logger.setLevel(logging.WARNING)  # PySpark's own level, whatever an earlier test left
+    logger.addHandler(handler)
+    try:
+        path = write_pipeline(
+            'ENGINE = "spark"\n\n\ndef broken(ctx):\n'
+            '    ctx.write("x", "SELECT missing_column FROM range(3)")\n'
+        )
+        outcome = twicerun("run", path, "--runs", "2")
+    finally:
+        logger.removeHandler(handler)
+    assert outcome.code == 3
+    assert "UNRESOLVED_COLUMN" in outcome.err
+    assert logged.getvalue() == ""
+
+
 def test_a_missing_java_or_a_master_for_duckdb_is_refused_before_anything_runs(
     write_pipeline, twicerun, tmp_path, monkeypatch, run_dir
 ):

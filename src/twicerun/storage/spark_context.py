@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import glob as globbing
+import logging
 import os
 import re
 import shutil
@@ -140,6 +141,23 @@ def _quiet_start(directory: str | None) -> Iterator[None]:
             os.environ["SPARK_SUBMIT_OPTS"] = before
 
 
+# PySpark logs every SQL error it converts to stderr, as a line of JSON carrying the JVM's
+# whole stack trace, before the step even sees the exception (and when the step catches it).
+# twicerun reports a step's error itself, in one sentence with the step and its line.
+_PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+def _mute_pyspark_error_logs() -> None:
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # a PySpark without structured logging logs none of this
+        return
+    for name in _PYSPARK_ERROR_LOGGERS:
+        # Through PySparkLogger: a plain Logger made first under that name would be handed
+        # back to PySpark, which logs to it with keywords a plain Logger refuses.
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
 class SparkEngine:
     """The Spark application of one invocation, handing a fresh session to each step."""
 
@@ -183,6 +201,7 @@ class SparkEngine:
             self._base.sparkContext.setLogLevel("ERROR")
             self.master = self._base.sparkContext.master
         self.version = self._base.version
+        _mute_pyspark_error_logs()
 
     def context(self, threads: int, **bound: Any) -> SparkStepContext:
         # Spark Connect has no newSession; a new remote session is as fresh.
