@@ -100,6 +100,8 @@ def instrument_changes(a: RecordedStep, b: RecordedStep) -> list[str]:
     if a.receipt is None or b.receipt is None:
         return []
     changes = []
+    if a.engine and b.engine and a.engine != b.engine:
+        changes.append(f"engine ({_engine(a.engine)} against {_engine(b.engine)})")
     for name, shown in INSTRUMENT:
         left, right = getattr(a.receipt, name), getattr(b.receipt, name)
         if name != "threads" and name != "seed" and (not left or not right):
@@ -115,6 +117,10 @@ def instrument_changes(a: RecordedStep, b: RecordedStep) -> list[str]:
     if a.recorded_by and b.recorded_by and a.recorded_by != b.recorded_by:
         changes.append(f"twicerun ({a.recorded_by} against {b.recorded_by})")
     return changes
+
+
+def _engine(recorded: str) -> str:
+    return "DuckDB" if recorded == "duckdb" else recorded.replace("spark", "Spark", 1)
 
 
 def inputs_compared(a: RecordedStep, b: RecordedStep) -> str:

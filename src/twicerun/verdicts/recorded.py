@@ -53,6 +53,9 @@ class RecordedStep:
     # how artifacts are stored is part of the instrument (0.2.0 began storing HUGEINT
     # exactly, as DECIMAL(38,0), where 0.1.0 left DuckDB's DOUBLE).
     recorded_by: str = ""
+    # What ran the step, from the manifest: "duckdb", or Spark with its version ("spark 4.0.0");
+    # "" when the manifest does not say. The engine is the instrument before anything else.
+    engine: str = ""
 
     @property
     def checkable(self) -> bool:
@@ -121,7 +124,11 @@ class RecordedRun:
         (computed from the file where the receipt left it out)."""
         run = self.invocation.root / self.address.series / str(self.address.run)
         found = []
-        by = str(self.manifest().get("twicerun") or "")
+        manifest = self.manifest()
+        by = str(manifest.get("twicerun") or "")
+        engine = str(manifest.get("engine") or "")
+        if engine == "spark" and manifest.get("spark"):
+            engine = f"spark {manifest['spark']}"
         for directory in sorted(p for p in run.iterdir() if p.is_dir()):
             match = _STEP_DIR.match(directory.name)
             if match is None:
@@ -153,7 +160,7 @@ class RecordedRun:
                 continue
             outputs = [self.output(con, index, a.name) for a in receipt.artifacts]
             found.append(RecordedStep(index, receipt.step_name, receipt, "", outputs))
-        return [replace(step, recorded_by=by) for step in found]
+        return [replace(step, recorded_by=by, engine=engine) for step in found]
 
     def output(self, con: duckdb.DuckDBPyConnection, index: int, name: str) -> Output:
         located = follow(self.invocation.receipt_at, self.address, index, name)
