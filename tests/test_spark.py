@@ -268,15 +268,17 @@ def test_a_spark_sql_error_is_reported_once_not_also_as_pyspark_s_json_log(
 
 
 def test_diff_of_a_duckdb_run_and_a_spark_run_names_the_engine_as_what_differed(
-    write_pipeline, twicerun, run_dir
+    write_pipeline, twicerun
 ):
     # The same rows from both engines were "same" with nothing said of how they were made.
     path = write_pipeline('def one(ctx):\n    ctx.write("one", "SELECT 1 AS v")\n')
     runs = []
     for engine in ("duckdb", "spark"):
-        outcome = twicerun("run", path, "--runs", "2", "--engine", engine, "--keep", "0")
+        outcome = twicerun(
+            "run", path, "--runs", "2", "--engine", engine, "--keep", "0", "--json", "-"
+        )
         assert outcome.code == 0, outcome.err
-        runs.append(sorted(run_dir.iterdir())[-1])
+        runs.append(outcome.json()["artifacts"])  # the invocation's own directory
     out = twicerun("diff", *runs).out.splitlines()
     assert out[1].split() == ["0", "one", "same"]
     assert out[2] == "       produced differently: engine (DuckDB against Spark)"
