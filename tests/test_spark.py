@@ -284,6 +284,34 @@ def test_diff_of_a_duckdb_run_and_a_spark_run_names_the_engine_as_what_differed(
     assert out[2] == "       produced differently: engine (DuckDB against Spark)"
 
 
+def test_a_spark_that_does_not_start_is_one_sentence_and_exit_2(
+    write_pipeline, twicerun, monkeypatch
+):
+    # A master that is down ended in "internal error" and a Py4J traceback, after about a
+    # minute of Spark retrying. Here the start fails at once, as Py4J words it, and no
+    # context of the suite's is touched: twicerun is made to start its own.
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    def down(_builder):
+        raise RuntimeError(
+            "An error occurred while calling None.org.apache.spark.sql.classic.SparkSession.\n"
+            ": java.lang.IllegalStateException: Cannot call methods on a stopped SparkContext.\n"
+            "This stopped SparkContext was created at:"
+        )
+
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", down)
+    master = "spark://127.0.0.1:1"
+    outcome = twicerun("run", write_pipeline(CONTRACT), "--runs", "2", "--spark-master", master)
+    assert outcome.code == 2
+    assert outcome.err.splitlines()[0] == (
+        f"twicerun: Spark did not start on {master} (RuntimeError: java.lang.IllegalStateException: "
+        "Cannot call methods on a stopped SparkContext.); check that the master is running and "
+        "reachable from this machine, or leave out --spark-master to run in local mode"
+    )
+
+
 def test_a_missing_java_or_a_master_for_duckdb_is_refused_before_anything_runs(
     write_pipeline, twicerun, tmp_path, monkeypatch, run_dir
 ):

@@ -158,6 +158,26 @@ def _mute_pyspark_error_logs() -> None:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
+@contextlib.contextmanager
+def _starting(master: str | None) -> Iterator[None]:
+    """A Spark that would not start (a master that is down or unreachable, a Connect server
+    that refused) is one sentence and exit 2, not a Py4J traceback from an internal error."""
+    try:
+        yield
+    except Exception as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        # Py4J puts the Java exception on the line after "An error occurred while calling".
+        reason = next(
+            (line[2:] for line in lines if line.startswith(": ")), lines[0] if lines else ""
+        )
+        where = master or "local mode"
+        raise EngineUnavailable(
+            f"Spark did not start on {where} ({type(exc).__name__}: {reason[:300]}); check that "
+            f"the master is running and reachable from this machine"
+            + (", or leave out --spark-master to run in local mode" if master else "")
+        ) from exc
+
+
 class SparkEngine:
     """The Spark application of one invocation, handing a fresh session to each step."""
 
@@ -175,7 +195,8 @@ class SparkEngine:
         self._builder = builder
         if self._remote:
             self.master = master
-            self._base = builder.remote(master).getOrCreate()
+            with _starting(master):
+                self._base = builder.remote(master).getOrCreate()
             self._owned = True
         else:
             from pyspark import SparkContext
@@ -196,8 +217,13 @@ class SparkEngine:
                 self._warehouse = tempfile.mkdtemp(prefix="twicerun-spark-warehouse-")
                 builder = builder.config("spark.sql.warehouse.dir", self._warehouse)
             builder = builder.config("spark.sql.shuffle.partitions", threads)
-            with _quiet_start(self._warehouse):
-                self._base = builder.getOrCreate()
+            try:
+                with _starting(master), _quiet_start(self._warehouse):
+                    self._base = builder.getOrCreate()
+            except EngineUnavailable:
+                if self._warehouse:
+                    shutil.rmtree(self._warehouse, ignore_errors=True)
+                raise
             self._base.sparkContext.setLogLevel("ERROR")
             self.master = self._base.sparkContext.master
         self.version = self._base.version
