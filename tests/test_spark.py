@@ -312,6 +312,24 @@ def test_a_spark_that_does_not_start_is_one_sentence_and_exit_2(
     )
 
 
+def test_a_spark_connect_server_out_of_reach_is_one_sentence_and_exit_2(write_pipeline, tmp_path):
+    # Nothing listens on port 1. Without Connect's client packages (pandas and grpc, which the
+    # `spark` extra does not bring) the sentence says how to install them. In a process of
+    # its own: PySpark's Connect client exits the process when __main__ looks like a doctest
+    # runner's, which an xdist worker's does.
+    done = subprocess.run(
+        [sys.executable, "-m", "twicerun", "run", str(write_pipeline(CONTRACT)), "--runs", "2",
+         "--spark-master", "sc://127.0.0.1:1", "--run-dir", str(tmp_path / "runs")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first.startswith("twicerun: Spark did not start on sc://127.0.0.1:1"), first
+    if "PACKAGE_NOT_INSTALLED" in first:
+        assert first.endswith("needs pyspark's connect extra, pip install 'pyspark[connect]'")
+    assert "Traceback" not in done.stderr
+
+
 def test_a_missing_java_or_a_master_for_duckdb_is_refused_before_anything_runs(
     write_pipeline, twicerun, tmp_path, monkeypatch, run_dir
 ):

@@ -171,6 +171,12 @@ def _starting(master: str | None) -> Iterator[None]:
             (line[2:] for line in lines if line.startswith(": ")), lines[0] if lines else ""
         )
         where = master or "local mode"
+        if isinstance(exc, ImportError):
+            # Spark Connect's client needs packages the `spark` extra does not bring.
+            raise EngineUnavailable(
+                f"Spark did not start on {where}: {reason[:300].rstrip('. ')}; Spark Connect's client "
+                f"needs pyspark's connect extra, pip install 'pyspark[connect]'"
+            ) from exc
         raise EngineUnavailable(
             f"Spark did not start on {where} ({type(exc).__name__}: {reason[:300]}); check that "
             f"the master is running and reachable from this machine"
