@@ -330,6 +330,23 @@ def test_a_spark_connect_server_out_of_reach_is_one_sentence_and_exit_2(write_pi
     assert "Traceback" not in done.stderr
 
 
+def test_spark_exiting_the_process_while_it_starts_is_exit_2_never_0(
+    write_pipeline, twicerun, monkeypatch
+):
+    # PySpark's Connect client calls sys.exit(0) when __main__ looks like a doctest runner's
+    # (no __spec__, no __file__) and its packages are missing: `python -c` started twicerun
+    # that way ended with status 0 and nothing measured.
+    main = sys.modules["__main__"]
+    monkeypatch.setattr(main, "__spec__", None, raising=False)
+    monkeypatch.delattr(main, "__file__", raising=False)
+    outcome = twicerun(
+        "run", write_pipeline(CONTRACT), "--runs", "2", "--spark-master", "sc://127.0.0.1:1"
+    )
+    assert outcome.code == 2
+    said = [line for line in outcome.err.splitlines() if line.startswith("twicerun: Spark")]
+    assert said and said[0].startswith("twicerun: Spark did not start on sc://127.0.0.1:1")
+
+
 def test_a_missing_java_or_a_master_for_duckdb_is_refused_before_anything_runs(
     write_pipeline, twicerun, tmp_path, monkeypatch, run_dir
 ):

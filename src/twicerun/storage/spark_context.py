@@ -164,7 +164,10 @@ def _starting(master: str | None) -> Iterator[None]:
     that refused) is one sentence and exit 2, not a Py4J traceback from an internal error."""
     try:
         yield
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
+        # SystemExit too: PySpark's Connect client exits the process, with status 0, when
+        # __main__ looks like a doctest runner's and its packages are missing. Passed on,
+        # that would end a check green with nothing measured.
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         # Py4J puts the Java exception on the line after "An error occurred while calling".
         reason = next(
