@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from twicerun.render.evidence import plural
 from twicerun.render.markdown import bare, code, table
 from twicerun.vocabulary import gate as words
 
@@ -151,11 +152,11 @@ def render(
     elif failed:
         said = []
         if worse:
-            said.append(f"{_steps(len(worse))} got worse")
+            said.append(f"{plural(len(worse), 'step')} got worse")
         if uncompared:
             said.append(
-                f"{_steps(len(uncompared)) if not worse else len(uncompared)} could not be "
-                f"compared with the baseline"
+                f"{plural(len(uncompared), 'step') if not worse else len(uncompared)} could not "
+                f"be compared with the baseline"
             )
         parts.append(f"### twicerun: {'; '.join(said)}")
     elif not unfinished:
@@ -218,11 +219,13 @@ def render(
 
 
 CHARTS = 3
-SHOWN_NAMES = 5
 
 
-def _steps(n: int) -> str:
-    return f"{n} step{'s' if n != 1 else ''}"
+def some(names: Sequence[str], shown: int = 5) -> str:
+    """The first `shown` names, and how many more."""
+    if len(names) <= shown:
+        return ", ".join(names)
+    return f"{', '.join(names[:shown])} and {len(names) - shown} more"
 
 
 def _uncompared_lines(decisions: list[StepDecision]) -> list[str]:
@@ -238,12 +241,9 @@ def _uncompared_lines(decisions: list[StepDecision]) -> list[str]:
         if len(members) == 1 or verdict not in _PIPELINE_WIDE:
             lines += [_line(d) for d in members]
             continue
-        names = [code(d.name) for d in members]
-        shown = ", ".join(names[:SHOWN_NAMES])
-        if len(names) > SHOWN_NAMES:
-            shown += f" and {len(names) - SHOWN_NAMES} more"
         lines.append(
-            f"{code(pipeline)}, {_steps(len(members))} ({shown}): {verdict}"
+            f"{code(pipeline)}, {plural(len(members), 'step')} "
+            f"({some([code(d.name) for d in members])}): {verdict}"
             + (f" ({bare(reason)})" if reason else "")
         )
     return lines

@@ -23,7 +23,7 @@ from twicerun.github.baseline import (
     settings_of,
 )
 from twicerun.github.commands import Annotation
-from twicerun.github.comment import BUDGET, render
+from twicerun.github.comment import BUDGET, render, some
 from twicerun.github.decision import (
     DEFAULT_ALPHA,
     DEFAULT_CONFIRM,
@@ -611,18 +611,12 @@ def comment_body(
         confirmations=[
             # No seconds here: a comment that changed with the timing would be edited
             # on every run. The gate document has them.
-            (c.pipeline, f"{c.trials} more trials, for {_some(c.suspects)}")
+            (c.pipeline, f"{c.trials} more trials, for {some(c.suspects)}")
             for c in gate.confirmations
         ],
         summary_url=summary_url,
         budget=budget,
     )
-
-
-def _some(names: Sequence[str], shown: int = 5) -> str:
-    if len(names) <= shown:
-        return ", ".join(names)
-    return f"{', '.join(names[:shown])} and {len(names) - shown} more"
 
 
 def summary(gate: Gate, pipelines: str) -> str:
