@@ -350,6 +350,34 @@ def test_an_old_baseline_is_refused_with_the_command_that_recreates_it(repo, twi
     assert "twicerun baseline update pipelines/coins.py --output baseline.json" in outcome.err
 
 
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        (lambda d: d["settings"].update(runs="5"), 'settings.runs should be a whole number of at least 2, not "5"'),
+        (lambda d: d["settings"].update(amplify="false"), 'settings.amplify should be true or false, not "false"'),
+        (lambda d: d["settings"].update(threads=True), "settings.threads should be a whole number of at least 1, not true"),
+        (lambda d: d["trials"][1]["pipelines"]["pipelines/coins.py"]["noisy"].update(answers="01234"), 'trials[1].pipelines["pipelines/coins.py"].noisy.answers should be a list, not "01234"'),
+        (lambda d: d["trials"][0]["pipelines"]["pipelines/coins.py"]["noisy"].update(answers=[0, 1.5, 2, 3, 4]), 'trials[0].pipelines["pipelines/coins.py"].noisy.answers[1] should be a whole number of at least 0, not 1.5'),
+        (lambda d: d["trials"][0]["pipelines"]["pipelines/coins.py"]["steady"].update(fired=9), 'trials[0].pipelines["pipelines/coins.py"].steady fired in 9 of 4 comparisons'),
+    ],
+    ids=["runs-a-string", "amplify-a-string", "threads-a-boolean", "answers-a-string", "answer-a-fraction", "fired-past-compared"],
+)  # fmt: skip
+def test_a_hand_edited_baseline_is_refused_naming_the_value_not_judged_or_crashed_on(
+    repo, twicerun, edit, named
+):
+    # A value of the wrong type used to be taken as it came: a runs of "5" made every
+    # step "measured otherwise" (exit 1), threads of true crashed DuckDB (exit 3), and
+    # answers of "01234" were read digit by digit and judged (exit 0).
+    document = update(twicerun, "pipelines/coins.py")
+    edit(document)
+    Path("baseline.json").write_text(json.dumps(document))
+    outcome, gate = compare(twicerun)
+    assert outcome.code == 2, outcome.err
+    assert f"the baseline baseline.json is malformed: {named}" in outcome.err
+    assert "recreate it with `twicerun baseline update pipelines/coins.py" in outcome.err
+    assert gate["baseline_error"].startswith("the baseline baseline.json is malformed")
+
+
 def git(*args: str) -> None:
     subprocess.run(["git", *args], check=True, capture_output=True)
 

@@ -274,57 +274,169 @@ def parse(text: str, where: str, create_command: str) -> Baseline:
             + f"; recreate it with `{create_command}`"
         )
     try:
-        trials = tuple(
-            Trial(
-                written=str(t["written"]),
-                environment=dict(t["environment"]),
-                pipelines={
-                    key: {
-                        name: StepRecord(
-                            answers=tuple(int(a) for a in r["answers"]),
-                            stress_fired=int(r["stress_fired"]),
-                            stress_compared=int(r["stress_compared"]),
-                            fired=int(r["fired"]),
-                            compared=int(r["compared"]),
-                            status=r.get("status"),
-                            classes=tuple(r.get("classes") or ()),
-                            cause=r.get("cause"),
-                        )
-                        for name, r in steps.items()
-                    }
-                    for key, steps in t["pipelines"].items()
-                },
-            )
-            for t in data["trials"]
-        )
-        baseline = Baseline(
-            settings=Settings(**data["settings"]),
-            pipelines={
-                key: PipelineShape(
-                    digest=str(p["digest"]),
-                    steps=tuple(
-                        StepShape(str(s["name"]), int(s["index"]), s.get("line"))
-                        for s in p["steps"]
-                    ),
-                )
-                for key, p in data["pipelines"].items()
-            },
-            trials=trials,
-            command=str(data.get("command", "")),
-        )
-        for t in baseline.trials:
-            for key, shape in baseline.pipelines.items():
-                for name in shape.names:
-                    t.pipelines[key][name]
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        baseline = _baseline(data)
+    except _Malformed as exc:
         raise BaselineError(
-            f"the baseline {where} is malformed (at {exc!s}); recreate it with `{create_command}`"
+            f"the baseline {where} is malformed: {exc}; recreate it with `{create_command}`"
         ) from exc
     if not baseline.trials:
         raise BaselineError(
             f"the baseline {where} has no trials; recreate it with `{create_command}`"
         )
     return baseline
+
+
+class _Malformed(ValueError):
+    """Where in the document a value is not what `baseline update` writes, and what it is."""
+
+
+def _at(where: str, expected: str, got: Any) -> _Malformed:
+    shown = "an object" if isinstance(got, dict) else json.dumps(got)
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    return _Malformed(f"{where} should be {expected}, not {shown}")
+
+
+def _field(data: Any, key: str, where: str) -> Any:
+    if not isinstance(data, dict):
+        raise _at(where, "an object", data)
+    if key not in data:
+        raise _Malformed(f"{where} has no {key!r}")
+    return data[key]
+
+
+def _count(value: Any, where: str, least: int = 0) -> int:
+    # JSON's true and false are ints to Python; a count written as either is a hand edit.
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise _at(where, f"a whole number of at least {least}", value)
+    return value
+
+
+def _text(value: Any, where: str, *, optional: bool = False) -> Any:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not (value or optional):
+        raise _at(where, "a string" + (" or null" if optional else ""), value)
+    return value
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _at(where, "an object", value)
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _at(where, "a list", value)
+    return value
+
+
+def _settings(data: Any) -> Settings:
+    where = "settings"
+    data = _object(data, where)
+    unknown = sorted(set(data) - {"runs", "policy", "amplify", "threads", "engine"})
+    if unknown:
+        raise _Malformed(f"settings has a key twicerun does not write ({unknown[0]!r})")
+    amplify = _field(data, "amplify", where)
+    if not isinstance(amplify, bool):
+        raise _at("settings.amplify", "true or false", amplify)
+    engine = data.get("engine", "duckdb")
+    if engine not in ("duckdb", "spark"):
+        raise _at("settings.engine", '"duckdb" or "spark"', engine)
+    return Settings(
+        runs=_count(_field(data, "runs", where), "settings.runs", least=2),
+        policy=_text(_field(data, "policy", where), "settings.policy"),
+        amplify=amplify,
+        threads=_count(_field(data, "threads", where), "settings.threads", least=1),
+        engine=engine,
+    )
+
+
+def _record(r: Any, where: str, runs: int) -> StepRecord:
+    answers = _list(_field(r, "answers", where), f"{where}.answers")
+    for i, a in enumerate(answers):
+        _count(a, f"{where}.answers[{i}]")
+    if not answers or answers[0] != 0 or len(answers) > runs:
+        raise _at(
+            f"{where}.answers", f"a list of at most {runs} whole numbers starting with 0", answers
+        )
+    counts = {
+        key: _count(_field(r, key, where), f"{where}.{key}")
+        for key in ("stress_fired", "stress_compared", "fired", "compared")
+    }
+    for fired, compared in (("fired", "compared"), ("stress_fired", "stress_compared")):
+        if counts[fired] > counts[compared]:
+            raise _Malformed(
+                f"{where} fired in {counts[fired]} of {counts[compared]} comparisons ({fired} "
+                f"is more than {compared})"
+            )
+    classes = _list(r.get("classes") or [], f"{where}.classes")
+    for i, c in enumerate(classes):
+        _text(c, f"{where}.classes[{i}]")
+    return StepRecord(
+        answers=tuple(answers),
+        classes=tuple(classes),
+        status=_text(r.get("status"), f"{where}.status", optional=True),
+        cause=_text(r.get("cause"), f"{where}.cause", optional=True),
+        **counts,
+    )
+
+
+def _shape_of(p: Any, where: str) -> PipelineShape:
+    steps = []
+    for i, s in enumerate(_list(_field(p, "steps", where), f"{where}.steps")):
+        at = f"{where}.steps[{i}]"
+        line = _field(s, "line", at) if isinstance(s, dict) and "line" in s else None
+        steps.append(
+            StepShape(
+                _text(_field(s, "name", at), f"{at}.name"),
+                _count(_field(s, "index", at), f"{at}.index"),
+                None if line is None else _count(line, f"{at}.line", least=1),
+            )
+        )
+    return PipelineShape(
+        digest=_text(_field(p, "digest", where), f"{where}.digest"), steps=tuple(steps)
+    )
+
+
+def _baseline(data: dict[str, Any]) -> Baseline:
+    settings = _settings(_field(data, "settings", "the document"))
+    pipelines = {
+        key: _shape_of(p, f"pipelines[{json.dumps(key)}]")
+        for key, p in _object(_field(data, "pipelines", "the document"), "pipelines").items()
+    }
+    trials = []
+    for i, t in enumerate(_list(_field(data, "trials", "the document"), "trials")):
+        at = f"trials[{i}]"
+        measured = _object(_field(t, "pipelines", at), f"{at}.pipelines")
+        records: dict[str, dict[str, StepRecord]] = {}
+        for key, shape in pipelines.items():
+            steps = _object(
+                _field(measured, key, f"{at}.pipelines"), f"{at}.pipelines[{json.dumps(key)}]"
+            )
+            records[key] = {
+                name: _record(
+                    _field(steps, name, f"{at}.pipelines[{json.dumps(key)}]"),
+                    f"{at}.pipelines[{json.dumps(key)}].{name}",
+                    settings.runs,
+                )
+                for name in shape.names
+            }
+        trials.append(
+            Trial(
+                written=_text(_field(t, "written", at), f"{at}.written"),
+                environment=_object(_field(t, "environment", at), f"{at}.environment"),
+                pipelines=records,
+            )
+        )
+    command = data.get("command", "")
+    return Baseline(
+        settings=settings,
+        pipelines=pipelines,
+        trials=tuple(trials),
+        command=command if isinstance(command, str) else "",
+    )
 
 
 def load(path: Path, create_command: str) -> Baseline:
