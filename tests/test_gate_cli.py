@@ -317,6 +317,21 @@ def test_a_baseline_too_small_to_ever_decide_is_refused_with_the_number_it_needs
     assert not Path("baseline.json").exists()
 
 
+def test_one_confirmation_trial_is_counted_in_the_singular(repo, twicerun):
+    # "with 1 confirmation trials" in the refusal and in the stamp under every decision.
+    outcome = twicerun(
+        "baseline", "update", "pipelines/coins.py", "--trials", "2", "--confirm", "1",
+        "--output", "baseline.json",
+    )  # fmt: skip
+    assert outcome.code == 2
+    assert "at alpha 0.05 with 1 confirmation trial over 1 pipeline;" in outcome.err
+    update(twicerun, "pipelines/coins.py")
+    outcome, _ = compare(twicerun, "--confirm", "1", "--format", "text")
+    assert outcome.code == 2
+    assert "with 1 confirmation trial;" in outcome.err
+    assert "1 confirmation trial for a suspect pipeline." in outcome.out
+
+
 def test_trials_can_be_added_to_a_baseline_but_only_measured_alike(repo, twicerun):
     update(twicerun, "pipelines/coins.py")
     outcome = twicerun(

@@ -58,6 +58,7 @@ from twicerun.github.source import choose, default_ref
 from twicerun.github.workflow import Workflow, take_token
 from twicerun.judge.policy import POLICIES, STRICT, Policy
 from twicerun.pipeline.loader import check_pipeline_path
+from twicerun.render.evidence import plural
 from twicerun.render.plaintext import markdown_to_text
 from twicerun.result import Result
 from twicerun.runner.loop import LoopOptions, run_pipeline
@@ -321,7 +322,7 @@ def baseline_update(
     if have + wanted < needed:
         raise UsageError(
             f"{have + wanted} trials are too few for the gate ever to find a step worse at alpha "
-            f"{alpha} with {confirm} confirmation trials over {len(keyed)} pipeline"
+            f"{alpha} with {plural(confirm, 'confirmation trial')} over {len(keyed)} pipeline"
             f"{'s' if len(keyed) != 1 else ''}; it needs at least {needed} (the default, "
             f"{default_trials(alpha, runs, confirm)}, also meets the power target)"
         )
@@ -516,7 +517,7 @@ def _compare(
                 None,
                 chosen.source,
                 f"the baseline has {len(chosen.baseline.trials)} trials, too few for the check "
-                f"ever to find a step worse at alpha {alpha} with {confirm} confirmation trials; "
+                f"ever to find a step worse at alpha {alpha} with {plural(confirm, 'confirmation trial')}; "
                 f"it needs at least {too_few}: add them with `twicerun baseline update --add "
                 f"--trials {too_few - len(chosen.baseline.trials)}`",
                 chosen.moved,

@@ -30,6 +30,7 @@ from twicerun.github.decision import (
     DEFAULT_SCREEN,
     decide_pipeline,
 )
+from twicerun.render.evidence import plural
 from twicerun.render.instrument import engine
 from twicerun.render.sections import named, shown_classes
 from twicerun.result import Result
@@ -576,7 +577,7 @@ def stamp(results: Mapping[str, Result], options: GateOptions) -> str:
     return (
         f"twicerun {env.twicerun}, {'; '.join(engines)}, "
         f"{first.runs} runs, policy {first.policy}; alpha {options.alpha} family-wise, "
-        f"{options.confirm} confirmation trials for a suspect pipeline."
+        f"{plural(options.confirm, 'confirmation trial')} for a suspect pipeline."
     )
 
 
