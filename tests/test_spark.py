@@ -271,17 +271,27 @@ def test_diff_of_a_duckdb_run_and_a_spark_run_names_the_engine_as_what_differed(
     write_pipeline, twicerun
 ):
     # The same rows from both engines were "same" with nothing said of how they were made.
+    # Its version was not in the manifest, and DuckDB's threads were set against Spark's
+    # partitions as if they were one setting; between two Spark runs, partitions were
+    # called threads.
+    import pyspark
+
     path = write_pipeline('def one(ctx):\n    ctx.write("one", "SELECT 1 AS v")\n')
     runs = []
-    for engine in ("duckdb", "spark"):
+    for engine, threads in (("duckdb", "2"), ("spark", "3"), ("spark", "2")):
         outcome = twicerun(
-            "run", path, "--runs", "2", "--engine", engine, "--keep", "0", "--json", "-"
-        )
+            "run", path, "--runs", "2", "--engine", engine, "--threads", threads,
+            "--keep", "0", "--json", "-",
+        )  # fmt: skip
         assert outcome.code == 0, outcome.err
         runs.append(outcome.json()["artifacts"])  # the invocation's own directory
-    out = twicerun("diff", *runs).out.splitlines()
+    out = twicerun("diff", runs[0], runs[1]).out.splitlines()
     assert out[1].split() == ["0", "one", "same"]
-    assert out[2] == "       produced differently: engine (DuckDB against Spark)"
+    assert out[2:] == [
+        f"       produced differently: engine (DuckDB against Spark {pyspark.__version__})"
+    ]
+    out = twicerun("diff", runs[1], runs[2]).out.splitlines()
+    assert out[2:] == ["       produced differently: partitions (3 against 2)"]
 
 
 def test_a_spark_that_does_not_start_is_one_sentence_and_exit_2(

@@ -185,6 +185,9 @@ def _loop(
     comparisons: dict[int, list[Comparison]] = {s.index: [] for s in steps}
     digest_connection = open_connection(threads, invocation.spill_dir)
     connections = open_engine(pipeline.engine, threads, invocation.spill_dir, options.spark_master)
+    if getattr(connections, "name", "") == "spark":
+        # Known only once Spark is up; `diff` and `reproduce` name it from here.
+        invocation.update_manifest(spark=connections.version, spark_master=connections.master)
     # One cache per step: the reference side of each artifact is grouped once, then
     # reused by every later run compared with it.
     caches = {s.index: ReferenceCache(digest_connection) for s in steps}
