@@ -120,6 +120,10 @@ def test_a_sources_files_sizes_and_digests_are_in_the_receipt_and_the_result(
         ),
         ('ctx.source("raw", [])', "an empty list"),
         (
+            'ctx.source("raw", os.path.dirname(FILES[0]))',
+            "is a directory; name its files, or a glob such as '",
+        ),
+        (
             'ctx.source("raw", "*.nothing.parquet")',
             "the glob '*.nothing.parquet' matches no file (a relative path is read from the "
             "working directory, ",
@@ -128,7 +132,7 @@ def test_a_sources_files_sizes_and_digests_are_in_the_receipt_and_the_result(
         ('ctx.source("raw", FILES, union_by_name=object())', "is not a bool, number, string"),
         ('ctx.source("1raw", FILES)', "a source name is an identifier"),
     ],
-    ids=["missing", "empty", "glob", "not-data", "option", "name"],
+    ids=["missing", "empty", "directory", "glob", "not-data", "option", "name"],
 )
 def test_a_bad_source_is_one_sentence_and_exit_2(
     twicerun, write_pipeline, partitions, monkeypatch, call, message

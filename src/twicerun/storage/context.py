@@ -296,6 +296,11 @@ class ContractChecks:
         for entry in files:
             if not isinstance(entry, (str, Path)):
                 raise ContractError(f"{head}: {entry!r} is not a path")
+            if Path(entry).is_dir():
+                raise ContractError(
+                    f"{head}: {entry} is a directory; name its files, or a glob such as "
+                    f"{(Path(entry) / '*.parquet').as_posix()!r}"
+                )
             if not Path(entry).is_file():
                 raise ContractError(
                     f"{head}: {entry} does not exist or is not a file{_relative_to_cwd(entry)}"
