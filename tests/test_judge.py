@@ -63,6 +63,19 @@ def test_reduction_order_tolerates_float_drift_and_nothing_else(saved, twicerun,
     assert judged.code == 1
 
 
+def test_the_cause_line_of_a_tolerated_step_counts_what_differed_not_what_fired(
+    saved, twicerun, run_dir
+):
+    # It said "tolerated  0 of 2 at threads=2, 0 of 2 at threads=1": the policy's verdict
+    # standing in for a measurement, beside a step line that says 2 were tolerated.
+    out = twicerun("judge", run_dir, "--policy", "reduction-order").out
+    (line,) = [li for li in out.splitlines() if li.startswith("  1 sums") and "threads=1" in li]
+    assert line.split(None, 3)[2:] == [
+        "tolerated",
+        "2 of 2 at threads=2 (2 tolerated), 0 of 2 at threads=1",
+    ]
+
+
 def test_reduction_order_does_not_tolerate_drift_that_one_thread_still_shows(
     write_pipeline, twicerun, run_dir
 ):

@@ -28,7 +28,12 @@ def measured_at(result: Result, step, threads: int) -> str:
     """Where the difference the bisect explains was measured: the loop, or, for a step the
     loop found quiet, the thread-count amplifier."""
     if step.fired or step.tolerated:
-        return f"{step.fired} of {step.compared} at {at(result.environment, threads)}"
+        # What the bisect explains is every comparison that differed, tolerated or not: a
+        # policy changes what a difference is worth, not how often one was measured.
+        shown = (
+            f"{step.fired + step.tolerated} of {step.compared} at {at(result.environment, threads)}"
+        )
+        return shown + (f" ({step.tolerated} tolerated)" if step.tolerated else "")
     stressed = next(a for a in step.amplifiers if a.kind == Amplifier.THREAD_COUNT)
     return f"{series_rate(stressed)} under {Amplifier.THREAD_COUNT}"
 
