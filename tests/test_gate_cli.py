@@ -290,6 +290,31 @@ def test_a_baseline_measured_with_other_runs_policy_or_amplifiers_is_not_compara
         assert set(verdicts(document).values()) == {"not comparable: measured otherwise"}
 
 
+def test_a_check_that_compared_nothing_says_so_even_when_fail_on_lets_it_pass(repo, twicerun):
+    # Its headline was "no step got worse", over two steps of which neither was compared,
+    # and each repeated the pipeline's reason on a line of its own.
+    update(twicerun, "pipelines/coins.py")
+    outcome, _ = compare(twicerun, "--runs", "4", "--fail-on", "new,rate-up", "--format", "text")
+    assert outcome.code == 0
+    lines = outcome.out.splitlines()
+    assert lines[0] == (
+        "twicerun: no step could be compared with the baseline, which this check's fail-on "
+        "lets pass"
+    )
+    (listed,) = [li for li in lines if li.startswith("  - ")]
+    assert listed.startswith(
+        "  - pipelines/coins.py, 2 steps (steady, noisy): not comparable: measured otherwise "
+        "(the baseline was measured with runs=5,"
+    )
+    Path("pipelines/coins.py").write_text(STEADY + "\n\n" + NOISY + "\n\n" + OTHER)
+    outcome, _ = compare(twicerun, "--fail-on", "new,rate-up", "--format", "text")
+    assert outcome.code == 0
+    assert outcome.out.splitlines()[0] == (
+        "twicerun: no step got worse; 1 step could not be compared with the baseline, which "
+        "this check's fail-on lets pass"
+    )
+
+
 def test_a_step_added_to_a_pipeline_fails_by_default(repo, twicerun):
     update(twicerun, "pipelines/coins.py")
     Path("pipelines/coins.py").write_text(STEADY + "\n\n" + NOISY + "\n\n" + OTHER)

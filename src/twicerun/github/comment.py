@@ -160,7 +160,21 @@ def render(
             )
         parts.append(f"### twicerun: {'; '.join(said)}")
     elif not unfinished:
-        parts.append("### twicerun: no step got worse")
+        # A fail-on that leaves out not-comparable lets such steps pass; the headline still
+        # says they were not compared, so a green check over nothing compared is not silent.
+        passed = [d for d in notable if d.verdict in words.NOT_COMPARABLE]
+        if passed and len(passed) == len(decisions):
+            head = "no step could be compared with the baseline"
+        elif passed:
+            head = (
+                f"no step got worse; {plural(len(passed), 'step')} could not be compared with "
+                f"the baseline"
+            )
+        else:
+            head = "no step got worse"
+        if passed:
+            head += ", which this check's fail-on lets pass"
+        parts.append(f"### twicerun: {head}")
     # The lists share half the budget, so that however many steps changed, the
     # whole body (not only the table) stays under GitHub's limit.
     lists = [
@@ -169,7 +183,11 @@ def render(
             ("**Worse**", [_line(d) for d in worse]),
             ("**Not comparable with the baseline**", _uncompared_lines(uncompared)),
             ("**Better**", [_line(d) for d in better]),
-            ("**Changed, not failing this check**", [_line(d) for d in notable]),
+            (
+                "**Changed, not failing this check**",
+                _uncompared_lines([d for d in notable if d.verdict in words.NOT_COMPARABLE])
+                + [_line(d) for d in notable if d.verdict not in words.NOT_COMPARABLE],
+            ),
         )
         if lines
     ]
