@@ -315,6 +315,20 @@ def test_a_check_that_compared_nothing_says_so_even_when_fail_on_lets_it_pass(re
     )
 
 
+def test_a_step_that_got_worse_is_in_the_headline_even_when_fail_on_lets_it_pass(
+    repo, twicerun
+):
+    # The headline said "no step got worse" above the step that had.
+    update(twicerun, "pipelines/coins.py")
+    Path("pipelines/coins.py").write_text(STEADY_NOW_NOISY + "\n\n" + NOISY)
+    outcome, document = compare(twicerun, "--fail-on", "none", "--format", "text")
+    assert outcome.code == 0
+    assert verdicts(document)[("pipelines/coins.py", "steady")] == "new divergence"
+    assert outcome.out.splitlines()[0] == (
+        "twicerun: 1 step got worse, which this check's fail-on lets pass"
+    )
+
+
 def test_a_step_added_to_a_pipeline_fails_by_default(repo, twicerun):
     update(twicerun, "pipelines/coins.py")
     Path("pipelines/coins.py").write_text(STEADY + "\n\n" + NOISY + "\n\n" + OTHER)

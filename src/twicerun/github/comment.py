@@ -160,19 +160,24 @@ def render(
             )
         parts.append(f"### twicerun: {'; '.join(said)}")
     elif not unfinished:
-        # A fail-on that leaves out not-comparable lets such steps pass; the headline still
-        # says they were not compared, so a green check over nothing compared is not silent.
-        passed = [d for d in notable if d.verdict in words.NOT_COMPARABLE]
-        if passed and len(passed) == len(decisions):
-            head = "no step could be compared with the baseline"
-        elif passed:
-            head = (
-                f"no step got worse; {plural(len(passed), 'step')} could not be compared with "
-                f"the baseline"
-            )
+        # A fail-on that leaves out a verdict lets such steps pass; the headline still counts
+        # them, so a green check over a step that got worse, or over nothing compared, is
+        # never silent.
+        let_worse = [d for d in notable if d.verdict in words.WORSE]
+        let_uncompared = [d for d in notable if d.verdict in words.NOT_COMPARABLE]
+        if let_worse:
+            said = [f"{plural(len(let_worse), 'step')} got worse"]
+        elif let_uncompared and len(let_uncompared) == len(decisions):
+            said = ["no step could be compared with the baseline"]
         else:
-            head = "no step got worse"
-        if passed:
+            said = ["no step got worse"]
+        if let_uncompared and len(let_uncompared) < len(decisions):
+            said.append(
+                f"{plural(len(let_uncompared), 'step') if not let_worse else len(let_uncompared)} "
+                f"could not be compared with the baseline"
+            )
+        head = "; ".join(said)
+        if let_worse or let_uncompared:
             head += ", which this check's fail-on lets pass"
         parts.append(f"### twicerun: {head}")
     # The lists share half the budget, so that however many steps changed, the
