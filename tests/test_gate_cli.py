@@ -315,9 +315,7 @@ def test_a_check_that_compared_nothing_says_so_even_when_fail_on_lets_it_pass(re
     )
 
 
-def test_a_step_that_got_worse_is_in_the_headline_even_when_fail_on_lets_it_pass(
-    repo, twicerun
-):
+def test_a_step_that_got_worse_is_in_the_headline_even_when_fail_on_lets_it_pass(repo, twicerun):
     # The headline said "no step got worse" above the step that had.
     update(twicerun, "pipelines/coins.py")
     Path("pipelines/coins.py").write_text(STEADY_NOW_NOISY + "\n\n" + NOISY)

@@ -801,3 +801,77 @@ def test_the_stamp_names_every_engine_the_pipelines_ran_on_once():
         "compared by DuckDB 2.0.1, 5 runs, policy strict; alpha 0.05 family-wise, 3 "
         "confirmation trials for a suspect pipeline."
     )
+
+
+# What `baseline update` writes, `parse` reads back ------------------------------------
+
+
+@st.composite
+def baselines(draw) -> Baseline:
+    from twicerun.github.baseline import PipelineShape, Settings, StepShape, Trial
+
+    runs = draw(st.integers(2, 6))
+    names = draw(
+        st.lists(
+            st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True),
+            min_size=1,
+            max_size=3,
+            unique=True,
+        )
+    )
+    shape = PipelineShape(
+        digest=draw(st.text(min_size=1, max_size=8)),
+        steps=tuple(
+            StepShape(n, i, draw(st.none() | st.integers(1, 500))) for i, n in enumerate(names)
+        ),
+    )
+
+    def record() -> StepRecord:
+        length = draw(st.integers(1, runs))
+        answers = (
+            0,
+            *draw(st.lists(st.integers(0, runs), min_size=length - 1, max_size=length - 1)),
+        )
+        compared = draw(st.integers(0, runs - 1))
+        stress_compared = draw(st.integers(0, 12))
+        return StepRecord(
+            answers=answers,
+            stress_fired=draw(st.integers(0, stress_compared)),
+            stress_compared=stress_compared,
+            fired=draw(st.integers(0, compared)),
+            compared=compared,
+            status=draw(st.none() | st.sampled_from(["DIVERGENT", "NO_DIVERGENCE_OBSERVED"])),
+            classes=tuple(draw(st.lists(st.sampled_from(["VALUE_DRIFT", "SCHEMA"]), max_size=2))),
+            cause=draw(st.none() | st.just("PARALLEL_ORDER")),
+        )
+
+    trials = tuple(
+        Trial(
+            written="2026-12-02T00:00:00Z",
+            environment={"duckdb": "2.0.1", "threads": 2},
+            pipelines={"pipelines/p.py": {n: record() for n in names}},
+        )
+        for _ in range(draw(st.integers(1, 3)))
+    )
+    return Baseline(
+        settings=Settings(
+            runs=runs,
+            policy=draw(st.sampled_from(["strict", "reduction-order"])),
+            amplify=draw(st.booleans()),
+            threads=draw(st.integers(1, 16)),
+            engine=draw(st.sampled_from(["duckdb", "spark"])),
+        ),
+        pipelines={"pipelines/p.py": shape},
+        trials=trials,
+        command="twicerun baseline update pipelines/p.py",
+    )
+
+
+@given(baselines())
+@settings(max_examples=60, deadline=None)
+def test_every_baseline_update_can_write_is_read_back_as_it_was(baseline):
+    # The reader holds a file to what the writer produces; nothing the writer can produce
+    # may be refused as malformed.
+    from twicerun.github.baseline import parse
+
+    assert parse(baseline.to_json(), "b.json", "recreate") == baseline
