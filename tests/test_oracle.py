@@ -298,6 +298,33 @@ def test_a_tie_the_inputs_cannot_break_is_said_to_be_undecided():
     assert (a.column, a.chosen_by) == (None, "undecided")
 
 
+def test_rows_no_single_column_explains_are_said_to_be_so_in_the_report(write_pipeline, twicerun):
+    # The oracle found no one column to blame and the report said nothing, leaving a
+    # reader to look for one. Here every later run moves two columns of every row.
+    path = write_pipeline(
+        """
+        import itertools
+
+        _runs = itertools.count()
+
+
+        def two_columns(ctx):
+            i = next(_runs)
+            ctx.write("t", f"SELECT range AS id, range + {i} AS a, range * 2 + {i} AS b FROM range(4)")
+        """
+    )
+    out = twicerun("run", path, "--runs", "2", "--no-amplify").out
+    assert (
+        "        t: 4 of 4 reference rows and 4 of 4 later rows found no partner\n"
+        "        dropping any one of the 3 key columns leaves all 8 unmatched rows unmatched, "
+        "so no single column explains them\n"
+    ) in out
+    a = measure(
+        pa.table({"id": [1], "a": [1], "b": [1]}), pa.table({"id": [1], "a": [2], "b": [2]})
+    ).attribution
+    assert (a.chosen_by, a.before, a.after) == ("none", 2, {"id": 2, "a": 2, "b": 2})
+
+
 # Nested -------------------------------------------------------------------------------
 
 

@@ -150,7 +150,13 @@ def _attribution_line(a: Attribution) -> str | None:
     before, after = a.before, a.after
     column = shown(a.column) if a.column is not None else None
     if a.chosen_by == "none":
-        return None
+        # Said, not left out: without it a reader looks for the one column to blame.
+        if len(after) < 2:
+            return None
+        return (
+            f"dropping any one of the {number(len(after))} key columns leaves all "
+            f"{number(before)} unmatched rows unmatched, so no single column explains them"
+        )
     if a.chosen_by == "undecided":
         tied = " or ".join(shown(t) for t in a.tied)
         return (
