@@ -11,7 +11,8 @@ import json
 import math
 import os
 import textwrap
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from enum import IntEnum
 from pathlib import Path
 from typing import ClassVar
@@ -124,19 +125,31 @@ def exit_code(result: Result) -> RunExit:
 
 
 class Progress:
-    """One line on stderr, rewritten in place; silent when stderr is not a terminal."""
+    """Where long work is. On a terminal, one line on stderr rewritten in place. Elsewhere
+    (a CI log, a file), a plain line at a step boundary once `HEARTBEAT` seconds have
+    passed since the last one, so a long run is not silent in a log and a short one
+    prints nothing there."""
 
-    def __init__(self, enabled: bool):
+    HEARTBEAT = 30.0
+
+    def __init__(self, enabled: bool, clock: Callable[[], float] = time.monotonic):
         self.enabled = enabled
         self.shown = False
+        self.clock = clock
+        self.started = self.last = clock()
 
     def __call__(self, event: ProgressEvent) -> None:
-        if not self.enabled:
-            return
         text = (
             f"{event.phase} run {event.run}/{event.runs}, "
             f"step {event.step_index + 1}/{event.steps} {event.step_name}"
         )
+        if not self.enabled:
+            now = self.clock()
+            if now - self.last >= self.HEARTBEAT:
+                self.last = now
+                took = int(now - self.started)
+                click.echo(f"[twicerun] at {text} ({took // 60}m{took % 60:02d}s so far)", err=True)
+            return
         click.echo(f"\r\033[K{text}", nl=False, err=True)
         self.shown = True
 
