@@ -650,3 +650,33 @@ def test_a_cached_venv_whose_interpreter_is_gone_is_rebuilt_and_runs_the_check(w
     assert install.code == 0, install.stdout + install.stderr
     assert (venv / "bin" / "python").resolve().exists()
     assert steps["Run twicerun"].code == 1  # the rebuilt twicerun measured the regression
+
+
+def test_every_input_the_action_passes_as_a_variable_is_known_by_its_input_name():
+    # An error in a value names the input the workflow wrote, from this table.
+    import yaml
+
+    from twicerun.cli.app import ACTION_INPUTS
+
+    steps = yaml.safe_load((REPO / "action.yml").read_text())["runs"]["steps"]
+    (gate,) = [s for s in steps if s.get("id") == "gate"]
+    passed = {
+        name: m.group(1)
+        for name, value in gate["env"].items()
+        if (m := re.fullmatch(r"\$\{\{ inputs\.([a-z-]+) \}\}", value))
+    }
+    assert passed == ACTION_INPUTS
+
+
+def test_a_bad_input_value_names_the_action_input_it_came_from(twicerun, monkeypatch):
+    # "Invalid value for '--amplify'" sent a workflow's author looking for a flag they
+    # never typed.
+    monkeypatch.setenv("TWICERUN_AMPLIFY", "maybe")
+    outcome = twicerun("gate", "--no-comment")
+    assert outcome.code == 2
+    assert (
+        "Error: Invalid value for '--amplify' (from the environment variable TWICERUN_AMPLIFY, "
+        "which the action sets from its 'amplify' input): 'maybe' is not a valid boolean"
+    ) in outcome.err
+    monkeypatch.delenv("TWICERUN_AMPLIFY")
+    assert "Invalid value for '--runs': 'x'" in twicerun("gate", "--runs", "x").err

@@ -3,11 +3,13 @@ the one place a failure becomes an exit code."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import click
+from click.core import ParameterSource
 
-from twicerun.cli.app import cli, exit_code
+from twicerun.cli.app import ACTION_INPUTS, cli, exit_code
 from twicerun.errors import BadInput, StepCrashed, TwicerunError
 from twicerun.github.commands import neutralize
 from twicerun.storage.space import disk_full, full_disk_advice
@@ -32,6 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         click.echo(f"twicerun: interrupted{kept}", err=True)
         return RunExit.INTERRUPTED
     except click.ClickException as exc:
+        _name_the_environment(exc)
         exc.show()
         # A verb whose 2 already means something else refuses with its own code.
         command = getattr(getattr(exc, "ctx", None), "command", None)
@@ -65,6 +68,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return RunExit.CRASHED
     # Each verb returns its own enum; the process gets the integer.
     return value if isinstance(value, int) else RunExit.CLEAN
+
+
+def _name_the_environment(exc: click.ClickException) -> None:
+    """A bad value read from a TWICERUN_ variable is named where it was set: someone who
+    wrote `amplify: maybe` in a workflow never typed --amplify."""
+    ctx, param = getattr(exc, "ctx", None), getattr(exc, "param", None)
+    if not isinstance(exc, click.BadParameter) or ctx is None or param is None:
+        return
+    if ctx.get_parameter_source(param.name) is not ParameterSource.ENVIRONMENT:
+        return
+    names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar or ())
+    envvar = next((n for n in names if n in os.environ), None)
+    if envvar is None:
+        return
+    where = f"the environment variable {envvar}"
+    if envvar in ACTION_INPUTS:
+        where += f", which the action sets from its {ACTION_INPUTS[envvar]!r} input"
+    exc.param_hint = f"{param.get_error_hint(ctx)} (from {where})"
 
 
 def _say_kept(exc: BaseException) -> None:

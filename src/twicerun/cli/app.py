@@ -124,6 +124,26 @@ def exit_code(result: Result) -> RunExit:
     return RunExit.CLEAN
 
 
+# The environment variables action.yml sets from its inputs, by the input's name, so an
+# error in a value can name the input the workflow wrote (tests/test_action.py keeps
+# this in step with action.yml).
+ACTION_INPUTS = {
+    "TWICERUN_PIPELINES": "pipelines",
+    "TWICERUN_RUNS": "runs",
+    "TWICERUN_POLICY": "policy",
+    "TWICERUN_BASELINE": "baseline",
+    "TWICERUN_BASELINE_SOURCE": "baseline-source",
+    "TWICERUN_CONFIRM": "confirm",
+    "TWICERUN_THREADS": "threads",
+    "TWICERUN_COMMENT": "comment",
+    "TWICERUN_FAIL_ON": "fail-on",
+    "TWICERUN_ALPHA": "alpha",
+    "TWICERUN_AMPLIFY": "amplify",
+    "TWICERUN_WORKING_DIRECTORY": "working-directory",
+    "TWICERUN_COMMENT_ID": "comment-id",
+}
+
+
 class Progress:
     """Where long work is. On a terminal, one line on stderr rewritten in place. Elsewhere
     (a CI log, a file), a plain line at a step boundary once `HEARTBEAT` seconds have
