@@ -875,3 +875,56 @@ def test_every_baseline_update_can_write_is_read_back_as_it_was(baseline):
     from twicerun.github.baseline import parse
 
     assert parse(baseline.to_json(), "b.json", "recreate") == baseline
+
+
+# A gate document read back (the fork flow posts from one a fork's run wrote) ----------
+
+
+def _document() -> dict:
+    import json
+
+    trials = [result(("a", STEADY), ("b", STEADY)) for _ in range(19)]
+    worse = result(("a", SPLIT), ("b", STEADY))
+    gate = evaluate({P: worse}, baseline_of(trials), rerun=rerun_with(worse, worse, worse))
+    return json.loads(gate.json())
+
+
+def _places(value, path=()):
+    """Every place in a JSON value, as a path of keys and indexes."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield (*path, k)
+            yield from _places(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield (*path, i)
+            yield from _places(v, (*path, i))
+
+
+DOCUMENT = _document()
+PLACES = list(_places(DOCUMENT))
+
+
+@given(
+    st.sampled_from(PLACES),
+    st.sampled_from([5, -1, 1.5, "x", None, True, [], {}, [1], ["a"]]),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_gate_document_with_any_value_of_the_wrong_type_is_refused_or_rendered(place, wrong):
+    # `post` read a fork's document with the dataclasses' types unchecked: a string where
+    # a count belonged passed the reading and crashed the rendering, an internal error
+    # (exit 3) where the flow promises a refusal (exit 2) or a comment.
+    import copy
+
+    from twicerun.github.gate import Gate, comment_body
+
+    document = copy.deepcopy(DOCUMENT)
+    holder = document
+    for key in place[:-1]:
+        holder = holder[key]
+    holder[place[-1]] = wrong
+    try:
+        gate = Gate.from_document(document)
+    except (ValueError, TypeError, KeyError):
+        return  # what `post` turns into "not a twicerun gate document", exit 2
+    assert comment_body(gate, P, "https://github.test/run").startswith("<!-- twicerun:comment:")

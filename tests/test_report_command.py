@@ -232,3 +232,25 @@ def test_a_result_with_markup_in_its_words_cannot_break_the_table(twicerun, tmp_
     assert lines[0].endswith("DuckDB 2.0.1 at threads=2 on \\*bold\\*, 1.5s.")
     assert lines[4] == "| 0 | `a` | 2 of 2 | &lt;b&gt;x&lt;\\/b&gt; |  | a\\|b |"
     assert lines[5] == "| 1 | `b` | 2 of 2 | DIVERGENT | VALUE_DRIFT | PARALLEL_ORDER |"
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda d: d["steps"][0].update(fired="2"), 'StepResult.fired: "2" is not int'),
+        (lambda d: d.update(environment=None), "Result.environment: null where a value is needed"),
+        (lambda d: d["steps"][0].update(comparisons=[5]), "Comparison should be an object, not 5"),
+    ],
+    ids=["count-a-string", "environment-null", "comparison-a-number"],
+)
+def test_a_result_holding_a_value_of_the_wrong_type_is_refused_naming_it(
+    twicerun, artifact, edit, said
+):
+    # Taken as it came, such a value passed the reading and failed wherever a renderer
+    # first used it: a traceback and exit 3, or a table with the wrong figure in it.
+    document = json.loads(artifact.read_text())
+    edit(document)
+    artifact.write_text(json.dumps(document))
+    outcome = twicerun("report", artifact)
+    assert outcome.code == 2, outcome.err
+    assert said in outcome.err and "malformed Result" in outcome.err
