@@ -81,6 +81,7 @@ def stamp(artifact: Artifact, what: str) -> str:
 
 def result_steps(a: Artifact) -> Table:
     d = a.document
+    _check_types(d)
     rows = []
     for s in d["steps"]:
         rate = f"{s['fired']} of {s['compared']}" if s["status"] else "not compared"
@@ -106,6 +107,32 @@ def result_steps(a: Artifact) -> Table:
         ["", "step", "fired", "status", "classes", "cause"],
         rows,
     )
+
+
+def _check_types(d: dict[str, Any]) -> None:
+    """The fields the table prints, each of the type twicerun writes. The words are read
+    as data (a newer twicerun may have more of them, and they are escaped), but a count
+    that is a string or a step that is a number is a hand edit, refused rather than
+    printed as a figure."""
+
+    def expect(value: Any, kinds: tuple[type, ...], where: str) -> None:
+        wrong = isinstance(value, bool) and bool not in kinds
+        if wrong or not isinstance(value, kinds):
+            raise TypeError(f"{where} is {value!r}, not of the type twicerun writes there")
+
+    expect(d.get("steps"), (list,), "steps")
+    expect(d.get("environment"), (dict,), "environment")
+    for key, kinds in (("pipeline", (str,)), ("runs", (int,)), ("contained", (bool,)),
+                       ("policy", (str,)), ("seconds", (int, float))):  # fmt: skip
+        expect(d.get(key), kinds, key)
+    for key in ("platform", "duckdb"):
+        expect(d["environment"].get(key), (str,), f"environment.{key}")
+    for i, step in enumerate(d["steps"]):
+        expect(step, (dict,), f"steps[{i}]")
+        for key, kinds in (("index", (int,)), ("name", (str,)), ("fired", (int,)),
+                           ("compared", (int,)), ("status", (str, type(None))),
+                           ("cause", (str, type(None))), ("classes", (list,))):  # fmt: skip
+            expect(step.get(key, [] if key == "classes" else None), kinds, f"steps[{i}].{key}")
 
 
 # The documents the package itself writes; everything else carries its tables as data.
