@@ -323,6 +323,23 @@ def test_rows_no_single_column_explains_are_said_to_be_so_in_the_report(write_pi
         pa.table({"id": [1], "a": [1], "b": [1]}), pa.table({"id": [1], "a": [2], "b": [2]})
     ).attribution
     assert (a.chosen_by, a.before, a.after) == ("none", 2, {"id": 2, "a": 2, "b": 2})
+    # Rows that only repeat are a count, not columns: nothing is said of columns there.
+    doubled = write_pipeline(
+        """
+        import itertools
+
+        _runs = itertools.count()
+
+
+        def doubles(ctx):
+            copies = 1 + next(_runs)
+            ctx.write("t", f"SELECT i AS id, i * 2 AS a FROM range(4) r(i), range({copies}) c(j)")
+        """,
+        name="doubled.py",
+    )
+    out = twicerun("run", doubled, "--runs", "2", "--no-amplify").out
+    assert "        t: 4 rows of run 2 repeat rows that run 1 has fewer times" in out
+    assert "no single column" not in out
 
 
 # Nested -------------------------------------------------------------------------------

@@ -126,8 +126,12 @@ def _artifact_lines(
             f"{number(worst.later_rows)} in run {run})"
         )
     explained = [f for _, f in both if f.attribution]
-    attribution = max(explained, key=lambda f: f.unmatched).attribution if explained else None
-    if attribution:
+    chosen = max(explained, key=lambda f: f.unmatched) if explained else None
+    attribution = chosen.attribution if chosen else None
+    # "No single column" speaks of rows with no partner on either side; rows that only
+    # repeat another number of times pair with nothing whatever the key, and saying so
+    # of them would send a reader to the columns for what is a count.
+    if attribution and (attribution.chosen_by != "none" or (chosen.missing and chosen.extra)):
         line = _attribution_line(attribution)
         if line:
             lines.append(line)
