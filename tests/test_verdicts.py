@@ -704,3 +704,22 @@ def test_an_explanation_quotes_a_column_name_that_is_not_one_word(tmp_path):
         )
     _, sentence = explain(con, "m", tmp_path / "a.parquet", tmp_path / "b.parquet")
     assert sentence.endswith('furthest in "tot al": 1 ulp, 2.2e-16 relative')
+
+
+def test_localize_of_an_invocation_that_stopped_in_run_1_is_not_called_clean(
+    write_pipeline, twicerun, run_dir
+):
+    # It said "clean" (exit 0): with no run after run 1 nothing had been compared.
+    path = write_pipeline(
+        'def a(ctx):\n    ctx.write("x", "SELECT 1 AS v")\n\n\n'
+        'def b(ctx):\n    raise RuntimeError("boom")\n'
+    )
+    assert twicerun("run", path, "--runs", "3").code == 3
+    (invocation,) = [p for p in run_dir.iterdir() if p.is_dir()]
+    outcome = twicerun("localize", invocation)
+    assert outcome.code == 4
+    assert outcome.out.splitlines() == [
+        f"could not check: {invocation}",
+        "  not checked: the invocation has no run after run 1 to compare with it",
+        "  not checked: step 1 b: it raised in this run",
+    ]

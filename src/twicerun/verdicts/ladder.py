@@ -308,6 +308,15 @@ def localize_one(label: str, runs: list[RecordedRun], con: duckdb.DuckDBPyConnec
     first = reference.steps(con)
     others = [(r, {s.index: s for s in r.steps(con)}) for r in runs[1:]]
     unchecked = []
+    if not others:
+        # Nothing was compared, so nothing can be called clean: an invocation that
+        # stopped in run 1 (a step raised, Ctrl-C) left no later run.
+        raised = [f"step {s.index} {s.name}: {s.problem()}" for s in first if not s.checkable]
+        return Located(
+            label,
+            Locating.COULD_NOT_CHECK,
+            unchecked=["the invocation has no run after run 1 to compare with it", *raised],
+        )
     for step in first:
         disagreeing, missing = [], []
         for run, by_index in others:
