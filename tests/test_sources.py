@@ -220,3 +220,40 @@ def test_fetch_refuses_to_run_without_a_record(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(fetch, "RECORD", tmp_path / "absent.json")
     assert fetch.main(["--dir", str(tmp_path)]) == 2
     assert "--record" in capsys.readouterr().err
+
+
+def test_a_source_file_that_changes_between_runs_is_named_and_not_called_parallel_order(
+    write_pipeline, twicerun, tmp_path
+):
+    # Another process appending to the file between runs was reported as PARALLEL_ORDER:
+    # the bisect re-read the file once it had stopped changing, and one thread was quiet.
+    data = tmp_path / "landing.csv"
+    data.write_text("a\n1\n2\n")
+    path = write_pipeline(
+        f"""
+        import itertools
+
+        _runs = itertools.count()
+
+
+        def another_process(ctx):
+            with open({str(data)!r}, "a") as f:
+                f.write(f"{{100 + next(_runs)}}\\n")
+            ctx.write("marker", "SELECT 1 AS m")
+
+
+        def load(ctx):
+            ctx.source("raw", {str(data)!r})
+            ctx.write("total", "SELECT count(*) AS n, sum(a) AS s FROM raw")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "3", "--no-amplify", "--json", "-")
+    load = outcome.json()["steps"][1]
+    assert (load["fired"], load["status"], load["cause"], load["bisect"]) == (
+        2, "DIVERGENT", None, None,
+    )  # fmt: skip
+    assert load["notes"] == [
+        f"not bisected: the files it read through ctx.source changed between runs ({data}: "
+        f"not as run 1 read it in runs 2, 3), so its runs did not all read the same input, "
+        f"and one thread reading them again now could not say why it differed"
+    ]

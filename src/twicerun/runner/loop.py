@@ -411,7 +411,21 @@ def _cause_and_amplify(
         for result in scored:
             step = by_index[result.index]
             measured_difference = result.fired or result.tolerated
-            if measured_difference and threads > 1:
+            moved = _sources_moved(bench, result.index, options.runs) if measured_difference else []
+            if moved:
+                # The bisect re-reads the files as they are now, after they stopped changing:
+                # its quiet runs would call a changed input PARALLEL_ORDER.
+                result = replace(
+                    result,
+                    notes=[
+                        *result.notes,
+                        f"not bisected: the files it read through ctx.source changed between "
+                        f"runs ({'; '.join(moved)}), so its runs did not all read the same "
+                        f"input, and one thread reading them again now could not say why it "
+                        f"differed",
+                    ],
+                )
+            elif measured_difference and threads > 1:
                 result = _bisected(bench, step, options.runs, result, result)
             elif measured_difference:
                 result = replace(
@@ -443,6 +457,28 @@ def _cause_and_amplify(
     finally:
         discard_directory(bench, AMPLIFIED_DIR)
     return final
+
+
+def _sources_moved(bench: Workbench, index: int, runs: int) -> list[str]:
+    """The files a step read through ctx.source that a later loop run found with other
+    bytes than run 1 did (or did not find, or found new), each with those runs."""
+    first = bench.records.get(RunAddress(LOOP, 1), index)
+    if first is None or not first.sources:
+        return []
+    before = {(s.name, f.path): f.digest for s in first.sources for f in s.files}
+    moved: dict[str, list[int]] = {}
+    for run in range(2, runs + 1):
+        receipt = bench.records.get(RunAddress(LOOP, run), index)
+        if receipt is None:
+            continue
+        now = {(s.name, f.path): f.digest for s in receipt.sources for f in s.files}
+        for key in sorted(before.keys() | now.keys()):
+            if before.get(key) != now.get(key):
+                moved.setdefault(key[1], []).append(run)
+    return [
+        f"{path}: not as run 1 read it in run{'s' if len(r) > 1 else ''} {', '.join(map(str, r))}"
+        for path, r in moved.items()
+    ]
 
 
 def _quiet_readers(bench: Workbench, scored: list[StepResult]) -> dict[str, set[int]]:
