@@ -178,6 +178,22 @@ def test_judge_of_a_directory_without_a_completed_invocation_is_bad_input(tmp_pa
     )
 
 
+def test_judge_of_a_directory_of_failed_invocations_says_they_are_there(
+    write_pipeline, twicerun, run_dir
+):
+    # It said only "holds no completed invocation", beside a directory the run had just
+    # said it kept.
+    path = write_pipeline('def a(ctx):\n    raise RuntimeError("boom")\n')
+    assert twicerun("run", path, "--runs", "2").code == 3
+    outcome = twicerun("judge", run_dir)
+    assert outcome.code == 2
+    assert outcome.err == (
+        f"twicerun: {run_dir} holds no completed invocation to judge (1 invocation there did "
+        f"not complete, and only a completed one has a Result); run `twicerun run PIPELINE` "
+        f"first\n"
+    )
+
+
 def drift_findings(relative, ulps=3, incomparable=0, classes=("VALUE_DRIFT",)):
     drift = Drift("x", "double", "rows", 1, 10, ulps, relative, 1.0, 1.0, incomparable)
     return ArtifactFindings("t", "both", list(classes), 10, 10, ["k"], drift=[drift])

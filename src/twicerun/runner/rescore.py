@@ -23,6 +23,7 @@ from twicerun.storage.layout import (
     MANIFEST_NAME,
     Invocation,
     RunAddress,
+    find_invocations,
     follow,
     invocations_with,
 )
@@ -38,8 +39,16 @@ def resolve_invocation(path: Path) -> Invocation:
         completed = invocations_with(path, COMPLETED)
         if completed:
             return completed[-1][0]
+        others = len(find_invocations(path))
+        stopped = (
+            f" ({others} invocation{'s' if others != 1 else ''} there did not complete, and "
+            f"only a completed one has a Result)"
+            if others
+            else ""
+        )
         raise UsageError(
-            f"{path} holds no completed invocation to judge; run `twicerun run PIPELINE` first"
+            f"{path} holds no completed invocation to judge{stopped}; run `twicerun run "
+            f"PIPELINE` first"
         )
     raise UsageError(f"{path} is not an invocation directory (no {MANIFEST_NAME} in it)")
 
