@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-import types
-import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -35,7 +33,7 @@ from twicerun.github.decision import (
 from twicerun.render.evidence import plural
 from twicerun.render.instrument import engine
 from twicerun.render.sections import named, shown_classes
-from twicerun.result import Result
+from twicerun.result import Result, typed
 from twicerun.vocabulary import gate as words
 from twicerun.vocabulary.loop import Status
 
@@ -213,7 +211,7 @@ class Gate:
             screen=float(data["screen"]),
             fail_on=tuple(str(w) for w in data["fail_on"] if w in words.FAIL_ON),
         )
-        decisions = [_typed(StepDecision, d, "decisions") for d in data["decisions"]]
+        decisions = [typed(StepDecision, d) for d in data["decisions"]]
         for d in decisions:
             if len(d.confirm_stress_fired) != len(d.confirm_stress_compared):
                 raise ValueError(f"decisions: {d.name} has unpaired confirmation counts")
@@ -226,50 +224,11 @@ class Gate:
             baseline_moved=[str(m) for m in data.get("baseline_moved", [])],
             results={k: Result.from_dict(v) for k, v in data["results"].items()},
             options=options,
-            confirmations=[
-                _typed(Confirmation, c, "confirmations") for c in data.get("confirmations", [])
-            ],
+            confirmations=[typed(Confirmation, c) for c in data.get("confirmations", [])],
             annotations=[],
             pull_request=_pull_request(data.get("pull_request")),
-            failures=[_typed(PipelineFailure, f, "failures") for f in data.get("failures", [])],
+            failures=[typed(PipelineFailure, f) for f in data.get("failures", [])],
         )
-
-
-def _typed(cls: type, data: Any, where: str) -> Any:
-    """`cls` from a JSON object whose every value has the type the field declares.
-
-    The fork flow reads this document from an artifact a fork's run wrote; a value of
-    another type must be refused here, as bad input, not crash the rendering later.
-    """
-    if not isinstance(data, dict):
-        raise ValueError(f"an entry of {where} is not an object")
-    hints = typing.get_type_hints(cls)
-    for key, value in data.items():
-        if key not in hints:
-            raise ValueError(f"{where} has a field {key!r} that {cls.__name__} does not")
-        if not _conforms(value, hints[key]):
-            raise ValueError(f"{where}: {key} is {value!r}, not of type {hints[key]}")
-    return cls(**data)
-
-
-def _conforms(value: Any, hint: Any) -> bool:
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_conforms(value, arg) for arg in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
-    if origin in (list, tuple):
-        (item, *_) = typing.get_args(hint) or (Any,)
-        return isinstance(value, list) and all(_conforms(v, item) for v in value)
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
-    return True
 
 
 def _pull_request(value: Any) -> dict[str, Any] | None:

@@ -239,6 +239,13 @@ def load_result(path: str | Path) -> Result:
     return Result.from_dict(data)
 
 
+def typed(cls: type, data: Any) -> Any:
+    """A dataclass from a JSON object, every value checked against the type its field
+    declares (TypeError or ValueError naming the field otherwise). For the documents
+    twicerun reads back: a Result, and the gate document the fork flow posts from."""
+    return _build(cls, data)
+
+
 def _build(cls: type, data: dict[str, Any]) -> Any:
     if not isinstance(data, dict):
         raise TypeError(f"{cls.__name__} should be an object, not {_shown(data)}")
