@@ -299,3 +299,26 @@ def test_what_a_step_prints_goes_to_stderr_so_json_on_stdout_stays_a_document(
     report = twicerun("run", path, "--runs", "2")
     assert "processing chatty..." not in report.out
     assert report.out.startswith("pipeline   ")
+
+
+def test_what_a_pipeline_prints_as_it_is_imported_goes_to_stderr_too(
+    write_pipeline, twicerun, run_dir
+):
+    # A top-level print (a banner, a config dump) landed on stdout ahead of the document.
+    path = write_pipeline(
+        """
+        print("loading config")
+
+
+        def a(ctx):
+            ctx.write("x", "SELECT 1 AS v")
+        """
+    )
+    for verb in (["run", path, "--runs", "2", "--no-amplify"], ["audit", path]):
+        outcome = twicerun(*verb, "--json", "-")
+        assert json.loads(outcome.out)["pipeline"] == str(path), verb
+        assert "loading config" in outcome.err.splitlines()
+    (invocation,) = [p for p in run_dir.iterdir() if p.is_dir()]
+    outcome = twicerun("reproduce", invocation, "--json", "-")
+    assert json.loads(outcome.out)["schema"] == "twicerun.reproduce/1"
+    assert "loading config" in outcome.err.splitlines()

@@ -31,6 +31,7 @@ from twicerun.result import Environment, ResultFormatError, load_result
 from twicerun.runner.environment import default_threads
 from twicerun.runner.progress import ProgressEvent
 from twicerun.runner.replay import Scratch, audit_runs, recorded_inputs
+from twicerun.runner.step_output import imports_print_to_stderr
 from twicerun.storage.atomic import write_bytes_atomic
 from twicerun.storage.layout import LOOP, RunAddress
 from twicerun.verdicts.audit import AuditReport, audit_step
@@ -232,7 +233,8 @@ def reproduce(run: str, pipeline_path: Path | None, only: tuple[str, ...], json_
         manifest.get("pipeline_resolved") or manifest.get("pipeline", "")
     )
     # The engine the recorded run used (older manifests did not say: the pipeline's own).
-    pipeline = load_pipeline(source, manifest.get("seeds") or {}, manifest.get("engine"))
+    with imports_print_to_stderr():
+        pipeline = load_pipeline(source, manifest.get("seeds") or {}, manifest.get("engine"))
     names = {s.name for s in pipeline.steps}
     unknown = [n for n in only if n not in names]
     if unknown:
@@ -314,7 +316,8 @@ def audit(
     that declares a seed is never called deterministic.
     """
     _check_json(json_path, "twicerun.audit/")
-    loaded = load_pipeline(pipeline, parse_seeds(seeds))
+    with imports_print_to_stderr():
+        loaded = load_pipeline(pipeline, parse_seeds(seeds))
     names = [s.name for s in loaded.steps]
     unknown = [n for n in only if n not in names]
     if unknown:

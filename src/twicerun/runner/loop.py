@@ -38,7 +38,7 @@ from twicerun.runner.records import Records
 from twicerun.runner.scoring import not_varied, score_step, thread_count_fired
 from twicerun.runner.series import Workbench, discard_directory
 from twicerun.runner.settle_step import KEEP_PREFIX, WorstComparisons, compare_step
-from twicerun.runner.step_output import steps_print_to_stderr
+from twicerun.runner.step_output import imports_print_to_stderr, steps_print_to_stderr
 from twicerun.runner.stress import AMPLIFIED_DIR, PROBE_RUNS, Stressed, amplify
 from twicerun.storage.atomic import write_bytes_atomic
 from twicerun.storage.context import open_connection
@@ -83,7 +83,8 @@ def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = si
         )
     # Absolute from here on: a step that calls os.chdir must not move the run directory.
     options = replace(options, run_dir=Path(options.run_dir).absolute())
-    pipeline = load_pipeline(path, options.seeds, options.engine)
+    with imports_print_to_stderr():
+        pipeline = load_pipeline(path, options.seeds, options.engine)
     keys = KeyChecker(pipeline, options.keys, options.run_dir)
     keys.check_before_running()
     # Before anything is created on disk: an engine that cannot start here is bad input.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 
 
@@ -31,3 +32,11 @@ def steps_print_to_stderr() -> Iterator[None]:
     finally:
         os.dup2(saved, 1)
         os.close(saved)
+
+
+@contextlib.contextmanager
+def imports_print_to_stderr() -> Iterator[None]:
+    """Importing a pipeline runs its top-level code, which prints like a step can (a
+    banner, a config dump), and used to land on stdout ahead of `--json -`'s document."""
+    with steps_print_to_stderr(), contextlib.redirect_stdout(sys.stderr):
+        yield
