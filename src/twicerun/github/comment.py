@@ -150,32 +150,17 @@ def render(
     if baseline_error:
         parts.append(f"### twicerun: no baseline to compare with\n\n{bare(baseline_error)}")
     elif failed:
-        said = []
-        if worse:
-            said.append(f"{plural(len(worse), 'step')} got worse")
-        if uncompared:
-            said.append(
-                f"{plural(len(uncompared), 'step') if not worse else len(uncompared)} could not "
-                f"be compared with the baseline"
-            )
-        parts.append(f"### twicerun: {'; '.join(said)}")
+        parts.append(f"### twicerun: {'; '.join(_counted(len(worse), len(uncompared)))}")
     elif not unfinished:
         # A fail-on that leaves out a verdict lets such steps pass; the headline still counts
         # them, so a green check over a step that got worse, or over nothing compared, is
         # never silent.
         let_worse = [d for d in notable if d.verdict in words.WORSE]
         let_uncompared = [d for d in notable if d.verdict in words.NOT_COMPARABLE]
-        if let_worse:
-            said = [f"{plural(len(let_worse), 'step')} got worse"]
-        elif let_uncompared and len(let_uncompared) == len(decisions):
+        if let_uncompared and len(let_uncompared) == len(decisions):
             said = ["no step could be compared with the baseline"]
         else:
-            said = ["no step got worse"]
-        if let_uncompared and len(let_uncompared) < len(decisions):
-            said.append(
-                f"{plural(len(let_uncompared), 'step') if not let_worse else len(let_uncompared)} "
-                f"could not be compared with the baseline"
-            )
+            said = _counted(len(let_worse), len(let_uncompared), "no step got worse")
         head = "; ".join(said)
         if let_worse or let_uncompared:
             head += ", which this check's fail-on lets pass"
@@ -242,6 +227,18 @@ def render(
 
 
 CHARTS = 3
+
+
+def _counted(worse: int, uncompared: int, otherwise: str | None = None) -> list[str]:
+    """The headline's clauses: how many steps got worse (or `otherwise`), then how many
+    could not be compared with the baseline."""
+    said = [f"{plural(worse, 'step')} got worse"] if worse else ([otherwise] if otherwise else [])
+    if uncompared:
+        said.append(
+            f"{uncompared if worse else plural(uncompared, 'step')} could not be compared "
+            f"with the baseline"
+        )
+    return said
 
 
 def some(names: Sequence[str], shown: int = 5) -> str:
