@@ -3,6 +3,7 @@ means for the steps that carry it, and what was not varied."""
 
 from __future__ import annotations
 
+from twicerun.display import left, widest
 from twicerun.render.evidence import listed, plural
 from twicerun.render.instrument import at, is_spark, one, single
 from twicerun.result import Result, Series, StepResult
@@ -64,7 +65,7 @@ def cause_section(result: Result) -> list[str]:
     if not steps:
         return []
     threads = result.environment.threads
-    width = max(len(s.name) for s in steps)
+    width = widest(s.name for s in steps)
     runs = result.runs  # the cap; each bisect stops once its cause is settled
     lines = [
         "",
@@ -82,14 +83,14 @@ def cause_section(result: Result) -> list[str]:
         b = s.bisect
         if b.error:
             lines.append(
-                f"  {_n(s, steps)} {s.name:<{width}}  no cause: it raised at "
+                f"  {_n(s, steps)} {left(s.name, width)}  no cause: it raised at "
                 f"{at(result.environment, 1)}: {b.error}"
             )
             continue
         label = s.cause or Judged.TOLERATED
         labels.add(label)
         lines.append(
-            f"  {_n(s, steps)} {s.name:<{width}}  {label:<24}  {measured_at(result, s, threads)}, "
+            f"  {_n(s, steps)} {left(s.name, width)}  {label:<24}  {measured_at(result, s, threads)}, "
             f"{series_rate(b)} at {at(result.environment, 1)}"
         )
     if Cause.PARALLEL_ORDER in labels:
@@ -244,13 +245,13 @@ def status_section(result: Result) -> list[str]:
             "",
             f"{Status.NO_DIVERGENCE_OBSERVED} counts what was tried and lists what was not; it does not say the code is right:",
         ]
-        width = max(len(s.name) for s in quiet)
+        width = widest(s.name for s in quiet)
         for s in quiet:
             varied, missing = _varied(s)
             text = f"varied: {', '.join(varied)}"
             if missing:
                 text += f"; not varied (declined or not run): {', '.join(missing)}"
-            lines.append(f"  {_n(s, quiet)} {s.name:<{width}}  {text}")
+            lines.append(f"  {_n(s, quiet)} {left(s.name, width)}  {text}")
         known = {s.compared: s.zero_bound for s in quiet}
         known.update(
             {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from twicerun.display import left, widest
 from twicerun.render.evidence import bound_lines, plural, step_evidence
 from twicerun.render.instrument import at, engine, single
 from twicerun.render.sections import (
@@ -59,12 +60,12 @@ def _header(result: Result) -> list[str]:
 
 
 def _step_lines(result: Result) -> list[str]:
-    width = max((len(s.name) for s in result.steps), default=0)
+    width = widest(s.name for s in result.steps)
     index_width = max((len(str(s.index)) for s in result.steps), default=1)
     rate_width = max((len(rate(s)) for s in result.steps if s.status), default=0)
     lines = []
     for s in result.steps:
-        head = f"  {s.index:>{index_width}} {s.name:<{width}}"
+        head = f"  {s.index:>{index_width}} {left(s.name, width)}"
         if s.status is None:
             lines.append(f"{head}  not compared: no run wrote an artifact")
             continue

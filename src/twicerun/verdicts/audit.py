@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from twicerun.display import left, widest
 from twicerun.vocabulary.audit import Repeatability
 
 
@@ -66,11 +67,11 @@ class StepAudit:
             f"{self.verdict!s:<17} {self.index:>{index_width}} {self.name}  "
             f"({self.seconds[0]:.2f}s and {self.seconds[1]:.2f}s)"
         ]
-        width = max([width, *(len(a.name) for a in self.artifacts)])
+        width = max(width, widest(a.name for a in self.artifacts))
         for a in self.artifacts:
 
             def row(label: str, text: str, name: str = "") -> str:
-                return f"    {name:<{width}}  {label:<26}  {text}"
+                return f"    {left(name, width)}  {label:<26}  {text}"
 
             if a.bytes[0] == a.bytes[1]:
                 out.append(row("identical bytes both times", a.bytes[0][:12], a.name))
@@ -184,7 +185,7 @@ class AuditReport:
     def lines(self) -> list[str]:
         out = []
         index_width = max((len(str(s.index)) for s in self.steps), default=1)
-        width = max((len(a.name) for s in self.steps for a in s.artifacts), default=0)
+        width = widest(a.name for s in self.steps for a in s.artifacts)
         for s in self.steps:
             out += s.lines(self.threads, index_width, width, spark=self.engine is not None)
         at = f" at threads={self.threads}" if self.threads else ""

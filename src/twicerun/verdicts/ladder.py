@@ -13,6 +13,7 @@ from typing import Any
 
 import duckdb
 
+from twicerun.display import left, widest
 from twicerun.verdicts.explain import explain
 from twicerun.verdicts.recorded import RecordedRun, RecordedStep
 from twicerun.vocabulary.ladder import Comparing, Locating, Rung
@@ -74,12 +75,12 @@ class Ladder:
         }
 
     def lines(self) -> list[str]:
-        width = max((len(s.name) for s in self.steps), default=0)
+        width = widest(s.name for s in self.steps)
         out = [f"{self.result}: {self.a} against {self.b}"]
         if self.reason:
             out.append(f"  {self.reason}")
         for s in self.steps:
-            out.append(f"  {s.index:>2} {s.name:<{width}}  {s.rung}")
+            out.append(f"  {s.index:>2} {left(s.name, width)}  {s.rung}")
             if s.why:
                 out.append(f"       {s.why}")
             if s.explanation:

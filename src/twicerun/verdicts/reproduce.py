@@ -14,6 +14,7 @@ from typing import Any
 
 import duckdb
 
+from twicerun.display import left, widest
 from twicerun.storage.receipts import RECEIPT_VERSION, Receipt
 from twicerun.verdicts.explain import explain
 from twicerun.verdicts.recorded import Output
@@ -66,13 +67,13 @@ class ReproduceReport:
         }
 
     def lines(self) -> list[str]:
-        width = max((len(s.name) for s in self.steps), default=0)
+        width = widest(s.name for s in self.steps)
         out = [f"re-executed from {self.run}'s recorded inputs, against its receipts:"]
         if self.instrument:
             out.append(f"  produced differently: {'; '.join(self.instrument)}")
         for s in self.steps:
             took = f" ({s.seconds:.2f}s)" if s.seconds is not None else ""
-            out.append(f"  {s.index:>2} {s.name:<{width}}  {s.verdict}{took}")
+            out.append(f"  {s.index:>2} {left(s.name, width)}  {s.verdict}{took}")
             if s.detail:
                 out.append(f"       {s.detail}")
         return out

@@ -1,0 +1,32 @@
+"""How many terminal columns a string takes, and padding to a number of columns.
+
+A step's name is a Python identifier, so it can be `集計` as well as `total`. `str.ljust`
+and f-string widths count characters, and a terminal shows an East Asian wide or
+full-width character in two columns and a combining mark in none, so a report
+padded by characters lines its columns up for ASCII names only.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+
+def columns(text: str) -> int:
+    """The columns `text` takes in a terminal: two for a wide or full-width character,
+    none for a combining mark, one for anything else."""
+    total = 0
+    for ch in text:
+        if unicodedata.combining(ch):
+            continue
+        total += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return total
+
+
+def widest(texts) -> int:
+    """The columns the widest of `texts` takes; 0 for none."""
+    return max((columns(t) for t in texts), default=0)
+
+
+def left(text: str, width: int) -> str:
+    """`text` followed by spaces up to `width` columns (as `f"{text:<{width}}"` for ASCII)."""
+    return text + " " * max(0, width - columns(text))
