@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import duckdb
@@ -442,3 +443,45 @@ def test_a_context_twicerun_starts_runs_its_workers_on_twicerun_s_own_python(
     assert noise == []
     (where,) = (tmp_path / "runs").glob("*/loop/1/*on_the_workers/where.parquet")
     assert pq.read_table(where).to_pylist() == [{"version": "{}.{}".format(*sys.version_info[:2])}]
+
+
+def test_a_source_glob_reads_the_same_files_on_spark_as_on_duckdb(
+    write_pipeline, twicerun, tmp_path
+):
+    """Spark's glob was Python's: it read `**` as one directory level and listed a directory
+    named like a file, which Spark then read as a dataset. DuckDB's glob() does neither, and
+    the contract says a source is read as DuckDB reads the list."""
+    data = tmp_path / "landing"
+    (data / "2024").mkdir(parents=True)
+    (data / "parts.parquet").mkdir()
+    con = duckdb.connect()
+    for path, first in [
+        (data / "a.parquet", 0),
+        (data / "2024" / "b.parquet", 20),  # one level down: `**` reaches it
+        (data / "parts.parquet" / "c.parquet", 30),  # inside a directory named like a file
+    ]:
+        con.execute(f"COPY (SELECT range + {first} AS id FROM range(3)) TO '{path}'")
+    body = f"""
+        def landed(ctx):
+            ctx.source("events", {str(data / "**" / "*.parquet")!r})
+            ctx.write("ids", "SELECT id FROM events ORDER BY id")
+        """
+    read = {}
+    for engine in ("duckdb", "spark"):
+        path = write_pipeline(f'ENGINE = "{engine}"\n' + textwrap.dedent(body), f"{engine}.py")
+        outcome = twicerun("run", path, "--runs", "2", "--json", "-")
+        assert outcome.code == 0, outcome.err
+        (source,) = outcome.json()["steps"][0]["sources"]
+        read[engine] = (sorted(f["path"] for f in source["files"]), source["rows"])
+    assert read["spark"] == read["duckdb"]
+    assert read["duckdb"] == (sorted(str(p) for p in data.rglob("*.parquet") if p.is_file()), 9)
+
+    # A file named like a hidden or metadata file: DuckDB reads it, Spark drops it from a list
+    # without a word, so a receipt would name a file whose rows never arrived. Refused.
+    con.execute(f"COPY (SELECT 10 AS id) TO '{data / '.late.parquet'}'")
+    outcome = twicerun(
+        "run", write_pipeline('ENGINE = "spark"\n' + textwrap.dedent(body)), "--runs", "2"
+    )
+    assert outcome.code == 2, outcome.err
+    assert "Spark does not read a file whose name starts with '.' or '_'" in outcome.err
+    assert ".late.parquet would be left out of the rows; rename it" in outcome.err

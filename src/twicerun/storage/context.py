@@ -413,13 +413,7 @@ class StepContext(ContractChecks):
 
     def _listed(self, head: str, files: Any) -> list[str]:
         """The files as a list of paths, a glob expanded in DuckDB's own order."""
-        return self._checked_files(
-            head,
-            files,
-            lambda text: [
-                r[0] for r in self._con.execute("SELECT file FROM glob(?)", [text]).fetchall()
-            ],
-        )
+        return self._checked_files(head, files, lambda text: duckdb_glob(self._con, text))
 
     def state(self, name: str, initial: str) -> duckdb.DuckDBPyRelation:
         """This step's own `name` as its previous run left it, or the rows of `initial`."""
@@ -643,6 +637,14 @@ def _relative_to_cwd(path: str | Path) -> str:
     if Path(path).is_absolute():
         return ""
     return f" (a relative path is read from the working directory, {Path.cwd()})"
+
+
+def duckdb_glob(con: duckdb.DuckDBPyConnection, text: str) -> list[str]:
+    """The files `text` matches as DuckDB's glob() finds them, in its order: files only, a
+    name starting with a dot included, and `**` at any depth (zero directories too), none of
+    which Python's glob module does alike. Every engine expands a ctx.source glob here, so a
+    pipeline reads the same files on Spark as on DuckDB."""
+    return [row[0] for row in con.execute("SELECT file FROM glob(?)", [text]).fetchall()]
 
 
 def open_connection(threads: int, spill_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
