@@ -265,3 +265,56 @@ def test_a_directory_is_not_a_pipeline(tmp_path):
     with pytest.raises(PipelineError) as info:
         load_pipeline(tmp_path)
     assert str(info.value) == f"{tmp_path} is a directory; pass the pipeline's Python file"
+
+
+PIPELINE_WITH_A_HELPER = """
+from helpers import QUERY
+
+
+def load(ctx):
+    ctx.write("t", QUERY)
+
+
+def later(ctx):
+    import helpers  # inside the body: resolved when the step runs, not at import
+
+    ctx.write("u", helpers.QUERY)
+"""
+
+
+def test_each_pipeline_imports_its_own_helper_module(tmp_path, twicerun, run_dir, monkeypatch):
+    """Two pipelines in one process (the gate, `baseline update`) each beside a helpers.py:
+    the second used to get the first's module from sys.modules and run its SQL, and a step
+    importing its helper inside its body raised ModuleNotFoundError."""
+    import sys
+
+    import pyarrow.parquet as pq
+
+    for team, rows in [("sales", 3), ("stock", 7)]:
+        (tmp_path / team).mkdir()
+        (tmp_path / team / "helpers.py").write_text(
+            f"QUERY = \"SELECT '{team}' AS team, range AS v FROM range({rows})\"\n"
+        )
+        (tmp_path / team / "pipeline.py").write_text(PIPELINE_WITH_A_HELPER)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # not the pipelines' directory, as in a workflow
+    for team, rows in [("sales", 3), ("stock", 7)]:
+        outcome = twicerun("run", tmp_path / team / "pipeline.py", "--runs", "2", "--keep", "0")
+        assert outcome.code == 0, outcome.err
+        newest = sorted(run_dir.iterdir(), key=lambda p: p.stat().st_mtime)[-1]
+        for step in ("00-load/t.parquet", "01-later/u.parquet"):
+            table = pq.read_table(newest / "loop" / "1" / step).to_pylist()
+            assert {r["team"] for r in table} == {team} and len(table) == rows, step
+    # A helper imported only inside a step's body, from a directory that is not the
+    # working directory: found as `python pipeline.py` finds it.
+    (tmp_path / "lazy").mkdir()
+    (tmp_path / "lazy" / "only_here.py").write_text("QUERY = 'SELECT 1 AS v'\n")
+    (tmp_path / "lazy" / "pipeline.py").write_text(
+        "def step(ctx):\n    import only_here\n\n    ctx.write('t', only_here.QUERY)\n"
+    )
+    outcome = twicerun("run", tmp_path / "lazy" / "pipeline.py", "--runs", "2")
+    assert outcome.code == 0, outcome.err
+    # Nothing of any pipeline's directory is left behind for the next one.
+    assert "helpers" not in sys.modules and "only_here" not in sys.modules
+    assert str(tmp_path / "stock") not in sys.path

@@ -7,6 +7,7 @@ whose first parameter is named `ctx`, in source order.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -16,7 +17,7 @@ import re
 import sys
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -27,6 +28,7 @@ from twicerun.pipeline.declarations import (
     declaration_of,
     refuse_var_positional,
 )
+from twicerun.pipeline.own_modules import OwnModules
 
 _DEF_LINE = re.compile(r"^\s*(async\s+)?def\s")
 
@@ -45,13 +47,16 @@ class Step:
     # sha256 of the function as written, decorator lines included: editing either is
     # a change in the instrument a verdict must name. "" where Python has no source.
     code_digest: str = ""
+    # What the pipeline imported from its own directory, in sys.modules while it runs.
+    own: OwnModules | None = field(default=None, compare=False, repr=False)
 
     def call(self, ctx: Any) -> None:
         """Call the step as the contract says: fn(ctx), plus its declared seed."""
-        if self.declaration.seed is not None:
-            self.fn(ctx, **{self.declaration.seed: self.seed_value})
-        else:
-            self.fn(ctx)
+        with self.own.active() if self.own is not None else contextlib.nullcontext():
+            if self.declaration.seed is not None:
+                self.fn(ctx, **{self.declaration.seed: self.seed_value})
+            else:
+                self.fn(ctx)
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,8 @@ def load_pipeline(
     source_path = check_pipeline_path(path)
     data = source_path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
-    module = _import(source_path, digest)
+    own = OwnModules(source_path.parent)
+    module = _import(source_path, digest, own)
     chosen = _engine(module, source_path, engine)
 
     if "STEPS" in vars(module):
@@ -117,7 +123,7 @@ def load_pipeline(
     overrides = dict(seed_overrides or {})
     steps = []
     for index, fn in enumerate(functions):
-        steps.append(_make_step(index, fn, overrides))
+        steps.append(replace(_make_step(index, fn, overrides), own=own))
     if overrides:
         unknown = ", ".join(sorted(overrides))
         raise UsageError(
@@ -162,7 +168,7 @@ def _nearby(path: Path) -> str:
     return f" (Python files in {parent}: {', '.join(candidates)})" if candidates else ""
 
 
-def _import(path: Path, digest: str) -> ModuleType:
+def _import(path: Path, digest: str, own: OwnModules) -> ModuleType:
     stem = re.sub(r"\W", "_", path.stem)
     module_name = f"_twicerun_pipeline_{stem}_{digest[:12]}"
     spec = importlib.util.spec_from_file_location(module_name, path)
@@ -170,10 +176,9 @@ def _import(path: Path, digest: str) -> ModuleType:
         raise PipelineError(f"could not import {path}: Python does not recognise it as a module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    directory = str(path.resolve().parent)
-    sys.path.insert(0, directory)
     try:
-        spec.loader.exec_module(module)
+        with own.active():
+            spec.loader.exec_module(module)
     except InvalidStep as exc:
         del sys.modules[module_name]
         where = _line_in(exc, path)
@@ -185,9 +190,6 @@ def _import(path: Path, digest: str) -> ModuleType:
         del sys.modules[module_name]
         where = _line_in(exc, path)
         raise PipelineError(f"could not import {path}{where}: {type(exc).__name__}: {exc}") from exc
-    finally:
-        if directory in sys.path:
-            sys.path.remove(directory)
     return module
 
 

@@ -1,0 +1,66 @@
+"""The modules a pipeline imports from its own directory, kept to that pipeline.
+
+A pipeline beside a `helpers.py` imports it as `python pipeline.py` would: its directory
+is first on `sys.path` while it is imported. Python then files the module as `helpers`
+in `sys.modules` for the whole process, and a second pipeline of the same invocation
+(the gate and `baseline update` run every pipeline in one process) that imports its own
+`helpers` got the first one's, and ran its code without a word. And once the directory
+left `sys.path`, a step that imported a helper inside its body raised
+ModuleNotFoundError.
+
+So each pipeline keeps what it imported from its directory, and those modules are in
+`sys.modules`, with the directory on `sys.path`, only while it is imported and while
+one of its steps runs. What is installed (anything found through another `sys.path`
+entry, a virtualenv under the directory included) is shared as Python shares it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+
+class OwnModules:
+    """A pipeline's directory and the modules it has imported from there so far."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory.resolve()
+        self._modules: dict[str, ModuleType] = {}
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """The directory first on `sys.path` and this pipeline's modules in `sys.modules`;
+        afterwards, whatever it imported from the directory is taken back out."""
+        entry = str(self.directory)
+        displaced = {name: sys.modules[name] for name in self._modules if name in sys.modules}
+        sys.modules.update(self._modules)
+        before = set(sys.modules)
+        sys.path.insert(0, entry)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(entry)
+            for name in set(sys.modules) - before:
+                module = sys.modules[name]
+                if self._imported_from_here(name, module):
+                    self._modules[name] = module
+            for name in self._modules:
+                sys.modules.pop(name, None)
+            sys.modules.update(displaced)
+
+    def _imported_from_here(self, name: str, module: ModuleType) -> bool:
+        """Whether `name` was found through this directory: its file is the directory's
+        `top.py` (or `top.<abi>.so`) or lies in its package `top/`."""
+        file = getattr(module, "__file__", None)
+        if not file:
+            return False
+        try:
+            first = Path(file).resolve().relative_to(self.directory).parts[0]
+        except (ValueError, IndexError, OSError):
+            return False
+        top = name.partition(".")[0]
+        return first == top or first.startswith(f"{top}.")
