@@ -276,7 +276,7 @@ class ContractChecks:
         return self._out_dir / f"{name}.parquet"
 
     def _checked_files(self, head: str, files: Any, glob: Callable[[str], list[str]]) -> list[str]:
-        """The files as a list of paths, a glob expanded by `glob` (in sorted order)."""
+        """The files as a list of paths, a glob expanded by `glob`, in the order it gives."""
         if isinstance(files, (str, Path)):
             text = str(files)
             if any(c in text for c in "*?["):
