@@ -257,3 +257,30 @@ def test_a_source_file_that_changes_between_runs_is_named_and_not_called_paralle
         f"not as run 1 read it in runs 2, 3), so its runs did not all read the same input, "
         f"and one thread reading them again now could not say why it differed"
     ]
+
+
+def test_a_source_path_under_the_home_directory_is_read_as_duckdb_reads_it(
+    write_pipeline, twicerun, tmp_path, monkeypatch
+):
+    """DuckDB reads `~/landing/a.parquet` from the home directory; twicerun refused it as a
+    file that does not exist, "read from the working directory"."""
+    import duckdb
+
+    home = tmp_path / "home"
+    (home / "landing").mkdir(parents=True)
+    duckdb.connect().execute(
+        f"COPY (SELECT range AS v FROM range(4)) TO '{home / 'landing' / 'a.parquet'}'"
+    )
+    monkeypatch.setenv("HOME", str(home))
+    path = write_pipeline(
+        """
+        def landed(ctx):
+            ctx.source("land", "~/landing/a.parquet")
+            ctx.write("n", "SELECT count(*) AS n FROM land")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2", "--json", "-")
+    assert outcome.code == 0, outcome.err
+    (source,) = outcome.json()["steps"][0]["sources"]
+    assert source["rows"] == 4
+    assert [f["path"] for f in source["files"]] == [str(home / "landing" / "a.parquet")]

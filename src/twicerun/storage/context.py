@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import re
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -296,6 +297,9 @@ class ContractChecks:
         for entry in files:
             if not isinstance(entry, (str, Path)):
                 raise ContractError(f"{head}: {entry!r} is not a path")
+            # DuckDB reads `~/landing/a.parquet` from the home directory; so do the checks
+            # below, the receipt's digest, and Spark, which would not expand it.
+            entry = os.path.expanduser(entry)
             if Path(entry).is_dir():
                 raise ContractError(
                     f"{head}: {entry} is a directory; name its files, or a glob such as "
