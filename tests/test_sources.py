@@ -131,8 +131,28 @@ def test_a_sources_files_sizes_and_digests_are_in_the_receipt_and_the_result(
         ('ctx.source("raw", [__file__])', "neither Parquet nor CSV"),
         ('ctx.source("raw", FILES, union_by_name=object())', "is not a bool, number, string"),
         ('ctx.source("1raw", FILES)', "a source name is an identifier"),
+        (
+            'ctx.source("raw", "s3://landing/*.parquet")',
+            "s3://landing/*.parquet is a URL, and ctx.source reads local files",
+        ),
+        (
+            'ctx.source("raw", [*FILES, "https://example.com/late.parquet"])',
+            "https://example.com/late.parquet is a URL, and ctx.source reads local files",
+        ),
+        ('ctx.source("raw", 5)', "files is a list of paths (or one path, or a glob), got int"),
     ],
-    ids=["missing", "empty", "directory", "glob", "not-data", "option", "name"],
+    ids=[
+        "missing",
+        "empty",
+        "directory",
+        "glob",
+        "not-data",
+        "option",
+        "name",
+        "url-glob",
+        "url-in-list",
+        "not-a-list",
+    ],
 )
 def test_a_bad_source_is_one_sentence_and_exit_2(
     twicerun, write_pipeline, partitions, monkeypatch, call, message

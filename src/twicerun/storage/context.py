@@ -278,6 +278,13 @@ class ContractChecks:
 
     def _checked_files(self, head: str, files: Any, glob: Callable[[str], list[str]]) -> list[str]:
         """The files as a list of paths, a glob expanded by `glob`, in the order it gives."""
+        for entry in files if isinstance(files, (list, tuple)) else [files]:
+            if isinstance(entry, str) and _URL.match(entry):
+                raise ContractError(
+                    f"{head}: {entry} is a URL, and ctx.source reads local files, since "
+                    f"twicerun records the size and digest of every file a step read; copy "
+                    f"the files to a local directory first and give their paths"
+                )
         if isinstance(files, (str, Path)):
             text = str(files)
             if any(c in text for c in "*?["):
@@ -633,6 +640,10 @@ class _Statement:
 def _is_arrow(data: Any) -> bool:
     module = type(data).__module__ or ""
     return module.startswith("pyarrow") and hasattr(data, "schema")
+
+
+# s3://, gs://, https://, hdfs://...: a scheme of two letters or more, so `C:/` is not one.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")
 
 
 def _relative_to_cwd(path: str | Path) -> str:
