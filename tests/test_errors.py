@@ -56,6 +56,18 @@ def temporaries(root: Path) -> list[str]:
             """
             def a(ctx):
                 ctx.write("x", "SELECT 1 AS v")
+                ctx.read("x")
+            """,
+            # It said "no earlier step wrote any artifact", true and no help.
+            "ctx.read('x') in step 0 a: x was written by this step itself, and ctx.read reads "
+            "what earlier steps wrote; to use those rows again here, make them a table "
+            '(ctx.sql("CREATE TABLE ... AS ...")) and write from it, or use ctx.state for this '
+            "step's copy from its previous run",
+        ),
+        (
+            """
+            def a(ctx):
+                ctx.write("x", "SELECT 1 AS v")
                 ctx.write("x", "SELECT 2 AS v")
             """,
             "ctx.write('x') in step 0 a: x was already written by this step; "

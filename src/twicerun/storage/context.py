@@ -348,6 +348,13 @@ class ContractChecks:
     def _unknown_read(self, name: str) -> str:
         head = f"ctx.read({name!r}) in step {self._index} {self._name}"
         owner = self._owners.get(name)
+        if any(written.lower() == name.lower() for written in self.output.written):
+            return (
+                f"{head}: {name} was written by this step itself, and ctx.read reads what "
+                f"earlier steps wrote; to use those rows again here, make them a table "
+                f'(ctx.sql("CREATE TABLE ... AS ...")) and write from it, or use ctx.state '
+                f"for this step's copy from its previous run"
+            )
         if owner is not None and owner[0] == self._index:
             return f"{head}: {name} is this step's own artifact; use ctx.state to read its earlier copy"
         if owner is not None and owner[0] > self._index:
