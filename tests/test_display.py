@@ -73,3 +73,18 @@ def test_diff_and_reproduce_line_up_wide_step_names(write_pipeline, twicerun, ru
     out = twicerun("reproduce", a).out
     steps = [line for line in out.splitlines() if line[:4].strip().isdigit()]
     assert len(steps) == 4 and len({column_of(line, line.split()[2]) for line in steps}) == 1, out
+
+
+def test_tables_read_back_as_text_line_up_wide_step_names():
+    """`baseline compare --format text` and `report --format text` pad table cells."""
+    from twicerun.render.plaintext import markdown_to_text
+    from twicerun.render.tables import Table
+
+    text = markdown_to_text(
+        "| step | verdict |\n|---|---|\n| 集計する | unchanged |\n| total | new |\n"
+    )
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len({column_of(line, line.split()[1]) for line in lines}) == 1, text
+    table = Table("t", "stamp", ["step", "fired"], [["集計する", "1 of 4"], ["total", "0 of 4"]])
+    lines = table.text().splitlines()[1:]
+    assert len({column_of(line, line.split()[1]) for line in lines}) == 1, table.text()

@@ -22,6 +22,8 @@ import re
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from twicerun.display import columns, left, right, widest
+
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S)
 _ALERT = re.compile(r"^\[!(\w+)\]\s*")
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
@@ -86,9 +88,9 @@ def _table(tokens: list[Token], indent: str) -> str:
             rows.append([])
         elif t.type == "inline" and rows:
             rows[-1].append(_inline(t))
-    widths = [max(len(row[c]) for row in rows if c < len(row)) for c in range(len(rows[0]))]
+    widths = [widest(row[c] for row in rows if c < len(row)) for c in range(len(rows[0]))]
     lines = [
-        indent + "  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row)).rstrip()
+        indent + "  ".join(left(cell, widths[c]) for c, cell in enumerate(row)).rstrip()
         for row in rows
     ]
     return "\n".join(lines)
@@ -112,9 +114,9 @@ def _chart(source: str) -> list[str]:
             values = [v.strip() for v in rest.strip().strip("[]").split(",") if v.strip()]
     if not values or len(labels) != len(values):
         return []
-    widths = [max(len(a), len(b)) for a, b in zip(labels, values, strict=True)]
+    widths = [max(columns(a), columns(b)) for a, b in zip(labels, values, strict=True)]
     return [
         f"{title} ({axis})" if axis else title,
-        "  " + "  ".join(a.rjust(w) for a, w in zip(labels, widths, strict=True)),
-        "  " + "  ".join(b.rjust(w) for b, w in zip(values, widths, strict=True)),
+        "  " + "  ".join(right(a, w) for a, w in zip(labels, widths, strict=True)),
+        "  " + "  ".join(right(b, w) for b, w in zip(values, widths, strict=True)),
     ]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from twicerun.display import left, widest
 from twicerun.errors import UsageError
 from twicerun.render.instrument import engine
 from twicerun.render.markdown import bare, code
@@ -40,12 +41,12 @@ class Table:
             return cell.replace("\\", "").replace("`", "")
 
         grid = [self.headers, *self.rows]
-        widths = [max(len(strip(r[i])) for r in grid) for i in range(len(self.headers))]
+        widths = [widest(strip(r[i]) for r in grid) for i in range(len(self.headers))]
         lines = [f"{self.name}: {strip(self.stamp)}"]
         for row in grid:
             lines.append(
                 "  "
-                + "  ".join(strip(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                + "  ".join(left(strip(c), w) for c, w in zip(row, widths, strict=True)).rstrip()
             )
         return "\n".join(lines) + "\n"
 
