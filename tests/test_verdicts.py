@@ -332,6 +332,51 @@ def test_reproduce_could_not_check_changed_code_changed_duckdb_and_a_missing_inp
     assert outcome.code == 4
 
 
+def test_a_helper_module_edited_since_the_run_is_named_not_called_a_divergence(
+    twicerun, write_pipeline, run_dir, tmp_path
+):
+    """A step's SQL came from helpers.py beside the pipeline; the helper was edited after the
+    run. reproduce re-executed the step and called it DIVERGED, as if it could not repeat
+    itself, and diff of a run before and after the edit named no change in how it was made."""
+    helper = tmp_path / "helpers.py"
+    helper.write_text('QUERY = "SELECT 1 AS v"\n')
+    path = write_pipeline(
+        """
+        from helpers import QUERY
+
+
+        def uses_it(ctx):
+            ctx.write("x", QUERY)
+        """
+    )
+    before = record(twicerun, path, run_dir)
+    receipt = json.loads(receipt_path(before, 1, 0).read_text())
+    assert list(receipt["modules"]) == ["helpers.py"]
+    assert twicerun("reproduce", before).code == 0
+
+    helper.write_text('QUERY = "SELECT 2 AS v"\n')
+    outcome = twicerun("reproduce", before, "--json", "-")
+    assert outcome.code == 4, outcome.out
+    (step,) = outcome.json()["steps"]
+    assert step["verdict"] == "COULD NOT CHECK"
+    assert step["detail"] == (
+        "helpers.py, which the pipeline imports from its directory, has changed since it was "
+        "recorded"
+    )
+
+    after = record(twicerun, path, run_dir)
+    (step,) = twicerun("diff", before, after, "--json", "-").json()["steps"]
+    assert step["verdict"] == "FIRST DIFFERENCE"
+    assert any(c.startswith("modules beside the pipeline (helpers.py ") for c in step["instrument"])
+
+    # A receipt from before twicerun recorded these modules cannot vouch for them.
+    data = json.loads(receipt_path(after, 1, 0).read_text())
+    del data["modules"]
+    receipt_path(after, 1, 0).write_text(json.dumps(data))
+    (step,) = twicerun("reproduce", after, "--json", "-").json()["steps"]
+    assert step["verdict"] == "COULD NOT CHECK" and "written by an older twicerun" in step["detail"]
+
+
 def test_reproduce_checks_a_step_that_is_a_partial_or_a_callable_object(
     twicerun, write_pipeline, run_dir
 ):

@@ -256,7 +256,13 @@ def reproduce(run: str, pipeline_path: Path | None, only: tuple[str, ...], json_
                 )
                 record = recorded_steps.get(step.index)
                 receipt = record.receipt if record and record.name == step.name else None
-                why = cannot_check(receipt, step.code_digest, duckdb.__version__)
+                why = cannot_check(
+                    receipt,
+                    step.code_digest,
+                    duckdb.__version__,
+                    directory=pipeline.path.resolve().parent,
+                    modules_now=step.own.digests() if step.own is not None else None,
+                )
                 inputs = recorded_inputs(recorded.invocation, receipt) if not why else None
                 if inputs is not None and inputs.missing:
                     why = "; ".join(inputs.missing)

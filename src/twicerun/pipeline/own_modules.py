@@ -17,6 +17,7 @@ entry, a virtualenv under the directory included) is shared as Python shares it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,13 @@ class OwnModules:
     def __init__(self, directory: Path):
         self.directory = directory.resolve()
         self._modules: dict[str, ModuleType] = {}
+        self._digests: dict[str, str] = {}
+
+    def digests(self) -> dict[str, str]:
+        """What the pipeline imported from its directory so far: each module's file, relative
+        to the directory, with the SHA-256 of the file as it was when it was imported. Part
+        of a step's code, which a receipt records, since a step may call into any of them."""
+        return dict(sorted(self._digests.items()))
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
@@ -48,9 +56,15 @@ class OwnModules:
                 module = sys.modules[name]
                 if self._imported_from_here(name, module):
                     self._modules[name] = module
+                    self._digests[self.relative(module.__file__)] = file_digest(
+                        Path(module.__file__)
+                    )
             for name in self._modules:
                 sys.modules.pop(name, None)
             sys.modules.update(displaced)
+
+    def relative(self, file: str) -> str:
+        return Path(file).resolve().relative_to(self.directory).as_posix()
 
     def _imported_from_here(self, name: str, module: ModuleType) -> bool:
         """Whether `name` was found through this directory: its file is the directory's
@@ -64,3 +78,12 @@ class OwnModules:
             return False
         top = name.partition(".")[0]
         return first == top or first.startswith(f"{top}.")
+
+
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a file's bytes; "" when it cannot be read (then it cannot match)."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError:
+        return ""

@@ -176,6 +176,7 @@ def _receipt(
         code_digest=step.code_digest,
         duckdb=duckdb.__version__,
         platform=platform_stamp(),
+        modules=step.own.digests() if step.own is not None else {},
         **ended,
     )
 

@@ -102,6 +102,10 @@ class Receipt:
     # The thread count the step left its connection at, when a SET inside it changed
     # `threads`: the count the execution mostly ran at, whatever `threads` above says.
     threads_set_by_step: int | None = None
+    # The modules the pipeline imported from its own directory, by file relative to it, with
+    # the SHA-256 each had: code the step may call, beside its own. None: not recorded (a
+    # receipt from before twicerun recorded them); {}: the pipeline imported none.
+    modules: dict[str, str] | None = None
 
     @property
     def rows_read(self) -> int:

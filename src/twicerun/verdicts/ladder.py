@@ -123,9 +123,28 @@ def instrument_changes(a: RecordedStep, b: RecordedStep) -> list[str]:
                 changes.append(f"{shown} ({str(left)[:12]} against {str(right)[:12]})")
             else:
                 changes.append(f"{shown} ({left} against {right})")
+    modules = _modules_changed(a.receipt.modules, b.receipt.modules)
+    if modules:
+        changes.append(f"modules beside the pipeline ({modules})")
     if a.recorded_by and b.recorded_by and a.recorded_by != b.recorded_by:
         changes.append(f"twicerun ({a.recorded_by} against {b.recorded_by})")
     return changes
+
+
+def _modules_changed(left: dict[str, str] | None, right: dict[str, str] | None) -> str:
+    """Which modules the pipeline imported from its directory differ between two receipts:
+    a helper edited between the runs changes what the step computes, as its own code does."""
+    if left is None or right is None:
+        return ""  # an older receipt: not recorded, so not claimed either way
+    parts = []
+    for rel in sorted(set(left) | set(right)):
+        if rel not in left:
+            parts.append(f"{rel} only in the second")
+        elif rel not in right:
+            parts.append(f"{rel} only in the first")
+        elif left[rel] != right[rel]:
+            parts.append(f"{rel} {left[rel][:12]} against {right[rel][:12]}")
+    return ", ".join(parts)
 
 
 def _engine(recorded: str) -> str:

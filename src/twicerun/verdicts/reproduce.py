@@ -87,8 +87,17 @@ def twicerun_change(recorded_by: str, now: str) -> list[str]:
     return []
 
 
-def cannot_check(receipt: Receipt | None, code_digest: str, duckdb_version: str) -> str:
-    """Why re-executing this step would not test its record, or ""."""
+def cannot_check(
+    receipt: Receipt | None,
+    code_digest: str,
+    duckdb_version: str,
+    directory: Path | None = None,
+    modules_now: dict[str, str] | None = None,
+) -> str:
+    """Why re-executing this step would not test its record, or "".
+
+    `directory` is the pipeline's, and `modules_now` what it imports from there at its
+    top level now: a helper beside the pipeline that changed is the step's code changing."""
     if receipt is None:
         return "no receipt to check against"
     if receipt.version > RECEIPT_VERSION:
@@ -103,6 +112,22 @@ def cannot_check(receipt: Receipt | None, code_digest: str, duckdb_version: str)
         return "its receipt records no code digest (written by an older twicerun)"
     if receipt.code_digest != code_digest:
         return "its code changed since it was recorded"
+    if directory is not None:
+        if receipt.modules is None and modules_now:
+            return (
+                f"its receipt records no digest of {', '.join(sorted(modules_now))}, which the "
+                f"pipeline imports from its directory (written by an older twicerun)"
+            )
+        changed = [
+            rel
+            for rel, digest in sorted((receipt.modules or {}).items())
+            if not (directory / rel).is_file() or _sha256(directory / rel) != digest
+        ]
+        if changed:
+            return (
+                f"{', '.join(changed)}, which the pipeline imports from its directory, "
+                f"{'has' if len(changed) == 1 else 'have'} changed since it was recorded"
+            )
     if not receipt.duckdb:
         return "its receipt records no DuckDB version (written by an older twicerun)"
     if receipt.duckdb != duckdb_version:
