@@ -140,6 +140,10 @@ def test_a_sources_files_sizes_and_digests_are_in_the_receipt_and_the_result(
             "https://example.com/late.parquet is a URL, and ctx.source reads local files",
         ),
         ('ctx.source("raw", 5)', "files is a list of paths (or one path, or a glob), got int"),
+        (
+            'ctx.source("raw", "file:///landing/a.parquet")',
+            "file:///landing/a.parquet is a file: URL; give the path itself ('/landing/a.parquet')",
+        ),
     ],
     ids=[
         "missing",
@@ -152,6 +156,7 @@ def test_a_sources_files_sizes_and_digests_are_in_the_receipt_and_the_result(
         "url-glob",
         "url-in-list",
         "not-a-list",
+        "file-url",
     ],
 )
 def test_a_bad_source_is_one_sentence_and_exit_2(

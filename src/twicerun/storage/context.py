@@ -279,6 +279,11 @@ class ContractChecks:
     def _checked_files(self, head: str, files: Any, glob: Callable[[str], list[str]]) -> list[str]:
         """The files as a list of paths, a glob expanded by `glob`, in the order it gives."""
         for entry in files if isinstance(files, (list, tuple)) else [files]:
+            if isinstance(entry, str) and entry.lower().startswith("file://"):
+                raise ContractError(
+                    f"{head}: {entry} is a file: URL; give the path itself "
+                    f"({entry[len('file://') :]!r}), as DuckDB and the receipt name files by path"
+                )
             if isinstance(entry, str) and _URL.match(entry):
                 raise ContractError(
                     f"{head}: {entry} is a URL, and ctx.source reads local files, since "
