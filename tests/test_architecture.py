@@ -31,8 +31,9 @@ def room_of(module: str) -> str | None:
     return parts[1]
 
 
-# Shared leaves every room may import: types, words, terminal widths and a version string.
-LEAVES = {"errors", "vocabulary", "sql", "findings", "display", "_version"}
+# Shared leaves every room may import: types, words, terminal widths, typed JSON reading
+# and a version string.
+LEAVES = {"errors", "vocabulary", "sql", "findings", "display", "typed", "_version"}
 
 
 def imports_of(path) -> set[str]:

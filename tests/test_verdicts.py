@@ -377,6 +377,34 @@ def test_a_helper_module_edited_since_the_run_is_named_not_called_a_divergence(
     assert step["verdict"] == "COULD NOT CHECK" and "written by an older twicerun" in step["detail"]
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("threads", "two", 'Receipt.threads: "two" is not int'),
+        ("modules", "helpers.py", 'Receipt.modules: "helpers.py" is not an object'),
+        ("artifacts", [{"name": "x"}], "ArtifactRecord.__init__() missing"),
+        ("seconds", None, "Receipt.seconds: null where a value is needed"),
+    ],
+)
+def test_a_receipt_with_a_value_of_the_wrong_type_cannot_be_checked_and_says_which(
+    twicerun, write_pipeline, run_dir, field, value, named
+):
+    """A receipt edited by hand or copied from elsewhere crashed diff and reproduce
+    (internal error, exit 3) wherever a verdict first touched the value."""
+    path = write_pipeline(STEADY)
+    a = record(twicerun, path, run_dir)
+    b = record(twicerun, path, run_dir)
+    edit_receipt(b, 1, 0, **{field: value})
+    outcome = twicerun("diff", a, b, "--json", "-")
+    assert outcome.code == 4, outcome.err
+    first = outcome.json()["steps"][0]
+    assert first["verdict"] == "COULD NOT CHECK" and named in first["why"], first
+    outcome = twicerun("reproduce", b, "--json", "-")
+    assert outcome.code == 4, outcome.err
+    first = outcome.json()["steps"][0]
+    assert first["verdict"] == "COULD NOT CHECK" and named in first["detail"], first
+
+
 def test_reproduce_checks_a_step_that_is_a_partial_or_a_callable_object(
     twicerun, write_pipeline, run_dir
 ):

@@ -263,6 +263,8 @@ def reproduce(run: str, pipeline_path: Path | None, only: tuple[str, ...], json_
                     directory=pipeline.path.resolve().parent,
                     modules_now=step.own.digests() if step.own is not None else None,
                 )
+                if receipt is None and record is not None and record.why:
+                    why = record.why  # why there is none: unreadable, say, naming the value
                 inputs = recorded_inputs(recorded.invocation, receipt) if not why else None
                 if inputs is not None and inputs.missing:
                     why = "; ".join(inputs.missing)

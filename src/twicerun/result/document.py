@@ -12,15 +12,13 @@ guessing at what a renamed field meant.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from twicerun.findings import ArtifactOutcome, BoundFigures
+from twicerun.typed import typed
 from twicerun.vocabulary.loop import Amplifier, Cause, Difference, Hint, Judged, Reexecution, Status
 
 SCHEMA = "twicerun.result/1"
@@ -225,7 +223,7 @@ class Result:
                 f"use the twicerun that wrote it, or re-run the pipeline"
             )
         try:
-            return _build(cls, data)
+            return typed(cls, data)
         except (TypeError, KeyError, ValueError, AttributeError) as exc:
             raise ResultFormatError(f"malformed Result: {exc}") from exc
 
@@ -237,80 +235,3 @@ def load_result(path: str | Path) -> Result:
     except json.JSONDecodeError as exc:
         raise ResultFormatError(f"{path} is not JSON: {exc}") from exc
     return Result.from_dict(data)
-
-
-def typed(cls: type, data: Any) -> Any:
-    """A dataclass from a JSON object, every value checked against the type its field
-    declares (TypeError or ValueError naming the field otherwise). For the documents
-    twicerun reads back: a Result, and the gate document the fork flow posts from."""
-    return _build(cls, data)
-
-
-def _build(cls: type, data: dict[str, Any]) -> Any:
-    if not isinstance(data, dict):
-        raise TypeError(f"{cls.__name__} should be an object, not {_shown(data)}")
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    kwargs = {}
-    for key, value in data.items():
-        if key not in names:
-            continue  # a field added by a newer minor version: ignore it
-        try:
-            kwargs[key] = _value(hints[key], value)
-        except (TypeError, ValueError) as exc:
-            # Named by where it is, so a hand-edited or foreign document says which value.
-            raise type(exc)(f"{cls.__name__}.{key}: {exc}") from exc
-    return cls(**kwargs)
-
-
-# Each scalar a field declares, and what JSON must hold for it: a document read back
-# (a saved invocation, a committed artifact, a fork's gate document) is checked here,
-# not left to fail wherever a renderer first touches the value.
-_SCALARS: dict[Any, tuple[type, ...]] = {
-    bool: (bool,),
-    int: (int,),
-    float: (int, float),
-    str: (str,),
-}
-
-
-def _shown(value: Any) -> str:
-    text = (
-        json.dumps(value) if isinstance(value, str | int | float | bool) else type(value).__name__
-    )
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _value(hint: Any, value: Any) -> Any:
-    if value is None:
-        if hint is Any or type(None) in typing.get_args(hint):
-            return None
-        raise TypeError("null where a value is needed")
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if hint in _SCALARS:
-        if not isinstance(value, _SCALARS[hint]) or (hint is not bool and isinstance(value, bool)):
-            raise TypeError(f"{_shown(value)} is not {hint.__name__}")
-        return value
-    if origin is list:
-        if not isinstance(value, list):
-            raise TypeError(f"{_shown(value)} is not a list")
-        return [_value(args[0], v) for v in value] if args else value
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise TypeError(f"{_shown(value)} is not an object")
-        return {str(k): _value(args[1], v) for k, v in value.items()} if args else value
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return hint(value)
-    if dataclasses.is_dataclass(hint):
-        return _build(hint, value)
-    if origin in (typing.Union, types.UnionType):
-        # The first option the value fits: `Amplifier | Reexecution` holds either's words.
-        options = [o for o in args if o is not type(None)]
-        for option in options[:-1]:
-            try:
-                return _value(option, value)
-            except (ValueError, TypeError):
-                continue
-        return _value(options[-1], value)
-    return value

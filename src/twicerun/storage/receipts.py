@@ -8,11 +8,12 @@ from which run, how long it took and how it ended.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from twicerun.storage.atomic import read_json, write_json_atomic
+from twicerun.typed import typed
 
 RECEIPT_NAME = "receipt.json"
 # 2: the step's code digest, the instrument (DuckDB, platform), canonical digests of
@@ -124,27 +125,10 @@ class Receipt:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Receipt:
-        """Fields a newer twicerun added are dropped (its `version` says so to a reader)."""
-        d = _known(cls, d)
-        d["artifacts"] = [
-            ArtifactRecord(**_known(ArtifactRecord, a)) for a in d.get("artifacts", [])
-        ]
-        d["reads"] = [ReadRecord(**_known(ReadRecord, r)) for r in d.get("reads", [])]
-        d["sources"] = [
-            SourceRecord(
-                **{
-                    **_known(SourceRecord, s),
-                    "files": [SourceFile(**_known(SourceFile, f)) for f in s.get("files", [])],
-                }
-            )
-            for s in d.get("sources", [])
-        ]
-        return cls(**d)
-
-
-def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in d.items() if k in names}
+        """Every value checked against its field's type (TypeError or ValueError naming it,
+        which a verdict reports as a receipt it cannot read); fields a newer twicerun added
+        are dropped (its `version` says so to a reader)."""
+        return typed(cls, d)
 
 
 def save_receipt(step_dir: Path, receipt: Receipt) -> None:
