@@ -405,6 +405,33 @@ def test_a_receipt_with_a_value_of_the_wrong_type_cannot_be_checked_and_says_whi
     assert first["verdict"] == "COULD NOT CHECK" and named in first["detail"], first
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("threads", "two", 'threads should be a whole number, not "two"'),
+        ("seeds", "x", 'seeds should be an object of step names and seeds, not "x"'),
+        ("engine", 5, "engine should be a string, not 5"),
+    ],
+)
+def test_a_manifest_with_a_value_of_the_wrong_type_is_refused_naming_it(
+    twicerun, write_pipeline, run_dir, field, value, named
+):
+    """An edited invocation.json crashed reproduce with an internal error (exit 3 for the
+    wrong reason) and let diff print `engine (5 against DuckDB)`."""
+    path = write_pipeline(STEADY)
+    a = record(twicerun, path, run_dir)
+    b = record(twicerun, path, run_dir)
+    manifest = json.loads((b / MANIFEST_NAME).read_text())
+    manifest[field] = value
+    (b / MANIFEST_NAME).write_text(json.dumps(manifest))
+    for outcome in (twicerun("reproduce", b), twicerun("diff", a, b)):
+        assert outcome.code == 3, outcome.err
+        assert outcome.err.startswith(f"twicerun: refused: {b / MANIFEST_NAME}: {named};"), (
+            outcome.err
+        )
+        assert "internal error" not in outcome.err
+
+
 def test_reproduce_checks_a_step_that_is_a_partial_or_a_callable_object(
     twicerun, write_pipeline, run_dir
 ):

@@ -8,6 +8,7 @@ machine reads the same there.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,6 +39,18 @@ class Output:
     canonical: str = ""
     path: Path | None = None
     why: str = ""
+
+
+# The manifest fields a verdict reads, with the JSON types twicerun writes them as.
+_MANIFEST_FIELDS = (
+    ("threads", int, "a whole number"),
+    ("seeds", dict, "an object of step names and seeds"),
+    ("engine", str, "a string"),
+    ("spark", str, "a string"),
+    ("twicerun", str, "a string"),
+    ("pipeline", str, "a string"),
+    ("pipeline_resolved", str, "a string"),
+)
 
 
 @dataclass(frozen=True)
@@ -114,10 +127,23 @@ class RecordedRun:
         return cls(invocation=invocation, address=address, label=text)
 
     def manifest(self) -> dict:
+        """The invocation's manifest, {} when it cannot be read; a field a verdict reads that
+        holds the wrong type is refused, naming it, rather than trusted."""
         try:
-            return self.invocation.manifest()
+            manifest = self.invocation.manifest()
         except (OSError, ValueError):
             return {}
+        if not isinstance(manifest, dict):
+            return {}
+        for key, kinds, what in _MANIFEST_FIELDS:
+            value = manifest.get(key)
+            if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
+                raise UsageError(
+                    f"{self.invocation.manifest_path}: {key} should be {what}, not "
+                    f"{json.dumps(value)[:40]}; twicerun wrote this record of the invocation, "
+                    f"so it was edited since: run the pipeline again to record it anew"
+                )
+        return manifest
 
     def steps(self, con: duckdb.DuckDBPyConnection) -> list[RecordedStep]:
         """Every step of this run in chain order, each output named by its canonical digest
