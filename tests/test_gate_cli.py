@@ -628,3 +628,32 @@ def test_compare_prints_text_when_asked_and_markdown_by_default_off_a_terminal(r
         "pipeline", "step", "verdict", "baseline", "now", "p", "status", "classes", "cause",
     ]  # fmt: skip
     assert not any(line.startswith("|") or "\\" in line for line in lines)
+
+
+def test_a_trial_that_stops_says_no_baseline_was_written_and_leaves_the_file_as_it_was(
+    repo, twicerun
+):
+    """The step's error was all `baseline update` said; whether the committed file had
+    been touched was left to guess."""
+    update(twicerun, "pipelines/coins.py")
+    before = Path("baseline.json").read_bytes()
+    # The step raises from its sixth call on: trial 1's five runs pass, trial 2 stops.
+    Path("pipelines/coins.py").write_text(
+        "from pathlib import Path\n\n\n"
+        "def steady(ctx):\n"
+        "    calls = Path('calls')\n"
+        "    calls.write_text(str(int(calls.read_text() if calls.exists() else 0) + 1))\n"
+        "    if int(calls.read_text()) > 5:\n"
+        "        raise RuntimeError('the landing bucket timed out')\n"
+        '    ctx.write("steady", "SELECT 1 AS v")\n'
+    )
+    outcome = twicerun(
+        "baseline", "update", "pipelines/coins.py", "--output", "baseline.json", *FAST
+    )
+    assert outcome.code == 3, outcome.err
+    said = [line for line in outcome.err.splitlines() if line.startswith("twicerun:")]
+    assert said[0] == (
+        "twicerun: trial 2 of 5 stopped, so no baseline was written: baseline.json is as it was"
+    )
+    assert "RuntimeError: the landing bucket timed out" in said[1]
+    assert Path("baseline.json").read_bytes() == before

@@ -30,6 +30,7 @@ from twicerun.errors import (
     InvalidStep,
     PipelineError,
     StepCrashed,
+    TwicerunError,
     UnsupportedColumn,
     UsageError,
 )
@@ -341,7 +342,18 @@ def baseline_update(
             click.echo(
                 f"trial {trial} of {wanted} ({time.monotonic() - started:.0f}s so far)", err=True
             )
-            measured.append(_run_all(keyed, options))
+            try:
+                measured.append(_run_all(keyed, options))
+            except TwicerunError:
+                # Said before the error itself, which main prints: the file is whole either
+                # way, since it is only ever written once every trial is in.
+                state = "is as it was" if output.exists() else "was not created"
+                click.echo(
+                    f"twicerun: trial {trial} of {wanted} stopped, so no baseline was written: "
+                    f"{output} {state}",
+                    err=True,
+                )
+                raise
     shown = " ".join(pipelines or (DEFAULT_PIPELINES,))
     command = f"twicerun baseline update {shown} --runs {runs} --output {output}"
     try:
