@@ -318,3 +318,16 @@ def test_each_pipeline_imports_its_own_helper_module(tmp_path, twicerun, run_dir
     # Nothing of any pipeline's directory is left behind for the next one.
     assert "helpers" not in sys.modules and "only_here" not in sys.modules
     assert str(tmp_path / "stock") not in sys.path
+
+
+def test_a_file_that_is_not_python_says_a_pipeline_is_a_python_file(tmp_path):
+    """`twicerun run README.md` said only that line 10 had an unterminated string."""
+    notes = tmp_path / "README.md"
+    notes.write_text("# Our pipelines\n\nRun them with `twicerun run pipelines/daily.py`.\n")
+    (tmp_path / "daily.py").write_text("def a(ctx):\n    pass\n")
+    with pytest.raises(PipelineError) as raised:
+        load_pipeline(notes)
+    assert str(raised.value).endswith(
+        "; a pipeline is a Python file, and this one does not end in .py "
+        f"(Python files in {tmp_path}: daily.py)"
+    )

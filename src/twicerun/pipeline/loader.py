@@ -157,7 +157,12 @@ def check_pipeline_path(path: str | Path) -> Path:
 
 
 def _syntax(path: Path, exc: SyntaxError) -> str:
-    return f"could not import {path}: SyntaxError at line {exc.lineno}: {exc.msg}"
+    said = f"could not import {path}: SyntaxError at line {exc.lineno}: {exc.msg}"
+    if path.suffix != ".py":
+        # `twicerun run README.md`: a slip of the shell's completion, not a broken pipeline.
+        nearby = _nearby(path)
+        said += f"; a pipeline is a Python file, and this one does not end in .py{nearby}"
+    return said
 
 
 def _nearby(path: Path) -> str:
