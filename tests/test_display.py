@@ -6,7 +6,7 @@ import unicodedata
 
 from test_verdicts import record
 
-from twicerun.display import columns, left, widest
+from twicerun.display import columns, ljust, widest
 
 # A step's name is a Python identifier, and Python allows these. One step moves on every
 # call (a module counter, so one thread moves it too), the others never do.
@@ -45,7 +45,9 @@ def test_columns_count_what_a_terminal_shows():
     assert columns("ｔｏｔａｌ") == 10  # full-width Latin
     assert columns(unicodedata.normalize("NFD", "café")) == 4  # the accent is a combining mark
     assert widest(["ab", "集"]) == 2 and widest([]) == 0
-    assert left("集", 4) == "集  " and left("ab", 4) == "ab  " and left("長い名前", 2) == "長い名前"
+    assert (
+        ljust("集", 4) == "集  " and ljust("ab", 4) == "ab  " and ljust("長い名前", 2) == "長い名前"
+    )
 
 
 def test_the_run_report_lines_up_wide_step_names(write_pipeline, twicerun):

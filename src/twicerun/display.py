@@ -27,11 +27,11 @@ def widest(texts) -> int:
     return max((columns(t) for t in texts), default=0)
 
 
-def left(text: str, width: int) -> str:
+def ljust(text: str, width: int) -> str:
     """`text` followed by spaces up to `width` columns (as `f"{text:<{width}}"` for ASCII)."""
     return text + " " * max(0, width - columns(text))
 
 
-def right(text: str, width: int) -> str:
+def rjust(text: str, width: int) -> str:
     """Spaces up to `width` columns, then `text` (as `f"{text:>{width}}"` for ASCII)."""
     return " " * max(0, width - columns(text)) + text

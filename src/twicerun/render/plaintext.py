@@ -22,7 +22,7 @@ import re
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from twicerun.display import columns, left, right, widest
+from twicerun.display import columns, ljust, rjust, widest
 
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S)
 _ALERT = re.compile(r"^\[!(\w+)\]\s*")
@@ -90,7 +90,7 @@ def _table(tokens: list[Token], indent: str) -> str:
             rows[-1].append(_inline(t))
     widths = [widest(row[c] for row in rows if c < len(row)) for c in range(len(rows[0]))]
     lines = [
-        indent + "  ".join(left(cell, widths[c]) for c, cell in enumerate(row)).rstrip()
+        indent + "  ".join(ljust(cell, widths[c]) for c, cell in enumerate(row)).rstrip()
         for row in rows
     ]
     return "\n".join(lines)
@@ -117,6 +117,6 @@ def _chart(source: str) -> list[str]:
     widths = [max(columns(a), columns(b)) for a, b in zip(labels, values, strict=True)]
     return [
         f"{title} ({axis})" if axis else title,
-        "  " + "  ".join(right(a, w) for a, w in zip(labels, widths, strict=True)),
-        "  " + "  ".join(right(b, w) for b, w in zip(values, widths, strict=True)),
+        "  " + "  ".join(rjust(a, w) for a, w in zip(labels, widths, strict=True)),
+        "  " + "  ".join(rjust(b, w) for b, w in zip(values, widths, strict=True)),
     ]

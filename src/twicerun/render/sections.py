@@ -3,7 +3,7 @@ means for the steps that carry it, and what was not varied."""
 
 from __future__ import annotations
 
-from twicerun.display import left, widest
+from twicerun.display import ljust, widest
 from twicerun.render.evidence import listed, plural
 from twicerun.render.instrument import at, is_spark, one, single
 from twicerun.result import Result, Series, StepResult
@@ -83,14 +83,14 @@ def cause_section(result: Result) -> list[str]:
         b = s.bisect
         if b.error:
             lines.append(
-                f"  {_n(s, steps)} {left(s.name, width)}  no cause: it raised at "
+                f"  {_n(s, steps)} {ljust(s.name, width)}  no cause: it raised at "
                 f"{at(result.environment, 1)}: {b.error}"
             )
             continue
         label = s.cause or Judged.TOLERATED
         labels.add(label)
         lines.append(
-            f"  {_n(s, steps)} {left(s.name, width)}  {label:<24}  {measured_at(result, s, threads)}, "
+            f"  {_n(s, steps)} {ljust(s.name, width)}  {label:<24}  {measured_at(result, s, threads)}, "
             f"{series_rate(b)} at {at(result.environment, 1)}"
         )
     if Cause.PARALLEL_ORDER in labels:
@@ -251,7 +251,7 @@ def status_section(result: Result) -> list[str]:
             text = f"varied: {', '.join(varied)}"
             if missing:
                 text += f"; not varied (declined or not run): {', '.join(missing)}"
-            lines.append(f"  {_n(s, quiet)} {left(s.name, width)}  {text}")
+            lines.append(f"  {_n(s, quiet)} {ljust(s.name, width)}  {text}")
         known = {s.compared: s.zero_bound for s in quiet}
         known.update(
             {

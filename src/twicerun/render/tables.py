@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from twicerun.display import left, widest
+from twicerun.display import ljust, widest
 from twicerun.errors import UsageError
 from twicerun.render.instrument import engine
 from twicerun.render.markdown import bare, code
@@ -46,7 +46,7 @@ class Table:
         for row in grid:
             lines.append(
                 "  "
-                + "  ".join(left(strip(c), w) for c, w in zip(row, widths, strict=True)).rstrip()
+                + "  ".join(ljust(strip(c), w) for c, w in zip(row, widths, strict=True)).rstrip()
             )
         return "\n".join(lines) + "\n"
 

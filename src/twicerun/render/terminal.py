@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from twicerun.display import left, widest
+from twicerun.display import ljust, widest
 from twicerun.render.evidence import bound_lines, plural, step_evidence
 from twicerun.render.instrument import at, engine, single
 from twicerun.render.sections import (
@@ -65,7 +65,7 @@ def _step_lines(result: Result) -> list[str]:
     rate_width = max((len(rate(s)) for s in result.steps if s.status), default=0)
     lines = []
     for s in result.steps:
-        head = f"  {s.index:>{index_width}} {left(s.name, width)}"
+        head = f"  {s.index:>{index_width}} {ljust(s.name, width)}"
         if s.status is None:
             lines.append(f"{head}  not compared: no run wrote an artifact")
             continue

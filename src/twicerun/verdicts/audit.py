@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from twicerun.display import left, widest
+from twicerun.display import ljust, widest
 from twicerun.vocabulary.audit import Repeatability
 
 
@@ -71,7 +71,7 @@ class StepAudit:
         for a in self.artifacts:
 
             def row(label: str, text: str, name: str = "") -> str:
-                return f"    {left(name, width)}  {label:<26}  {text}"
+                return f"    {ljust(name, width)}  {label:<26}  {text}"
 
             if a.bytes[0] == a.bytes[1]:
                 out.append(row("identical bytes both times", a.bytes[0][:12], a.name))

@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from twicerun.display import left, widest
+from twicerun.display import ljust, widest
 from twicerun.verdicts.explain import explain
 from twicerun.verdicts.recorded import RecordedRun, RecordedStep
 from twicerun.vocabulary.ladder import Comparing, Locating, Rung
@@ -80,7 +80,7 @@ class Ladder:
         if self.reason:
             out.append(f"  {self.reason}")
         for s in self.steps:
-            out.append(f"  {s.index:>2} {left(s.name, width)}  {s.rung}")
+            out.append(f"  {s.index:>2} {ljust(s.name, width)}  {s.rung}")
             if s.why:
                 out.append(f"       {s.why}")
             if s.explanation:

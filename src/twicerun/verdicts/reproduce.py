@@ -14,7 +14,7 @@ from typing import Any
 
 import duckdb
 
-from twicerun.display import left, widest
+from twicerun.display import ljust, widest
 from twicerun.storage.receipts import RECEIPT_VERSION, Receipt
 from twicerun.verdicts.explain import explain
 from twicerun.verdicts.recorded import Output
@@ -73,7 +73,7 @@ class ReproduceReport:
             out.append(f"  produced differently: {'; '.join(self.instrument)}")
         for s in self.steps:
             took = f" ({s.seconds:.2f}s)" if s.seconds is not None else ""
-            out.append(f"  {s.index:>2} {left(s.name, width)}  {s.verdict}{took}")
+            out.append(f"  {s.index:>2} {ljust(s.name, width)}  {s.verdict}{took}")
             if s.detail:
                 out.append(f"       {s.detail}")
         return out
