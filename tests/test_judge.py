@@ -153,6 +153,23 @@ def test_judge_refuses_to_measure_a_copy_that_was_deleted(saved, twicerun, run_d
     assert "its copy was deleted once its findings were recorded" in outcome.err
 
 
+def test_judge_of_a_pair_whose_receipt_has_a_wrong_type_says_so_not_crashes(
+    write_pipeline, twicerun, run_dir
+):
+    """Receipts are read against their types: one edited by hand is refused in a sentence
+    where judge must follow it to measure a pair, not an internal error."""
+    outcome = twicerun(
+        "run", write_pipeline(PIPELINE), "--runs", "3", "--keep-copies", "--json", "-"
+    )
+    _strip_findings(outcome.json(), runs={3})
+    (receipt,) = Path(outcome.json()["artifacts"]).glob("loop/3/*sums/receipt.json")
+    receipt.write_text(receipt.read_text().replace('"threads": 2', '"threads": "2"'))
+    judged = twicerun("judge", run_dir)
+    assert judged.code == 2, judged.err
+    assert "the receipt in " in judged.err and 'Receipt.threads: "2" is not int' in judged.err
+    assert "internal error" not in judged.err
+
+
 def test_a_manual_tolerance_works_under_strict_and_never_sets_exit_1(write_pipeline, twicerun):
     path = write_pipeline(PIPELINE.split("\n\ndef loses_a_row")[0])
     outcome = twicerun("run", path, "--runs", "3", "--tolerance-ulps", "1000000", "--json", "-")

@@ -112,7 +112,14 @@ def _artifact_path(
     """The file of (address, step, name), following a pruned copy as Records.ref does."""
 
     def get(address: RunAddress, index: int) -> Receipt | None:
-        return load_receipt(invocation.step_dir(address, index, step))
+        directory = invocation.step_dir(address, index, step)
+        try:
+            return load_receipt(directory)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise UsageError(
+                f"cannot measure {name} of step {index} {step}: the receipt in {directory} "
+                f"cannot be read ({exc}); re-run the pipeline"
+            ) from exc
 
     found = follow(get, address, index, name)
     if found is None:
