@@ -33,7 +33,8 @@ from twicerun.github.decision import (
 from twicerun.render.evidence import plural
 from twicerun.render.instrument import engine
 from twicerun.render.sections import named, shown_classes
-from twicerun.result import Result, typed
+from twicerun.result import Result
+from twicerun.typed import typed
 from twicerun.vocabulary import gate as words
 from twicerun.vocabulary.loop import Status
 

@@ -54,30 +54,28 @@ class OwnModules:
                 sys.path.remove(entry)
             for name in set(sys.modules) - before:
                 module = sys.modules[name]
-                if self._imported_from_here(name, module):
+                relative = self._found_here(name, module)
+                if relative is not None:
                     self._modules[name] = module
-                    self._digests[self.relative(module.__file__)] = file_digest(
-                        Path(module.__file__)
-                    )
+                    self._digests[relative] = file_digest(self.directory / relative)
             for name in self._modules:
                 sys.modules.pop(name, None)
             sys.modules.update(displaced)
 
-    def relative(self, file: str) -> str:
-        return Path(file).resolve().relative_to(self.directory).as_posix()
-
-    def _imported_from_here(self, name: str, module: ModuleType) -> bool:
-        """Whether `name` was found through this directory: its file is the directory's
-        `top.py` (or `top.<abi>.so`) or lies in its package `top/`."""
+    def _found_here(self, name: str, module: ModuleType) -> str | None:
+        """The module's file relative to this directory when `name` was found through it
+        (the file is the directory's `top.py`, `top.<abi>.so`, or lies in its package
+        `top/`); None otherwise."""
         file = getattr(module, "__file__", None)
         if not file:
-            return False
+            return None
         try:
-            first = Path(file).resolve().relative_to(self.directory).parts[0]
-        except (ValueError, IndexError, OSError):
-            return False
+            relative = Path(file).resolve().relative_to(self.directory)
+        except (ValueError, OSError):
+            return None
         top = name.partition(".")[0]
-        return first == top or first.startswith(f"{top}.")
+        first = relative.parts[0] if relative.parts else ""
+        return relative.as_posix() if first == top or first.startswith(f"{top}.") else None
 
 
 def file_digest(path: Path) -> str:

@@ -10,7 +10,6 @@ from twicerun.result.document import (
     Series,
     StepResult,
     load_result,
-    typed,
 )
 
 __all__ = [
@@ -23,5 +22,4 @@ __all__ = [
     "Series",
     "StepResult",
     "load_result",
-    "typed",
 ]

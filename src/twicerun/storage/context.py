@@ -278,20 +278,9 @@ class ContractChecks:
 
     def _checked_files(self, head: str, files: Any, glob: Callable[[str], list[str]]) -> list[str]:
         """The files as a list of paths, a glob expanded by `glob`, in the order it gives."""
-        for entry in files if isinstance(files, (list, tuple)) else [files]:
-            if isinstance(entry, str) and entry.lower().startswith("file://"):
-                raise ContractError(
-                    f"{head}: {entry} is a file: URL; give the path itself "
-                    f"({entry[len('file://') :]!r}), as DuckDB and the receipt name files by path"
-                )
-            if isinstance(entry, str) and _URL.match(entry):
-                raise ContractError(
-                    f"{head}: {entry} is a URL, and ctx.source reads local files, since "
-                    f"twicerun records the size and digest of every file a step read; copy "
-                    f"the files to a local directory first and give their paths"
-                )
         if isinstance(files, (str, Path)):
             text = str(files)
+            _refuse_url(head, text)  # before a glob, which DuckDB would try to fetch
             if any(c in text for c in "*?["):
                 found = glob(text)
                 if not found:
@@ -309,6 +298,7 @@ class ContractChecks:
         for entry in files:
             if not isinstance(entry, (str, Path)):
                 raise ContractError(f"{head}: {entry!r} is not a path")
+            _refuse_url(head, str(entry))
             # DuckDB reads `~/landing/a.parquet` from the home directory; so do the checks
             # below, the receipt's digest, and Spark, which would not expand it.
             entry = os.path.expanduser(entry)
@@ -656,6 +646,21 @@ def _is_arrow(data: Any) -> bool:
 
 # s3://, gs://, https://, hdfs://...: a scheme of two letters or more, so `C:/` is not one.
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")
+
+
+def _refuse_url(head: str, path: str) -> None:
+    """ctx.source reads local files: twicerun records the size and digest of each."""
+    if path.lower().startswith("file://"):
+        raise ContractError(
+            f"{head}: {path} is a file: URL; give the path itself "
+            f"({path[len('file://') :]!r}), as DuckDB and the receipt name files by path"
+        )
+    if _URL.match(path):
+        raise ContractError(
+            f"{head}: {path} is a URL, and ctx.source reads local files, since twicerun "
+            f"records the size and digest of every file a step read; copy the files to a "
+            f"local directory first and give their paths"
+        )
 
 
 def _relative_to_cwd(path: str | Path) -> str:
