@@ -245,6 +245,37 @@ def test_an_invocation_named_as_ls_shows_it_is_refused_with_the_path_to_give(
     )
 
 
+def test_a_run_named_by_its_directory_on_disk_is_that_run_and_a_path_deeper_says_what_to_give(
+    twicerun, write_pipeline, run_dir
+):
+    # `ls` shows INV/loop/2, and that path was refused as "neither an invocation directory
+    # nor a run directory", though it is run 2.
+    a = record(twicerun, write_pipeline(LADDER), run_dir, "--runs", "3")
+    outcome = twicerun("diff", a / "loop" / "1", a / "loop" / "3", "--json", "-")
+    assert outcome.json() == twicerun("diff", a, f"{a}#3", "--json", "-").json() | {
+        "a": str(a / "loop" / "1"),
+        "b": str(a / "loop" / "3"),
+    }
+    assert outcome.code == 1
+    by_directory = twicerun("reproduce", a / "loop" / "2", "--json", "-").json()
+    by_number = twicerun("reproduce", f"{a}#2", "--json", "-").json()
+    assert [(s["name"], s["verdict"]) for s in by_directory["steps"]] == [
+        (s["name"], s["verdict"]) for s in by_number["steps"]
+    ]
+    refusals = {
+        a / "loop" / "2" / "01-noisy": f"{a / 'loop' / '2' / '01-noisy'} is a step of run 2; "
+        f"a run is compared whole, so give {a}#2",
+        a / "loop": f"{a / 'loop'} is inside the invocation {a}, not a run of it; give {a} "
+        f"for its run 1, or {a}#k for run k (its runs are 1, 2, 3)",
+        a / "loop" / "4": f"{a} has no run 4; its runs are 1, 2, 3",
+        f"{a / 'loop' / '2'}#3": f"{a / 'loop' / '2'}#3 names run 2 by its directory and run 3 "
+        f"after '#'; give one of {a}#2 or {a}#3",
+    }
+    for named, message in refusals.items():
+        outcome = twicerun("diff", named, a)
+        assert (outcome.code, outcome.err) == (3, f"twicerun: refused: {message}\n")
+
+
 # localize -----------------------------------------------------------------------------
 
 

@@ -119,9 +119,9 @@ def diff(a: str, b: str, json_path: str | None) -> int:
     """Compare two recorded runs A and B step by step: each step is `same`,
     `FIRST DIFFERENCE` (at most one), `downstream`, `reconverged` or `COULD NOT CHECK`.
 
-    A run is an invocation directory (its run 1), DIR#k for its run k, or a run
-    directory (its newest completed invocation): yesterday's and today's, main's
-    and a branch's. Outputs are compared by canonical digest, so rows in another
+    A run is an invocation directory (its run 1), DIR#k (or DIR/loop/k, as it is
+    on disk) for its run k, or a run directory (its newest completed invocation):
+    yesterday's and today's, main's and a branch's. Outputs are compared by canonical digest, so rows in another
     order are the same answer. A change in how a step's output was produced (its
     code, DuckDB, threads, seed, platform) is printed beside its verdict and never
     changes it.
@@ -148,7 +148,8 @@ def localize(a: str, b: str | None, json_path: str | None) -> int:
     With one invocation A: the first step, in chain order, whose later runs
     disagreed with run 1 (`located`), or `clean`. With two recorded runs A and B:
     `diff`, stopping at the first difference, with what changed before it (an
-    input, the code, the instrument) shown beside each step.
+    input, the code, the instrument) shown beside each step. Runs are named as
+    for `diff`.
     """
     con = duckdb.connect()
     try:
@@ -223,8 +224,9 @@ def reproduce(run: str, pipeline_path: Path | None, only: tuple[str, ...], json_
     `DIVERGED` (with the oracle's detail) or `COULD NOT CHECK` (its code or DuckDB
     changed since, or an input is gone).
 
-    Executions go into a scratch directory that is removed afterwards; nothing is
-    written into the recorded run.
+    RUN is named as for `diff`: an invocation directory (its run 1), DIR#k or
+    DIR/loop/k. Executions go into a scratch directory that is removed afterwards;
+    nothing is written into the recorded run.
     """
     _check_json(json_path, "twicerun.reproduce/")
     recorded = RecordedRun.parse(run)

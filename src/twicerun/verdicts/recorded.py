@@ -1,14 +1,15 @@
 """A recorded run: one run of one invocation, as its receipts describe it.
 
-Named on the command line as an invocation directory (its run 1), `DIR#k` (run
-k of it), or a run directory (the newest completed invocation in it). Paths in
-receipts are relative to the invocation, so a directory copied to another
-machine reads the same there.
+Named on the command line as an invocation directory (its run 1), `DIR#k` or
+`DIR/loop/k` (run k of it), or a run directory (the newest completed invocation
+in it). Paths in receipts are relative to the invocation, so a directory copied
+to another machine reads the same there.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -90,7 +91,7 @@ class RecordedRun:
 
     @classmethod
     def parse(cls, text: str) -> RecordedRun:
-        """`DIR`, `DIR#k`, or a run directory holding invocations."""
+        """`DIR`, `DIR#k`, `DIR/loop/k`, or a run directory holding invocations."""
         where, _, run = text.partition("#")
         path = Path(where)
         if not run:
@@ -99,6 +100,29 @@ class RecordedRun:
             run_number = int(run)
         else:
             raise UsageError(f"{text}: after '#' comes a run number (1, 2, ...), not {run!r}")
+        inside = _enclosing_invocation(path)
+        if inside is not None:
+            # A directory inside an invocation: its loop's run k as the files show it
+            # (INV/loop/k) is that run; anything else is named back in the form to give.
+            root, parts = inside
+            if len(parts) == 2 and parts[0] == LOOP and parts[1].isdigit() and int(parts[1]) >= 1:
+                if run and int(run) != int(parts[1]):
+                    raise UsageError(
+                        f"{text} names run {parts[1]} by its directory and run {run} after '#'; "
+                        f"give one of {root}#{int(parts[1])} or {root}#{run}"
+                    )
+                path, run_number = root, int(parts[1])
+            elif len(parts) > 2 and parts[0] == LOOP and parts[1].isdigit():
+                raise UsageError(
+                    f"{where} is a step of run {parts[1]}; a run is compared whole, so give "
+                    f"{root}#{parts[1]}"
+                )
+            else:
+                raise UsageError(
+                    f"{where} is inside the invocation {root}, not a run of it; give {root} "
+                    f"for its run 1, or {root}#k for run k (its runs are "
+                    f"{', '.join(_runs(Invocation(root))) or 'none'})"
+                )
         if (path / MANIFEST_NAME).is_file():
             invocation = Invocation(path)
         elif path.is_dir():
@@ -205,6 +229,23 @@ class RecordedRun:
         except (duckdb.Error, OSError) as exc:
             return Output(name, why=f"{record.file} cannot be read ({type(exc).__name__})")
         return Output(name, digest, path)
+
+
+def _enclosing_invocation(path: Path) -> tuple[Path, tuple[str, ...]] | None:
+    """The invocation directory `path` lies inside (not `path` itself), with the parts
+    below it, whether or not `path` exists (INV/loop/9 is a run that INV lacks); None when
+    no directory above it within a few levels is one."""
+    if (path / MANIFEST_NAME).is_file():
+        return None
+    resolved = path.resolve()
+    # A run's step directories sit three levels down (INV/loop/k/NN-step); no deeper.
+    for depth, parent in enumerate(resolved.parents[:4], start=1):
+        if (parent / MANIFEST_NAME).is_file():
+            # Named as the user would (relative where it lies below here), but resolved,
+            # so that a symlink on the way cannot make `..` land somewhere else.
+            shown = os.path.relpath(parent)
+            return (parent if shown.startswith("..") else Path(shown)), resolved.parts[-depth:]
+    return None
 
 
 def _runs(invocation: Invocation) -> list[str]:
