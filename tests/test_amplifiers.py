@@ -52,6 +52,13 @@ def test_tie_collapse_raises_density_with_real_values_and_leaves_the_most_distin
     assert len(customers_after) == 4
 
 
+def test_tie_collapse_into_one_value_says_one_value(tmp_path):
+    # It said "into 1 values".
+    source = events(tmp_path, rows=400, customers=40)
+    outcome = collapse_ties(CON, source, tmp_path / "out.parquet", artifact="events")
+    assert "events.customer into 1 value, from 10 to 400 rows per value" in outcome.detail
+
+
 def test_tie_collapse_declines_when_the_column_is_already_dense(tmp_path):
     source = events(tmp_path, rows=2000, customers=2)
     outcome = collapse_ties(

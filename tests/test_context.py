@@ -126,6 +126,23 @@ def test_a_query_may_end_in_semicolons_and_a_comment_after_them(tmp_path, query)
     assert rows(tmp_path / "out" / "one.parquet") == [(1,)]
 
 
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("SELECT u FROM (SELECT 'über' AS u)", "über"),
+        ("SELECT 'über' AS u;", "über"),
+        ("SELECT '東京' AS city; -- 集計", "東京"),
+        ("SELECT 'é;' AS x -- ü;", "é;"),
+    ],
+)
+def test_a_query_with_characters_beyond_ascii_is_written_whole(tmp_path, query, expected):
+    """DuckDB's tokenizer counts UTF-8 bytes; read as characters, a query ending in `)`
+    after 'über' raised IndexError, and a semicolon after it was left inside the COPY."""
+    ctx = make_ctx(tmp_path)
+    ctx.write("t", query)
+    assert rows(tmp_path / "out" / "t.parquet") == [(expected,)]
+
+
 def test_a_semicolon_inside_a_string_or_a_comment_is_left_alone(tmp_path):
     ctx = make_ctx(tmp_path)
     ctx.write("semi", "SELECT ';' AS a -- ;")

@@ -624,11 +624,14 @@ class StepContext(ContractChecks):
 def _without_final_semicolons(text: str) -> str:
     """`text` up to its closing semicolons, and any comment after them, found by DuckDB's
     tokenizer: put inside `COPY (...)`, `SELECT 1; -- daily` would close it early."""
+    # The tokenizer's offsets count UTF-8 bytes, not characters: read them in the bytes,
+    # or a query holding 'über' is cut in the wrong place (or past its end).
+    raw = text.encode()
     tokens = [(at, kind) for at, kind in duckdb.tokenize(text) if kind != duckdb.token_type.comment]
     cut = None
-    while tokens and tokens[-1][1] == duckdb.token_type.operator and text[tokens[-1][0]] == ";":
+    while tokens and tokens[-1][1] == duckdb.token_type.operator and raw[tokens[-1][0]] == ord(";"):
         cut = tokens.pop()[0]
-    return (text if cut is None else text[:cut]).strip()
+    return (text if cut is None else raw[:cut].decode()).strip()
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,7 @@ def plan_collapse(
             f"{rows_per_value:,} rows would leave, so there is nothing to fold"
         )
     detail = "; ".join(
-        f"{artifact}.{c.name} into {buckets:,} values, from {rows / c.distinct:,.0f} to "
+        f"{artifact}.{c.name} into {_count(buckets, 'value')}, from {rows / c.distinct:,.0f} to "
         f"{rows / buckets:,.0f} rows per value"
         for c in chosen
     )
