@@ -28,7 +28,11 @@ from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
 
-MARKER = re.compile(r"<!--\s*(/?)twicerun:([A-Za-z0-9_.-]+)\s*-->")
+# A name is letters (any script's: a pipeline may be called 集計.py), digits, `_`, `.`, `-`.
+NAME = r"[\w.-]+"
+MARKER = re.compile(rf"<!--\s*(/?)twicerun:({NAME})\s*-->")
+# What a name cannot hold, for turning a file name into one.
+NAME_GAP = re.compile(r"[^\w.-]+")
 _NEWLINE = re.compile(r"\r\n?|\n")
 
 

@@ -22,6 +22,7 @@ from twicerun.errors import UsageError
 from twicerun.render.instrument import engine
 from twicerun.render.markdown import bare, code
 from twicerun.render.markdown import table as markdown_table
+from twicerun.render.markers import NAME_GAP
 from twicerun.render.sections import shown_classes
 
 
@@ -80,6 +81,12 @@ def stamp(artifact: Artifact, what: str) -> str:
     return f"{head}{inst} {what}".strip()
 
 
+def table_name(text: str) -> str:
+    """`text` as a marker can name it: each run of characters a name cannot hold (a space,
+    a comma) becomes one `-`, so `pipelines/daily orders.py` renders steps-daily-orders."""
+    return NAME_GAP.sub("-", text)
+
+
 def result_steps(a: Artifact) -> Table:
     d = a.document
     _check_types(d)
@@ -103,7 +110,7 @@ def result_steps(a: Artifact) -> Table:
         f"{engine(env, markdown=True)} on {bare(env['platform'])}, {d['seconds']:.1f}s."
     )
     return Table(
-        f"steps-{Path(d['pipeline']).stem}",
+        f"steps-{table_name(Path(d['pipeline']).stem)}",
         stamp,
         ["", "step", "fired", "status", "classes", "cause"],
         rows,
