@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -309,3 +310,46 @@ def test_a_source_path_under_the_home_directory_is_read_as_duckdb_reads_it(
     (source,) = outcome.json()["steps"][0]["sources"]
     assert source["rows"] == 4
     assert [f["path"] for f in source["files"]] == [str(home / "landing" / "a.parquet")]
+
+
+def test_files_named_like_globs_are_read_as_duckdb_reads_them_and_named_as_read(
+    write_pipeline, twicerun, tmp_path, run_dir
+):
+    """A glob's files were read back by name, and DuckDB took `part[1].csv` as a glob again:
+    it read part1.csv twice and part[1].csv never, while the receipt named all three. A glob
+    inside a list was refused as a file that does not exist."""
+    import duckdb
+
+    land = tmp_path / "land"
+    land.mkdir()
+    for name, ids in {"part[1]": [1, 2], "part1": [9], "st*r?": [5], "stXrY": [6]}.items():
+        (land / f"{name}.csv").write_text("id\n" + "".join(f"{i}\n" for i in ids))
+    calls = {
+        "globbed": f"{land}/*.csv",
+        # DuckDB reads each entry of a list as a glob too, a file named like one included.
+        "listed": [f"{land}/part[1].csv", f"{land}/st*r?.csv"],
+    }
+    path = write_pipeline(
+        "".join(
+            f"def {step}(ctx):\n"
+            f"    ctx.source('raw', {files!r})\n"
+            f"    ctx.write('{step}_ids', 'SELECT id FROM raw')\n\n\n"
+            for step, files in calls.items()
+        )
+    )
+    outcome = twicerun("run", path, "--runs", "2", "--json", "-")
+    assert outcome.code == 0, outcome.err
+    steps = {s["name"]: s for s in outcome.json()["steps"]}
+    (invocation,) = [p for p in run_dir.iterdir() if p.is_dir()]
+    plain = duckdb.connect()
+    names = {"globbed": ["part1.csv", "part[1].csv", "st*r?.csv", "stXrY.csv"]}
+    names["listed"] = ["part1.csv", "st*r?.csv", "stXrY.csv"]
+    for index, (step, files) in enumerate(calls.items()):
+        # The rows are what DuckDB reads for the same call outside twicerun.
+        artifact = invocation / "loop" / "1" / f"{index:02d}-{step}" / f"{step}_ids.parquet"
+        wrote = plain.execute(f"SELECT id FROM read_parquet('{artifact}') ORDER BY id").fetchall()
+        assert wrote == plain.execute(f"SELECT id FROM read_csv({files!r}) ORDER BY id").fetchall()
+        (source,) = steps[step]["sources"]
+        assert source["rows"] == len(wrote)
+        # And the receipt names the files those rows came from.
+        assert sorted(Path(f["path"]).name for f in source["files"]) == names[step]

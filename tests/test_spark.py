@@ -450,7 +450,8 @@ def test_a_source_glob_reads_the_same_files_on_spark_as_on_duckdb(
 ):
     """Spark's glob was Python's: it read `**` as one directory level and listed a directory
     named like a file, which Spark then read as a dataset. DuckDB's glob() does neither, and
-    the contract says a source is read as DuckDB reads the list."""
+    the contract says a source is read as DuckDB reads the list. Each file found is then read
+    by its name, which both engines took as a glob again (p[1] read p1, q{1,2} read q1)."""
     data = tmp_path / "landing"
     (data / "2024").mkdir(parents=True)
     (data / "parts.parquet").mkdir()
@@ -459,6 +460,10 @@ def test_a_source_glob_reads_the_same_files_on_spark_as_on_duckdb(
         (data / "a.parquet", 0),
         (data / "2024" / "b.parquet", 20),  # one level down: `**` reaches it
         (data / "parts.parquet" / "c.parquet", 30),  # inside a directory named like a file
+        (data / "p[1].parquet", 40),  # named like a glob that matches p1.parquet
+        (data / "p1.parquet", 50),
+        (data / "q{1,2}.parquet", 60),  # a Hadoop glob, so Spark read q1.parquet
+        (data / "q1.parquet", 70),
     ]:
         con.execute(f"COPY (SELECT range + {first} AS id FROM range(3)) TO '{path}'")
     body = f"""
@@ -469,12 +474,16 @@ def test_a_source_glob_reads_the_same_files_on_spark_as_on_duckdb(
     read = {}
     for engine in ("duckdb", "spark"):
         path = write_pipeline(f'ENGINE = "{engine}"\n' + textwrap.dedent(body), f"{engine}.py")
-        outcome = twicerun("run", path, "--runs", "2", "--json", "-")
+        outcome = twicerun("run", path, "--runs", "2", "--json", "-", "--keep", "0")
         assert outcome.code == 0, outcome.err
         (source,) = outcome.json()["steps"][0]["sources"]
-        read[engine] = (sorted(f["path"] for f in source["files"]), source["rows"])
+        ids = Path(outcome.json()["artifacts"]) / "loop" / "1" / "00-landed" / "ids.parquet"
+        rows = con.execute(f"SELECT id FROM read_parquet('{ids}') ORDER BY id").fetchall()
+        read[engine] = (sorted(f["path"] for f in source["files"]), source["rows"], rows)
     assert read["spark"] == read["duckdb"]
-    assert read["duckdb"] == (sorted(str(p) for p in data.rglob("*.parquet") if p.is_file()), 9)
+    files = sorted(str(p) for p in data.rglob("*.parquet") if p.is_file())
+    every = sorted((first + i,) for first in (0, 20, 30, 40, 50, 60, 70) for i in range(3))
+    assert read["duckdb"] == (files, 21, every)
 
     # A file named like a hidden or metadata file: DuckDB reads it, Spark drops it from a list
     # without a word, so a receipt would name a file whose rows never arrived. Refused.

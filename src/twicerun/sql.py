@@ -19,10 +19,21 @@ def identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+# DuckDB reads a path holding any of these as a glob, and reads the file of that name
+# only when the glob matches nothing: `part[1].csv` reads part1.csv where that exists.
+_GLOB = str.maketrans({"[": "[[]", "*": "[*]", "?": "[?]"})
+
+
+def file(path: str | Path) -> str:
+    """A SQL string literal that DuckDB's readers take as exactly the file `path`, whatever
+    characters its name holds (each glob character in a class of its own)."""
+    return string(str(path).translate(_GLOB))
+
+
 def parquet(path: str | Path, **options: str) -> str:
     """`read_parquet(...)` over one file, with options passed as written (`x = true`)."""
     extra = "".join(f", {key} = {value}" for key, value in options.items())
-    return f"read_parquet({string(path)}{extra})"
+    return f"read_parquet({file(path)}{extra})"
 
 
 def shown(column: str) -> str:

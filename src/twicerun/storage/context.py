@@ -278,17 +278,9 @@ class ContractChecks:
 
     def _checked_files(self, head: str, files: Any, glob: Callable[[str], list[str]]) -> list[str]:
         """The files as a list of paths, a glob expanded by `glob`, in the order it gives."""
-        if isinstance(files, (str, Path)):
-            text = str(files)
-            _refuse_url(head, text)  # before a glob, which DuckDB would try to fetch
-            if any(c in text for c in "*?["):
-                found = glob(text)
-                if not found:
-                    raise ContractError(
-                        f"{head}: the glob {text!r} matches no file{_relative_to_cwd(text)}"
-                    )
-                return found
-            files = [text]
+        alone = isinstance(files, (str, Path))
+        if alone:
+            files = [str(files)]
         if not isinstance(files, (list, tuple)) or not files:
             raise ContractError(
                 f"{head}: files is a list of paths (or one path, or a glob), got "
@@ -298,7 +290,19 @@ class ContractChecks:
         for entry in files:
             if not isinstance(entry, (str, Path)):
                 raise ContractError(f"{head}: {entry!r} is not a path")
-            _refuse_url(head, str(entry))
+            _refuse_url(head, str(entry))  # before a glob, which DuckDB would try to fetch
+            if any(c in str(entry) for c in "*?["):
+                # DuckDB reads a path, and every entry of a list, as a glob, a file named
+                # like one included (part[1].csv reads part1.csv where that exists); so
+                # does this, and reads back exactly the files it found (sql.file).
+                found = glob(str(entry))
+                if not found:
+                    raise ContractError(
+                        f"{head}: the glob {str(entry)!r}{'' if alone else ' in the list'} "
+                        f"matches no file{_relative_to_cwd(str(entry))}"
+                    )
+                listed.extend(found)
+                continue
             # DuckDB reads `~/landing/a.parquet` from the home directory; so do the checks
             # below, the receipt's digest, and Spark, which would not expand it.
             entry = os.path.expanduser(entry)
@@ -413,7 +417,7 @@ class StepContext(ContractChecks):
         order = list(range(len(listed)))
         if self._source_order is not None and len(listed) > 1:
             order = self._source_order(name, len(listed))
-        paths = ", ".join(sql.string(listed[i]) for i in order)
+        paths = ", ".join(sql.file(listed[i]) for i in order)
         self._con.execute(
             f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS "
             f"SELECT * FROM read_{reader}([{paths}]{rendered})"

@@ -295,7 +295,7 @@ class SparkStepContext(ContractChecks):
         lands there (range partitioning would sample, with a seed that changes per job)."""
         from pyspark.sql import functions as F
 
-        frame = self.session.read.parquet(str(ref.path))
+        frame = self.session.read.parquet(_hadoop_file(ref.path))
         if self._threads <= 1:
             return frame.coalesce(1)
         keys = _landing_keys(self.session, self._threads)
@@ -358,7 +358,8 @@ class SparkStepContext(ContractChecks):
         ordered = [listed[i] for i in order]
         try:
             load = self.session.read.options(**{k: str(v) for k, v in options.items()})
-            frame = load.parquet(*ordered) if reader == "parquet" else load.csv(ordered)
+            exact = [_hadoop_file(path) for path in ordered]
+            frame = load.parquet(*exact) if reader == "parquet" else load.csv(exact)
             rows = frame.count()
         except Exception as exc:
             if type(exc).__module__.startswith(("pyspark", "py4j")):
@@ -412,6 +413,13 @@ def _landing_keys(session: Any, partitions: int) -> list[int]:
             raise RuntimeError(f"no key lands in every one of {partitions} partitions")
         _LANDING[partitions] = [found[j] for j in range(partitions)]
     return _LANDING[partitions]
+
+
+def _hadoop_file(path: str | Path) -> str:
+    """`path` as Spark's readers take exactly that file: they read every path as a Hadoop
+    glob, which has braces as well as DuckDB's [ ] * ? (a{1,2}.csv reads a1.csv), and a
+    backslash before a character makes it plain."""
+    return re.sub(r"([\\{}\[\]*?])", r"\\\1", str(path))
 
 
 def _join_parts(parts: Path, target: Path) -> None:

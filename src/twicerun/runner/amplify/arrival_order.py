@@ -20,7 +20,7 @@ from twicerun.runner.amplify.base import Applied, Declined, Outcome, copy_ordere
 
 def _row_groups(con: duckdb.DuckDBPyConnection, source: Path) -> list[tuple[int, int]]:
     sizes = con.execute(
-        f"SELECT row_group_id, any_value(row_group_num_rows) FROM parquet_metadata({sql.string(source)}) "
+        f"SELECT row_group_id, any_value(row_group_num_rows) FROM parquet_metadata({sql.file(source)}) "
         f"GROUP BY row_group_id ORDER BY row_group_id"
     ).fetchall()
     spans, start = [], 0
