@@ -160,6 +160,18 @@ def test_a_path_written_differently_is_the_same_pipeline(repo, twicerun):
     assert {p for p, _ in verdicts(document)} == {"pipelines/coins.py"}
 
 
+def test_a_pipeline_file_named_like_a_glob_is_that_file(repo, twicerun):
+    """`pipelines/p[1].py` was expanded as a glob, which matched nothing (or p1.py where that
+    existed), and both commands refused a file that was there."""
+    Path("pipelines/p[1].py").write_text(OTHER)
+    Path("pipelines/p1.py").write_text(STEADY)
+    baseline = update(twicerun, "pipelines/p[1].py")
+    assert list(baseline["pipelines"]) == ["pipelines/p[1].py"]
+    outcome, document = compare(twicerun, pipelines="pipelines/p[1].py")
+    assert outcome.code == 0, outcome.err
+    assert set(verdicts(document)) == {("pipelines/p[1].py", "other")}
+
+
 def test_a_pipeline_the_baseline_lacks_fails_unless_told_otherwise(repo, twicerun):
     update(twicerun, "pipelines/coins.py")
     Path("pipelines/new.py").write_text(OTHER)

@@ -86,7 +86,10 @@ def _expand(patterns: Sequence[str]) -> list[str]:
                 f"with a space in it by a glob, such as {pattern.replace(' ', '?')!r}"
             )
         for part in parts:
-            matches = sorted(glob.glob(part)) if glob.has_magic(part) else [part]
+            # A file that exists under the name given is that file, though `[`, `*` or `?`
+            # in its name would make a glob of it (one that matches it, or nothing, or others).
+            literal = not glob.has_magic(part) or Path(part).is_file()
+            matches = [part] if literal else sorted(glob.glob(part))
             found.extend(m for m in matches if m not in found)
     if not found:
         raise UsageError(
