@@ -143,6 +143,37 @@ def test_the_facts_of_a_collapsed_input_are_derived_exactly(tmp_path):
     assert plan.facts(facts) == column_facts(CON, collapsed)
 
 
+def test_columns_named_as_the_amplifiers_own_are_stressed_like_any_others(tmp_path):
+    """Tie collapse and arrival order failed (AMPLIFICATION_FAILED) on an artifact with a
+    column called file_row_number: DuckDB refuses to add its row number under a name the
+    file has. A column called copy met the joint probe's copy number. Renaming the columns
+    must change nothing an amplifier writes."""
+    plain = events(tmp_path, rows=300_000)
+    named = tmp_path / "named.parquet"
+    CON.execute(
+        f"COPY (SELECT event_id AS file_row_number, customer AS copy, amount "
+        f"FROM read_parquet('{plain}')) TO '{named}' (FORMAT parquet)"
+    )
+    facts = column_facts(CON, plain)
+    plan = plan_collapse(facts, artifact="events")
+    named_plan = plan_collapse(column_facts(CON, named), artifact="events")
+    stresses = {
+        "ties": lambda src, out, p: collapse_ties(CON, src, out, artifact="events"),
+        "joint": lambda src, out, p: multiply_rows(CON, src, out, artifact="events", collapse=p),
+        **{
+            f"order-{v}": lambda src, out, p, v=v: reorder(
+                CON, src, out, artifact="events", variant=v
+            )
+            for v in (1, 2, 3)
+        },
+    }
+    for kind, stress in stresses.items():
+        a, b = tmp_path / f"{kind}-a.parquet", tmp_path / f"{kind}-b.parquet"
+        said = stress(named, b, named_plan)
+        assert stress(plain, a, plan) == type(said)(said.detail.replace(".copy ", ".customer "))
+        assert rows_of(a) == rows_of(b), kind
+
+
 def test_row_multiplication_declines_an_empty_input(tmp_path):
     source = events(tmp_path, rows=0)
     assert multiply_rows(CON, source, tmp_path / "out.parquet", artifact="events") == Declined(

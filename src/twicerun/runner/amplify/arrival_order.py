@@ -15,7 +15,14 @@ from pathlib import Path
 import duckdb
 
 from twicerun import sql
-from twicerun.runner.amplify.base import Applied, Declined, Outcome, copy_ordered, numbered
+from twicerun.runner.amplify.base import (
+    POSITION,
+    Applied,
+    Declined,
+    Outcome,
+    copy_ordered,
+    numbered,
+)
 
 
 def _row_groups(con: duckdb.DuckDBPyConnection, source: Path) -> list[tuple[int, int]]:
@@ -31,12 +38,12 @@ def _row_groups(con: duckdb.DuckDBPyConnection, source: Path) -> list[tuple[int,
 
 
 def _group_of(spans: list[tuple[int, int]], lo: int, hi: int) -> str:
-    """The index of the group among spans[lo:hi] that holds `file_row_number`, as SQL."""
+    """The index of the group among spans[lo:hi] that holds the row at POSITION, as SQL."""
     if hi - lo == 1:
         return str(lo)
     mid = (lo + hi) // 2
     return (
-        f"CASE WHEN file_row_number < {spans[mid][0]} THEN {_group_of(spans, lo, mid)} "
+        f"CASE WHEN {POSITION} < {spans[mid][0]} THEN {_group_of(spans, lo, mid)} "
         f"ELSE {_group_of(spans, mid, hi)} END"
     )
 
@@ -47,40 +54,41 @@ def reorder(
     (rows,) = con.execute(f"SELECT count(*) FROM {sql.parquet(source)}").fetchone()
     if rows <= 1:
         return Declined(f"{artifact} has {rows} row{'s' if rows != 1 else ''}, so no other order")
-    source_rows = f"(SELECT * FROM {numbered(source)})"
-    if variant <= 1:
-        query, what = (
-            f"SELECT * EXCLUDE (file_row_number) FROM {source_rows} ORDER BY file_row_number",
-            "as written",
-        )
-    elif variant == 2 and len(spans := _row_groups(con, source)) > 1:
-        size = spans[0][1] - spans[0][0]
-        if all(hi - lo == size for lo, hi in spans[:-1]) and spans[-1][1] - spans[-1][0] <= size:
-            # Every row group but a shorter last one has one size (DuckDB's writer does
-            # that), so a row's group is a division.
-            query = (
-                f"SELECT * EXCLUDE (file_row_number) FROM {source_rows} "
-                f"ORDER BY file_row_number // {size} DESC, file_row_number"
+    with numbered(con, source) as rows_of:
+        if variant <= 1:
+            query, what = (
+                f"SELECT * EXCLUDE ({POSITION}) FROM {rows_of} ORDER BY {POSITION}",
+                "as written",
             )
+        elif variant == 2 and len(spans := _row_groups(con, source)) > 1:
+            size = spans[0][1] - spans[0][0]
+            if (
+                all(hi - lo == size for lo, hi in spans[:-1])
+                and spans[-1][1] - spans[-1][0] <= size
+            ):
+                # Every row group but a shorter last one has one size (DuckDB's writer does
+                # that), so a row's group is a division.
+                query = (
+                    f"SELECT * EXCLUDE ({POSITION}) FROM {rows_of} "
+                    f"ORDER BY {POSITION} // {size} DESC, {POSITION}"
+                )
+            else:
+                # Groups of several sizes (a writer that flushed early, or UNION ALL's seams):
+                # a row's group by binary search over the groups' first rows, a few
+                # comparisons per row, rather than a range join.
+                query = (
+                    f"SELECT * EXCLUDE ({POSITION}) FROM {rows_of} "
+                    f"ORDER BY {_group_of(spans, 0, len(spans))} DESC, {POSITION}"
+                )
+            what = f"its {len(spans)} row groups in reverse"
+        elif variant == 2:
+            query = f"SELECT * EXCLUDE ({POSITION}) FROM {rows_of} ORDER BY {POSITION} DESC"
+            what = "reversed"
         else:
-            # Groups of several sizes (a writer that flushed early, or UNION ALL's seams):
-            # a row's group by binary search over the groups' first rows, a few
-            # comparisons per row, rather than a range join.
             query = (
-                f"SELECT * EXCLUDE (file_row_number) FROM {source_rows} "
-                f"ORDER BY {_group_of(spans, 0, len(spans))} DESC, file_row_number"
+                f"SELECT * EXCLUDE ({POSITION}) FROM {rows_of} "
+                f"ORDER BY hash({POSITION}, {variant}), {POSITION}"
             )
-        what = f"its {len(spans)} row groups in reverse"
-    elif variant == 2:
-        query = (
-            f"SELECT * EXCLUDE (file_row_number) FROM {source_rows} ORDER BY file_row_number DESC"
-        )
-        what = "reversed"
-    else:
-        query = (
-            f"SELECT * EXCLUDE (file_row_number) FROM {source_rows} "
-            f"ORDER BY hash(file_row_number, {variant}), file_row_number"
-        )
-        what = f"shuffled with seed {variant}"
-    copy_ordered(con, query, target)
+            what = f"shuffled with seed {variant}"
+        copy_ordered(con, query, target)
     return Applied(f"{artifact}: the same {rows:,} rows, {what}")

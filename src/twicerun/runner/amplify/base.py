@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,6 +78,38 @@ def copy_ordered(con: duckdb.DuckDBPyConnection, query: str, target: Path) -> No
         con.execute(f"COPY ({query}) TO {sql.string(temporary)} (FORMAT parquet)")
 
 
-def numbered(source: Path) -> str:
-    """The source with its exact position in the file as `file_row_number`."""
-    return sql.parquet(source, file_row_number="true")
+# The names of the columns an amplifier adds to a step's rows while it rearranges them:
+# a step's own column may be called anything, `file_row_number` and `copy` included.
+POSITION = "__twicerun_position"
+COPY = "__twicerun_copy"
+
+
+@contextmanager
+def numbered(con: duckdb.DuckDBPyConnection, source: Path) -> Iterator[str]:
+    """The source's rows with each one's exact position in the file as POSITION.
+
+    DuckDB numbers a file's rows for `file_row_number = true`, under that name, and refuses
+    a file that has a column of that name already. Such a file is numbered by a streaming
+    row_number() over one thread, which sees the rows in file order, into a temporary table
+    dropped afterwards: slower, and only for a step that named a column so."""
+    names = {n.lower() for n in con.sql(f"SELECT * FROM {sql.parquet(source)}").columns}
+    if "file_row_number" not in names:
+        yield (
+            f"(SELECT * EXCLUDE (file_row_number), file_row_number AS {POSITION} "
+            f"FROM {sql.parquet(source, file_row_number='true')})"
+        )
+        return
+    (threads,) = con.execute("SELECT current_setting('threads')").fetchone()
+    table = "__twicerun_numbered"
+    con.execute("SET threads = 1")
+    try:
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {table} AS "
+            f"SELECT *, row_number() OVER () - 1 AS {POSITION} FROM {sql.parquet(source)}"
+        )
+    finally:
+        con.execute(f"SET threads = {int(threads)}")
+    try:
+        yield table
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {table}")

@@ -15,6 +15,8 @@ import duckdb
 from twicerun import sql
 from twicerun.compare.columns import INTEGER_IDS
 from twicerun.runner.amplify.base import (
+    COPY,
+    POSITION,
     Applied,
     Declined,
     Facts,
@@ -62,14 +64,16 @@ def multiply_rows(
         query = " UNION ALL ".join(
             f"SELECT *{replaced(str(copy))} FROM {sql.parquet(source)}" for copy in range(factor)
         )
+        copy_ordered(con, query, target)
     else:
-        query = (
-            f"WITH src AS (SELECT * FROM {numbered(source)}), {', '.join(collapse.ctes())}, "
-            f"collapsed AS ({collapse.select()}) "
-            f"SELECT * EXCLUDE (copy, file_row_number){replaced('copy')} "
-            f"FROM collapsed, range({factor}) c(copy) ORDER BY copy, file_row_number"
-        )
-    copy_ordered(con, query, target)
+        with numbered(con, source) as rows_of:
+            query = (
+                f"WITH src AS (SELECT * FROM {rows_of}), {', '.join(collapse.ctes())}, "
+                f"collapsed AS ({collapse.select()}) "
+                f"SELECT * EXCLUDE ({COPY}, {POSITION}){replaced(COPY)} "
+                f"FROM collapsed, range({factor}) c({COPY}) ORDER BY {COPY}, {POSITION}"
+            )
+            copy_ordered(con, query, target)
     return Applied(f"{artifact} {rows:,} {'row' if rows == 1 else 'rows'} to {rows * factor:,}")
 
 

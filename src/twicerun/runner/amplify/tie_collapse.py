@@ -18,6 +18,7 @@ import duckdb
 
 from twicerun.compare.columns import ColumnClass
 from twicerun.runner.amplify.base import (
+    POSITION,
     Applied,
     ColumnFacts,
     Declined,
@@ -55,7 +56,7 @@ class Collapse:
         return maps
 
     def select(self, src: str = "src") -> str:
-        """Every column of `src` (its `file_row_number` too), the chosen ones folded. The
+        """Every column of `src` (its POSITION too), the chosen ones folded. The
         joins do not keep row order: a caller that writes these rows sorts them."""
         folded = ", ".join(f"m{i}.new AS {c.sql}" for i, c in enumerate(self.chosen))
         joins = " ".join(
@@ -130,10 +131,11 @@ def collapse_ties(
     )
     if isinstance(plan, Declined):
         return plan
-    query = (
-        f"WITH src AS (SELECT * FROM {numbered(source)}), {', '.join(plan.ctes())}, "
-        f"collapsed AS ({plan.select()}) "
-        f"SELECT * EXCLUDE (file_row_number) FROM collapsed ORDER BY file_row_number"
-    )
-    copy_ordered(con, query, target)
+    with numbered(con, source) as rows_of:
+        query = (
+            f"WITH src AS (SELECT * FROM {rows_of}), {', '.join(plan.ctes())}, "
+            f"collapsed AS ({plan.select()}) "
+            f"SELECT * EXCLUDE ({POSITION}) FROM collapsed ORDER BY {POSITION}"
+        )
+        copy_ordered(con, query, target)
     return Applied(plan.detail)
