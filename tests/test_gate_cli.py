@@ -172,6 +172,29 @@ def test_a_pipeline_file_named_like_a_glob_is_that_file(repo, twicerun):
     assert set(verdicts(document)) == {("pipelines/p[1].py", "other")}
 
 
+def test_a_module_the_pipelines_import_is_not_taken_for_a_pipeline(repo, twicerun):
+    """pipelines/*.py, the default, also finds the helpers.py the pipelines import, and both
+    commands stopped on it ("defines no steps") until the user listed every pipeline."""
+    Path("pipelines/helpers.py").write_text('QUERY = "SELECT 2 AS v"\n')
+    Path("pipelines/uses.py").write_text(
+        "from helpers import QUERY\n\n\ndef other(ctx):\n    ctx.write('other', QUERY)\n"
+    )
+    baseline = update(twicerun, "pipelines/*.py")
+    assert sorted(baseline["pipelines"]) == ["pipelines/coins.py", "pipelines/uses.py"]
+    outcome, document = compare(twicerun, pipelines="pipelines/*.py")
+    assert outcome.code == 0, outcome.err
+    assert (
+        "[twicerun] pipelines/helpers.py: defines no steps, so it is taken for a module the "
+        "pipelines import and not run\n"
+    ) in outcome.err
+    assert {p for p, _ in verdicts(document)} == {"pipelines/coins.py", "pipelines/uses.py"}
+    # Named on its own it is refused, as is a glob that finds nothing else.
+    for named in ("pipelines/helpers.py", "pipelines/h*.py"):
+        outcome, _ = compare(twicerun, pipelines=named)
+        assert outcome.code == 2
+        assert "helpers.py defines no steps" in outcome.err
+
+
 def test_a_pipeline_the_baseline_lacks_fails_unless_told_otherwise(repo, twicerun):
     update(twicerun, "pipelines/coins.py")
     Path("pipelines/new.py").write_text(OTHER)

@@ -26,6 +26,10 @@ class PipelineError(BadInput):
     """The pipeline file cannot be loaded, or defines no steps."""
 
 
+class NoSteps(PipelineError):
+    """The file imports, and defines no steps: a module beside the pipelines, if a glob found it."""
+
+
 class InvalidStep(BadInput, TypeError):
     """A `@step` declaration is wrong; raised while the pipeline is imported."""
 

@@ -28,6 +28,7 @@ from twicerun.cli.app import (
 from twicerun.errors import (
     ContractError,
     InvalidStep,
+    NoSteps,
     PipelineError,
     StepCrashed,
     TwicerunError,
@@ -58,7 +59,7 @@ from twicerun.github.gate import (
 from twicerun.github.source import choose, default_ref
 from twicerun.github.workflow import Workflow, take_token
 from twicerun.judge.policy import POLICIES, STRICT, Policy
-from twicerun.pipeline.loader import check_pipeline_path
+from twicerun.pipeline.loader import check_pipeline_path, load_pipeline
 from twicerun.render.evidence import plural
 from twicerun.render.plaintext import markdown_to_text
 from twicerun.result import Result
@@ -78,6 +79,7 @@ GATE_EXIT_CODES = epilog(GateExit)
 
 def _expand(patterns: Sequence[str]) -> list[str]:
     found: list[str] = []
+    modules: list[str] = []
     for pattern in patterns:
         parts = pattern.split()
         if len(parts) > 1 and Path(pattern).is_file():
@@ -90,12 +92,40 @@ def _expand(patterns: Sequence[str]) -> list[str]:
             # in its name would make a glob of it (one that matches it, or nothing, or others).
             literal = not glob.has_magic(part) or Path(part).is_file()
             matches = [part] if literal else sorted(glob.glob(part))
-            found.extend(m for m in matches if m not in found)
+            for match in matches:
+                if match in found or match in modules:
+                    continue
+                # pipelines/*.py also finds the modules the pipelines import (helpers.py)
+                # and a package's __init__.py: a file a glob found that defines no steps is
+                # one of those, not a pipeline. Named on its own, it is refused as before.
+                if not literal and _defines_no_steps(match):
+                    modules.append(match)
+                    click.echo(
+                        f"[twicerun] {match}: defines no steps, so it is taken for a module "
+                        f"the pipelines import and not run",
+                        err=True,
+                    )
+                    continue
+                found.append(match)
     if not found:
+        among = f" ({', '.join(modules)} define{'s' if len(modules) == 1 else ''} no steps)"
         raise UsageError(
-            f"no pipeline matches {' '.join(patterns)!r}; give a file or a glob such as pipelines/*.py"
+            f"no pipeline matches {' '.join(patterns)!r}{among if modules else ''}; give a "
+            f"file or a glob such as pipelines/*.py"
         )
     return found
+
+
+def _defines_no_steps(path: str) -> bool:
+    """Whether the file imports and defines no steps. Anything else wrong with it is reported
+    when it runs, as for any pipeline."""
+    try:
+        load_pipeline(path)
+    except NoSteps:
+        return True
+    except Exception:
+        return False
+    return False
 
 
 def _keyed(
@@ -300,6 +330,9 @@ def baseline_update(
 ) -> int:
     """Run PIPELINES (default pipelines/*.py) TRIALS times and write the baseline to commit.
 
+    A file a glob finds that defines no steps (a helpers.py the pipelines import)
+    is skipped, with a note.
+
     A trial runs every pipeline once; each trial is kept whole, dated and stamped
     with its environment. With --add, the new trials join an existing baseline, so
     a workflow on pushes to main can make it stronger over time.
@@ -383,7 +416,10 @@ def _gate_options(fn):
                 envvar="TWICERUN_PIPELINES",
                 default=DEFAULT_PIPELINES,
                 show_default=True,
-                help="Pipeline files or globs, separated by spaces.",
+                help=(
+                    "Pipeline files or globs, separated by spaces. A file a glob finds that "
+                    "defines no steps (a helpers.py the pipelines import) is skipped."
+                ),
             ),
             click.option(
                 "--baseline",

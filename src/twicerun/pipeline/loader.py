@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from twicerun.errors import InvalidStep, PipelineError, UsageError
+from twicerun.errors import InvalidStep, NoSteps, PipelineError, UsageError
 from twicerun.pipeline.declarations import (
     StepDeclaration,
     declaration_of,
@@ -115,7 +115,7 @@ def load_pipeline(
         how = "functions"
     imported = _imported_ctx_functions(module, source_path) if how == "functions" else ()
     if not functions:
-        raise PipelineError(
+        raise NoSteps(
             f"{path} defines no steps: define top-level functions whose first parameter is "
             f"`ctx`, or a list STEPS of step functions"
         )
