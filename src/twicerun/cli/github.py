@@ -64,6 +64,7 @@ from twicerun.render.evidence import plural
 from twicerun.render.plaintext import markdown_to_text
 from twicerun.result import Result
 from twicerun.runner.loop import LoopOptions, run_pipeline
+from twicerun.runner.step_output import imports_print_to_stderr
 from twicerun.storage.atomic import write_bytes_atomic
 from twicerun.vocabulary.exits import BaselineExit, GateExit, PostExit
 from twicerun.vocabulary.gate import DEFAULT_FAIL_ON, FAIL_ON
@@ -120,7 +121,8 @@ def _defines_no_steps(path: str) -> bool:
     """Whether the file imports and defines no steps. Anything else wrong with it is reported
     when it runs, as for any pipeline."""
     try:
-        load_pipeline(path)
+        with imports_print_to_stderr():
+            load_pipeline(path)
     except NoSteps:
         return True
     except Exception:
