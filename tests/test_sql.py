@@ -33,3 +33,29 @@ def test_a_parquet_path_with_a_quote_in_it_is_read(tmp_path):
     assert con.execute(f"SELECT x FROM {sql.parquet(path)}").fetchone() == (42,)
     numbered = sql.parquet(path, file_row_number="true")
     assert con.execute(f"SELECT file_row_number FROM {numbered}").fetchone() == (0,)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(st.sampled_from("ab1[]*?{},'\" -_.é"), min_size=1, max_size=12))
+def test_a_file_literal_reads_that_file_even_where_its_name_is_a_glob(tmp_path_factory, stem):
+    """`part[1].csv` read through a plain string literal reads part1.csv where that exists.
+    (Not a backslash: DuckDB's glob takes it for a separator, so no escape can hold it.)"""
+    directory = tmp_path_factory.mktemp("files")
+    target = directory / f"{stem}.csv"
+    target.write_text("n\n1\n")
+    # Decoys a glob reading of the name would match: its glob characters as plain letters.
+    for decoy in {stem.translate(str.maketrans("[]*?", "1a1a")), "a1", "1"}:
+        if decoy != stem and "/" not in decoy:
+            (directory / f"{decoy}.csv").write_text("n\n2\n")
+    con = duckdb.connect()
+    assert con.execute(f"SELECT n FROM read_csv({sql.file(target)})").fetchall() == [(1,)]
+
+
+def test_a_file_literal_with_a_backslash_is_left_as_written_which_reads_it(tmp_path):
+    """Escaped, `?\\.csv` would read nothing: DuckDB's glob takes the backslash for a
+    separator. As written, its glob matches nothing and DuckDB reads the file of that name."""
+    target = tmp_path / "?\\.csv"
+    target.write_text("n\n1\n")
+    (tmp_path / "a.csv").write_text("n\n2\n")
+    con = duckdb.connect()
+    assert con.execute(f"SELECT n FROM read_csv({sql.file(target)})").fetchall() == [(1,)]

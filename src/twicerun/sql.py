@@ -25,9 +25,13 @@ _GLOB = str.maketrans({"[": "[[]", "*": "[*]", "?": "[?]"})
 
 
 def file(path: str | Path) -> str:
-    """A SQL string literal that DuckDB's readers take as exactly the file `path`, whatever
-    characters its name holds (each glob character in a class of its own)."""
-    return string(str(path).translate(_GLOB))
+    """A SQL string literal that DuckDB's readers take as exactly the file `path` (each glob
+    character in a class of its own). Not a path holding a backslash, which DuckDB's glob
+    takes for a separator, so that no class can hold it: such a path is left as written,
+    which DuckDB reads as that file wherever its glob matches nothing else. (DuckDB's glob
+    never lists such a file, so ctx.source never reads one through a glob.)"""
+    text = str(path)
+    return string(text if "\\" in text else text.translate(_GLOB))
 
 
 def parquet(path: str | Path, **options: str) -> str:
