@@ -4,8 +4,11 @@ exit code, on small pipelines built for each, and the three vocabularies kept ap
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -361,6 +364,50 @@ def test_reproduce_could_not_check_changed_code_changed_duckdb_and_a_missing_inp
     outcome = twicerun("reproduce", run, "--step", "first", "--json", "-")
     assert outcome.json()["steps"][0]["detail"] == "its code changed since it was recorded"
     assert outcome.code == 4
+
+
+def test_a_run_recorded_in_another_time_zone_is_named_not_called_a_divergence(
+    write_pipeline, tmp_path
+):
+    """DuckDB casts a TIMESTAMPTZ to a date or text in the machine's time zone, which nothing
+    recorded: `reproduce` in another zone said DIVERGED, and `diff` of two runs recorded in
+    two zones named no change in how the step was produced. Run in processes of their own,
+    since the zone is the process's."""
+    path = write_pipeline(
+        "def hour(ctx):\n"
+        "    ctx.write('h', \"SELECT strftime(TIMESTAMPTZ '2024-03-10 03:30:00+00', '%H') AS h\")\n"
+    )
+
+    def twicerun_in(zone: str, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "twicerun", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "TZ": zone},
+        )
+
+    recorded = []
+    for zone in ("UTC", "Pacific/Chatham"):
+        ran = twicerun_in(zone, "run", str(path), "--runs", "2", "--no-amplify", "--keep", "0")
+        assert ran.returncode == 0, ran.stderr
+        recorded.append(_invocations(tmp_path / ".twicerun")[-1])
+    utc, chatham = recorded
+    assert json.loads(receipt_path(utc, 1, 0).read_text())["time_zone"] == "UTC"
+
+    elsewhere = twicerun_in("Pacific/Chatham", "reproduce", str(utc), "--json", "-")
+    assert elsewhere.returncode == 4, elsewhere.stderr
+    assert json.loads(elsewhere.stdout)["steps"][0]["detail"] == (
+        "it was recorded in the time zone UTC; this session's is Pacific/Chatham "
+        "(set TZ=UTC to check it)"
+    )
+    # Another name for the same zone is the same zone.
+    assert twicerun_in("Etc/UTC", "reproduce", str(utc)).returncode == 0
+
+    diff = twicerun_in("UTC", "diff", str(utc), str(chatham), "--json", "-")
+    (step,) = json.loads(diff.stdout)["steps"]
+    assert step["verdict"] == "FIRST DIFFERENCE"
+    assert step["instrument"] == ["time zone (UTC against Pacific/Chatham)"]
 
 
 def test_a_helper_module_edited_since_the_run_is_named_not_called_a_divergence(

@@ -28,6 +28,7 @@ from twicerun.render.evidence import step_evidence
 from twicerun.render.instrument import engine as engine_named
 from twicerun.render.instrument import is_spark
 from twicerun.result import Environment, ResultFormatError, load_result
+from twicerun.runner.engines import session_time_zone
 from twicerun.runner.environment import default_threads
 from twicerun.runner.progress import ProgressEvent
 from twicerun.runner.replay import Scratch, audit_runs, recorded_inputs
@@ -264,6 +265,7 @@ def reproduce(run: str, pipeline_path: Path | None, only: tuple[str, ...], json_
                     duckdb.__version__,
                     directory=pipeline.path.resolve().parent,
                     modules_now=step.own.digests() if step.own is not None else None,
+                    time_zone_now=session_time_zone(pipeline.engine),
                 )
                 if receipt is None and record is not None and record.why:
                     why = record.why  # why there is none: unreadable, say, naming the value

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from twicerun.errors import UsageError
-from twicerun.storage.context import Connections
+from twicerun.storage.context import Connections, default_time_zone
 
 
 class Engine(Protocol):
@@ -38,6 +38,15 @@ def check_engine(name: str, master: str | None) -> None:
             f"--spark-master {master}: this pipeline runs on DuckDB, which has no master; "
             f"declare ENGINE = 'spark' in it, or pass --engine spark"
         )
+
+
+def session_time_zone(name: str) -> str:
+    """The time zone a step's session starts in on this engine, here and now."""
+    if name == "spark":
+        from twicerun.storage.spark_context import SESSION_SETTINGS
+
+        return SESSION_SETTINGS["spark.sql.session.timeZone"]
+    return default_time_zone()
 
 
 def open_engine(

@@ -177,6 +177,7 @@ def _receipt(
         duckdb=duckdb.__version__,
         platform=platform_stamp(),
         modules=step.own.digests() if step.own is not None else {},
+        time_zone=ctx._time_zone,
         **ended,
     )
 

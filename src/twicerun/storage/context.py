@@ -9,6 +9,7 @@ the bisect and the amplifiers differ only in what they hand over.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -381,6 +382,11 @@ class StepContext(ContractChecks):
         """The thread count in force for this execution."""
         return self._threads
 
+    @property
+    def _time_zone(self) -> str:
+        # The machine's: a step starts in it unless it sets its own.
+        return default_time_zone()
+
     def _threads_left(self) -> int | None:
         """The connection's thread count once the step is done, which a `SET threads`
         inside the step changes; None when it cannot be read, or when no SQL the step
@@ -684,6 +690,41 @@ def duckdb_glob(con: duckdb.DuckDBPyConnection, text: str) -> list[str]:
     which Python's glob module does alike. Every engine expands a ctx.source glob here, so a
     pipeline reads the same files on Spark as on DuckDB."""
     return [row[0] for row in con.execute("SELECT file FROM glob(?)", [text]).fetchall()]
+
+
+@functools.cache
+def default_time_zone() -> str:
+    """The TimeZone a fresh DuckDB connection starts in (the machine's, from TZ or the system
+    setting): it decides what a TIMESTAMPTZ becomes when a step casts it to a date or text,
+    so it is part of how an output was produced. Asked once per process."""
+    con = duckdb.connect(":memory:")
+    try:
+        return str(con.execute("SELECT current_setting('TimeZone')").fetchone()[0])
+    finally:
+        con.close()
+
+
+@functools.cache
+def same_time_zone(a: str, b: str) -> bool:
+    """Whether DuckDB puts every hour from 1970 to 2060 at the same local time in zones `a`
+    and `b`: true of two names for one zone (Etc/UTC and UTC, US/Eastern and
+    America/New_York), which would otherwise read as a change. A name DuckDB does not know
+    is a different zone."""
+    if a == b:
+        return True
+    con = duckdb.connect(":memory:")
+    try:
+        (same,) = con.execute(
+            "SELECT bool_and((t AT TIME ZONE ?) = (t AT TIME ZONE ?)) FROM range("
+            "TIMESTAMPTZ '1970-01-01 00:00:00+00', TIMESTAMPTZ '2060-01-01 00:00:00+00', "
+            "INTERVAL 1 HOUR) r(t)",
+            [a, b],
+        ).fetchone()
+        return bool(same)
+    except duckdb.Error:
+        return False
+    finally:
+        con.close()
 
 
 def open_connection(threads: int, spill_dir: Path | None = None) -> duckdb.DuckDBPyConnection:

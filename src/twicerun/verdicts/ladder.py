@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 
 from twicerun.display import ljust, widest
+from twicerun.storage.context import same_time_zone
 from twicerun.verdicts.explain import explain
 from twicerun.verdicts.recorded import RecordedRun, RecordedStep
 from twicerun.vocabulary.ladder import Comparing, Locating, Rung
@@ -25,6 +26,7 @@ INSTRUMENT = (
     ("threads", "threads"),
     ("seed", "seed"),
     ("platform", "platform"),
+    ("time_zone", "time zone"),
 )
 
 
@@ -118,6 +120,8 @@ def instrument_changes(a: RecordedStep, b: RecordedStep) -> list[str]:
             if left or right:
                 changes.append(f"{shown} not recorded in {side} run")
             continue
+        if name == "time_zone" and same_time_zone(left, right):
+            continue  # two names for one zone (Etc/UTC, UTC)
         if left != right:
             if name == "code_digest":
                 changes.append(f"{shown} ({str(left)[:12]} against {str(right)[:12]})")

@@ -15,6 +15,7 @@ from typing import Any
 import duckdb
 
 from twicerun.display import ljust, widest
+from twicerun.storage.context import same_time_zone
 from twicerun.storage.receipts import RECEIPT_VERSION, Receipt
 from twicerun.verdicts.explain import explain
 from twicerun.verdicts.recorded import Output
@@ -93,6 +94,7 @@ def cannot_check(
     duckdb_version: str,
     directory: Path | None = None,
     modules_now: dict[str, str] | None = None,
+    time_zone_now: str | None = None,
 ) -> str:
     """Why re-executing this step would not test its record, or "".
 
@@ -132,6 +134,13 @@ def cannot_check(
         return "its receipt records no DuckDB version (written by an older twicerun)"
     if receipt.duckdb != duckdb_version:
         return f"it was recorded with DuckDB {receipt.duckdb}; this is {duckdb_version}"
+    if receipt.time_zone and time_zone_now and not same_time_zone(receipt.time_zone, time_zone_now):
+        # A TIMESTAMPTZ cast to a date or text lands elsewhere in another zone: the step
+        # would differ without having changed.
+        return (
+            f"it was recorded in the time zone {receipt.time_zone}; this session's is "
+            f"{time_zone_now} (set TZ={receipt.time_zone} to check it)"
+        )
     for source in receipt.sources:
         for f in source.files:
             if not Path(f.path).is_file():
