@@ -35,7 +35,7 @@ def test_a_parquet_path_with_a_quote_in_it_is_read(tmp_path):
     assert con.execute(f"SELECT file_row_number FROM {numbered}").fetchone() == (0,)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(st.text(st.sampled_from("ab1[]*?{},'\" -_.é"), min_size=1, max_size=12))
 def test_a_file_literal_reads_that_file_even_where_its_name_is_a_glob(tmp_path_factory, stem):
     """`part[1].csv` read through a plain string literal reads part1.csv where that exists.
