@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from twicerun.result import Environment, Result, StepResult
+from twicerun.result import Environment, Result, StepResult, load_result
 
 README = """# A project
 
@@ -256,24 +257,15 @@ def test_a_result_holding_a_value_of_the_wrong_type_is_refused_naming_it(
     assert said in outcome.err and "not of the type twicerun writes there" in outcome.err
 
 
-def test_a_pipeline_whose_file_name_no_marker_could_hold_gets_a_table_one_can(twicerun, tmp_path):
+def test_a_pipeline_whose_file_name_no_marker_could_hold_gets_a_table_one_can(
+    twicerun, artifact, tmp_path
+):
     """`pipé line.py` rendered a table named `steps-pipé line`, and no marker pair could
     name it: the space, and then the é, were outside the names a marker held."""
-    result = Result(
-        pipeline="pipelines/pipé line, v2.py",
-        runs=2,
-        contained=True,
-        policy="strict",
-        environment=Environment("2.0.1", 2, "Linux-x86_64", "3.11.7", "0.2.0"),
-        seconds=0.5,
-        steps=[
-            StepResult(
-                index=0, name="集計", line=1, fired=0, compared=1, status="NO_DIVERGENCE_OBSERVED"
-            )
-        ],
-    )
-    artifact = tmp_path / "result.json"
-    artifact.write_text(result.to_json())
+    result = load_result(artifact)
+    step = replace(result.steps[0], name="集計", compared=1)
+    renamed = replace(result, pipeline="pipelines/pipé line, v2.py", steps=[step])
+    artifact.write_text(renamed.to_json())
     readme = tmp_path / "README.md"
     readme.write_bytes(
         "# Ü\r\n\r\n<!-- twicerun:steps-pipé-line-v2 -->\r\n<!-- /twicerun:steps-pipé-line-v2 -->\r\n".encode()
