@@ -195,6 +195,23 @@ def test_a_module_the_pipelines_import_is_not_taken_for_a_pipeline(repo, twiceru
         assert "helpers.py defines no steps" in outcome.err
 
 
+def test_the_gate_run_off_a_runner_leaves_nothing_in_the_working_tree(repo, twicerun, monkeypatch):
+    """Without RUNNER_TEMP the gate wrote its document into the directory it ran from,
+    the repository being checked."""
+    monkeypatch.delenv("RUNNER_TEMP", raising=False)
+    Path("pipelines/steady.py").write_text(STEADY)
+    update(twicerun, "pipelines/steady.py")
+    before = sorted(p.name for p in Path(".").iterdir() if p.name != ".twicerun")
+    outcome = twicerun(
+        "gate", "--pipelines", "pipelines/steady.py", "--baseline", "baseline.json",
+        "--baseline-source", "pull-request", "--no-amplify", "--no-comment",
+    )  # fmt: skip
+    assert outcome.code == 0, outcome.err
+    assert sorted(p.name for p in Path(".").iterdir() if p.name != ".twicerun") == before
+    (document,) = Path(".twicerun").glob("twicerun-*-result.json")
+    assert json.loads(document.read_text())["decisions"]
+
+
 def test_a_pipeline_the_baseline_lacks_fails_unless_told_otherwise(repo, twicerun):
     update(twicerun, "pipelines/coins.py")
     Path("pipelines/new.py").write_text(OTHER)

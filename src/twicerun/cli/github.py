@@ -683,6 +683,11 @@ def gate(json_path, comment, amplify, token_file, comment_id, sarif_path, **opti
     """The GitHub Action's one step: compare with the baseline, then comment, annotate,
     summarise and set outputs, from the environment a workflow runner provides."""
     workflow = Workflow.from_environ(os.environ)
+    if not os.environ.get("RUNNER_TEMP"):
+        # Not on a runner: the document (and a comment that could not be posted) go beside
+        # the invocations, not into the working tree of the repository being checked.
+        options["run_dir"].mkdir(parents=True, exist_ok=True)
+        workflow = dataclasses.replace(workflow, runner_temp=options["run_dir"])
     workflow.refuse_fork_code_with_secrets()
     # Pipelines are code from the pull request: they run without the token, which
     # only the posting code gets back.
