@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import platform
 from typing import Any
 
@@ -10,17 +9,12 @@ import duckdb
 
 from twicerun._version import __version__
 from twicerun.result import Environment
+from twicerun.storage.context import fresh_defaults
 
 
-@functools.cache
 def default_threads() -> int:
-    """The thread count DuckDB picks on this machine when nobody sets one. Asked once per
-    process: opening a database to ask costs about as much as a small step."""
-    con = duckdb.connect(":memory:")
-    try:
-        return int(con.execute("SELECT current_setting('threads')").fetchone()[0])
-    finally:
-        con.close()
+    """The thread count DuckDB picks on this machine when nobody sets one."""
+    return fresh_defaults()[0]
 
 
 def platform_stamp() -> str:

@@ -21,7 +21,7 @@ from twicerun.compare.digest import Digests, digests
 from twicerun.errors import BadInput, ContractError, StepCrashed, UnsupportedColumn
 from twicerun.pipeline import Step
 from twicerun.pipeline.loader import line_in
-from twicerun.runner.engines import Engine
+from twicerun.runner.engines import Engine, session_time_zone
 from twicerun.runner.environment import platform_stamp
 from twicerun.runner.interrupts import reraise_if_requested
 from twicerun.storage.context import ArtifactRef
@@ -102,7 +102,10 @@ def execute_step(
         reraise_if_requested(exc)
         error = "".join(traceback.format_exception(exc)).rstrip()
         save_receipt(
-            out_dir, _receipt(step, address, threads, seconds, ctx, outcome="raised", error=error)
+            out_dir,
+            _receipt(
+                step, address, threads, seconds, ctx, connections, outcome="raised", error=error
+            ),
         )
         raise StepCrashed(
             index=step.index,
@@ -148,6 +151,7 @@ def execute_step(
         threads,
         seconds,
         ctx,
+        connections,
         outcome="ok",
         artifacts=records,
         sql_outside_ctx=ctx.output.sql_outside_ctx,
@@ -159,7 +163,7 @@ def execute_step(
 
 
 def _receipt(
-    step: Step, address: RunAddress, threads: int, seconds: float, ctx, **ended
+    step: Step, address: RunAddress, threads: int, seconds: float, ctx, engine: Engine, **ended
 ) -> Receipt:
     """What every receipt of an execution says, whatever it ended in, plus how it ended."""
     return Receipt(
@@ -177,7 +181,7 @@ def _receipt(
         duckdb=duckdb.__version__,
         platform=platform_stamp(),
         modules=step.own.digests() if step.own is not None else {},
-        time_zone=ctx._time_zone,
+        time_zone=session_time_zone(engine.name),
         **ended,
     )
 

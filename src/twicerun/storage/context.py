@@ -382,11 +382,6 @@ class StepContext(ContractChecks):
         """The thread count in force for this execution."""
         return self._threads
 
-    @property
-    def _time_zone(self) -> str:
-        # The machine's: a step starts in it unless it sets its own.
-        return default_time_zone()
-
     def _threads_left(self) -> int | None:
         """The connection's thread count once the step is done, which a `SET threads`
         inside the step changes; None when it cannot be read, or when no SQL the step
@@ -693,15 +688,23 @@ def duckdb_glob(con: duckdb.DuckDBPyConnection, text: str) -> list[str]:
 
 
 @functools.cache
-def default_time_zone() -> str:
-    """The TimeZone a fresh DuckDB connection starts in (the machine's, from TZ or the system
-    setting): it decides what a TIMESTAMPTZ becomes when a step casts it to a date or text,
-    so it is part of how an output was produced. Asked once per process."""
+def fresh_defaults() -> tuple[int, str]:
+    """What a fresh DuckDB connection starts with on this machine when nobody sets them: its
+    thread count, and its TimeZone (the machine's, from TZ or the system setting), which
+    decides what a TIMESTAMPTZ becomes when a step casts it to a date or text. Asked once per
+    process: opening a database to ask costs about as much as a small step."""
     con = duckdb.connect(":memory:")
     try:
-        return str(con.execute("SELECT current_setting('TimeZone')").fetchone()[0])
+        threads, zone = con.execute(
+            "SELECT current_setting('threads'), current_setting('TimeZone')"
+        ).fetchone()
+        return int(threads), str(zone)
     finally:
         con.close()
+
+
+def default_time_zone() -> str:
+    return fresh_defaults()[1]
 
 
 @functools.cache

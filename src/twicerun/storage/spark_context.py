@@ -289,11 +289,6 @@ class SparkStepContext(ContractChecks):
         """This step's SparkSession, for the DataFrame API."""
         return self.session
 
-    @property
-    def _time_zone(self) -> str:
-        # Set for every session (SESSION_SETTINGS), whatever the machine's.
-        return SESSION_SETTINGS["spark.sql.session.timeZone"]
-
     def _split(self, ref: ArtifactRef) -> Any:
         """The file as `threads` partitions of consecutive rows, in file order, the same
         partitions every time: chunk j of the rows goes to partition j, by a key whose hash
