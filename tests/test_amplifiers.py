@@ -52,11 +52,28 @@ def test_tie_collapse_raises_density_with_real_values_and_leaves_the_most_distin
     assert len(customers_after) == 4
 
 
-def test_tie_collapse_into_one_value_says_one_value(tmp_path):
-    # It said "into 1 values".
+def test_tie_collapse_never_folds_a_column_into_one_value(tmp_path):
+    """A column of one value is a constant: a step keeping the first row per key could no
+    longer show the order its rows came in. It was folded into 1 value below 500 rows."""
     source = events(tmp_path, rows=400, customers=40)
-    outcome = collapse_ties(CON, source, tmp_path / "out.parquet", artifact="events")
-    assert "events.customer into 1 value, from 10 to 400 rows per value" in outcome.detail
+    target = tmp_path / "out.parquet"
+    outcome = collapse_ties(CON, source, target, artifact="events")
+    assert "events.customer into 2 values, from 10 to 200 rows per value" in outcome.detail
+    customers = sorted({r[1] for r in rows_of(source)})
+    assert {r[1] for r in rows_of(target)} == {customers[0], customers[-1]}
+
+
+def test_tie_collapse_keeps_the_order_of_values_and_ties_the_extremes(tmp_path):
+    """Runs of consecutive values each take one value, the least and the greatest among
+    them, so a value never passes one it was below and a top N either way meets ties."""
+    source = events(tmp_path, rows=2000, customers=50)
+    target = tmp_path / "out.parquet"
+    collapse_ties(CON, source, target, artifact="events")
+    pairs = sorted({(b[1], a[1]) for b, a in zip(rows_of(source), rows_of(target), strict=True)})
+    folded = [new for _, new in pairs]
+    assert folded == sorted(folded)  # sorted by the old value, the new ones never go down
+    assert folded[0] == pairs[0][0] and folded[-1] == pairs[-1][0]
+    assert len(set(folded)) == 4
 
 
 def test_tie_collapse_declines_when_the_column_is_already_dense(tmp_path):
@@ -122,7 +139,11 @@ def test_row_multiplication_writes_each_copy_whole_and_in_file_order(tmp_path):
     assert rows_of(target) == before + [(r[0] + 300_000, *r[1:]) for r in before]
 
 
-def test_the_joint_copy_is_tie_collapse_then_row_multiplication_in_one_pass(tmp_path):
+def test_the_joint_copy_is_the_rows_then_their_collapsed_copy_in_one_pass(tmp_path):
+    """The first copy is the input as it was, so a folded column cannot take away what
+    reordering its rows would show; the second is tie collapse then row multiplication's
+    second copy (the id shifted past its range). The joint copy used to be collapsed
+    throughout."""
     source = events(tmp_path, rows=300_000)
     collapsed, twice = tmp_path / "collapsed.parquet", tmp_path / "twice.parquet"
     collapse_ties(CON, source, collapsed, artifact="events")
@@ -131,7 +152,7 @@ def test_the_joint_copy_is_tie_collapse_then_row_multiplication_in_one_pass(tmp_
     joint = tmp_path / "joint.parquet"
     outcome = multiply_rows(CON, source, joint, artifact="events", collapse=plan)
     assert outcome == Applied("events 300,000 rows to 600,000")
-    assert rows_of(joint) == rows_of(twice)
+    assert rows_of(joint) == rows_of(source) + rows_of(twice)[300_000:]
 
 
 def test_the_facts_of_a_collapsed_input_are_derived_exactly(tmp_path):
@@ -273,7 +294,8 @@ def test_tie_collapse_declining_a_small_input_does_not_claim_it_is_past_the_targ
     pq.write_table(pa.table({"id": [1, 2, 3], "shop": ["a", "a", "a"]}), path)
     outcome = collapse_ties(CON, path, tmp_path / "out.parquet", artifact="small")
     assert outcome == Declined(
-        "every column of small that could tie has 1 value or fewer across its 3 rows, already "
-        "as few as folding to one value per 500 rows would leave, so there is nothing to fold"
+        "every column of small that could tie has 1 value or fewer across its 3 rows, no "
+        "more than folding would leave (one value per 500 rows, and never fewer than 2), so "
+        "there is nothing to fold"
     )
     assert not (tmp_path / "out.parquet").exists()

@@ -353,3 +353,48 @@ def test_files_named_like_globs_are_read_as_duckdb_reads_them_and_named_as_read(
         assert source["rows"] == len(wrote)
         # And the receipt names the files those rows came from.
         assert sorted(Path(f["path"]).name for f in source["files"]) == names[step]
+
+
+# The input amplifiers on a source -------------------------------------------------------
+
+FIRST_OF_A_SOURCE = """
+import os
+
+def first_per_key(ctx):
+    ctx.source("raw", os.environ["ONE_FILE"])
+    ctx.sql("SET threads = 1")
+    ctx.write("firsts", "SELECT i % 10 AS k, first(j) AS j FROM raw GROUP BY ALL")
+
+def first_per_key_tiebreak(ctx):
+    ctx.source("raw", os.environ["ONE_FILE"])
+    ctx.sql("SET threads = 1")
+    ctx.write("firsts_tiebreak", "SELECT i % 10 AS k, arg_min(j, i) AS j FROM raw GROUP BY ALL")
+"""
+
+
+def test_rows_read_through_a_source_are_stressed_like_an_artifact(
+    twicerun, write_pipeline, tmp_path, monkeypatch, run_dir
+):
+    """A step that keeps the first row per key of one file, on one thread, is deterministic
+    for as long as the rows arrive in one order; only arrival order can show it. It came
+    out NO_DIVERGENCE_OBSERVED: the input amplifiers stressed only what ctx.read read."""
+    data = tmp_path / "one.csv"
+    data.write_text("i,j\n" + "".join(f"{i},{(i * 7919) % 1000}\n" for i in range(200)))
+    monkeypatch.setenv("ONE_FILE", str(data))
+    outcome = twicerun("run", write_pipeline(FIRST_OF_A_SOURCE), "--amplify", "--json", "-")
+    steps = {s["name"]: s for s in outcome.json()["steps"]}
+    broken, twin = steps["first_per_key"], steps["first_per_key_tiebreak"]
+    assert broken["fired"] == 0 and broken["status"] == "STABLE_ON_THIS_INPUT", broken
+    (order,) = [a for a in broken["amplifiers"] if a["kind"] == "arrival order"]
+    assert order["fired"] > 0 and order["detail"].startswith("source raw: run 1 as written")
+    assert twin["status"] == "NO_DIVERGENCE_OBSERVED", twin
+    assert {a["kind"] for a in twin["amplifiers"] if a["declined"] is None} >= {
+        "tie collapse",
+        "row multiplication",
+        "arrival order",
+    }
+    assert outcome.code == 4
+    # The copies of the source were the invocation's, and are gone with its amplified inputs.
+    (invocation,) = [p for p in run_dir.iterdir() if p.is_dir()]
+    assert not (invocation / "amplified").exists()
+    assert data.read_text().startswith("i,j\n0,0\n")  # the file itself untouched

@@ -13,25 +13,35 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
+import duckdb
 import pyarrow.parquet as pq
 
+from twicerun.errors import ContractError
 from twicerun.pipeline import Step
 from twicerun.result import Series
 from twicerun.runner.amplify.arrival_order import reorder
-from twicerun.runner.amplify.base import Applied, Declined, Facts, Outcome, column_facts
+from twicerun.runner.amplify.base import (
+    Applied,
+    Declined,
+    Facts,
+    Outcome,
+    column_facts,
+    copy_ordered,
+)
 from twicerun.runner.amplify.file_order import permutation
 from twicerun.runner.amplify.row_multiplication import multiply_rows
 from twicerun.runner.amplify.tie_collapse import Collapse, collapse_ties, plan_collapse
 from twicerun.runner.interrupts import reraise_if_requested
 from twicerun.runner.scoring import listed
 from twicerun.runner.series import Workbench, run_series
-from twicerun.storage.context import ArtifactRef
+from twicerun.storage.context import SOURCE_COPY, ArtifactRef, source_query
 from twicerun.storage.layout import LOOP, RunAddress, step_dir_name
+from twicerun.storage.receipts import SourceRecord
 from twicerun.vocabulary.loop import Amplifier
 
 PROBE_RUNS = 3
-# The variant under which the joint probe's copy of an input (ties collapsed where that
-# applies, rows multiplied) is kept, and the tag of the joint probe's reorderings of it.
+# The variant under which the joint probe's copy of an input (rows multiplied, the added
+# copy's ties collapsed where that applies) is kept, and the tag of the joint probe's reorderings of it.
 _STACKED = 99
 _JOINT = "joint"
 AMPLIFIED_DIR = "amplified"
@@ -102,6 +112,40 @@ class Stressed:
             if not isinstance(self._made.pop(slot), Declined):
                 self.bench.janitor.remove(self._path(amplifier, name, variant, tag))
 
+    def source_copy(self, step: Step, source: SourceRecord) -> ArtifactRef | str:
+        """The rows the step read through ctx.source as `source`, written once in the order
+        DuckDB reads the files, for the input transforms to stress as they do an artifact;
+        or why they could not be written."""
+        target = (
+            self.bench.invocation.root
+            / AMPLIFIED_DIR
+            / "sources"
+            / (f"{step_dir_name(step.index, step.name)}-{source.name}.parquet")
+        )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        files = [f.path for f in source.files]
+        try:
+            copy_ordered(self.bench.con, source_query(source.reader, files, source.options), target)
+        except (duckdb.Error, ContractError) as exc:
+            # The step read these files a moment ago; a copy that fails is a gap in what
+            # was varied, said as such, not a finding about the step.
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return f"its source {source.name} could not be copied to stress it ({first})"
+        return ArtifactRef(
+            f"{SOURCE_COPY}{source.name}",
+            f"{AMPLIFIED_DIR}/sources",
+            step.index,
+            step.name,
+            target,
+            pq.read_metadata(target).num_rows,
+        )
+
+    def forget_source(self, copy: ArtifactRef) -> None:
+        """Delete a source's copy and every stressed copy of it: they were one step's."""
+        self.forget(copy.name)
+        self._facts.pop(copy.path, None)
+        self.bench.janitor.remove(copy.path)
+
     def _path(self, amplifier: str, name: str, variant: int, tag: str = "") -> Path:
         suffix = (f"-v{variant}" if variant else "") + (f"-{tag}" if tag else "")
         return (
@@ -115,8 +159,9 @@ class Stressed:
                 con, ref.path, target, artifact=ref.name, facts=self._facts_of(ref.path)
             )
         if amplifier == Amplifier.ROW_MULTIPLICATION:
-            # The joint probe's stacked input: ties collapsed (where that applies) and rows
-            # multiplied in one pass, so the collapsed copy is never written on its own.
+            # The joint probe's stacked input: rows multiplied and the added copy's ties
+            # collapsed (where that applies) in one pass, so the collapsed copy is never
+            # written on its own.
             collapse = self.collapse_of(ref) if variant == _STACKED else None
             return multiply_rows(
                 con,
@@ -164,23 +209,30 @@ def amplify(
     loop_run1 = RunAddress(LOOP, 1)
     original = bench.records.visible(loop_run1, step.index)
     receipt = bench.records.get(loop_run1, step.index)
-    read = [r.name for r in receipt.reads if r.via == "read"] if receipt else []
     label = f"amplify-{step_dir_name(step.index, step.name)}"
     made: dict[Amplifier, Series | dict] = {}
+    inputs = _Inputs(bench, stressed, step, receipt, original)
 
     def plan(amplifier: Amplifier) -> Series | dict:
         # Made when first needed: a joint probe that stays quiet never needs its members'
         # own inputs, and writing a stressed input is most of an amplifier's overhead.
         if amplifier not in made:
-            made[amplifier] = _plan(
-                bench, step, stressed, amplifier, receipt, original, read, threads
-            )
+            made[amplifier] = _plan(bench, stressed, amplifier, receipt, original, inputs, threads)
         return made[amplifier]
 
     settled: dict[Amplifier, Series] = {}
     split: Series | None = None
-    if probe:
-        settled, split = _together(bench, step, stressed, plan, original, read, label, runs, probe)
+    try:
+        if probe:
+            settled, split = _together(bench, step, stressed, plan, inputs, label, runs, probe)
+        found = _each(bench, step, plan, settled, label, runs, probe)
+    finally:
+        inputs.forget()
+    return _charge_together(found, split) if split is not None else found
+
+
+def _each(bench, step, plan, settled, label, runs, probe) -> list[Series]:
+    """Every amplifier's Series: the joint probe's where it settled one, else its own."""
     found = []
     for amplifier in Amplifier:
         if amplifier in settled:
@@ -201,7 +253,71 @@ def amplify(
                     **planned,
                 )
             )
-    return _charge_together(found, split) if split is not None else found
+    return found
+
+
+class _Inputs:
+    """What the input amplifiers may stress in one step: each artifact it read through
+    ctx.read, and on DuckDB a copy of the rows of each source it read through ctx.source
+    (written once, when first needed, and deleted with its stressed copies after the step).
+
+    A source's copy is keyed SOURCE_COPY + its name, which is how the step's ctx.source
+    finds it in place of the files; the input transforms treat it as any artifact."""
+
+    def __init__(self, bench: Workbench, stressed: Stressed, step: Step, receipt, original):
+        self.bench, self.stressed, self.step = bench, stressed, step
+        self.original = original
+        self.read = [r.name for r in receipt.reads if r.via == "read"] if receipt else []
+        self.sources = list(receipt.sources) if receipt else []
+        self._made: tuple[Mapping[str, ArtifactRef], list[str], list[str]] | None = None
+
+    def _make(self) -> tuple[Mapping[str, ArtifactRef], list[str], list[str]]:
+        if self._made is None:
+            copies: dict[str, ArtifactRef] = {}
+            unstressed: list[str] = []
+            names = [s.name for s in self.sources]
+            for source in self.sources:
+                if self.bench.connections.name != "duckdb":
+                    unstressed.append(
+                        f"its source {source.name} is read by Spark's own reader, which the "
+                        f"input amplifiers do not stand in for"
+                    )
+                elif names.count(source.name) > 1:
+                    if source is self.sources[names.index(source.name)]:
+                        unstressed.append(
+                            f"its source {source.name} is read more than once, from "
+                            f"different calls, so no one copy stands in for it"
+                        )
+                else:
+                    made = self.stressed.source_copy(self.step, source)
+                    if isinstance(made, ArtifactRef):
+                        copies[SOURCE_COPY + source.name] = made
+                    else:
+                        unstressed.append(made)
+            self._made = (ChainMap(copies, self.original), [*self.read, *copies], unstressed)
+        return self._made
+
+    @property
+    def stressable(self) -> Mapping[str, ArtifactRef]:
+        """The loop's inputs, with each source's copy beside them."""
+        return self._make()[0]
+
+    @property
+    def names(self) -> list[str]:
+        """The keys in `stressable` the input amplifiers stress, artifacts first."""
+        return self._make()[1]
+
+    def nothing_to_stress(self) -> str:
+        """Why no input amplifier applies; read only when `names` is empty."""
+        unstressed = self._make()[2]
+        if not unstressed:
+            return "this step reads no artifact through ctx.read, so there is no input to stress"
+        return f"this step reads no artifact through ctx.read, and {'; '.join(unstressed)}"
+
+    def forget(self) -> None:
+        if self._made is not None:
+            for key in self._made[1][len(self.read) :]:
+                self.stressed.forget_source(self._made[0][key])
 
 
 def _charge_together(found: list[Series], joint: Series) -> list[Series]:
@@ -241,7 +357,7 @@ def _charge_together(found: list[Series], joint: Series) -> list[Series]:
     return charged
 
 
-def _plan(bench, step, stressed, amplifier, receipt, original, read, threads) -> Series | dict:
+def _plan(bench, stressed, amplifier, receipt, original, inputs, threads) -> Series | dict:
     """How one amplifier would run on this step (run_series' arguments), or the Series
     saying why it cannot (declined, or its transform failed)."""
     if amplifier == Amplifier.FILE_ORDER:
@@ -267,14 +383,11 @@ def _plan(bench, step, stressed, amplifier, receipt, original, read, threads) ->
             detail=f"threads raised to {raised} from the {threads} in the loop",
             same_inputs_as_loop=True,
         )
-    if not read:
-        return Series(
-            kind=amplifier,
-            threads=threads,
-            declined="this step reads no artifact through ctx.read, so there is no input to stress",
-        )
     try:
-        inputs_for, detail, declined = _inputs(stressed, amplifier, original, read)
+        read = inputs.names
+        if not read:
+            return Series(kind=amplifier, threads=threads, declined=inputs.nothing_to_stress())
+        inputs_for, detail, declined = _inputs(stressed, amplifier, inputs.stressable, read)
     except Exception as exc:  # an amplifier that raises is a finding, never a clean zero
         reraise_if_requested(exc)
         return Series(kind=amplifier, threads=threads, error=f"{type(exc).__name__}: {exc}")
@@ -283,9 +396,10 @@ def _plan(bench, step, stressed, amplifier, receipt, original, read, threads) ->
     return dict(threads=threads, inputs_for=inputs_for, detail=detail)
 
 
-def _together(bench, step, stressed, plan, original, read, label, runs, probe):
+def _together(bench, step, stressed, plan, inputs, label, runs, probe):
     """One probe with the variation of every member of TOGETHER that applies: each input's
-    ties collapsed and its rows multiplied, then reordered run by run, at raised threads.
+    rows multiplied, the added copy's ties collapsed, then reordered run by run, at raised
+    threads.
 
     Each member's Series when the probe showed no difference at all. When it showed one,
     no member is settled (each runs on its own) and the probe, continued to the full count
@@ -298,10 +412,10 @@ def _together(bench, step, stressed, plan, original, read, label, runs, probe):
     # when there is no probe) opens while the inputs are written, not after.
     first = threads["threads_for"](1) if threads.get("threads_for") else threads["threads"]
     bench.connections.warm(first)
-    if not read:
-        return {}, None
     try:
-        inputs_for, details = _joint(stressed, original, read)
+        if not inputs.names:
+            return {}, None
+        inputs_for, details = _joint(stressed, inputs.stressable, inputs.names)
     except Exception as exc:
         reraise_if_requested(exc)
         return {}, None  # each member runs, and fails or not, on its own
@@ -346,9 +460,9 @@ _JOINT_DETAIL_ORDER = (
 
 def _joint(stressed, original, read):
     """The joint probe's inputs per run, and what each input amplifier changed (only those
-    that changed something). Run 1 reads each input with its ties collapsed and its rows
-    multiplied, where those apply, written in one pass; later runs read the same rows
-    reordered."""
+    that changed something). Run 1 reads each input with its rows multiplied and the added
+    copy's ties collapsed, where those apply, written in one pass; later runs read the same
+    rows reordered."""
     # Overlays on the loop's inputs: only what a step reads is ever resolved.
     base = ChainMap({}, original)
     changed: dict[Amplifier, list[str]] = {}
@@ -368,6 +482,10 @@ def _joint(stressed, original, read):
         for name in read
         if stressed.get(Amplifier.ARRIVAL_ORDER, base[name], variant=2, tag=_JOINT)[0] is not None
     ]
+    if Amplifier.TIE_COLLAPSE in changed:
+        changed[Amplifier.TIE_COLLAPSE].append(
+            "each in the added copy of the rows, the first copy as it was"
+        )
     if reordered:
         changed[Amplifier.ARRIVAL_ORDER] = [
             f"{', '.join(reordered)}: run 1 as stressed above, run 2 with row groups reversed, "

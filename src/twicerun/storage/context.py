@@ -90,6 +90,19 @@ def check_name(name: Any, call: str, where: str) -> str:
 
 _READERS = {".parquet": "parquet", ".csv": "csv", ".tsv": "csv"}
 
+# The key under which an amplifier hands a step, in `visible`, a stressed copy of one of
+# its sources, read in place of the files: "source " and the source's name. The space
+# keeps it from ever naming an artifact (a name is an identifier), so ctx.read cannot
+# reach it and only ctx.source looks it up.
+SOURCE_COPY = "source "
+
+
+def source_query(reader: str, files: list[str], options: dict[str, Any], head: str = "") -> str:
+    """The query ctx.source exposes as its view: the files read as DuckDB reads that list,
+    with the options as given. The amplifiers write a source's rows from the same query."""
+    paths = ", ".join(sql.file(path) for path in files)
+    return f"SELECT * FROM read_{reader}([{paths}]{_options(head, options)})"
+
 
 def _reader_of(head: str, files: list[str]) -> str:
     kinds = set()
@@ -364,7 +377,7 @@ class ContractChecks:
             )
         if not self._visible:
             return f"{head}: no earlier step wrote any artifact"
-        listed = ", ".join(sorted(self._visible))
+        listed = ", ".join(sorted(n for n in self._visible if not n.startswith(SOURCE_COPY)))
         return f"{head}: no earlier step wrote an artifact called {name}; the ones that exist are {listed}"
 
 
@@ -414,15 +427,18 @@ class StepContext(ContractChecks):
         head = f"ctx.source({name!r}, files) in {self._where}"
         listed = self._listed(head, files)
         reader = _reader_of(head, listed)
-        rendered = _options(head, options)
+        _options(head, options)  # a bad option is refused before any file is read
         order = list(range(len(listed)))
         if self._source_order is not None and len(listed) > 1:
             order = self._source_order(name, len(listed))
-        paths = ", ".join(sql.file(listed[i]) for i in order)
-        self._con.execute(
-            f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS "
-            f"SELECT * FROM read_{reader}([{paths}]{rendered})"
-        )
+        copy = self._visible.get(SOURCE_COPY + name)
+        if copy is not None:
+            # An amplifier's stressed copy of these rows, read instead of the files; the
+            # receipt still names the files, which is what the step asked for.
+            query = f"SELECT * FROM {sql.parquet(copy.path)}"
+        else:
+            query = source_query(reader, [listed[i] for i in order], options, head)
+        self._con.execute(f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS {query}")
         # Counting reads every file's schema (and, for CSV, its rows), so a list DuckDB
         # cannot read in this order raises here, where the step asked for it.
         (rows,) = self._con.execute(f"SELECT count(*) FROM {sql.identifier(name)}").fetchone()

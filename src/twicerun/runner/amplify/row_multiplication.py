@@ -43,8 +43,9 @@ def multiply_rows(
     facts: Facts | None = None,
     collapse: Collapse | None = None,
 ) -> Outcome:
-    """With `collapse`, the rows multiplied are the source's with its ties collapsed, in one
-    pass: the joint probe's input, without writing the collapsed copy first."""
+    """With `collapse`, the copies after the first are the source's rows with their ties
+    collapsed, in one pass: the joint probe's input, without writing the collapsed copy
+    first. The first copy is the source's rows as they are."""
     facts = facts or column_facts(con, source)
     if collapse is not None:
         facts = collapse.facts(facts)
@@ -66,12 +67,19 @@ def multiply_rows(
         )
         copy_ordered(con, query, target)
     else:
+        # The first copy is the rows as they were and only the added ones are collapsed:
+        # folding a column takes away the differences between its rows, which another
+        # stress (rows in another order) may need. A step that keeps the first of each
+        # key's rows on one thread moves only when they arrive in another order, and a
+        # column folded to a few values could hide that in every one of them.
         with numbered(con, source) as rows_of:
             query = (
                 f"WITH src AS (SELECT * FROM {rows_of}), {', '.join(collapse.ctes())}, "
                 f"collapsed AS ({collapse.select()}) "
-                f"SELECT * EXCLUDE ({COPY}, {POSITION}){replaced(COPY)} "
-                f"FROM collapsed, range({factor}) c({COPY}) ORDER BY {COPY}, {POSITION}"
+                f"SELECT * EXCLUDE ({COPY}, {POSITION}){replaced(COPY)} FROM ("
+                f"SELECT src.*, 0 AS {COPY} FROM src UNION ALL "
+                f"SELECT collapsed.*, c.{COPY} FROM collapsed, range(1, {factor}) c({COPY})"
+                f") ORDER BY {COPY}, {POSITION}"
             )
             copy_ordered(con, query, target)
     return Applied(f"{artifact} {rows:,} {'row' if rows == 1 else 'rows'} to {rows * factor:,}")

@@ -2,10 +2,15 @@
 
 Every exact column except the most distinct one (usually an id, left intact so
 a correct tiebreak on it still works) whose density is below the target is
-folded into ceil(rows / target) buckets, and every value is replaced by another
-real value of the same column: the k-th distinct value (in sort order) by the
-(k mod buckets)-th. Row order is kept, so this changes tie density and nothing
-else. A column already at or past the target is left alone.
+folded into ceil(rows / target) buckets, and never fewer than two, and every
+value is replaced by another real value of the same column: the distinct values,
+in sort order, are cut into that many runs of consecutive values, and each run
+takes one value spaced evenly between the column's least and greatest, both
+included. Folding keeps the values' order (a value never passes one it was
+below), and the extremes are where the ties are, so a top N in either direction
+meets them. One value would make the column a constant and take away every
+difference between its rows. Row order is kept, so this changes tie density and
+nothing else. A column already at or past the target is left alone.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ from twicerun.runner.amplify.base import (
 )
 
 ROWS_PER_VALUE = 500
+# A column folded into one value would be a constant: every difference between its rows,
+# which another stress (rows in another order) could have shown, gone.
+MIN_VALUES = 2
 
 
 @dataclass(frozen=True)
@@ -44,14 +52,18 @@ class Collapse:
     def ctes(self, src: str = "src") -> list[str]:
         """One value map per chosen column, over the relation `src`."""
         maps = []
+        b = self.buckets
         for i, c in enumerate(self.chosen):
-            # Each distinct value, numbered in sort order once; value k takes the value
-            # numbered k mod buckets, so every substitute is a real value of the column.
+            # Each of the n distinct values, numbered k in sort order once; value k is in
+            # run k * b // n and takes the value numbered round(run * (n - 1) / (b - 1)),
+            # so every substitute is a real value of the column, the first run takes the
+            # least and the last the greatest. b >= 2 and n > b (plan_collapse).
             maps.append(
-                f"r{i} AS (SELECT v, row_number() OVER (ORDER BY v) - 1 AS k FROM "
+                f"r{i} AS (SELECT v, row_number() OVER (ORDER BY v) - 1 AS k, "
+                f"count(*) OVER () AS n FROM "
                 f"(SELECT DISTINCT {c.sql} AS v FROM {src} WHERE {c.sql} IS NOT NULL)), "
-                f"m{i} AS (SELECT o.v AS old, n.v AS new FROM r{i} o JOIN r{i} n "
-                f"ON n.k = o.k % {self.buckets})"
+                f"m{i} AS (SELECT o.v AS old, t.v AS new FROM r{i} o JOIN r{i} t "
+                f"ON t.k = ((o.k * {b} // o.n) * (o.n - 1) * 2 + {b - 1}) // ({2 * (b - 1)}))"
             )
         return maps
 
@@ -66,7 +78,7 @@ class Collapse:
 
     def facts(self, facts: Facts) -> Facts:
         """The facts of the collapsed rows, without counting them again: a chosen column
-        had more distinct values than buckets, and value k went to value k mod buckets,
+        had more distinct values than buckets, and each of its runs of values went to a value of its own,
         so it now has exactly `buckets`; the row count and every other column are as they were."""
         rows, columns = facts
         chosen = {c.name for c in self.chosen}
@@ -88,7 +100,7 @@ def plan_collapse(
             + (f" ({keep.name})" if keep else "")
             + ", so nothing could tie"
         )
-    buckets = max(1, math.ceil(rows / rows_per_value))
+    buckets = max(MIN_VALUES, math.ceil(rows / rows_per_value))
     chosen = [c for c in candidates if c.distinct > buckets]
     if not chosen:
         densest = min(candidates, key=lambda c: rows / max(c.distinct, 1))
@@ -99,11 +111,13 @@ def plan_collapse(
                 f"or more rows per value, at or past the {rows_per_value:,} this amplifier aims for"
             )
         # Fewer rows than the target per value, but no column has more values than the
-        # buckets it would be folded into (a small input's column of one value).
+        # buckets it would be folded into (a small input's column of one or two values).
+        most = max(c.distinct for c in candidates)
         return Declined(
-            f"every column of {artifact} that could tie has {_count(buckets, 'value')} or fewer "
-            f"across its {_count(rows, 'row')}, already as few as folding to one value per "
-            f"{rows_per_value:,} rows would leave, so there is nothing to fold"
+            f"every column of {artifact} that could tie has {_count(most, 'value')} or fewer "
+            f"across its {_count(rows, 'row')}, no more than folding would leave (one value "
+            f"per {rows_per_value:,} rows, and never fewer than {MIN_VALUES}), so there is "
+            f"nothing to fold"
         )
     detail = "; ".join(
         f"{artifact}.{c.name} into {_count(buckets, 'value')}, from {rows / c.distinct:,.0f} to "
