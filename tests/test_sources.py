@@ -398,3 +398,42 @@ def test_rows_read_through_a_source_are_stressed_like_an_artifact(
     (invocation,) = [p for p in run_dir.iterdir() if p.is_dir()]
     assert not (invocation / "amplified").exists()
     assert data.read_text().startswith("i,j\n0,0\n")  # the file itself untouched
+
+
+def _receipt_reading(*names: str):
+    from types import SimpleNamespace
+
+    from twicerun.storage.receipts import SourceRecord
+
+    sources = [SourceRecord(name=n, reader="parquet", files=[], rows=3) for n in names]
+    return SimpleNamespace(reads=[], sources=sources)
+
+
+@pytest.mark.parametrize(
+    ("engine", "names", "why"),
+    [
+        (
+            "spark",
+            ["raw"],
+            "its source raw is read by Spark's own reader, which the input amplifiers do "
+            "not stand in for",
+        ),
+        (
+            "duckdb",
+            ["raw", "raw"],
+            "its source raw is read more than once, from different calls, so no one copy "
+            "stands in for it",
+        ),
+    ],
+    ids=["spark", "read-twice"],
+)
+def test_a_source_the_amplifiers_cannot_copy_is_named_with_the_reason(engine, names, why):
+    """Nothing is copied, and the decline says which source and why, once."""
+    from types import SimpleNamespace
+
+    from twicerun.runner.stress import _Inputs
+
+    bench = SimpleNamespace(connections=SimpleNamespace(name=engine))
+    inputs = _Inputs(bench, None, None, _receipt_reading(*names), {})
+    assert inputs.names == []
+    assert inputs.nothing_to_stress() == f"this step reads no artifact through ctx.read, and {why}"

@@ -41,7 +41,8 @@ from twicerun.vocabulary.loop import Amplifier
 
 PROBE_RUNS = 3
 # The variant under which the joint probe's copy of an input (rows multiplied, the added
-# copy's ties collapsed where that applies) is kept, and the tag of the joint probe's reorderings of it.
+# copy's ties collapsed where that applies) is kept, and the tag of the joint probe's
+# reorderings of it.
 _STACKED = 99
 _JOINT = "joint"
 AMPLIFIED_DIR = "amplified"

@@ -78,8 +78,9 @@ class Collapse:
 
     def facts(self, facts: Facts) -> Facts:
         """The facts of the collapsed rows, without counting them again: a chosen column
-        had more distinct values than buckets, and each of its runs of values went to a value of its own,
-        so it now has exactly `buckets`; the row count and every other column are as they were."""
+        had more distinct values than buckets, and each of its runs of values went to a
+        value of its own, so it now has exactly `buckets`; the row count and every other
+        column are as they were."""
         rows, columns = facts
         chosen = {c.name for c in self.chosen}
         return rows, [replace(c, distinct=self.buckets) if c.name in chosen else c for c in columns]
