@@ -437,3 +437,37 @@ def test_a_source_the_amplifiers_cannot_copy_is_named_with_the_reason(engine, na
     inputs = _Inputs(bench, None, None, _receipt_reading(*names), {})
     assert inputs.names == []
     assert inputs.nothing_to_stress() == f"this step reads no artifact through ctx.read, and {why}"
+
+
+READ_TWICE_BESIDE_AN_ARTIFACT = """
+import os
+
+def keys(ctx):
+    ctx.write("keys", "SELECT range AS k FROM range(20)")
+
+def joined(ctx):
+    ctx.read("keys")
+    ctx.source("raw", os.environ["ONE_FILE"])
+    ctx.sql("CREATE TABLE a AS SELECT * FROM raw")
+    ctx.source("raw", os.environ["ONE_FILE"])
+    ctx.write("joined", "SELECT k, count(*) AS n FROM keys JOIN raw ON k = i % 20 GROUP BY k")
+"""
+
+
+def test_a_source_left_unstressed_beside_a_stressed_artifact_is_named_in_the_detail(
+    twicerun, write_pipeline, tmp_path, monkeypatch
+):
+    """Where some input was stressed, an amplifier's detail used to say only what was:
+    a source it could not copy went unmentioned, and 0 of 2 read as if it had been varied."""
+    data = tmp_path / "one.csv"
+    data.write_text("i\n" + "".join(f"{i}\n" for i in range(100)))
+    monkeypatch.setenv("ONE_FILE", str(data))
+    outcome = twicerun(
+        "run", write_pipeline(READ_TWICE_BESIDE_AN_ARTIFACT), "--amplify", "--json", "-"
+    )
+    (step,) = [s for s in outcome.json()["steps"] if s["name"] == "joined"]
+    stressed = [a for a in step["amplifiers"] if a["kind"] == "row multiplication"]
+    assert stressed[0]["detail"].endswith(
+        "; not stressed: its source raw is read more than once, from different calls, so no "
+        "one copy stands in for it"
+    )

@@ -315,6 +315,12 @@ class _Inputs:
             return "this step reads no artifact through ctx.read, so there is no input to stress"
         return f"this step reads no artifact through ctx.read, and {'; '.join(unstressed)}"
 
+    def left_out(self) -> str:
+        """What was not stressed beside what was, for an amplifier's detail: a source
+        that could not be copied is a gap in what was varied, and says so."""
+        unstressed = self._make()[2]
+        return f"; not stressed: {'; '.join(unstressed)}" if unstressed else ""
+
     def forget(self) -> None:
         if self._made is not None:
             for key in self._made[1][len(self.read) :]:
@@ -394,7 +400,7 @@ def _plan(bench, stressed, amplifier, receipt, original, inputs, threads) -> Ser
         return Series(kind=amplifier, threads=threads, error=f"{type(exc).__name__}: {exc}")
     if declined:
         return Series(kind=amplifier, threads=threads, declined=declined)
-    return dict(threads=threads, inputs_for=inputs_for, detail=detail)
+    return dict(threads=threads, inputs_for=inputs_for, detail=detail + inputs.left_out())
 
 
 def _together(bench, step, stressed, plan, inputs, label, runs, probe):
@@ -436,7 +442,8 @@ def _together(bench, step, stressed, plan, inputs, label, runs, probe):
         # Reordering comes last in the detail: it reorders what the others made.
         detail="; ".join(
             [threads["detail"], *(details[m] for m in _JOINT_DETAIL_ORDER if m in details)]
-        ),
+        )
+        + inputs.left_out(),
     )
     if series.error or any(c.differs or c.error for c in series.comparisons):
         return {}, replace(series, probed_with=[m for m in members if m != series.kind])
