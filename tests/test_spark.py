@@ -494,3 +494,43 @@ def test_a_source_glob_reads_the_same_files_on_spark_as_on_duckdb(
     assert outcome.code == 2, outcome.err
     assert "Spark does not read a file whose name starts with '.' or '_'" in outcome.err
     assert ".late.parquet would be left out of the rows; rename it" in outcome.err
+
+
+UDFS = """
+ENGINE = "spark"
+from pyspark.sql.functions import udf
+from pyspark.sql.types import LongType
+
+from helpers_for_udfs import double
+
+
+def triple(x):
+    return x * 3
+
+
+def numbers(ctx):
+    ctx.write("numbers", "SELECT id FROM range(20)")
+
+
+def through_udfs(ctx):
+    df = ctx.read("numbers")
+    # One defined in the pipeline, one in the helper beside it.
+    tripled = udf(triple, LongType())(df.id).alias("tripled")
+    ctx.write("out", df.select(tripled, udf(double, LongType())(df.id).alias("doubled")))
+"""
+
+
+def test_a_python_udf_from_the_pipeline_or_its_helper_runs_on_the_workers(
+    write_pipeline, twicerun, tmp_path, run_dir
+):
+    """The workers are other Python processes: they could not import the pipeline, which
+    twicerun imports under a name of its own, nor a helper beside it unless twicerun ran
+    from its directory, so the step crashed with ModuleNotFoundError on the workers."""
+    (tmp_path / "helpers_for_udfs.py").write_text("def double(x):\n    return x * 2\n")
+    path = write_pipeline(UDFS)
+    assert Path.cwd() != tmp_path
+    outcome = twicerun("run", path, "--runs", "2", "--json", "-")
+    assert outcome.code == 0, outcome.err[-2000:]
+    (written,) = run_dir.glob("*/loop/1/*through_udfs/out.parquet")
+    rows = sorted(pq.read_table(written).to_pylist(), key=lambda r: r["tripled"])
+    assert rows == [{"tripled": 3 * i, "doubled": 2 * i} for i in range(20)]

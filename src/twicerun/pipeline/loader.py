@@ -195,6 +195,7 @@ def _import(path: Path, digest: str, own: OwnModules) -> ModuleType:
         del sys.modules[module_name]
         where = _line_in(exc, path)
         raise PipelineError(f"could not import {path}{where}: {type(exc).__name__}: {exc}") from exc
+    own.pipeline = module
     return module
 
 

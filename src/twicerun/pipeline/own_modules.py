@@ -31,6 +31,8 @@ class OwnModules:
         self.directory = directory.resolve()
         self._modules: dict[str, ModuleType] = {}
         self._digests: dict[str, str] = {}
+        # The pipeline file itself, once imported (under a name only this process knows).
+        self.pipeline: ModuleType | None = None
 
     def digests(self) -> dict[str, str]:
         """What the pipeline imported from its directory so far: each module's file, relative
@@ -47,9 +49,11 @@ class OwnModules:
         sys.modules.update(self._modules)
         before = set(sys.modules)
         sys.path.insert(0, entry)
+        by_value = _by_value([*self._modules.values(), *filter(None, [self.pipeline])])
         try:
             yield
         finally:
+            by_value.close()
             with contextlib.suppress(ValueError):
                 sys.path.remove(entry)
             for name in set(sys.modules) - before:
@@ -85,3 +89,24 @@ def file_digest(path: Path) -> str:
             return hashlib.file_digest(f, "sha256").hexdigest()
     except OSError:
         return ""
+
+
+def _by_value(modules) -> contextlib.ExitStack:
+    """Spark's Python workers are other processes, which cannot import the pipeline file
+    (twicerun imports it under a name of its own) and do not have its directory on their
+    path: a UDF defined in the pipeline, pickled as a reference to its module, raised
+    ModuleNotFoundError on them, and so did one from `helpers.py` beside it unless twicerun
+    ran from that very directory. While a step runs, the pipeline and its own modules are
+    pickled by value instead, as Spark's cloudpickle offers, so the workers need not import
+    them (nor find another pipeline's module of the same name). Only where Spark is
+    already loaded: DuckDB never pickles."""
+    stack = contextlib.ExitStack()
+    cloudpickle = sys.modules.get("pyspark.cloudpickle")
+    if cloudpickle is None:
+        return stack
+    for module in modules:
+        if module.__name__ in cloudpickle.list_registry_pickle_by_value():
+            continue
+        cloudpickle.register_pickle_by_value(module)
+        stack.callback(cloudpickle.unregister_pickle_by_value, module)
+    return stack
