@@ -520,6 +520,8 @@ def through_udfs(ctx):
 """
 
 
+# pyspark says, once per UDF, that it falls back from Arrow without pandas; so it should.
+@pytest.mark.filterwarnings("ignore:Arrow optimization failed:RuntimeWarning")
 def test_a_python_udf_from_the_pipeline_or_its_helper_runs_on_the_workers(
     write_pipeline, twicerun, tmp_path, run_dir
 ):
