@@ -387,6 +387,9 @@ def test_rows_read_through_a_source_are_stressed_like_an_artifact(
     assert broken["fired"] == 0 and broken["status"] == "STABLE_ON_THIS_INPUT", broken
     (order,) = [a for a in broken["amplifiers"] if a["kind"] == "arrival order"]
     assert order["fired"] > 0 and order["detail"].startswith("source raw: run 1 as written")
+    (files,) = [a for a in broken["amplifiers"] if a["kind"] == "file order"]
+    # It said "its source raw is one file each".
+    assert files["declined"] == "its source raw is one file, so there is no other order"
     assert twin["status"] == "NO_DIVERGENCE_OBSERVED", twin
     assert {a["kind"] for a in twin["amplifiers"] if a["declined"] is None} >= {
         "tie collapse",

@@ -520,7 +520,8 @@ def _file_order(receipt, original, threads) -> Series | dict:
         single = [s.name for s in (receipt.sources if receipt else [])]
         reason = (
             f"its source{'s' if len(single) > 1 else ''} {', '.join(single)} "
-            f"{'are' if len(single) > 1 else 'is'} one file each, so there is no other order"
+            f"{'are one file each' if len(single) > 1 else 'is one file'}, so there is no other "
+            f"order"
             if single
             else "this step reads no list of files through ctx.source, so there is no order to change"
         )
