@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import FIRST_PER_CUSTOMER
 
+from twicerun._version import __version__
+
 STEADY = 'def steady(ctx):\n    ctx.write("steady", "SELECT 1 AS v")\n'
 NOISY = 'def noisy(ctx):\n    ctx.write("noisy", "SELECT random() AS v")\n'
 STEADY_NOW_NOISY = 'def steady(ctx):\n    ctx.write("steady", "SELECT random() AS v")\n'
@@ -443,6 +445,27 @@ def test_trials_can_be_added_to_a_baseline_but_only_measured_alike(repo, twiceru
         "--output", "baseline.json", "--no-amplify",
     )  # fmt: skip
     assert outcome.code == 2 and "changed since the baseline" in outcome.err
+    assert Path("baseline.json").read_bytes() == before
+
+
+def test_trials_of_another_twicerun_are_not_added_to_a_baseline(repo, twicerun):
+    """What a run measures changes between versions (0.3.0 began stressing sources), and
+    --add pooled trials of 0.2.0 and 0.3.0 into one baseline without a word; the gate then
+    compared a pull request with a mixture of two instruments."""
+    document = update(twicerun, "pipelines/coins.py")
+    for trial in document["trials"]:
+        trial["environment"]["twicerun"] = "0.2.0"
+    Path("baseline.json").write_text(json.dumps(document))
+    before = Path("baseline.json").read_bytes()
+    outcome = twicerun(
+        "baseline", "update", "pipelines/coins.py", "--add", "--trials", "1",
+        "--output", "baseline.json", "--no-amplify",
+    )  # fmt: skip
+    assert outcome.code == 2
+    assert (
+        "these trials were measured by another instrument than the baseline's (twicerun 0.2.0 "
+        f"in the baseline, {__version__} now)"
+    ) in outcome.err
     assert Path("baseline.json").read_bytes() == before
 
 

@@ -222,6 +222,13 @@ def add(baseline: Baseline, trials: Sequence[Mapping[str, Result]]) -> Baseline:
                     f"these trials were measured with {_describe(settings_of(result))} and the "
                     f"baseline with {_describe(baseline.settings)}; add trials measured alike"
                 )
+            moved = _instrument_moved(baseline, result)
+            if moved:
+                raise BaselineError(
+                    f"these trials were measured by another instrument than the baseline's "
+                    f"({moved}); what a run measures can change between versions, and trials "
+                    f"of different instruments do not mix, so recreate the baseline without --add"
+                )
         missing = sorted(set(baseline.pipelines) - set(trial))
         if missing:
             raise BaselineError(
@@ -233,6 +240,23 @@ def add(baseline: Baseline, trials: Sequence[Mapping[str, Result]]) -> Baseline:
         trials=baseline.trials + tuple(trial_of(t) for t in trials),
         command=baseline.command,
     )
+
+
+# What measures: twicerun itself and the engine that runs the steps. A trial's platform
+# or Python may differ (the gate reports that beside its verdicts); these may not.
+_INSTRUMENT = ("twicerun", "duckdb", "spark")
+
+
+def _instrument_moved(baseline: Baseline, result: Result) -> str:
+    """How `result` was measured by another twicerun or engine than the baseline's trials,
+    in words; "" when alike."""
+    now = asdict(result.environment)
+    moved = []
+    for key in _INSTRUMENT:
+        before = {str(t.environment.get(key)) for t in baseline.trials}
+        if before != {str(now.get(key))}:
+            moved.append(f"{key} {', '.join(sorted(before))} in the baseline, {now.get(key)} now")
+    return "; ".join(moved)
 
 
 def _describe(s: Settings) -> str:
