@@ -299,3 +299,18 @@ def test_tie_collapse_declining_a_small_input_does_not_claim_it_is_past_the_targ
         "there is nothing to fold"
     )
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_a_decline_names_the_nested_columns_it_never_folds(tmp_path):
+    """A list can tie as well as an integer can; the decline said every column that could
+    tie was already dense when the list columns, never folded, were not."""
+    path = tmp_path / "nested.parquet"
+    CON.execute(
+        f"COPY (SELECT range AS id, [range % 30] AS tags, range % 2 AS flag FROM range(2000)) "
+        f"TO '{path}' (FORMAT parquet)"
+    )
+    outcome = collapse_ties(CON, path, tmp_path / "out.parquet", artifact="events")
+    assert outcome == Declined(
+        "every column of events that could tie already has 1,000 or more rows per value, at or "
+        "past the 500 this amplifier aims for (tags: lists, structs and maps are not folded)"
+    )

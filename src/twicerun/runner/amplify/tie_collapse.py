@@ -95,11 +95,15 @@ def plan_collapse(
     exact = [c for c in columns if c.cls is ColumnClass.EXACT]
     keep = most_distinct(exact)
     candidates = [c for c in exact if keep is not None and c.name != keep.name]
+    # A list, struct or map can tie as well, and is never folded: a decline says so
+    # rather than claim nothing could tie.
+    nested = [c.name for c in columns if c.cls is ColumnClass.NESTED_EXACT]
+    unfolded = f" ({', '.join(nested)}: lists, structs and maps are not folded)" if nested else ""
     if not candidates:
         return Declined(
             f"{artifact} has no exact column besides its most distinct one"
             + (f" ({keep.name})" if keep else "")
-            + ", so nothing could tie"
+            + f", so nothing could tie{unfolded}"
         )
     buckets = max(MIN_VALUES, math.ceil(rows / rows_per_value))
     chosen = [c for c in candidates if c.distinct > buckets]
@@ -109,7 +113,8 @@ def plan_collapse(
         if per_value >= rows_per_value:
             return Declined(
                 f"every column of {artifact} that could tie already has {per_value:,.0f} "
-                f"or more rows per value, at or past the {rows_per_value:,} this amplifier aims for"
+                f"or more rows per value, at or past the {rows_per_value:,} this amplifier aims "
+                f"for{unfolded}"
             )
         # Fewer rows than the target per value, but no column has more values than the
         # buckets it would be folded into (a small input's column of one or two values).
@@ -118,7 +123,7 @@ def plan_collapse(
             f"every column of {artifact} that could tie has {_count(most, 'value')} or fewer "
             f"across its {_count(rows, 'row')}, no more than folding would leave (one value "
             f"per {rows_per_value:,} rows, and never fewer than {MIN_VALUES}), so there is "
-            f"nothing to fold"
+            f"nothing to fold{unfolded}"
         )
     detail = "; ".join(
         f"{artifact}.{c.name} into {_count(buckets, 'value')}, from {rows / c.distinct:,.0f} to "
