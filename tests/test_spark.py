@@ -536,3 +536,34 @@ def test_a_python_udf_from_the_pipeline_or_its_helper_runs_on_the_workers(
     (written,) = run_dir.glob("*/loop/1/*through_udfs/out.parquet")
     rows = sorted(pq.read_table(written).to_pylist(), key=lambda r: r["tripled"])
     assert rows == [{"tripled": 3 * i, "doubled": 2 * i} for i in range(20)]
+
+
+SOURCED_ON_SPARK = """
+import os
+ENGINE = "spark"
+
+
+def first_per_key(ctx):
+    ctx.source("raw", os.environ["ONE_FILE"], header="true", inferSchema="true")
+    ctx.write("firsts", "SELECT k, first(v) AS v FROM raw GROUP BY k")
+"""
+
+
+def test_a_source_is_stressed_on_spark_from_a_copy_spark_reads(
+    write_pipeline, twicerun, tmp_path, monkeypatch
+):
+    """The input amplifiers declined every step that read only sources on Spark. The copy
+    they stress is now read by Spark with the step's own options (a header, inferred types),
+    so it holds the rows the step saw; arrival order then moves `first` on one file."""
+    data = tmp_path / "one.csv"
+    data.write_text("k,v\n" + "".join(f"{i % 5},{i}\n" for i in range(200)))
+    monkeypatch.setenv("ONE_FILE", str(data))
+    outcome = twicerun(
+        "run", write_pipeline(SOURCED_ON_SPARK), "--runs", "3", "--amplify", "--json", "-"
+    )
+    (step,) = outcome.json()["steps"]
+    stressed = {a["kind"]: a for a in step["amplifiers"]}
+    assert stressed["arrival order"]["declined"] is None, stressed["arrival order"]
+    assert "source raw" in stressed["arrival order"]["detail"]
+    assert stressed["arrival order"]["fired"] > 0
+    assert step["status"] == "STABLE_ON_THIS_INPUT"

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from twicerun.errors import ContractError
+from twicerun.errors import BadInput
 from twicerun.pipeline import Step
 from twicerun.result import Series
 from twicerun.runner.amplify.arrival_order import reorder
@@ -37,6 +37,7 @@ from twicerun.runner.series import Workbench, run_series
 from twicerun.storage.context import SOURCE_COPY, ArtifactRef, source_query
 from twicerun.storage.layout import LOOP, RunAddress, step_dir_name
 from twicerun.storage.receipts import SourceRecord
+from twicerun.storage.space import disk_full
 from twicerun.vocabulary.loop import Amplifier
 
 PROBE_RUNS = 3
@@ -126,8 +127,16 @@ class Stressed:
         target.parent.mkdir(parents=True, exist_ok=True)
         files = [f.path for f in source.files]
         try:
-            copy_ordered(self.bench.con, source_query(source.reader, files, source.options), target)
-        except (duckdb.Error, ContractError) as exc:
+            if self.bench.connections.name == "duckdb":
+                copy_ordered(
+                    self.bench.con, source_query(source.reader, files, source.options), target
+                )
+            else:
+                self._engine_copy(step, source, files, target)
+        except Exception as exc:
+            reraise_if_requested(exc)
+            if disk_full(exc) or not _a_read_that_failed(exc):
+                raise
             # The step read these files a moment ago; a copy that fails is a gap in what
             # was varied, said as such, not a finding about the step.
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -140,6 +149,28 @@ class Stressed:
             target,
             pq.read_metadata(target).num_rows,
         )
+
+    def _engine_copy(self, step: Step, source: SourceRecord, files: list[str], target: Path):
+        """The source's rows as the step's engine reads them (Spark's reader takes Spark's
+        options, which DuckDB's would not), written through the engine's own ctx.write,
+        in order, as one Parquet file at `target`."""
+        scratch = target.with_name(f".{target.stem}")
+        scratch.mkdir(parents=True, exist_ok=True)
+        ctx = self.bench.connections.context(
+            1,
+            step_index=step.index,
+            step_name=step.name,
+            out_dir=scratch,
+            visible={},
+            state_source=lambda _name: None,
+            owners={},
+        )
+        try:
+            ctx.write(source.name, ctx.source(source.name, files, **source.options))
+        finally:
+            self.bench.connections.release(ctx)
+        (scratch / f"{source.name}.parquet").replace(target)
+        self.bench.janitor.remove_tree(scratch)
 
     def forget_source(self, copy: ArtifactRef) -> None:
         """Delete a source's copy and every stressed copy of it: they were one step's."""
@@ -259,7 +290,7 @@ def _each(bench, step, plan, settled, label, runs, probe) -> list[Series]:
 
 class _Inputs:
     """What the input amplifiers may stress in one step: each artifact it read through
-    ctx.read, and on DuckDB a copy of the rows of each source it read through ctx.source
+    ctx.read, and a copy of the rows of each source it read through ctx.source
     (written once, when first needed, and deleted with its stressed copies after the step).
 
     A source's copy is keyed SOURCE_COPY + its name, which is how the step's ctx.source
@@ -278,12 +309,7 @@ class _Inputs:
             unstressed: list[str] = []
             names = [s.name for s in self.sources]
             for source in self.sources:
-                if self.bench.connections.name != "duckdb":
-                    unstressed.append(
-                        f"its source {source.name} is read by Spark's own reader, which the "
-                        f"input amplifiers do not stand in for"
-                    )
-                elif names.count(source.name) > 1:
+                if names.count(source.name) > 1:
                     if source is self.sources[names.index(source.name)]:
                         unstressed.append(
                             f"its source {source.name} is read more than once, from "
@@ -588,3 +614,11 @@ def _inputs(
     if not applied:
         return (lambda _run: original), None, "; ".join(declined)
     return (lambda _run: inputs), "; ".join(applied), None
+
+
+def _a_read_that_failed(exc: BaseException) -> bool:
+    """An engine that could not read or write the source's rows again (DuckDB's errors,
+    a source refused, Spark's own exception classes), not a fault of twicerun's."""
+    return isinstance(exc, (duckdb.Error, BadInput)) or type(exc).__module__.startswith(
+        ("pyspark", "py4j")
+    )
