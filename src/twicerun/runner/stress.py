@@ -116,8 +116,8 @@ class Stressed:
 
     def source_copy(self, step: Step, source: SourceRecord) -> ArtifactRef | str:
         """The rows the step read through ctx.source as `source`, written once in the order
-        DuckDB reads the files, for the input transforms to stress as they do an artifact;
-        or why they could not be written."""
+        the step's engine reads the files, for the input transforms to stress as they do an
+        artifact; or why they could not be written."""
         target = (
             self.bench.invocation.root
             / AMPLIFIED_DIR
