@@ -97,6 +97,50 @@ def test_tie_collapse_declines_when_only_the_most_distinct_column_is_exact(tmp_p
     )
 
 
+def customers(tmp_path: Path, rows: int = 3000) -> Path:
+    """Two keys, the id first and the email second, and a region that repeats."""
+    path = tmp_path / "customers.parquet"
+    CON.execute(
+        f"COPY (SELECT range AS customer_id, 'user' || ((range * 7919) % 100003) || '@x.org' "
+        f"AS email, range % 5 AS region, (range * 37) % 1000 AS score FROM range({rows})) "
+        f"TO '{path}' (FORMAT parquet)"
+    )
+    return path
+
+
+def test_tie_collapse_leaves_every_key_alone_not_only_the_first(tmp_path):
+    """A sort on the email, a key as much as the id, is a correct tiebreak. Only the id, the
+    first of the two, was kept: the email was folded into 6 values, and a step ranking
+    customers by email fired under the joint probe."""
+    source = customers(tmp_path)
+    target = tmp_path / "out.parquet"
+    outcome = collapse_ties(CON, source, target, artifact="customers")
+    assert outcome == Applied("customers.score into 6 values, from 3 to 500 rows per value")
+    before, after = rows_of(source), rows_of(target)
+    assert [r[:3] for r in after] == [r[:3] for r in before]
+    only_keys = tmp_path / "keys.parquet"
+    CON.execute(f"COPY (SELECT email, customer_id FROM '{source}') TO '{only_keys}'")
+    assert collapse_ties(CON, only_keys, tmp_path / "none.parquet", artifact="keys") == Declined(
+        "keys has no exact column besides its keys (email, customer_id: each has a different "
+        "value on every row, and is kept so), so nothing could tie"
+    )
+
+
+def test_row_multiplication_keeps_every_key_a_key(tmp_path):
+    source = customers(tmp_path)
+    for name, collapse in [
+        ("rows", None),
+        ("joint", plan_collapse(column_facts(CON, source), artifact="customers")),
+    ]:
+        target = tmp_path / f"{name}.parquet"
+        multiply_rows(CON, source, target, artifact="customers", collapse=collapse)
+        (rows, ids, emails, regions) = CON.execute(
+            f"SELECT count(*), count(DISTINCT customer_id), count(DISTINCT email), "
+            f"count(DISTINCT region) FROM '{target}'"
+        ).fetchone()
+        assert (rows, ids, emails, regions) == (6000, 6000, 6000, 5), name
+
+
 def test_tie_collapse_is_a_pure_function(tmp_path):
     source = events(tmp_path)
     first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"

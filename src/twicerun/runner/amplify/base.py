@@ -68,6 +68,21 @@ def most_distinct(facts: list[ColumnFacts]) -> ColumnFacts | None:
     return max(facts, key=lambda c: c.distinct, default=None)
 
 
+def kept_intact(rows: int, columns: list[ColumnFacts]) -> list[ColumnFacts]:
+    """The columns an amplifier leaves distinct, so that a correct tiebreak on one survives:
+    every column with a different value on every row, or where none has, the most distinct.
+
+    A table often has more than one key (an id and an email, an order number and its
+    external reference). Keeping only the first of them made a step that orders by the
+    second fire, as if a sort on a unique column had no tiebreak, and which key counted
+    as "most distinct" was just whichever came first in the table."""
+    keys = [c for c in columns if rows > 1 and c.distinct == rows]
+    if keys:
+        return keys
+    first = most_distinct(columns)
+    return [first] if first is not None else []
+
+
 def copy_ordered(con: duckdb.DuckDBPyConnection, query: str, target: Path) -> None:
     """Write `query` to `target` in the order it gives: one that ends in ORDER BY, or one
     DuckDB documents as keeping its input's order (single-table scans, UNION ALL)."""

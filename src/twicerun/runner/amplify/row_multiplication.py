@@ -1,9 +1,11 @@
 """Row multiplication: more rows of the same shape.
 
-The input is written `factor` times over, one copy after another. The most
-distinct column is kept distinct where it can be (an integer is shifted past
-the column's range for each copy, a string gets a copy suffix), so an id stays
-an id; every other column keeps its values, so each tie group grows too.
+The input is written `factor` times over, one copy after another. Each key of
+the input (a column with a different value on every row; where there is none,
+the most distinct column) is kept distinct where it can be (an integer is
+shifted past the column's range for each copy, a string gets a copy suffix), so
+an id stays an id; every other column keeps its values, so each tie group grows
+too.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from twicerun.runner.amplify.base import (
     Outcome,
     column_facts,
     copy_ordered,
-    most_distinct,
+    kept_intact,
     numbered,
 )
 from twicerun.runner.amplify.tie_collapse import Collapse
@@ -52,12 +54,18 @@ def multiply_rows(
     rows, columns = facts
     if rows == 0:
         return Declined(f"{artifact} has no rows to multiply")
-    keep = most_distinct(columns)
-    shift = _shift(con, source, keep, factor) if keep is not None else None
+    # Every key of the input stays a key (base.kept_intact): a step may rely on any of them.
+    shifts = [
+        (keep, shift)
+        for keep in kept_intact(rows, columns)
+        if (shift := _shift(con, source, keep, factor)) is not None
+    ]
 
     def replaced(copy: str) -> str:
-        # The kept column's values in copy number `copy` (a literal, or a column).
-        return f" REPLACE ({shift.format(copy=copy)} AS {keep.sql})" if shift and keep else ""
+        # The kept columns' values in copy number `copy` (a literal, or a column).
+        if not shifts:
+            return ""
+        return f" REPLACE ({', '.join(f'{s.format(copy=copy)} AS {k.sql}' for k, s in shifts)})"
 
     if collapse is None:
         # UNION ALL of single-table scans keeps each copy in file order, one copy after
@@ -90,8 +98,8 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     across copies, or None when the column cannot be shifted."""
     column = keep.sql.replace("{", "{{").replace("}", "}}")  # a name may hold braces
     if keep.type.id in _SHIFTABLE:
-        # Tie collapse never folds the most distinct column (a folded one has fewer
-        # values than the column it kept intact), so its range is the source's.
+        # Tie collapse never folds a column kept intact (a folded one has fewer values
+        # than the column it kept), so its range is the source's.
         low, high = con.execute(
             f"SELECT min({keep.sql})::HUGEINT, max({keep.sql})::HUGEINT FROM {sql.parquet(source)}"
         ).fetchone()

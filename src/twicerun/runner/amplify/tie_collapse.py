@@ -1,7 +1,8 @@
 """Tie collapse: more rows sharing each value, in the columns a sort or partition could tie on.
 
-Every exact column except the most distinct one (usually an id, left intact so
-a correct tiebreak on it still works) whose density is below the target is
+Every exact column except the ones kept intact (each column with a different
+value on every row, or else the most distinct one: usually an id, left so a
+correct tiebreak on it still works) whose density is below the target is
 folded into ceil(rows / target) buckets, and never fewer than two, and every
 value is replaced by another real value of the same column: the distinct values,
 in sort order, are cut into that many runs of consecutive values, and each run
@@ -31,7 +32,7 @@ from twicerun.runner.amplify.base import (
     Outcome,
     column_facts,
     copy_ordered,
-    most_distinct,
+    kept_intact,
     numbered,
 )
 
@@ -93,18 +94,15 @@ def plan_collapse(
     if rows == 0:
         return Declined(f"{artifact} has no rows")
     exact = [c for c in columns if c.cls is ColumnClass.EXACT]
-    keep = most_distinct(exact)
-    candidates = [c for c in exact if keep is not None and c.name != keep.name]
+    keep = kept_intact(rows, exact)
+    candidates = [c for c in exact if c.name not in {k.name for k in keep}]
     # A list, struct or map can tie as well, and is never folded: a decline says so
     # rather than claim nothing could tie.
     nested = [c.name for c in columns if c.cls is ColumnClass.NESTED_EXACT]
     unfolded = f" ({', '.join(nested)}: lists, structs and maps are not folded)" if nested else ""
     if not candidates:
-        return Declined(
-            f"{artifact} has no exact column besides its most distinct one"
-            + (f" ({keep.name})" if keep else "")
-            + f", so nothing could tie{unfolded}"
-        )
+        besides = f" besides {_kept(keep)}" if keep else ""
+        return Declined(f"{artifact} has no exact column{besides}, so nothing could tie{unfolded}")
     buckets = max(MIN_VALUES, math.ceil(rows / rows_per_value))
     chosen = [c for c in candidates if c.distinct > buckets]
     if not chosen:
@@ -131,6 +129,13 @@ def plan_collapse(
         for c in chosen
     )
     return Collapse(tuple(chosen), buckets, detail)
+
+
+def _kept(keep: list[ColumnFacts]) -> str:
+    if len(keep) == 1:
+        return f"its most distinct one ({keep[0].name})"
+    names = ", ".join(c.name for c in keep)
+    return f"its keys ({names}: each has a different value on every row, and is kept so)"
 
 
 def _count(n: int, noun: str) -> str:
