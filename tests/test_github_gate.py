@@ -667,10 +667,22 @@ def test_twiceruns_own_words_print_without_backslashes():
     moved = evaluate(
         {P: result(("safe",))}, baseline_of([result(("safe",), env=older)] * 19), rerun=never_rerun
     )
+    body = comment_body(moved, "pipelines/*.py")
     assert (
         "**The instrument changed** (beside the verdicts, not one of them): "
         "duckdb: 1.5.5 in the baseline, 2.0.1 now"
-    ) in comment_body(moved, "pipelines/*.py").splitlines()
+    ) in body.splitlines()
+    # What to do about it, said only when what measures changed, not the platform alone.
+    refresh = "refresh the baseline on the base branch with `twicerun baseline update`."
+    assert body.count(refresh) == 1
+    elsewhere = Environment("2.0.1", 2, "Darwin-arm64", "3.11.7", "0.1.0")
+    moved = evaluate(
+        {P: result(("safe",))},
+        baseline_of([result(("safe",), env=elsewhere)] * 19),
+        rerun=never_rerun,
+    )
+    body = comment_body(moved, "pipelines/*.py")
+    assert "platform: Darwin-arm64 in the baseline" in body and refresh not in body
 
     from twicerun.render.markdown import bare
 

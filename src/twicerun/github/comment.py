@@ -96,6 +96,10 @@ def _line(d: StepDecision) -> str:
     return f"{where}: {d.verdict}, {_baseline(d)} on the baseline, {now}{p}"
 
 
+# The parts of the instrument that measure; a platform or Python change is only named.
+MEASURING = ("twicerun", "duckdb", "spark")
+
+
 def render(
     decisions: list[StepDecision],
     *,
@@ -200,6 +204,15 @@ def render(
             "**The instrument changed** (beside the verdicts, not one of them): "
             + "; ".join(bare(e) for e in environment)
         )
+        measuring = [e.split(":", 1)[0] for e in environment]
+        if any(key in MEASURING for key in measuring):
+            # Named, but it left a reader to work out what to do about it.
+            parts.append(
+                "Another twicerun, DuckDB or Spark can change what a step computes or how it "
+                "is stressed, so a verdict here may be the instrument's and not the "
+                "pipeline's: once the upgrade lands, refresh the baseline on the base branch "
+                "with `twicerun baseline update`."
+            )
     rows = [
         [
             code(d.pipeline),
