@@ -141,6 +141,33 @@ def test_row_multiplication_keeps_every_key_a_key(tmp_path):
         assert (rows, ids, emails, regions) == (6000, 6000, 6000, 5), name
 
 
+def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_path):
+    """A string key that reads as an integer or an ISO date moves as one, a date or a
+    timestamp moves as itself: with a suffix, a step casting the key raised on every
+    added copy, which reads as the amplifier failing on correct code."""
+    source = tmp_path / "keys.parquet"
+    CON.execute(
+        f"COPY (SELECT range AS id, (1000 + range)::VARCHAR AS code, "
+        f"(DATE '2024-01-01' + range::INTEGER)::VARCHAR AS day_text, "
+        f"DATE '2020-02-01' + range::INTEGER AS day, "
+        f"TIMESTAMP '2024-01-01' + to_seconds(range) AS seen_at, "
+        f"'u' || range AS handle, range % 3 AS grp FROM range(400)) TO '{source}'"
+    )
+    target = tmp_path / "out.parquet"
+    multiply_rows(CON, source, target, artifact="keys")
+    columns = ["id", "code", "day_text", "day", "seen_at", "handle"]
+    distinct = CON.execute(
+        f"SELECT count(*), {', '.join(f'count(DISTINCT {c})' for c in columns)} FROM '{target}'"
+    ).fetchone()
+    assert distinct == (800,) * 7
+    # Each still reads in its form: none of these casts raises.
+    CON.execute(f"SELECT CAST(code AS BIGINT), CAST(day_text AS DATE) FROM '{target}'").fetchall()
+    types = {r[0]: r[1] for r in CON.execute(f"DESCRIBE SELECT * FROM '{target}'").fetchall()}
+    assert (types["day"], types["seen_at"], types["code"]) == ("DATE", "TIMESTAMP", "VARCHAR")
+    assert rows_of(target, "WHERE handle = 'u7#1'") != []  # other strings get a suffix
+    assert CON.execute(f"SELECT count(DISTINCT grp) FROM '{target}'").fetchone() == (3,)
+
+
 def test_tie_collapse_is_a_pure_function(tmp_path):
     source = events(tmp_path)
     first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"

@@ -129,6 +129,30 @@ def test_a_sort_on_any_key_of_the_input_is_a_tiebreak_the_amplifiers_keep(write_
     assert outcome.code == 4
 
 
+RAW_TEXT = """
+def raw(ctx):
+    ctx.write(
+        "raw",
+        "SELECT (1000 + range)::VARCHAR AS code, (DATE '2024-01-01' + range::INTEGER)::VARCHAR "
+        "AS day, range % 4 AS grp FROM range(2000)",
+    )
+
+def typed(ctx):
+    ctx.read("raw")
+    ctx.write("typed", "SELECT CAST(code AS BIGINT) AS code, CAST(day AS DATE) AS day, grp FROM raw")
+"""
+
+
+def test_a_step_that_casts_its_text_keys_is_not_broken_by_the_amplifiers(write_pipeline, twicerun):
+    """Row multiplication kept a text key distinct with a suffix ('1000#1'), so a step
+    casting it raised on the added copy: AMPLIFICATION_FAILED, exit 5, on correct code."""
+    outcome = twicerun("run", write_pipeline(RAW_TEXT), "--amplify", "--json", "-")
+    step = by_name(outcome.json())["typed"]
+    assert step["status"] == "NO_DIVERGENCE_OBSERVED", step
+    assert all(a["error"] is None and a["fired"] == 0 for a in step["amplifiers"])
+    assert outcome.code == 0
+
+
 def test_the_same_step_with_a_tiebreak_is_no_divergence_observed(write_pipeline, twicerun):
     outcome = twicerun("run", write_pipeline(FIRST_WITH_TIEBREAK), "--amplify", "--json", "-")
     step = by_name(outcome.json())["first_event"]

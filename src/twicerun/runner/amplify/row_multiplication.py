@@ -10,6 +10,7 @@ too.
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 import duckdb
@@ -31,6 +32,9 @@ from twicerun.runner.amplify.base import (
 from twicerun.runner.amplify.tie_collapse import Collapse
 
 FACTOR = 2
+# Shifted dates and timestamps stay within four-digit years, which every reader writes alike.
+_LAST_DAY = datetime.date(9999, 12, 31)
+_YEAR_10000_US = 253_402_300_800_000_000  # epoch_us of 10000-01-01
 # Shifted through HUGEINT and BIGINT below, which a UHUGEINT past 2**127 would overflow.
 _SHIFTABLE = INTEGER_IDS - {"uhugeint"}
 
@@ -95,17 +99,61 @@ def multiply_rows(
 
 def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> str | None:
     """An expression template (`{copy}` is the copy's number) that keeps `keep` distinct
-    across copies, or None when the column cannot be shifted."""
+    across copies, or None when the column cannot be shifted.
+
+    Each copy moves past the column's range, and a value keeps the form a step may parse
+    it in: an integer stays an integer, a date a date, and a string that reads as an
+    integer or an ISO date moves as one (a suffix would make a step that casts it raise,
+    which reads as the amplifier failing on correct code). Other strings get a suffix.
+    Tie collapse never folds a column kept intact (a folded one has fewer values than
+    the column it kept), so the range is the source's."""
     column = keep.sql.replace("{", "{{").replace("}", "}}")  # a name may hold braces
-    if keep.type.id in _SHIFTABLE:
-        # Tie collapse never folds a column kept intact (a folded one has fewer values
-        # than the column it kept), so its range is the source's.
+    last = factor - 1
+    scan = f"FROM {sql.parquet(source)}"
+    kind = keep.type.id
+    if kind in _SHIFTABLE:
         low, high = con.execute(
-            f"SELECT min({keep.sql})::HUGEINT, max({keep.sql})::HUGEINT FROM {sql.parquet(source)}"
+            f"SELECT min({keep.sql})::HUGEINT, max({keep.sql})::HUGEINT {scan}"
         ).fetchone()
         # Widen to BIGINT and give up the shift where even that would overflow.
-        if low is not None and high + (high - low + 1) * (factor - 1) < 2**63:
+        if low is not None and high + (high - low + 1) * last < 2**63:
             return f"({column}::BIGINT + {{copy}} * {high - low + 1})"
-    if keep.type.id == "varchar":
-        return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {column} || '#' || {{copy}} END"
-    return None
+        return None
+    if kind == "date":
+        span = _date_span(con, keep.sql, scan, last)
+        return None if span is None else f"({column} + CAST({{copy}} * {span} AS INTEGER))"
+    if kind in ("timestamp", "timestamp with time zone"):
+        low, high = con.execute(
+            f"SELECT epoch_us(min({keep.sql})), epoch_us(max({keep.sql})) {scan}"
+        ).fetchone()
+        if low is None or high + (high - low + 1) * last >= _YEAR_10000_US:
+            return None
+        return f"({column} + to_microseconds(CAST({{copy}} AS BIGINT) * {high - low + 1}))"
+    if kind != "varchar":
+        return None
+    as_int = f"TRY_CAST({keep.sql} AS HUGEINT)"
+    as_date = f"TRY_CAST({keep.sql} AS DATE)"
+    not_int, low, high, not_date = con.execute(
+        f"SELECT count(*) FILTER (WHERE CAST({as_int} AS VARCHAR) IS DISTINCT FROM {keep.sql}), "
+        f"min({as_int}), max({as_int}), "
+        f"count(*) FILTER (WHERE CAST({as_date} AS VARCHAR) IS DISTINCT FROM {keep.sql}) {scan}"
+    ).fetchone()
+    if not not_int and low is not None and high + (high - low + 1) * last < 2**126:
+        return f"CAST(CAST({column} AS HUGEINT) + {{copy}} * {high - low + 1} AS VARCHAR)"
+    if not not_date:
+        span = _date_span(con, f"CAST({keep.sql} AS DATE)", scan, last)
+        if span is not None:
+            return f"CAST(CAST({column} AS DATE) + CAST({{copy}} * {span} AS INTEGER) AS VARCHAR)"
+    return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {column} || '#' || {{copy}} END"
+
+
+def _date_span(con: duckdb.DuckDBPyConnection, value: str, scan: str, last: int) -> int | None:
+    """Days from the least date to one past the greatest, when the last copy's dates stay
+    within four-digit years (a date past 9999 is written with five digits)."""
+    low, high = con.execute(f"SELECT min({value}), max({value}) {scan}").fetchone()
+    if low is None:
+        return None
+    span = (high - low).days + 1
+    if high.toordinal() + span * last > _LAST_DAY.toordinal():
+        return None
+    return span
