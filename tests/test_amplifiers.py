@@ -142,28 +142,44 @@ def test_row_multiplication_keeps_every_key_a_key(tmp_path):
 
 
 def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_path):
-    """A string key that reads as an integer or an ISO date moves as one, a date or a
-    timestamp moves as itself: with a suffix, a step casting the key raised on every
-    added copy, which reads as the amplifier failing on correct code."""
+    """A string key that reads as an integer, an ISO date or a UUID moves as one, a date,
+    a timestamp or a UUID moves as itself: with a suffix, a step casting the key raised on
+    every added copy, which reads as the amplifier failing on correct code; and a UUID
+    column was not moved at all, so it stopped being a key."""
     source = tmp_path / "keys.parquet"
     CON.execute(
         f"COPY (SELECT range AS id, (1000 + range)::VARCHAR AS code, "
         f"(DATE '2024-01-01' + range::INTEGER)::VARCHAR AS day_text, "
         f"DATE '2020-02-01' + range::INTEGER AS day, "
         f"TIMESTAMP '2024-01-01' + to_seconds(range) AS seen_at, "
+        f"md5(range::VARCHAR)::UUID AS token, "
+        f"md5('t' || range)::UUID::VARCHAR AS token_text, "
+        f"upper(md5('T' || range)::UUID::VARCHAR) AS upper_token_text, "
         f"'u' || range AS handle, range % 3 AS grp FROM range(400)) TO '{source}'"
     )
     target = tmp_path / "out.parquet"
     multiply_rows(CON, source, target, artifact="keys")
-    columns = ["id", "code", "day_text", "day", "seen_at", "handle"]
+    columns = [
+        "id", "code", "day_text", "day", "seen_at",
+        "token", "token_text", "upper_token_text", "handle",
+    ]  # fmt: skip
     distinct = CON.execute(
         f"SELECT count(*), {', '.join(f'count(DISTINCT {c})' for c in columns)} FROM '{target}'"
     ).fetchone()
-    assert distinct == (800,) * 7
-    # Each still reads in its form: none of these casts raises.
-    CON.execute(f"SELECT CAST(code AS BIGINT), CAST(day_text AS DATE) FROM '{target}'").fetchall()
+    assert distinct == (800,) * (len(columns) + 1)
+    # Each still reads in its form: none of these casts raises, and text keeps its case.
+    CON.execute(
+        f"SELECT CAST(code AS BIGINT), CAST(day_text AS DATE), CAST(token_text AS UUID), "
+        f"CAST(upper_token_text AS UUID) FROM '{target}'"
+    ).fetchall()
+    assert CON.execute(
+        f"SELECT bool_and(token_text = lower(token_text)), "
+        f"bool_and(upper_token_text = upper(upper_token_text)) FROM '{target}'"
+    ).fetchone() == (True, True)
     types = {r[0]: r[1] for r in CON.execute(f"DESCRIBE SELECT * FROM '{target}'").fetchall()}
-    assert (types["day"], types["seen_at"], types["code"]) == ("DATE", "TIMESTAMP", "VARCHAR")
+    assert (types["day"], types["seen_at"], types["code"], types["token"]) == (
+        "DATE", "TIMESTAMP", "VARCHAR", "UUID",
+    )  # fmt: skip
     assert rows_of(target, "WHERE handle = 'u7#1'") != []  # other strings get a suffix
     assert CON.execute(f"SELECT count(DISTINCT grp) FROM '{target}'").fetchone() == (3,)
 

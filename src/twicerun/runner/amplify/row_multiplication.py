@@ -3,7 +3,8 @@
 The input is written `factor` times over, one copy after another. Each key of
 the input (a column with a different value on every row; where there is none,
 the most distinct column) is kept distinct where it can be (an integer is
-shifted past the column's range for each copy, a string gets a copy suffix), so
+shifted past the column's range for each copy, a UUID becomes another UUID, a string
+gets a copy suffix), so
 an id stays an id; every other column keeps its values, so each tie group grows
 too.
 """
@@ -104,7 +105,8 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     Each copy moves past the column's range, and a value keeps the form a step may parse
     it in: an integer stays an integer, a date a date, and a string that reads as an
     integer or an ISO date moves as one (a suffix would make a step that casts it raise,
-    which reads as the amplifier failing on correct code). Other strings get a suffix.
+    which reads as the amplifier failing on correct code); a UUID, or a string that reads
+    back as one, becomes another UUID. Other strings get a suffix.
     Tie collapse never folds a column kept intact (a folded one has fewer values than
     the column it kept), so the range is the source's."""
     column = keep.sql.replace("{", "{{").replace("}", "}}")  # a name may hold braces
@@ -129,14 +131,19 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         if low is None or high + (high - low + 1) * last >= _YEAR_10000_US:
             return None
         return f"({column} + to_microseconds(CAST({{copy}} AS BIGINT) * {high - low + 1}))"
+    if kind == "uuid":
+        return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {_other_uuid(column)} END"
     if kind != "varchar":
         return None
     as_int = f"TRY_CAST({keep.sql} AS HUGEINT)"
     as_date = f"TRY_CAST({keep.sql} AS DATE)"
-    not_int, low, high, not_date = con.execute(
+    as_uuid = f"CAST(TRY_CAST({keep.sql} AS UUID) AS VARCHAR)"
+    not_int, low, high, not_date, not_uuid, not_upper_uuid = con.execute(
         f"SELECT count(*) FILTER (WHERE CAST({as_int} AS VARCHAR) IS DISTINCT FROM {keep.sql}), "
         f"min({as_int}), max({as_int}), "
-        f"count(*) FILTER (WHERE CAST({as_date} AS VARCHAR) IS DISTINCT FROM {keep.sql}) {scan}"
+        f"count(*) FILTER (WHERE CAST({as_date} AS VARCHAR) IS DISTINCT FROM {keep.sql}), "
+        f"count(*) FILTER (WHERE {as_uuid} IS DISTINCT FROM {keep.sql}), "
+        f"count(*) FILTER (WHERE upper({as_uuid}) IS DISTINCT FROM {keep.sql}) {scan}"
     ).fetchone()
     if not not_int and low is not None and high + (high - low + 1) * last < 2**126:
         return f"CAST(CAST({column} AS HUGEINT) + {{copy}} * {high - low + 1} AS VARCHAR)"
@@ -144,7 +151,18 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         span = _date_span(con, f"CAST({keep.sql} AS DATE)", scan, last)
         if span is not None:
             return f"CAST(CAST({column} AS DATE) + CAST({{copy}} * {span} AS INTEGER) AS VARCHAR)"
+    if not not_uuid or not not_upper_uuid:
+        other = f"CAST({_other_uuid(column)} AS VARCHAR)"
+        other = other if not not_uuid else f"upper({other})"
+        return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {other} END"
     return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {column} || '#' || {{copy}} END"
+
+
+def _other_uuid(column: str) -> str:
+    """Another UUID for each copy of a UUID (or text that reads back as one): a hash of the
+    value and the copy's number, cast back to a UUID, so a step that parses it still can.
+    Two copies meet with the odds of an MD5 collision."""
+    return f"CAST(md5(CAST({column} AS VARCHAR) || '#' || {{copy}}) AS UUID)"
 
 
 def _date_span(con: duckdb.DuckDBPyConnection, value: str, scan: str, last: int) -> int | None:
