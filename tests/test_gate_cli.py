@@ -336,12 +336,18 @@ def test_a_pipeline_that_raises_in_a_confirmation_trial_did_not_finish(repo, twi
     assert "did not finish (in confirmation trial 1 of 3\\, step 0 steady raised" in outcome.out
 
 
-def test_a_baseline_measured_with_other_runs_policy_or_amplifiers_is_not_comparable(repo, twicerun):
-    update(twicerun, "pipelines/coins.py")
-    for flags in (["--runs", "4"], ["--policy", "reduction-order"], ["--amplify"]):
+def test_a_baseline_measured_with_other_runs_policy_amplifiers_or_threads_is_not_comparable(
+    repo, twicerun
+):
+    # Another --threads was only named beside the verdicts: at one thread a step that
+    # differs by parallel order goes quiet, and the check passed it as `better`.
+    threads = update(twicerun, "pipelines/coins.py")["settings"]["threads"]
+    other = ["--threads", str(threads + 1)]
+    for flags in (["--runs", "4"], ["--policy", "reduction-order"], ["--amplify"], other):
         outcome, document = compare(twicerun, *flags)
         assert outcome.code == 1, flags
         assert set(verdicts(document).values()) == {"not comparable: measured otherwise"}
+    assert f"threads={threads}, this check with runs=5, policy strict" in outcome.out
 
 
 def test_a_check_that_compared_nothing_says_so_even_when_fail_on_lets_it_pass(repo, twicerun):

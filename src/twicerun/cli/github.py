@@ -458,7 +458,8 @@ def _gate_options(fn):
                 envvar="TWICERUN_THREADS",
                 type=THREADS,
                 default=None,
-                help="DuckDB threads. Default: the baseline's, so both measure alike.",
+                help="DuckDB threads. Default: the baseline's, so both measure alike; "
+                "another count makes every step not comparable.",
             ),
             click.option(
                 "--policy",

@@ -334,11 +334,14 @@ def _settings_differ(baseline: Baseline, results: Mapping[str, Result]) -> str |
     for result in results.values():
         now = settings_of(result)
         b = baseline.settings
-        if (now.runs, now.policy, now.amplify, now.engine) != (
+        # Threads too: a parallel-order step fires less, or never, at fewer threads, so a
+        # check run at another count than its baseline's could pass a step that got worse.
+        if (now.runs, now.policy, now.amplify, now.engine, now.threads) != (
             b.runs,
             b.policy,
             b.amplify,
             b.engine,
+            b.threads,
         ):
             return (
                 f"the baseline was measured with {describe_settings(b)}, this check with "
