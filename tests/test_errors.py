@@ -403,3 +403,35 @@ def test_a_full_disk_outside_any_step_is_one_sentence_not_a_traceback(
     )
     manifest = json.loads((kept / "invocation.json").read_text())
     assert manifest["outcome"] == "failed"
+
+
+SPLIT = """
+def a(ctx):
+    ctx.write("t", "SELECT range AS x FROM range(10)")
+
+
+def b(ctx):
+    ctx.read("t")
+    ctx.write("u", "SELECT x, x * 2 AS y FROM t")
+"""
+
+
+@pytest.mark.parametrize("extra", [[], ["--json", "-"]], ids=["report", "json"])
+def test_a_reader_that_leaves_early_does_not_turn_a_clean_run_into_a_divergent_one(
+    write_pipeline, run_dir, extra
+):
+    # `twicerun run p.py | head` with pipefail: click turned the broken pipe into exit 1,
+    # which is what `run` says when a step diverged.
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "twicerun", "run", str(write_pipeline(SPLIT))]
+    command += ["--runs", "2", "--no-amplify", "--run-dir", str(run_dir), *extra]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # the reader leaves before a byte is written
+    err = process.stderr.read().decode()
+    assert process.wait() == 0, err
+    assert "Error" not in err and "Traceback" not in err
+    assert json.loads((only_invocation(run_dir) / "invocation.json").read_text())["outcome"] == (
+        "completed"
+    )

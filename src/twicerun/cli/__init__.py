@@ -10,6 +10,7 @@ import click
 from click.core import ParameterSource
 
 from twicerun.cli.app import ACTION_INPUTS, cli, exit_code
+from twicerun.cli.pipe import reader_may_leave
 from twicerun.errors import BadInput, StepCrashed, TwicerunError
 from twicerun.github.commands import neutralize
 from twicerun.storage.space import disk_full, full_disk_advice
@@ -20,6 +21,11 @@ __all__ = ["cli", "exit_code", "main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: run the CLI and return its exit code."""
+    with reader_may_leave():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         value = cli.main(
             args=list(argv) if argv is not None else None,
