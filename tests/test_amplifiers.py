@@ -155,13 +155,16 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
         f"md5(range::VARCHAR)::UUID AS token, "
         f"md5('t' || range)::UUID::VARCHAR AS token_text, "
         f"upper(md5('T' || range)::UUID::VARCHAR) AS upper_token_text, "
-        f"'u' || range AS handle, range % 3 AS grp FROM range(400)) TO '{source}'"
+        f"'u' || range AS handle, range % 3 AS grp, "
+        # Both 'h0' and 'h0#1': a '#' suffix made the first's copy the second.
+        f"CASE WHEN range % 2 = 0 THEN 'h' || range ELSE 'h' || (range - 1) || '#1' END AS tag "
+        f"FROM range(400)) TO '{source}'"
     )
     target = tmp_path / "out.parquet"
     multiply_rows(CON, source, target, artifact="keys")
     columns = [
         "id", "code", "day_text", "day", "seen_at",
-        "token", "token_text", "upper_token_text", "handle",
+        "token", "token_text", "upper_token_text", "handle", "tag",
     ]  # fmt: skip
     distinct = CON.execute(
         f"SELECT count(*), {', '.join(f'count(DISTINCT {c})' for c in columns)} FROM '{target}'"

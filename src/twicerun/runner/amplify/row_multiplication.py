@@ -36,6 +36,8 @@ FACTOR = 2
 # Shifted dates and timestamps stay within four-digit years, which every reader writes alike.
 _LAST_DAY = datetime.date(9999, 12, 31)
 _YEAR_10000_US = 253_402_300_800_000_000  # epoch_us of 10000-01-01
+# What joins a text key to its copy's number: the first that no value of the column holds.
+_MARKS = ("#", "~", "|", "\u241f")
 # Shifted through HUGEINT and BIGINT below, which a UHUGEINT past 2**127 would overflow.
 _SHIFTABLE = INTEGER_IDS - {"uhugeint"}
 
@@ -138,12 +140,15 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     as_int = f"TRY_CAST({keep.sql} AS HUGEINT)"
     as_date = f"TRY_CAST({keep.sql} AS DATE)"
     as_uuid = f"CAST(TRY_CAST({keep.sql} AS UUID) AS VARCHAR)"
-    not_int, low, high, not_date, not_uuid, not_upper_uuid = con.execute(
+    holding = ", ".join(
+        f"count(*) FILTER (WHERE contains({keep.sql}, {sql.string(mark)}))" for mark in _MARKS
+    )
+    not_int, low, high, not_date, not_uuid, not_upper_uuid, *held = con.execute(
         f"SELECT count(*) FILTER (WHERE CAST({as_int} AS VARCHAR) IS DISTINCT FROM {keep.sql}), "
         f"min({as_int}), max({as_int}), "
         f"count(*) FILTER (WHERE CAST({as_date} AS VARCHAR) IS DISTINCT FROM {keep.sql}), "
         f"count(*) FILTER (WHERE {as_uuid} IS DISTINCT FROM {keep.sql}), "
-        f"count(*) FILTER (WHERE upper({as_uuid}) IS DISTINCT FROM {keep.sql}) {scan}"
+        f"count(*) FILTER (WHERE upper({as_uuid}) IS DISTINCT FROM {keep.sql}), {holding} {scan}"
     ).fetchone()
     if not not_int and low is not None and high + (high - low + 1) * last < 2**126:
         return f"CAST(CAST({column} AS HUGEINT) + {{copy}} * {high - low + 1} AS VARCHAR)"
@@ -155,7 +160,11 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         other = f"CAST({_other_uuid(column)} AS VARCHAR)"
         other = other if not not_uuid else f"upper({other})"
         return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {other} END"
-    return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {column} || '#' || {{copy}} END"
+    # A mark no value holds keeps every copy distinct: value || mark || copy splits at its
+    # only mark. With '#' always, a column holding both 'a' and 'a#1' met itself.
+    mark = next((m for m, n in zip(_MARKS, held, strict=True) if not n), _MARKS[0])
+    mark = sql.string(mark).replace("{", "{{").replace("}", "}}")
+    return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {column} || {mark} || {{copy}} END"
 
 
 def _other_uuid(column: str) -> str:
