@@ -126,6 +126,42 @@ def test_tie_collapse_leaves_every_key_alone_not_only_the_first(tmp_path):
     )
 
 
+def daily_per_tier(tmp_path: Path) -> Path:
+    """A total per (tier, day): neither column is a key alone, the pair is. The total is
+    nearly unique, and a key together with either; it is a measure, not a key."""
+    path = tmp_path / "daily.parquet"
+    CON.execute(
+        f"COPY (SELECT tier, DATE '2024-01-01' + d::INTEGER AS day, "
+        f"(hash(tier * 1000 + d) % 100000)::BIGINT AS total "
+        f"FROM range(4) t(tier), range(200) r(d)) TO '{path}' (FORMAT parquet)"
+    )
+    return path
+
+
+def test_the_amplifiers_keep_a_two_column_key_a_key(tmp_path):
+    """Tie collapse folded the tier and row multiplication repeated every (tier, day), so a
+    running total by day within each tier, correct on any input where the pair is a key,
+    came out STABLE_ON_THIS_INPUT. The nearly unique total is still folded."""
+    source = daily_per_tier(tmp_path)
+    (rows, columns) = column_facts(CON, source)
+    assert {c.name: c.joint for c in columns} == {"tier": True, "day": True, "total": False}
+    collapsed = tmp_path / "collapsed.parquet"
+    outcome = collapse_ties(CON, source, collapsed, artifact="daily", rows_per_value=100)
+    assert outcome == Applied("daily.total into 8 values, from 1 to 100 rows per value")
+    doubled = tmp_path / "doubled.parquet"
+    multiply_rows(CON, source, doubled, artifact="daily")
+    for path, expected in ((collapsed, rows), (doubled, 2 * rows)):
+        assert CON.execute(
+            f"SELECT count(*), count(DISTINCT (tier, day)) FROM '{path}'"
+        ).fetchone() == (expected, expected)
+    pairs_only = tmp_path / "pairs.parquet"
+    CON.execute(f"COPY (SELECT tier, day FROM '{source}') TO '{pairs_only}'")
+    assert collapse_ties(CON, pairs_only, tmp_path / "none.parquet", artifact="d") == Declined(
+        "d has no exact column besides its keys (tier, day: no two rows share the values of "
+        "a pair of them; each is kept so), so nothing could tie"
+    )
+
+
 def test_row_multiplication_keeps_every_key_a_key(tmp_path):
     source = customers(tmp_path)
     for name, collapse in [

@@ -134,6 +134,44 @@ def test_a_sort_on_any_key_of_the_input_is_a_tiebreak_the_amplifiers_keep(write_
     assert outcome.code == 4
 
 
+DAILY_PER_TIER = """
+def daily(ctx):
+    ctx.write(
+        "daily",
+        "SELECT tier, DATE '2024-01-01' + d::INTEGER AS day, "
+        "(hash(tier * 1000 + d) % 100000)::BIGINT AS total "
+        "FROM range(4) t(tier), range(200) r(d)",
+    )
+
+def previous_day(ctx):
+    ctx.read("daily")
+    ctx.write(
+        "deltas",
+        "SELECT tier, day, total - lag(total) OVER (PARTITION BY tier ORDER BY day) AS delta "
+        "FROM daily",
+    )
+
+def rank_by_total(ctx):
+    ctx.read("daily")
+    ctx.write(
+        "ranked",
+        "SELECT tier, day, row_number() OVER (PARTITION BY tier ORDER BY total) AS nth FROM daily",
+    )
+"""
+
+
+def test_a_window_ordered_within_a_two_column_key_is_not_a_finding(write_pipeline, twicerun):
+    """(tier, day) is the key of a daily total per tier. Tie collapse folded the tier and row
+    multiplication repeated the pairs, so the change from the previous day, correct on
+    any input with that key, came out STABLE_ON_THIS_INPUT. A rank by the total, which
+    can tie, still fires."""
+    outcome = twicerun("run", write_pipeline(DAILY_PER_TIER), "--amplify", "--json", "-")
+    steps = by_name(outcome.json())
+    assert steps["previous_day"]["status"] == "NO_DIVERGENCE_OBSERVED", steps["previous_day"]
+    assert steps["rank_by_total"]["status"] == "STABLE_ON_THIS_INPUT"
+    assert outcome.code == 4
+
+
 RAW_TEXT = """
 def raw(ctx):
     ctx.write(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
@@ -37,6 +37,8 @@ class ColumnFacts:
     type: duckdb.DuckDBPyType
     cls: ColumnClass
     distinct: int
+    # Part of a two-column key: no two rows share this column's value and a partner's.
+    joint: bool = False
 
     @property
     def sql(self) -> str:
@@ -60,7 +62,45 @@ def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> Facts:
         ColumnFacts(n, t, classify(n, t).cls, int(d))
         for n, t, d in zip(names, types, row[1:], strict=True)
     ]
-    return int(row[0]), facts
+    rows = int(row[0])
+    joint = _joint_keys(con, source, rows, facts)
+    return rows, [replace(c, joint=True) if c.name in joint else c for c in facts]
+
+
+# Pairs of columns checked for being a key together, at most, the likeliest first.
+MAX_PAIRS = 28
+
+
+def _joint_keys(
+    con: duckdb.DuckDBPyConnection, source: Path, rows: int, facts: list[ColumnFacts]
+) -> set[str]:
+    """The columns of each pair that is a key together, though neither is alone: a daily
+    total per (tier, day). A step ordering by day within a tier relies on the pair, as a
+    sort on an id relies on the id.
+
+    Only exact columns with each value on two rows or more on average: a column nearly
+    unique on its own (a measure that rarely ties) is a key together with almost anything,
+    and keeping it whole would spare it the folding that shows a sort on it has no
+    tiebreak. Only pairs with at least as many combinations of values as there are rows,
+    those with the fewest first, since a composite key's columns multiply to little more
+    than the rows they identify. Keys of three or more columns are not looked for."""
+    candidates = [
+        c for c in facts if c.cls is ColumnClass.EXACT and c.distinct > 1 and 2 * c.distinct <= rows
+    ]
+    pairs = sorted(
+        (
+            (a, b)
+            for i, a in enumerate(candidates)
+            for b in candidates[i + 1 :]
+            if a.distinct * b.distinct >= rows
+        ),
+        key=lambda pair: pair[0].distinct * pair[1].distinct,
+    )[:MAX_PAIRS]
+    if not pairs:
+        return set()
+    counts = ", ".join(f"count(DISTINCT ({a.sql}, {b.sql}))" for a, b in pairs)
+    found = con.execute(f"SELECT {counts} FROM {sql.parquet(source)}").fetchone()
+    return {c.name for pair, n in zip(pairs, found, strict=True) if n == rows for c in pair}
 
 
 def most_distinct(facts: list[ColumnFacts]) -> ColumnFacts | None:
@@ -70,13 +110,14 @@ def most_distinct(facts: list[ColumnFacts]) -> ColumnFacts | None:
 
 def kept_intact(rows: int, columns: list[ColumnFacts]) -> list[ColumnFacts]:
     """The columns an amplifier leaves distinct, so that a correct tiebreak on one survives:
-    every column with a different value on every row, or where none has, the most distinct.
+    every column with a different value on every row and every column of a two-column key
+    (column_facts), or where there is none, the most distinct.
 
     A table often has more than one key (an id and an email, an order number and its
     external reference). Keeping only the first of them made a step that orders by the
     second fire, as if a sort on a unique column had no tiebreak, and which key counted
     as "most distinct" was just whichever came first in the table."""
-    keys = [c for c in columns if rows > 1 and c.distinct == rows]
+    keys = [c for c in columns if rows > 1 and (c.distinct == rows or c.joint)]
     if keys:
         return keys
     first = most_distinct(columns)

@@ -132,10 +132,14 @@ def plan_collapse(
 
 
 def _kept(keep: list[ColumnFacts]) -> str:
-    if len(keep) == 1:
+    if len(keep) == 1 and not keep[0].joint:
         return f"its most distinct one ({keep[0].name})"
-    names = ", ".join(c.name for c in keep)
-    return f"its keys ({names}: each has a different value on every row, and is kept so)"
+    single = ", ".join(c.name for c in keep if not c.joint)
+    joint = ", ".join(c.name for c in keep if c.joint)
+    if not joint:
+        return f"its keys ({single}: each has a different value on every row, and is kept so)"
+    pairs = f"{joint}: no two rows share the values of a pair of them"
+    return f"its keys ({f'{single}: a different value on every row; ' if single else ''}{pairs}; each is kept so)"
 
 
 def _count(n: int, noun: str) -> str:
