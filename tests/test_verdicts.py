@@ -113,6 +113,12 @@ def test_diff_of_two_invocations_walks_the_whole_ladder(twicerun, write_pipeline
     assert first["inputs"] == "identical"
     text = twicerun("diff", a, b)
     assert "diverged with identical inputs" in text.out
+    # One reconverged step recovered from the difference, the other never met it.
+    lines = text.out.splitlines()
+    counted = next(i for i, line in enumerate(lines) if " counted " in line)
+    assert lines[counted + 1] == "       its inputs differ: noise"
+    apart = next(i for i, line in enumerate(lines) if " apart " in line)
+    assert lines[apart + 1] == "       by position only: nothing it read differs"
     assert not AUDIT_WORDS.search(text.out)
 
 

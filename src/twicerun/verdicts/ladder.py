@@ -89,6 +89,10 @@ class Ladder:
                 out.append(f"       {s.explanation}")
             if s.inputs == "identical" and s.rung in (Rung.FIRST_DIFFERENCE, Rung.DOWNSTREAM):
                 out.append("       diverged with identical inputs")
+            elif s.inputs == "identical" and s.rung is Rung.RECONVERGED:
+                # Reconverged by its place in the chain; without this line a step beside
+                # the difference read as one that recovered from it.
+                out.append("       by position only: nothing it read differs")
             elif s.inputs.startswith("differ"):
                 out.append(f"       its inputs {s.inputs}")
             if s.instrument:
