@@ -157,9 +157,32 @@ def test_the_amplifiers_keep_a_two_column_key_a_key(tmp_path):
     pairs_only = tmp_path / "pairs.parquet"
     CON.execute(f"COPY (SELECT tier, day FROM '{source}') TO '{pairs_only}'")
     assert collapse_ties(CON, pairs_only, tmp_path / "none.parquet", artifact="d") == Declined(
-        "d has no exact column besides its keys (tier, day: no two rows share the values of "
-        "a pair of them; each is kept so), so nothing could tie"
+        "d has no exact column besides its keys (tier, day: a key when taken two or three "
+        "together; each is kept so), so nothing could tie"
     )
+
+
+def test_the_amplifiers_keep_a_three_column_key_a_key(tmp_path):
+    """Units sold per (store, product, day), with a revenue nearly unique: only the revenue
+    was kept, the product folded, and a running total by day per store and product came
+    out STABLE_ON_THIS_INPUT. No two of the three are a key; the three are."""
+    source = tmp_path / "sales.parquet"
+    CON.execute(
+        f"COPY (SELECT s AS store, 'p' || p AS product, DATE '2024-01-01' + d::INTEGER AS day, "
+        f"(hash(s * 100000 + p * 100 + d + 7) % 10000000)::BIGINT AS revenue "
+        f"FROM range(10) a(s), range(50) b(p), range(30) c(d)) TO '{source}' (FORMAT parquet)"
+    )
+    rows, columns = column_facts(CON, source)
+    assert {c.name for c in columns if c.joint} == {"store", "product", "day"}
+    collapsed, doubled = tmp_path / "collapsed.parquet", tmp_path / "doubled.parquet"
+    assert collapse_ties(CON, source, collapsed, artifact="sales") == Applied(
+        "sales.revenue into 30 values, from 1 to 500 rows per value"
+    )
+    multiply_rows(CON, source, doubled, artifact="sales")
+    for path, expected in ((collapsed, rows), (doubled, 2 * rows)):
+        assert CON.execute(
+            f"SELECT count(*), count(DISTINCT (store, product, day)) FROM '{path}'"
+        ).fetchone() == (expected, expected)
 
 
 def test_row_multiplication_keeps_every_key_a_key(tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -37,7 +39,7 @@ class ColumnFacts:
     type: duckdb.DuckDBPyType
     cls: ColumnClass
     distinct: int
-    # Part of a two-column key: no two rows share this column's value and a partner's.
+    # Part of a key of two or three columns: no two rows share its values and its partners'.
     joint: bool = False
 
     @property
@@ -67,40 +69,61 @@ def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> Facts:
     return rows, [replace(c, joint=True) if c.name in joint else c for c in facts]
 
 
-# Pairs of columns checked for being a key together, at most, the likeliest first.
-MAX_PAIRS = 28
+# Column sets of two or three checked for being a key together, at most, the likeliest first.
+MAX_SUBSETS = 28
 
 
 def _joint_keys(
     con: duckdb.DuckDBPyConnection, source: Path, rows: int, facts: list[ColumnFacts]
 ) -> set[str]:
-    """The columns of each pair that is a key together, though neither is alone: a daily
-    total per (tier, day). A step ordering by day within a tier relies on the pair, as a
-    sort on an id relies on the id.
+    """The columns of each set of two or three that is a key together, though no smaller
+    part of it is: a daily total per (tier, day), units sold per (store, product, day). A
+    step ordering by day within a tier relies on the pair, as a sort on an id relies on
+    the id.
 
     Only exact columns with each value on two rows or more on average: a column nearly
     unique on its own (a measure that rarely ties) is a key together with almost anything,
     and keeping it whole would spare it the folding that shows a sort on it has no
-    tiebreak. Only pairs with at least as many combinations of values as there are rows,
-    those with the fewest first, since a composite key's columns multiply to little more
-    than the rows they identify. Keys of three or more columns are not looked for."""
+    tiebreak. No set is a key unless all of those columns together are, which one query
+    settles for most inputs. Then only sets with at least as many combinations of values
+    as there are rows, pairs first and the fewest combinations first, since a composite
+    key's columns multiply to little more than the rows they identify. Keys of four or
+    more columns are not looked for."""
     candidates = [
         c for c in facts if c.cls is ColumnClass.EXACT and c.distinct > 1 and 2 * c.distinct <= rows
     ]
-    pairs = sorted(
-        (
-            (a, b)
-            for i, a in enumerate(candidates)
-            for b in candidates[i + 1 :]
-            if a.distinct * b.distinct >= rows
-        ),
-        key=lambda pair: pair[0].distinct * pair[1].distinct,
-    )[:MAX_PAIRS]
-    if not pairs:
+    if len(candidates) < 2 or math.prod(c.distinct for c in candidates) < rows:
         return set()
-    counts = ", ".join(f"count(DISTINCT ({a.sql}, {b.sql}))" for a, b in pairs)
-    found = con.execute(f"SELECT {counts} FROM {sql.parquet(source)}").fetchone()
-    return {c.name for pair, n in zip(pairs, found, strict=True) if n == rows for c in pair}
+    scan = f"FROM {sql.parquet(source)}"
+    (together,) = con.execute(
+        f"SELECT count(DISTINCT ({', '.join(c.sql for c in candidates)})) {scan}"
+    ).fetchone()
+    if together != rows:
+        return set()
+    keys: list[tuple[ColumnFacts, ...]] = []
+    budget = MAX_SUBSETS
+    for size in (2, 3):
+        subsets = sorted(
+            (
+                subset
+                for subset in itertools.combinations(candidates, size)
+                if math.prod(c.distinct for c in subset) >= rows
+                # A set holding a smaller key is a key for that key's sake.
+                and not any(set(key) <= set(subset) for key in keys)
+            ),
+            key=lambda subset: math.prod(c.distinct for c in subset),
+        )[:budget]
+        if not subsets:
+            continue
+        budget -= len(subsets)
+        counts = ", ".join(
+            f"count(DISTINCT ({', '.join(c.sql for c in subset)}))" for subset in subsets
+        )
+        found = con.execute(f"SELECT {counts} {scan}").fetchone()
+        keys.extend(subset for subset, n in zip(subsets, found, strict=True) if n == rows)
+        if budget <= 0:
+            break
+    return {c.name for key in keys for c in key}
 
 
 def most_distinct(facts: list[ColumnFacts]) -> ColumnFacts | None:
@@ -110,8 +133,8 @@ def most_distinct(facts: list[ColumnFacts]) -> ColumnFacts | None:
 
 def kept_intact(rows: int, columns: list[ColumnFacts]) -> list[ColumnFacts]:
     """The columns an amplifier leaves distinct, so that a correct tiebreak on one survives:
-    every column with a different value on every row and every column of a two-column key
-    (column_facts), or where there is none, the most distinct.
+    every column with a different value on every row and every column of a key of two or
+    three columns (column_facts), or where there is none, the most distinct.
 
     A table often has more than one key (an id and an email, an order number and its
     external reference). Keeping only the first of them made a step that orders by the
