@@ -185,6 +185,23 @@ def test_the_amplifiers_keep_a_three_column_key_a_key(tmp_path):
         ).fetchone() == (expected, expected)
 
 
+def test_columns_unique_together_by_chance_are_not_taken_for_a_key(tmp_path):
+    """Three columns of random codes on 200 rows repeat no combination by chance alone: all
+    three were kept as a key, so tie collapse folded nothing and a sort on any of them
+    went unstressed."""
+    source = tmp_path / "codes.parquet"
+    CON.execute(
+        f"COPY (SELECT hash(range) % 40 AS a, hash(range * 3) % 30 AS b, "
+        f"hash(range * 7) % 25 AS c FROM range(200)) TO '{source}' (FORMAT parquet)"
+    )
+    assert CON.execute(f"SELECT count(DISTINCT (a, b, c)) FROM '{source}'").fetchone() == (200,)
+    rows, columns = column_facts(CON, source)
+    assert [c.name for c in columns if c.joint] == []
+    plan = plan_collapse((rows, columns), artifact="codes", rows_per_value=50)
+    # With no key at all, the most distinct column is spared, as before.
+    assert {c.name for c in plan.chosen} == {"b", "c"}
+
+
 def test_row_multiplication_keeps_every_key_a_key(tmp_path):
     source = customers(tmp_path)
     for name, collapse in [

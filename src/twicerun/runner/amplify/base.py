@@ -71,6 +71,8 @@ def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> Facts:
 
 # Column sets of two or three checked for being a key together, at most, the likeliest first.
 MAX_SUBSETS = 28
+# Past rows**2 / CHANCE combinations, random values would be unique too often to mean a key.
+CHANCE = 10
 
 
 def _joint_keys(
@@ -86,14 +88,23 @@ def _joint_keys(
     and keeping it whole would spare it the folding that shows a sort on it has no
     tiebreak. No set is a key unless all of those columns together are, which one query
     settles for most inputs. Then only sets with at least as many combinations of values
-    as there are rows, pairs first and the fewest combinations first, since a composite
-    key's columns multiply to little more than the rows they identify. Keys of four or
-    more columns are not looked for."""
+    as there are rows and at most a tenth of the rows squared, pairs first and the fewest
+    combinations first: a composite key's columns multiply to little more than the rows
+    they identify, and with more combinations than that, values drawn at random would
+    repeat no combination often enough (n rows in m equally likely combinations share
+    one n**2 / 2m times in expectation; at m = n**2 / 10, no share comes about one time
+    in 150) that being unique says nothing of design. Three columns of random codes on
+    a few hundred rows are unique together by chance, and were all kept. Keys of four
+    or more columns are not looked for."""
     candidates = [
         c for c in facts if c.cls is ColumnClass.EXACT and c.distinct > 1 and 2 * c.distinct <= rows
     ]
     if len(candidates) < 2 or math.prod(c.distinct for c in candidates) < rows:
         return set()
+
+    def plausible(subset: tuple[ColumnFacts, ...]) -> bool:
+        return rows <= math.prod(c.distinct for c in subset) <= rows * rows / CHANCE
+
     scan = f"FROM {sql.parquet(source)}"
     (together,) = con.execute(
         f"SELECT count(DISTINCT ({', '.join(c.sql for c in candidates)})) {scan}"
@@ -107,7 +118,7 @@ def _joint_keys(
             (
                 subset
                 for subset in itertools.combinations(candidates, size)
-                if math.prod(c.distinct for c in subset) >= rows
+                if plausible(subset)
                 # A set holding a smaller key is a key for that key's sake.
                 and not any(set(key) <= set(subset) for key in keys)
             ),
