@@ -233,14 +233,16 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
         f"upper(md5('T' || range)::UUID::VARCHAR) AS upper_token_text, "
         f"'u' || range AS handle, range % 3 AS grp, "
         # Both 'h0' and 'h0#1': a '#' suffix made the first's copy the second.
-        f"CASE WHEN range % 2 = 0 THEN 'h' || range ELSE 'h' || (range - 1) || '#1' END AS tag "
+        f"CASE WHEN range % 2 = 0 THEN 'h' || range ELSE 'h' || (range - 1) || '#1' END AS tag, "
+        # Digits with zeros in front, as codes are kept: room in the width, and none.
+        f"lpad(range::VARCHAR, 5, '0') AS zip, lpad((range * 2)::VARCHAR, 3, '0') AS tight "
         f"FROM range(400)) TO '{source}'"
     )
     target = tmp_path / "out.parquet"
     multiply_rows(CON, source, target, artifact="keys")
     columns = [
         "id", "code", "day_text", "day", "seen_at",
-        "token", "token_text", "upper_token_text", "handle", "tag",
+        "token", "token_text", "upper_token_text", "handle", "tag", "zip", "tight",
     ]  # fmt: skip
     distinct = CON.execute(
         f"SELECT count(*), {', '.join(f'count(DISTINCT {c})' for c in columns)} FROM '{target}'"
@@ -249,8 +251,14 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
     # Each still reads in its form: none of these casts raises, and text keeps its case.
     CON.execute(
         f"SELECT CAST(code AS BIGINT), CAST(day_text AS DATE), CAST(token_text AS UUID), "
-        f"CAST(upper_token_text AS UUID) FROM '{target}'"
+        f"CAST(upper_token_text AS UUID), CAST(zip AS INTEGER), CAST(tight AS INTEGER) "
+        f"FROM '{target}'"
     ).fetchall()
+    # A zip code keeps its width where the width has room, and its zeros either way.
+    assert CON.execute(
+        f"SELECT bool_and(length(zip) = 5), min(zip), max(zip), "
+        f"bool_and(regexp_full_match(tight, '[0-9]+')) FROM '{target}'"
+    ).fetchone() == (True, "00000", "00799", True)
     assert CON.execute(
         f"SELECT bool_and(token_text = lower(token_text)), "
         f"bool_and(upper_token_text = upper(upper_token_text)) FROM '{target}'"

@@ -107,8 +107,9 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     Each copy moves past the column's range, and a value keeps the form a step may parse
     it in: an integer stays an integer, a date a date, and a string that reads as an
     integer or an ISO date moves as one (a suffix would make a step that casts it raise,
-    which reads as the amplifier failing on correct code); a UUID, or a string that reads
-    back as one, becomes another UUID. Other strings get a suffix.
+    which reads as the amplifier failing on correct code); digits of one width keep their
+    width and their leading zeros; a UUID, or a string that reads back as one, becomes
+    another UUID. Other strings get a suffix.
     Tie collapse never folds a column kept intact (a folded one has fewer values than
     the column it kept), so the range is the source's."""
     column = keep.sql.replace("{", "{{").replace("}", "}}")  # a name may hold braces
@@ -143,15 +144,29 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     holding = ", ".join(
         f"count(*) FILTER (WHERE contains({keep.sql}, {sql.string(mark)}))" for mark in _MARKS
     )
-    not_int, low, high, not_date, not_uuid, not_upper_uuid, *held = con.execute(
+    (
+        not_int, low, high, not_date, not_uuid, not_upper_uuid, not_digits, widths, width, *held
+    ) = con.execute(
         f"SELECT count(*) FILTER (WHERE CAST({as_int} AS VARCHAR) IS DISTINCT FROM {keep.sql}), "
         f"min({as_int}), max({as_int}), "
         f"count(*) FILTER (WHERE CAST({as_date} AS VARCHAR) IS DISTINCT FROM {keep.sql}), "
         f"count(*) FILTER (WHERE {as_uuid} IS DISTINCT FROM {keep.sql}), "
-        f"count(*) FILTER (WHERE upper({as_uuid}) IS DISTINCT FROM {keep.sql}), {holding} {scan}"
-    ).fetchone()
+        f"count(*) FILTER (WHERE upper({as_uuid}) IS DISTINCT FROM {keep.sql}), "
+        f"count(*) FILTER (WHERE NOT regexp_full_match({keep.sql}, '[0-9]+')), "
+        f"count(DISTINCT length({keep.sql})), max(length({keep.sql})), {holding} {scan}"
+    ).fetchone()  # fmt: skip
     if not not_int and low is not None and high + (high - low + 1) * last < 2**126:
         return f"CAST(CAST({column} AS HUGEINT) + {{copy}} * {high - low + 1} AS VARCHAR)"
+    if not not_digits and widths == 1 and low is not None and width <= 38:
+        # Digits of one width, zeros in front: a zip code, an account number. Shifted as
+        # integers and padded back where the width holds the last copy; else a digit more.
+        span = high - low + 1
+        if high + span * last < 10**width:
+            shifted = f"CAST(CAST({column} AS HUGEINT) + {{copy}} * {span} AS VARCHAR)"
+            return f"lpad({shifted}, {width}, '0')"
+        return (
+            f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {column} || CAST({{copy}} AS VARCHAR) END"
+        )
     if not not_date:
         span = _date_span(con, f"CAST({keep.sql} AS DATE)", scan, last)
         if span is not None:
