@@ -104,9 +104,6 @@ def _joint_keys(
     if len(candidates) < 2 or math.prod(c.distinct for c in candidates) < rows:
         return set()
 
-    def plausible(subset: tuple[ColumnFacts, ...]) -> bool:
-        return rows <= math.prod(c.distinct for c in subset) <= rows * rows / CHANCE
-
     scan = f"FROM {sql.parquet(source)}"
     (together,) = con.execute(
         f"SELECT count(DISTINCT ({', '.join(c.sql for c in candidates)})) {scan}"
@@ -124,16 +121,15 @@ def _joint_keys(
             if size == 2
             else sorted(candidates, key=lambda c: c.distinct)[:MAX_TRIPLE_POOL]
         )
-        subsets = sorted(
-            (
-                subset
-                for subset in itertools.combinations(pool, size)
-                if plausible(subset)
-                # A set holding a smaller key is a key for that key's sake.
-                and not any(set(key) <= set(subset) for key in keys)
-            ),
-            key=lambda subset: math.prod(c.distinct for c in subset),
-        )[:budget]
+        plausible = [
+            (n, subset)
+            for subset in itertools.combinations(pool, size)
+            if rows <= (n := math.prod(c.distinct for c in subset)) <= rows * rows / CHANCE
+            # A set holding a smaller key is a key for that key's sake.
+            and not any(set(key) <= set(subset) for key in keys)
+        ]
+        plausible.sort(key=lambda pair: pair[0])  # stable: ties keep the columns' order
+        subsets = [subset for _, subset in plausible[:budget]]
         if not subsets:
             continue
         budget -= len(subsets)

@@ -1,12 +1,10 @@
 """Row multiplication: more rows of the same shape.
 
-The input is written `factor` times over, one copy after another. Each key of
-the input (a column with a different value on every row; where there is none,
-the most distinct column) is kept distinct where it can be (an integer is
-shifted past the column's range for each copy, a UUID becomes another UUID, a string
-gets a copy suffix), so
-an id stays an id; every other column keeps its values, so each tie group grows
-too.
+The input is written `factor` times over, one copy after another. Each column
+base.kept_intact keeps (every key of the input, single or of two or three
+columns; where there is none, the most distinct column) is kept distinct where
+it can be, in the form a step reads it (`_shift`), so an id stays an id; every
+other column keeps its values, so each tie group grows too.
 """
 
 from __future__ import annotations

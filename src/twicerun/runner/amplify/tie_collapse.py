@@ -138,8 +138,9 @@ def _kept(keep: list[ColumnFacts]) -> str:
     joint = ", ".join(c.name for c in keep if c.joint)
     if not joint:
         return f"its keys ({single}: each has a different value on every row, and is kept so)"
-    pairs = f"{joint}: a key when taken two or three together"
-    return f"its keys ({f'{single}: a different value on every row; ' if single else ''}{pairs}; each is kept so)"
+    parts = [f"{single}: a different value on every row"] if single else []
+    parts.append(f"{joint}: a key when taken two or three together")
+    return f"its keys ({'; '.join(parts)}; each is kept so)"
 
 
 def _count(n: int, noun: str) -> str:
