@@ -216,6 +216,45 @@ def test_a_pipeline_written_for_another_runner_runs_unchanged(write_pipeline, tw
     assert [s["wrote"] for s in outcome.json()["steps"]] == [["raw"], ["doubled", "count"]]
 
 
+MODULE_TABLE = pa.table({"m": [10, 20]})
+
+
+def test_sql_and_write_see_the_python_objects_the_calling_code_names(tmp_path):
+    """DuckDB finds a pyarrow Table a query names in the frame that called it; through
+    ctx.sql that frame was twicerun's, so `ctx.sql("SELECT ... FROM t")` raised "Table with
+    name t does not exist" on a step's own local `t`, which `con.sql` would have found."""
+    ctx = make_ctx(tmp_path)
+    local = pa.table({"a": [1, 2, 3]})  # noqa: F841 -- named by the SQL below
+    assert ctx.sql("SELECT sum(a) AS s FROM local").fetchall() == [(6,)]
+    assert ctx.sql("SELECT sum(m) FROM MODULE_TABLE").fetchall() == [(30,)]  # module-level
+    assert ctx.sql("SELECT ?::INTEGER + count(*) FROM local", params=[1]).fetchall() == [(4,)]
+    assert ctx.sql("CREATE TABLE kept AS SELECT a FROM local") is None
+    assert ctx.sql("EXPLAIN SELECT * FROM local").fetchall()
+    ctx.write("written", "SELECT a * 2 AS b FROM local")
+    ctx.write("pivoted", "PIVOT local ON a USING count(*)")
+    assert rows(tmp_path / "out" / "written.parquet") == [(2,), (4,), (6,)]
+    assert rows(tmp_path / "out" / "pivoted.parquet") == [(1, 1, 1)]
+    assert ctx.sql("SELECT * FROM kept").fetchall() == [(1,), (2,), (3,)]
+
+
+def test_a_python_object_is_found_in_the_helper_that_called_ctx_sql(tmp_path):
+    ctx = make_ctx(tmp_path)
+
+    def helper(ctx):
+        nearby = pa.table({"x": [5]})  # noqa: F841 -- named by the SQL below
+        return ctx.sql("SELECT x FROM nearby").fetchall()
+
+    assert helper(ctx) == [(5,)]
+    # As with con.sql, a name held only by another frame further up is not looked for.
+    further_up = pa.table({"y": [1]})  # noqa: F841 -- named by the SQL below
+
+    def blind(ctx):
+        return ctx.sql("SELECT y FROM further_up")
+
+    with pytest.raises(duckdb.CatalogException, match="further_up"):
+        blind(ctx)
+
+
 def test_sql_runs_a_query_once_so_setseed_takes_effect_and_rows_stay_put(tmp_path):
     ctx = make_ctx(tmp_path)
     ctx.sql("SELECT setseed(0.25)")

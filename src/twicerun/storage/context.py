@@ -13,6 +13,7 @@ import functools
 import hashlib
 import os
 import re
+import sys
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -466,10 +467,11 @@ class StepContext(ContractChecks):
         """Make `data` (a SQL query, a DuckDB relation, or a pyarrow Table or RecordBatchReader)
         this step's artifact."""
         final = self._check_write(name, "DuckDB")
+        caller = _Caller(self._con, sys._getframe(1))
         # No fsync: an artifact is atomic against readers and against this process
         # dying, and a power cut costs only a rerun, which is what this tool does.
         with atomic_path(final, fsync=False) as temporary:
-            self._write_parquet(name, data, temporary)
+            self._write_parquet(name, data, temporary, caller)
         self.output.written[name] = final
 
     def sql(self, query: str, params: Any = None) -> duckdb.DuckDBPyRelation | None:
@@ -485,33 +487,34 @@ class StepContext(ContractChecks):
             self.output.sql_outside_ctx.append(" ".join(query.split())[:200])
         if _THREADS.search(query):
             self._names_threads = True
+        caller = _Caller(self._con, sys._getframe(1))
         statements = self._parsed(query, f"ctx.sql in step {self._index} {self._name}")
         if not statements:
             return None
         *before, last = statements
         for statement in before:
-            self._con.execute(statement.query)
+            caller.execute(statement.query)
         kind = last.kind
         if kind == "SELECT" or self._is_query(last):
             self._results += 1
             table = f"__twicerun_sql_{self._results}"
             # The query on a line of its own, so DuckDB's error snippet (LINE n) shows the
             # step's SQL rather than this wrapper and its table name.
-            self._con.execute(f"CREATE TEMP TABLE {table} AS\n{last.query}\n", params)
+            caller.execute(f"CREATE TEMP TABLE {table} AS\n{last.query}\n", params)
             return self._con.table(table)
         if kind in _ROW_STATEMENTS:
-            return self._con.from_arrow(self._con.sql(last.query, params=params).to_arrow_table())
-        self._con.execute(last.query, params)
+            return self._con.from_arrow(caller.sql(last.query, params=params).to_arrow_table())
+        caller.execute(last.query, params)
         return None
 
-    def _write_parquet(self, name: str, data: Any, target: Path) -> None:
+    def _write_parquet(self, name: str, data: Any, target: Path, caller: _Caller) -> None:
         destination = sql.string(target)
         if isinstance(data, str):
             if _OUTSIDE_READ.search(data):
                 self.output.sql_outside_ctx.append(" ".join(data.split())[:200])
             query = self._one_query(name, data)
             try:
-                bound = self._con.sql(query)
+                bound = caller.sql(query)
                 casts = exact_casts(bound.columns, bound.types)
             except duckdb.Error:
                 # Raised again by the COPY below, whose error shows the step's SQL.
@@ -524,7 +527,7 @@ class StepContext(ContractChecks):
                 # Its rows are kept once, and the casts named from what they are.
                 self._results += 1
                 kept = f"__twicerun_write_{self._results}"
-                self._con.execute(f"CREATE TEMP TABLE {kept} AS\n{query}\n")
+                caller.execute(f"CREATE TEMP TABLE {kept} AS\n{query}\n")
                 bound = self._con.table(kept)
                 casts = exact_casts(bound.columns, bound.types)
                 query = f"SELECT * FROM {kept}"
@@ -534,7 +537,7 @@ class StepContext(ContractChecks):
             # On lines of their own, so a trailing `-- comment` cannot swallow the `)`.
             try:
                 with self._exactly(name, casts):
-                    self._con.execute(f"COPY (\n{query}\n) TO {destination} (FORMAT parquet)")
+                    caller.execute(f"COPY (\n{query}\n) TO {destination} (FORMAT parquet)")
             finally:
                 if kept is not None:
                     self._con.execute(f"DROP TABLE IF EXISTS {kept}")
@@ -653,6 +656,34 @@ def _without_final_semicolons(text: str) -> str:
     while tokens and tokens[-1][1] == duckdb.token_type.operator and raw[tokens[-1][0]] == ord(";"):
         cut = tokens.pop()[0]
     return (text if cut is None else raw[:cut].decode()).strip()
+
+
+# DuckDB finds a Python object a query names (a pyarrow Table, a DataFrame, a relation)
+# in the locals and globals of the frame that called it. Called from here, that would be
+# this module's frame, not the step's; run from this, it is a frame with the step's names.
+_AS_CALLER = compile("__twicerun_call(*__twicerun_args, **__twicerun_kwargs)", "<ctx.sql>", "eval")
+
+
+class _Caller:
+    """The step's connection, its SQL run where DuckDB sees the names of the code that
+    called ctx.sql or ctx.write: `ctx.sql("SELECT * FROM df")` finds a step's `df` as
+    `con.sql` would."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, frame: Any):
+        self._con = con
+        self._globals = frame.f_globals
+        self._locals = dict(frame.f_locals)
+
+    def _call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        names = dict(self._locals)
+        names.update(__twicerun_call=method, __twicerun_args=args, __twicerun_kwargs=kwargs)
+        return eval(_AS_CALLER, self._globals, names)
+
+    def execute(self, query: str, params: Any = None) -> Any:
+        return self._call(self._con.execute, query, params)
+
+    def sql(self, query: str, params: Any = None) -> duckdb.DuckDBPyRelation:
+        return self._call(self._con.sql, query, params=params)
 
 
 @dataclass(frozen=True)
