@@ -513,10 +513,14 @@ def numbers(ctx):
 
 
 def through_udfs(ctx):
+    # One defined in the pipeline, one in the helper beside it, and one from a helper the
+    # step imports in its own body, for the first time in the invocation.
+    from imported_in_the_step import negate
+
     df = ctx.read("numbers")
-    # One defined in the pipeline, one in the helper beside it.
     tripled = udf(triple, LongType())(df.id).alias("tripled")
-    ctx.write("out", df.select(tripled, udf(double, LongType())(df.id).alias("doubled")))
+    doubled = udf(double, LongType())(df.id).alias("doubled")
+    ctx.write("out", df.select(tripled, doubled, udf(negate, LongType())(df.id).alias("negated")))
 """
 
 
@@ -527,15 +531,17 @@ def test_a_python_udf_from_the_pipeline_or_its_helper_runs_on_the_workers(
 ):
     """The workers are other Python processes: they could not import the pipeline, which
     twicerun imports under a name of its own, nor a helper beside it unless twicerun ran
-    from its directory, so the step crashed with ModuleNotFoundError on the workers."""
+    from its directory, so the step crashed with ModuleNotFoundError on the workers; a
+    helper the step imported in its body still did, until it was registered on import."""
     (tmp_path / "helpers_for_udfs.py").write_text("def double(x):\n    return x * 2\n")
+    (tmp_path / "imported_in_the_step.py").write_text("def negate(x):\n    return -x\n")
     path = write_pipeline(UDFS)
     assert Path.cwd() != tmp_path
     outcome = twicerun("run", path, "--runs", "2", "--json", "-")
     assert outcome.code == 0, outcome.err[-2000:]
     (written,) = run_dir.glob("*/loop/1/*through_udfs/out.parquet")
     rows = sorted(pq.read_table(written).to_pylist(), key=lambda r: r["tripled"])
-    assert rows == [{"tripled": 3 * i, "doubled": 2 * i} for i in range(20)]
+    assert rows == [{"tripled": 3 * i, "doubled": 2 * i, "negated": -i} for i in range(20)]
 
 
 SOURCED_ON_SPARK = """

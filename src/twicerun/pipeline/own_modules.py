@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.machinery
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,9 +51,11 @@ class OwnModules:
         before = set(sys.modules)
         sys.path.insert(0, entry)
         by_value = _by_value([*self._modules.values(), *filter(None, [self.pipeline])])
+        later = _ByValueOnImport.install(self.directory, by_value)
         try:
             yield
         finally:
+            later.close()
             by_value.close()
             with contextlib.suppress(ValueError):
                 sys.path.remove(entry)
@@ -67,19 +70,22 @@ class OwnModules:
             sys.modules.update(displaced)
 
     def _found_here(self, name: str, module: ModuleType) -> str | None:
-        """The module's file relative to this directory when `name` was found through it
-        (the file is the directory's `top.py`, `top.<abi>.so`, or lies in its package
-        `top/`); None otherwise."""
-        file = getattr(module, "__file__", None)
-        if not file:
-            return None
-        try:
-            relative = Path(file).resolve().relative_to(self.directory)
-        except (ValueError, OSError):
-            return None
-        top = name.partition(".")[0]
-        first = relative.parts[0] if relative.parts else ""
-        return relative.as_posix() if first == top or first.startswith(f"{top}.") else None
+        return found_in(self.directory, name, getattr(module, "__file__", None))
+
+
+def found_in(directory: Path, name: str, file: str | None) -> str | None:
+    """The module's file relative to `directory` when `name` was found through it (the file
+    is the directory's `top.py`, `top.<abi>.so`, or lies in its package `top/`); None
+    otherwise, a virtualenv under the directory included."""
+    if not file:
+        return None
+    try:
+        relative = Path(file).resolve().relative_to(directory)
+    except (ValueError, OSError):
+        return None
+    top = name.partition(".")[0]
+    first = relative.parts[0] if relative.parts else ""
+    return relative.as_posix() if first == top or first.startswith(f"{top}.") else None
 
 
 def file_digest(path: Path) -> str:
@@ -89,6 +95,10 @@ def file_digest(path: Path) -> str:
             return hashlib.file_digest(f, "sha256").hexdigest()
     except OSError:
         return ""
+
+
+def _spark_pickler():
+    return sys.modules.get("pyspark.cloudpickle")
 
 
 def _by_value(modules) -> contextlib.ExitStack:
@@ -101,12 +111,74 @@ def _by_value(modules) -> contextlib.ExitStack:
     them (nor find another pipeline's module of the same name). Only where Spark is
     already loaded: DuckDB never pickles."""
     stack = contextlib.ExitStack()
-    cloudpickle = sys.modules.get("pyspark.cloudpickle")
-    if cloudpickle is None:
+    if _spark_pickler() is None:
         return stack
     for module in modules:
-        if module.__name__ in cloudpickle.list_registry_pickle_by_value():
-            continue
-        cloudpickle.register_pickle_by_value(module)
-        stack.callback(cloudpickle.unregister_pickle_by_value, module)
+        _register_by_value(module, stack)
     return stack
+
+
+def _register_by_value(module: ModuleType, stack: contextlib.ExitStack) -> None:
+    cloudpickle = _spark_pickler()
+    if cloudpickle is None or module.__name__ in cloudpickle.list_registry_pickle_by_value():
+        return
+    cloudpickle.register_pickle_by_value(module)
+    stack.callback(cloudpickle.unregister_pickle_by_value, module)
+
+
+class _ByValueOnImport:
+    """A module the pipeline's directory holds that a step imports for the first time in its
+    body (`from helpers import shout` inside the function), registered to be pickled by value
+    as soon as it has loaded: it was not among the modules `_by_value` knew of when the step
+    began, so a UDF from it raised ModuleNotFoundError on Spark's workers, unless twicerun
+    ran from the pipeline's directory. Found as Python's own path finder finds it; only its
+    loader is wrapped, to register the module once it has run."""
+
+    def __init__(self, directory: Path, stack: contextlib.ExitStack):
+        self._directory = directory
+        self._stack = stack
+
+    @classmethod
+    def install(cls, directory: Path, stack: contextlib.ExitStack) -> contextlib.ExitStack:
+        installed = contextlib.ExitStack()
+        if _spark_pickler() is None:
+            return installed  # only Spark pickles a step's functions
+        finder = cls(directory, stack)
+        # Just before Python's path finder, which it asks: built-in and frozen modules
+        # still come first, as they do without it.
+        at = next(
+            (i for i, f in enumerate(sys.meta_path) if f is importlib.machinery.PathFinder),
+            len(sys.meta_path),
+        )
+        sys.meta_path.insert(at, finder)
+        installed.callback(
+            lambda: sys.meta_path.remove(finder) if finder in sys.meta_path else None
+        )
+        return installed
+
+    def find_spec(self, name, path, target=None):
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or spec.loader is None or not spec.has_location:
+            return None
+        if found_in(self._directory, name, spec.origin) is None:
+            return None
+        spec.loader = _RegisteringLoader(spec.loader, lambda m: _register_by_value(m, self._stack))
+        return spec
+
+
+class _RegisteringLoader:
+    """A module's own loader, which tells `loaded` about the module once it has run."""
+
+    def __init__(self, inner, loaded):
+        self._inner = inner
+        self._loaded = loaded
+
+    def create_module(self, spec):
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module):
+        self._inner.exec_module(module)
+        self._loaded(module)
+
+    def __getattr__(self, attribute):
+        return getattr(self._inner, attribute)
