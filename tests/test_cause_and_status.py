@@ -7,6 +7,8 @@ is exact; real thread-scheduling divergence is covered by the slow reference tes
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from twicerun.judge.cause import quiet_chance, upper_bound
@@ -570,6 +572,53 @@ def test_a_timestamp_column_that_moved_gets_a_wall_clock_hint(write_pipeline, tw
     step = outcome.json()["steps"][0]
     assert step["hints"] == ["WALL_CLOCK"]
     assert "hint WALL_CLOCK" in twicerun("run", path).out
+
+
+GENERATORS = """
+import random
+
+from twicerun import step
+
+
+def unseeded(ctx):
+    ctx.write("drawn", f"SELECT {random.randrange(2)} AS coin")
+
+
+@step(stochastic=True, seed="seed")
+def seeded(ctx, seed: int = 7):
+    random.seed(seed)
+    ctx.write("dealt", f"SELECT {random.randrange(1000)} AS card")
+
+
+def draws_nothing(ctx):
+    ctx.write("plain", "SELECT 1 AS one")
+"""
+
+
+def test_a_step_drawing_from_pythons_random_unseeded_is_named_whatever_its_cause(
+    write_pipeline, twicerun, run_dir
+):
+    """A step drawing a coin from Python's random module differs in half its comparisons,
+    and at one thread too; with two or four clean single-threaded comparisons by chance the
+    bisect names PARALLEL_ORDER. The generator's own state says what happened: each run left
+    it somewhere else. A step that seeds it leaves it in one place; one that draws nothing
+    leaves it untouched."""
+    path = write_pipeline(GENERATORS)
+    outcome = twicerun("run", path, "--runs", "5", "--no-amplify", "--json", "-")
+    steps = by_name(outcome.json())
+    said = (
+        "drew from Python's random module without seeding it: its runs left it in states of "
+        "their own, so they drew other numbers, at any thread count"
+    )
+    assert [n for n in steps["unseeded"]["notes"] if n.startswith(said)], steps["unseeded"]
+    assert steps["seeded"]["notes"] == [] and steps["seeded"]["fired"] == 0
+    assert steps["draws_nothing"]["notes"] == []
+    receipts = {
+        p.parent.name: json.loads(p.read_text()) for p in run_dir.glob("*/loop/1/*/receipt.json")
+    }
+    assert receipts["00-unseeded"]["generators"].startswith("Python's random module:")
+    assert receipts["01-seeded"]["generators"].startswith("Python's random module:")
+    assert receipts["02-draws_nothing"]["generators"] is None
 
 
 SEEDED = """

@@ -23,6 +23,7 @@ from twicerun.pipeline import Step
 from twicerun.pipeline.loader import line_in
 from twicerun.runner.engines import Engine, session_time_zone
 from twicerun.runner.environment import platform_stamp
+from twicerun.runner.generators import generator_states, left_in
 from twicerun.runner.interrupts import reraise_if_requested
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.layout import Invocation, RunAddress
@@ -75,6 +76,7 @@ def execute_step(
     # connection helpers cost the loop a few tenths of a millisecond per execution.
     cwd = invocation.working_directory
     ended = None
+    drawn = generator_states()
     try:
         try:
             # stdout is twicerun's: the report, or the Result with --json -. What a step
@@ -82,6 +84,7 @@ def execute_step(
             with contextlib.redirect_stdout(sys.stderr):
                 step.call(ctx)
             ended = time.perf_counter()
+            generators = left_in(drawn, generator_states())
             left = ctx._threads_left()
             threads_set_by_step = left if left is not None and left != threads else None
         finally:
@@ -156,6 +159,7 @@ def execute_step(
         artifacts=records,
         sql_outside_ctx=ctx.output.sql_outside_ctx,
         threads_set_by_step=threads_set_by_step,
+        generators=generators,
     )
     if not defer_receipt:
         save_receipt(out_dir, receipt)

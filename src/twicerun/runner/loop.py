@@ -32,6 +32,7 @@ from twicerun.runner.bisect import bisect
 from twicerun.runner.engines import check_engine, open_engine
 from twicerun.runner.environment import default_threads, stamp
 from twicerun.runner.execute import execute_step
+from twicerun.runner.generators import drew_unseeded
 from twicerun.runner.keys import KeyChecker
 from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
@@ -337,11 +338,8 @@ def _loop(
 def _measured(records: Records, step: Step, comparisons: list[Comparison], runs: int) -> StepResult:
     """A step's loop measurements, before any policy has judged them."""
     run1 = records.get(RunAddress(LOOP, 1), step.index)
-    seconds = [
-        r.seconds
-        for r in (records.get(RunAddress(LOOP, k), step.index) for k in range(1, runs + 1))
-        if r is not None
-    ]
+    receipts = [records.get(RunAddress(LOOP, k), step.index) for k in range(1, runs + 1)]
+    seconds = [r.seconds for r in receipts if r is not None]
     notes = []
     if run1 is not None:
         written = {a.name for a in run1.artifacts}
@@ -359,6 +357,14 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
             f"sets its own thread count (threads={run1.threads_set_by_step} by the end of "
             f"the step), so the loop's threads={run1.threads} was not in force for the "
             f"queries after that SET, nor is any raised count an amplifier names below"
+        )
+    left = [r.generators for r in receipts if r is not None]
+    unseeded = drew_unseeded(left)
+    if unseeded:
+        notes.append(
+            f"drew from {unseeded} without seeding it: its runs left it in states of their "
+            f"own, so they drew other numbers, at any thread count; seed it from a declared "
+            f"seed (@step(stochastic=True, seed=...)), or derive values with hash()"
         )
     if run1 is not None and run1.sql_outside_ctx:
         notes.append(

@@ -110,6 +110,10 @@ class Receipt:
     # The time zone the step's session started in (DuckDB's TimeZone, the machine's; on
     # Spark the session's, which twicerun sets): None when not recorded (an older twicerun).
     time_zone: str | None = None
+    # A digest of the state the step left Python's global random generator (and numpy's,
+    # where loaded) in, when it changed it; None when it drew nothing from them, or was not
+    # recorded (an older twicerun). Runs that leave different states drew unseeded.
+    generators: str | None = None
 
     @property
     def rows_read(self) -> int:
