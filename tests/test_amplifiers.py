@@ -278,7 +278,9 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
     """A string key that reads as an integer, an ISO date or a UUID moves as one, a date,
     a timestamp or a UUID moves as itself: with a suffix, a step casting the key raised on
     every added copy, which reads as the amplifier failing on correct code; and a UUID
-    column was not moved at all, so it stopped being a key."""
+    column was not moved at all, so it stopped being a key. A date key of eight digits,
+    an integer or text, moved as an integer: 20240131 came out 20250234, which a step
+    parsing it with strptime refused."""
     source = tmp_path / "keys.parquet"
     CON.execute(
         f"COPY (SELECT range AS id, (1000 + range)::VARCHAR AS code, "
@@ -292,7 +294,10 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
         # Both 'h0' and 'h0#1': a '#' suffix made the first's copy the second.
         f"CASE WHEN range % 2 = 0 THEN 'h' || range ELSE 'h' || (range - 1) || '#1' END AS tag, "
         # Digits with zeros in front, as codes are kept: room in the width, and none.
-        f"lpad(range::VARCHAR, 5, '0') AS zip, lpad((range * 2)::VARCHAR, 3, '0') AS tight "
+        f"lpad(range::VARCHAR, 5, '0') AS zip, lpad((range * 2)::VARCHAR, 3, '0') AS tight, "
+        # A date as eight digits, as warehouses key days: 20240131 + 1 is no date.
+        f"strftime(DATE '2024-01-01' + range::INTEGER, '%Y%m%d')::INTEGER AS day_key, "
+        f"strftime(DATE '2023-06-01' + range::INTEGER, '%Y%m%d') AS day_key_text "
         f"FROM range(400)) TO '{source}'"
     )
     target = tmp_path / "out.parquet"
@@ -300,6 +305,7 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
     columns = [
         "id", "code", "day_text", "day", "seen_at",
         "token", "token_text", "upper_token_text", "handle", "tag", "zip", "tight",
+        "day_key", "day_key_text",
     ]  # fmt: skip
     distinct = CON.execute(
         f"SELECT count(*), {', '.join(f'count(DISTINCT {c})' for c in columns)} FROM '{target}'"
@@ -308,7 +314,8 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
     # Each still reads in its form: none of these casts raises, and text keeps its case.
     CON.execute(
         f"SELECT CAST(code AS BIGINT), CAST(day_text AS DATE), CAST(token_text AS UUID), "
-        f"CAST(upper_token_text AS UUID), CAST(zip AS INTEGER), CAST(tight AS INTEGER) "
+        f"CAST(upper_token_text AS UUID), CAST(zip AS INTEGER), CAST(tight AS INTEGER), "
+        f"strptime(day_key::VARCHAR, '%Y%m%d'), strptime(day_key_text, '%Y%m%d') "
         f"FROM '{target}'"
     ).fetchall()
     # A zip code keeps its width where the width has room, and its zeros either way.
@@ -324,6 +331,7 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
     assert (types["day"], types["seen_at"], types["code"], types["token"]) == (
         "DATE", "TIMESTAMP", "VARCHAR", "UUID",
     )  # fmt: skip
+    assert (types["day_key"], types["day_key_text"]) == ("INTEGER", "VARCHAR")
     assert rows_of(target, "WHERE handle = 'u7#1'") != []  # other strings get a suffix
     assert CON.execute(f"SELECT count(DISTINCT grp) FROM '{target}'").fetchone() == (3,)
 

@@ -106,8 +106,9 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     it in: an integer stays an integer, a date a date, and a string that reads as an
     integer or an ISO date moves as one (a suffix would make a step that casts it raise,
     which reads as the amplifier failing on correct code); digits of one width keep their
-    width and their leading zeros; a UUID, or a string that reads back as one, becomes
-    another UUID. Other strings get a suffix.
+    width and their leading zeros; a date written as eight digits (20240131, as an
+    integer or as text) moves by whole days and stays one; a UUID, or a string that reads
+    back as one, becomes another UUID. Other strings get a suffix.
     Tie collapse never folds a column kept intact (a folded one has fewer values than
     the column it kept), so the range is the source's."""
     column = keep.sql.replace("{", "{{").replace("}", "}}")  # a name may hold braces
@@ -115,9 +116,16 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     scan = f"FROM {sql.parquet(source)}"
     kind = keep.type.id
     if kind in _SHIFTABLE:
-        low, high = con.execute(
-            f"SELECT min({keep.sql})::HUGEINT, max({keep.sql})::HUGEINT {scan}"
+        low, high, not_ymd = con.execute(
+            f"SELECT min({keep.sql})::HUGEINT, max({keep.sql})::HUGEINT, "
+            f"count(*) FILTER (WHERE NOT {_ymd(f'CAST({keep.sql} AS VARCHAR)')}) {scan}"
         ).fetchone()
+        if low is not None and not not_ymd:
+            # 20240131 is a date to a warehouse (a date key) and to the step that parses
+            # it: one past it is the 1st of February, not 20240132, which no parse accepts.
+            shifted = _ymd_shift(con, f"CAST({keep.sql} AS VARCHAR)", column, scan, last)
+            if shifted is not None:
+                return f"CAST({shifted} AS {keep.type})"
         # Widen to BIGINT and give up the shift where even that would overflow.
         if low is not None and high + (high - low + 1) * last < 2**63:
             return f"({column}::BIGINT + {{copy}} * {high - low + 1})"
@@ -143,9 +151,11 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         f"count(*) FILTER (WHERE contains({keep.sql}, {sql.string(mark)}))" for mark in _MARKS
     )
     (
-        not_int, low, high, not_date, not_uuid, not_upper_uuid, not_digits, widths, width, *held
+        not_ymd, not_int, low, high, not_date, not_uuid, not_upper_uuid, not_digits, widths,
+        width, *held
     ) = con.execute(
-        f"SELECT count(*) FILTER (WHERE CAST({as_int} AS VARCHAR) IS DISTINCT FROM {keep.sql}), "
+        f"SELECT count(*) FILTER (WHERE NOT {_ymd(keep.sql)}), "
+        f"count(*) FILTER (WHERE CAST({as_int} AS VARCHAR) IS DISTINCT FROM {keep.sql}), "
         f"min({as_int}), max({as_int}), "
         f"count(*) FILTER (WHERE CAST({as_date} AS VARCHAR) IS DISTINCT FROM {keep.sql}), "
         f"count(*) FILTER (WHERE {as_uuid} IS DISTINCT FROM {keep.sql}), "
@@ -153,6 +163,10 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         f"count(*) FILTER (WHERE NOT regexp_full_match({keep.sql}, '[0-9]+')), "
         f"count(DISTINCT length({keep.sql})), max(length({keep.sql})), {holding} {scan}"
     ).fetchone()  # fmt: skip
+    if not not_ymd and low is not None:
+        shifted = _ymd_shift(con, keep.sql, column, scan, last)
+        if shifted is not None:
+            return shifted
     if not not_int and low is not None and high + (high - low + 1) * last < 2**126:
         return f"CAST(CAST({column} AS HUGEINT) + {{copy}} * {high - low + 1} AS VARCHAR)"
     if not not_digits and widths == 1 and low is not None and width <= 38:
@@ -178,6 +192,25 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     mark = next((m for m, n in zip(_MARKS, held, strict=True) if not n), _MARKS[0])
     mark = sql.string(mark).replace("{", "{{").replace("}", "}}")
     return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {column} || {mark} || {{copy}} END"
+
+
+def _ymd(text: str) -> str:
+    """SQL that is true where `text` is a date written as eight digits, YYYYMMDD."""
+    return f"coalesce(regexp_full_match({text}, '[0-9]{{8}}') AND try_strptime({text}, '%Y%m%d') IS NOT NULL, false)"
+
+
+def _ymd_shift(
+    con: duckdb.DuckDBPyConnection, text: str, column: str, scan: str, last: int
+) -> str | None:
+    """A template moving YYYYMMDD dates (as text, `text` read from the source and
+    `column` in the template) past their range by whole days, written back as YYYYMMDD
+    text; None where the last copy would pass the year 9999."""
+    as_date = f"CAST(strptime({text}, '%Y%m%d') AS DATE)"
+    span = _date_span(con, as_date, scan, last)
+    if span is None:
+        return None
+    moved = f"CAST(strptime(CAST({column} AS VARCHAR), '%Y%m%d') AS DATE)"
+    return f"strftime({moved} + CAST({{copy}} * {span} AS INTEGER), '%Y%m%d')"
 
 
 def _other_uuid(column: str) -> str:
