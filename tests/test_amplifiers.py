@@ -297,7 +297,12 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
         f"lpad(range::VARCHAR, 5, '0') AS zip, lpad((range * 2)::VARCHAR, 3, '0') AS tight, "
         # A date as eight digits, as warehouses key days: 20240131 + 1 is no date.
         f"strftime(DATE '2024-01-01' + range::INTEGER, '%Y%m%d')::INTEGER AS day_key, "
-        f"strftime(DATE '2023-06-01' + range::INTEGER, '%Y%m%d') AS day_key_text "
+        f"strftime(DATE '2023-06-01' + range::INTEGER, '%Y%m%d') AS day_key_text, "
+        # Text ending in a number: one width, several widths, and several widths where
+        # zeros in front would let `a07` and `a007` meet in a copy (so a suffix).
+        f"'ORD-' || lpad(range::VARCHAR, 6, '0') AS order_ref, 'user_' || range AS user_ref, "
+        f"CASE WHEN range % 2 = 0 THEN 'a' || lpad(range::VARCHAR, 4, '0') "
+        f"ELSE 'a' || range END AS mixed, 'x' || range || 'y' AS wrapped "
         f"FROM range(400)) TO '{source}'"
     )
     target = tmp_path / "out.parquet"
@@ -305,7 +310,7 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
     columns = [
         "id", "code", "day_text", "day", "seen_at",
         "token", "token_text", "upper_token_text", "handle", "tag", "zip", "tight",
-        "day_key", "day_key_text",
+        "day_key", "day_key_text", "order_ref", "user_ref", "mixed", "wrapped",
     ]  # fmt: skip
     distinct = CON.execute(
         f"SELECT count(*), {', '.join(f'count(DISTINCT {c})' for c in columns)} FROM '{target}'"
@@ -315,7 +320,8 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
     CON.execute(
         f"SELECT CAST(code AS BIGINT), CAST(day_text AS DATE), CAST(token_text AS UUID), "
         f"CAST(upper_token_text AS UUID), CAST(zip AS INTEGER), CAST(tight AS INTEGER), "
-        f"strptime(day_key::VARCHAR, '%Y%m%d'), strptime(day_key_text, '%Y%m%d') "
+        f"strptime(day_key::VARCHAR, '%Y%m%d'), strptime(day_key_text, '%Y%m%d'), "
+        f"CAST(substr(order_ref, 5) AS INTEGER), CAST(split_part(user_ref, '_', 2) AS INTEGER) "
         f"FROM '{target}'"
     ).fetchall()
     # A zip code keeps its width where the width has room, and its zeros either way.
@@ -332,7 +338,13 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
         "DATE", "TIMESTAMP", "VARCHAR", "UUID",
     )  # fmt: skip
     assert (types["day_key"], types["day_key_text"]) == ("INTEGER", "VARCHAR")
-    assert rows_of(target, "WHERE handle = 'u7#1'") != []  # other strings get a suffix
+    assert rows_of(target, "WHERE handle = 'u407'") != []  # the number moves past its range
+    assert CON.execute(
+        f"SELECT bool_and(length(order_ref) = 10), max(order_ref) FROM '{target}'"
+    ).fetchone() == (True, "ORD-000799")
+    # Other strings get a suffix.
+    assert rows_of(target, "WHERE wrapped = 'x7y#1'") != []
+    assert rows_of(target, "WHERE mixed = 'a7#1'") != []
     assert CON.execute(f"SELECT count(DISTINCT grp) FROM '{target}'").fetchone() == (3,)
 
 

@@ -108,7 +108,8 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     which reads as the amplifier failing on correct code); digits of one width keep their
     width and their leading zeros; a date written as eight digits (20240131, as an
     integer or as text) moves by whole days and stays one; a UUID, or a string that reads
-    back as one, becomes another UUID. Other strings get a suffix.
+    back as one, becomes another UUID; text ending in a number (`ORD-000123`) keeps the
+    text before it and moves the number. Other strings get a suffix.
     Tie collapse never folds a column kept intact (a folded one has fewer values than
     the column it kept), so the range is the source's."""
     column = keep.sql.replace("{", "{{").replace("}", "}}")  # a name may hold braces
@@ -187,11 +188,42 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         other = f"CAST({_other_uuid(column)} AS VARCHAR)"
         other = other if not not_uuid else f"upper({other})"
         return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {other} END"
+    numbered_text = _numbered_text(con, keep.sql, column, scan, last)
+    if numbered_text is not None:
+        return numbered_text
     # A mark no value holds keeps every copy distinct: value || mark || copy splits at its
     # only mark. With '#' always, a column holding both 'a' and 'a#1' met itself.
     mark = next((m for m, n in zip(_MARKS, held, strict=True) if not n), _MARKS[0])
     mark = sql.string(mark).replace("{", "{{").replace("}", "}}")
     return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {column} || {mark} || {{copy}} END"
+
+
+def _numbered_text(
+    con: duckdb.DuckDBPyConnection, value: str, column: str, scan: str, last: int
+) -> str | None:
+    """A template for text ending in a number (`ORD-000123`, `user_17`): the number moves
+    past its range and the text before it stays, so a step that parses the number out
+    still can, where a suffix made it raise. The number keeps its width where every value
+    has one width and the last copy fits in it. None where two values could meet in a
+    copy (numbers of several widths, some with zeros in front: `07` and `007`) or the
+    column holds anything else."""
+    digits = f"regexp_extract({value}, '[0-9]+$')"
+    not_numbered, low, high, widths, width, zeros = con.execute(
+        f"SELECT count(*) FILTER (WHERE NOT coalesce("
+        f"regexp_full_match({value}, '(?s)(.*[^0-9])?[0-9]{{1,30}}'), false)), "
+        f"min(TRY_CAST({digits} AS HUGEINT)), max(TRY_CAST({digits} AS HUGEINT)), "
+        f"count(DISTINCT length({digits})), max(length({digits})), "
+        f"count(*) FILTER (WHERE {digits} LIKE '0_%') {scan}"
+    ).fetchone()
+    if not_numbered or low is None or (widths > 1 and zeros):
+        return None
+    span = high - low + 1
+    moved = f"regexp_extract({column}, '[0-9]+$')"
+    number = f"CAST(CAST({moved} AS HUGEINT) + {{copy}} * {span} AS VARCHAR)"
+    if widths == 1 and high + span * last < 10**width:
+        number = f"lpad({number}, {width}, '0')"
+    before = f"left({column}, length({column}) - length({moved}))"
+    return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {before} || {number} END"
 
 
 def _ymd(text: str) -> str:
