@@ -228,7 +228,10 @@ def _numbered_text(
 
 def _ymd(text: str) -> str:
     """SQL that is true where `text` is a date written as eight digits, YYYYMMDD."""
-    return f"coalesce(regexp_full_match({text}, '[0-9]{{8}}') AND try_strptime({text}, '%Y%m%d') IS NOT NULL, false)"
+    return (
+        f"coalesce(regexp_full_match({text}, '[0-9]{{8}}') "
+        f"AND try_strptime({text}, '%Y%m%d') IS NOT NULL, false)"
+    )
 
 
 def _ymd_shift(
