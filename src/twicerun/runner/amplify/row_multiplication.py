@@ -117,14 +117,21 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     scan = f"FROM {sql.parquet(source)}"
     kind = keep.type.id
     if kind in _SHIFTABLE:
-        low, high, not_ymd = con.execute(
-            f"SELECT min({keep.sql})::HUGEINT, max({keep.sql})::HUGEINT, "
-            f"count(*) FILTER (WHERE NOT {_ymd(f'CAST({keep.sql} AS VARCHAR)')}) {scan}"
+        low, high = con.execute(
+            f"SELECT min({keep.sql})::HUGEINT, max({keep.sql})::HUGEINT {scan}"
         ).fetchone()
-        if low is not None and not not_ymd:
-            # 20240131 is a date to a warehouse (a date key) and to the step that parses
-            # it: one past it is the 1st of February, not 20240132, which no parse accepts.
-            shifted = _ymd_shift(con, f"CAST({keep.sql} AS VARCHAR)", column, scan, last)
+        # 20240131 is a date to a warehouse (a date key) and to the step that parses it:
+        # one past it is the 1st of February, not 20240132, which no parse accepts. Each
+        # value is parsed only where the range allows eight-digit dates at all (the range
+        # comes from the file's statistics; parsing two million ids took most of a second).
+        as_text = f"CAST({keep.sql} AS VARCHAR)"
+        if (
+            low is not None
+            and low >= 10000101
+            and high <= 99991231
+            and _all_ymd(con, as_text, scan)
+        ):
+            shifted = _ymd_shift(con, as_text, column, scan, last)
             if shifted is not None:
                 return f"CAST({shifted} AS {keep.type})"
         # Widen to BIGINT and give up the shift where even that would overflow.
@@ -152,19 +159,20 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         f"count(*) FILTER (WHERE contains({keep.sql}, {sql.string(mark)}))" for mark in _MARKS
     )
     (
-        not_ymd, not_int, low, high, not_date, not_uuid, not_upper_uuid, not_digits, widths,
-        width, *held
+        not_int, low, high, not_date, not_uuid, not_upper_uuid, not_digits, widths, width,
+        not_numbered, *held
     ) = con.execute(
-        f"SELECT count(*) FILTER (WHERE NOT {_ymd(keep.sql)}), "
-        f"count(*) FILTER (WHERE CAST({as_int} AS VARCHAR) IS DISTINCT FROM {keep.sql}), "
+        f"SELECT count(*) FILTER (WHERE CAST({as_int} AS VARCHAR) IS DISTINCT FROM {keep.sql}), "
         f"min({as_int}), max({as_int}), "
         f"count(*) FILTER (WHERE CAST({as_date} AS VARCHAR) IS DISTINCT FROM {keep.sql}), "
         f"count(*) FILTER (WHERE {as_uuid} IS DISTINCT FROM {keep.sql}), "
         f"count(*) FILTER (WHERE upper({as_uuid}) IS DISTINCT FROM {keep.sql}), "
         f"count(*) FILTER (WHERE NOT regexp_full_match({keep.sql}, '[0-9]+')), "
-        f"count(DISTINCT length({keep.sql})), max(length({keep.sql})), {holding} {scan}"
+        f"count(DISTINCT length({keep.sql})), max(length({keep.sql})), "
+        f"count(*) FILTER (WHERE NOT coalesce(right({keep.sql}, 1) BETWEEN '0' AND '9', false)), "
+        f"{holding} {scan}"
     ).fetchone()  # fmt: skip
-    if not not_ymd and low is not None:
+    if not not_digits and widths == 1 and width == 8 and _all_ymd(con, keep.sql, scan):
         shifted = _ymd_shift(con, keep.sql, column, scan, last)
         if shifted is not None:
             return shifted
@@ -188,7 +196,7 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         other = f"CAST({_other_uuid(column)} AS VARCHAR)"
         other = other if not not_uuid else f"upper({other})"
         return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {other} END"
-    numbered_text = _numbered_text(con, keep.sql, column, scan, last)
+    numbered_text = None if not_numbered else _numbered_text(con, keep.sql, column, scan, last)
     if numbered_text is not None:
         return numbered_text
     # A mark no value holds keeps every copy distinct: value || mark || copy splits at its
@@ -226,12 +234,13 @@ def _numbered_text(
     return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {before} || {number} END"
 
 
-def _ymd(text: str) -> str:
-    """SQL that is true where `text` is a date written as eight digits, YYYYMMDD."""
-    return (
-        f"coalesce(regexp_full_match({text}, '[0-9]{{8}}') "
-        f"AND try_strptime({text}, '%Y%m%d') IS NOT NULL, false)"
-    )
+def _all_ymd(con: duckdb.DuckDBPyConnection, text: str, scan: str) -> bool:
+    """Whether every value of `text` is a date written as eight digits, YYYYMMDD."""
+    (not_ymd,) = con.execute(
+        f"SELECT count(*) FILTER (WHERE NOT coalesce(regexp_full_match({text}, '[0-9]{{8}}') "
+        f"AND try_strptime({text}, '%Y%m%d') IS NOT NULL, false)) {scan}"
+    ).fetchone()
+    return not not_ymd
 
 
 def _ymd_shift(
