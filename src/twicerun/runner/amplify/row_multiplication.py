@@ -103,10 +103,10 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     across copies, or None when the column cannot be shifted.
 
     Each copy moves past the column's range, and a value keeps the form a step may parse
-    it in: an integer stays an integer, a date a date, and a string that reads as an
-    integer or an ISO date moves as one (a suffix would make a step that casts it raise,
-    which reads as the amplifier failing on correct code); digits of one width keep their
-    width and their leading zeros; a date written as eight digits (20240131, as an
+    it in: an integer stays an integer (a DECIMAL a DECIMAL), a date a date, and a string
+    that reads as an integer or an ISO date moves as one (a suffix would make a step that
+    casts it raise, which reads as the amplifier failing on correct code); digits of one
+    width keep their width and their leading zeros; a date written as eight digits (20240131, as an
     integer or as text) moves by whole days and stays one; a UUID, or a string that reads
     back as one, becomes another UUID; text ending in a number (`ORD-000123`) keeps the
     text before it and moves the number. Other strings get a suffix.
@@ -138,6 +138,18 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         if low is not None and high + (high - low + 1) * last < 2**63:
             return f"({column}::BIGINT + {{copy}} * {high - low + 1})"
         return None
+    if kind == "decimal":
+        # An id kept as DECIMAL(18,0), the way databases with one numeric type export
+        # them, was not moved, so its copies repeated it. It moves by whole units past its
+        # range, in its own type, where the last copy still fits its precision.
+        precision, scale = (value for _, value in keep.type.children)
+        low, high = con.execute(f"SELECT min({keep.sql}), max({keep.sql}) {scan}").fetchone()
+        if low is None:
+            return None
+        span = int(high - low) + 1
+        if max(abs(low), abs(high + span * last)) >= 10 ** (precision - scale):
+            return None
+        return f"CAST({column} + {{copy}} * {span} AS {keep.type})"
     if kind == "date":
         span = _date_span(con, keep.sql, scan, last)
         return None if span is None else f"({column} + CAST({{copy}} * {span} AS INTEGER))"
