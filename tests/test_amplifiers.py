@@ -173,16 +173,24 @@ def test_the_amplifiers_keep_a_three_column_key_a_key(tmp_path):
         f"(hash(s * 100000 + p * 100 + d + 7) % 10000000)::BIGINT AS revenue "
         f"FROM range(10) a(s), range(50) b(p), range(30) c(d)) TO '{source}' (FORMAT parquet)"
     )
+    assert_key_kept(
+        tmp_path, source, ["store", "product", "day"],
+        "sales.revenue into 30 values, from 1 to 500 rows per value",
+    )  # fmt: skip
+
+
+def assert_key_kept(tmp_path: Path, source: Path, key: list[str], folded: str) -> None:
+    """`key` is found as a key of `source`, tie collapse folds only the measure (`folded`),
+    and neither transform lets two rows share the key."""
     rows, columns = column_facts(CON, source)
-    assert {c.name for c in columns if c.joint} == {"store", "product", "day"}
+    assert {c.name for c in columns if c.joint} == set(key)
     collapsed, doubled = tmp_path / "collapsed.parquet", tmp_path / "doubled.parquet"
-    assert collapse_ties(CON, source, collapsed, artifact="sales") == Applied(
-        "sales.revenue into 30 values, from 1 to 500 rows per value"
-    )
-    multiply_rows(CON, source, doubled, artifact="sales")
+    artifact = source.stem
+    assert collapse_ties(CON, source, collapsed, artifact=artifact) == Applied(folded)
+    multiply_rows(CON, source, doubled, artifact=artifact)
     for path, expected in ((collapsed, rows), (doubled, 2 * rows)):
         assert CON.execute(
-            f"SELECT count(*), count(DISTINCT (store, product, day)) FROM '{path}'"
+            f"SELECT count(*), count(DISTINCT ({', '.join(key)})) FROM '{path}'"
         ).fetchone() == (expected, expected)
 
 
@@ -197,17 +205,10 @@ def test_the_amplifiers_keep_a_four_column_key_a_key(tmp_path):
         f"FROM range(8) a(s), range(25) b(p), range(3) e(c), range(40) f(d)) "
         f"TO '{source}' (FORMAT parquet)"
     )
-    rows, columns = column_facts(CON, source)
-    assert {c.name for c in columns if c.joint} == {"store", "product", "channel", "day"}
-    collapsed, doubled = tmp_path / "collapsed.parquet", tmp_path / "doubled.parquet"
-    assert collapse_ties(CON, source, collapsed, artifact="facts") == Applied(
-        "facts.units into 48 values, from 24 to 500 rows per value"
-    )
-    multiply_rows(CON, source, doubled, artifact="facts")
-    for path, expected in ((collapsed, rows), (doubled, 2 * rows)):
-        assert CON.execute(
-            f"SELECT count(*), count(DISTINCT (store, product, channel, day)) FROM '{path}'"
-        ).fetchone() == (expected, expected)
+    assert_key_kept(
+        tmp_path, source, ["store", "product", "channel", "day"],
+        "facts.units into 48 values, from 24 to 500 rows per value",
+    )  # fmt: skip
 
 
 def test_a_four_column_key_is_looked_for_only_where_no_smaller_one_is(tmp_path):
