@@ -281,8 +281,8 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
     every added copy, which reads as the amplifier failing on correct code; and a UUID
     column was not moved at all, so it stopped being a key. A date key of eight digits,
     an integer or text, moved as an integer: 20240131 came out 20250234, which a step
-    parsing it with strptime refused. A DECIMAL id was not moved, so its copies repeated
-    it."""
+    parsing it with strptime refused. A DECIMAL id, and a stamp in nanoseconds, were not
+    moved, so their copies repeated them."""
     source = tmp_path / "keys.parquet"
     CON.execute(
         f"COPY (SELECT range AS id, (1000 + range)::VARCHAR AS code, "
@@ -306,7 +306,8 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
         f"CASE WHEN range % 2 = 0 THEN 'a' || lpad(range::VARCHAR, 4, '0') "
         f"ELSE 'a' || range END AS mixed, 'x' || range || 'y' AS wrapped, "
         # Ids as DECIMAL, as databases with one numeric type export them.
-        f"(1000000 + range)::DECIMAL(18,0) AS account_no, (range / 4)::DECIMAL(10,2) AS tick "
+        f"(1000000 + range)::DECIMAL(18,0) AS account_no, (range / 4)::DECIMAL(10,2) AS tick, "
+        f"make_timestamp_ns(1704067200000000000 + range * 7) AS stamp_ns "
         f"FROM range(400)) TO '{source}'"
     )
     target = tmp_path / "out.parquet"
@@ -315,7 +316,7 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
         "id", "code", "day_text", "day", "seen_at",
         "token", "token_text", "upper_token_text", "handle", "tag", "zip", "tight",
         "day_key", "day_key_text", "order_ref", "user_ref", "mixed", "wrapped",
-        "account_no", "tick",
+        "account_no", "tick", "stamp_ns",
     ]  # fmt: skip
     distinct = CON.execute(
         f"SELECT count(*), {', '.join(f'count(DISTINCT {c})' for c in columns)} FROM '{target}'"
@@ -344,6 +345,7 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
     )  # fmt: skip
     assert (types["day_key"], types["day_key_text"]) == ("INTEGER", "VARCHAR")
     assert (types["account_no"], types["tick"]) == ("DECIMAL(18,0)", "DECIMAL(10,2)")
+    assert types["stamp_ns"] == "TIMESTAMP_NS"
     assert rows_of(target, "WHERE handle = 'u407'") != []  # the number moves past its range
     assert CON.execute(
         f"SELECT bool_and(length(order_ref) = 10), max(order_ref) FROM '{target}'"

@@ -36,6 +36,9 @@ _LAST_DAY = datetime.date(9999, 12, 31)
 _YEAR_10000_US = 253_402_300_800_000_000  # epoch_us of 10000-01-01
 # What joins a text key to its copy's number: the first that no value of the column holds.
 _MARKS = ("#", "~", "|", "\u241f")
+# The timestamps an artifact can hold: Parquet brings milliseconds and seconds back as
+# microseconds (TIMESTAMP), and keeps nanoseconds as they are.
+_TIMESTAMPS = ("timestamp", "timestamp with time zone", "timestamp_ns")
 # Shifted through HUGEINT and BIGINT below, which a UHUGEINT past 2**127 would overflow.
 _SHIFTABLE = INTEGER_IDS - {"uhugeint"}
 
@@ -153,12 +156,13 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     if kind == "date":
         span = _date_span(con, keep.sql, scan, last)
         return None if span is None else f"({column} + CAST({{copy}} * {span} AS INTEGER))"
-    if kind in ("timestamp", "timestamp with time zone"):
+    if kind in _TIMESTAMPS:
         low, high = con.execute(
             f"SELECT epoch_us(min({keep.sql})), epoch_us(max({keep.sql})) {scan}"
         ).fetchone()
         if low is None or high + (high - low + 1) * last >= _YEAR_10000_US:
             return None
+        # Adding an interval keeps each of these types, nanoseconds included.
         return f"({column} + to_microseconds(CAST({{copy}} AS BIGINT) * {high - low + 1}))"
     if kind == "uuid":
         return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {_other_uuid(column)} END"
