@@ -649,6 +649,40 @@ def test_audit_every_verdict_with_wording_that_follows_the_facts(twicerun, write
     assert not LADDER_WORDS.search(text)
 
 
+DRAWS_UNSEEDED = """
+import random
+
+
+def draws_but_writes_alike(ctx):
+    # Python's random module drawn from and not seeded, in a way that leaves the rows alone.
+    random.random()
+    ctx.write("rows", "SELECT range AS n FROM range(10)")
+
+
+def draws_nothing(ctx):
+    ctx.write("fixed", "SELECT range AS n FROM range(10)")
+"""
+
+
+def test_an_audit_never_calls_a_step_that_drew_unseeded_deterministic(twicerun, write_pipeline):
+    """Equal bytes from a step that drew from Python's random module without seeding it
+    were called deterministic, as if nothing could move them: like a held seed, the draw is
+    why the bytes matched, or happened to."""
+    path = write_pipeline(DRAWS_UNSEEDED)
+    document = twicerun("audit", path, "--threads", "1", "--json", "-").json()
+    steps = {s["name"]: s for s in document["steps"]}
+    assert steps["draws_but_writes_alike"]["verdict"] == "reproducible"
+    assert steps["draws_but_writes_alike"]["drew_unseeded"] == "Python's random module"
+    assert (steps["draws_nothing"]["verdict"], steps["draws_nothing"]["drew_unseeded"]) == (
+        "deterministic", None,
+    )  # fmt: skip
+    text = twicerun("audit", path, "--threads", "1").out
+    assert (
+        "though it drew from Python's random module without seeding it, so nothing held it "
+        "still: the runs agreed, not because the step cannot change"
+    ) in text
+
+
 def test_audit_holds_a_seed_where_told_as_run_does(twicerun, write_pipeline):
     path = write_pipeline(AUDITED)
     outcome = twicerun("audit", path, "--step", "held", "--seed", "held=11", "--threads", "1")

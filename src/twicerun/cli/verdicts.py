@@ -30,6 +30,7 @@ from twicerun.render.instrument import is_spark
 from twicerun.result import Environment, ResultFormatError, load_result
 from twicerun.runner.engines import session_time_zone
 from twicerun.runner.environment import default_threads
+from twicerun.runner.generators import drew_unseeded
 from twicerun.runner.progress import ProgressEvent
 from twicerun.runner.replay import Scratch, audit_runs, recorded_inputs
 from twicerun.runner.step_output import imports_print_to_stderr
@@ -325,7 +326,8 @@ def audit(
 
     Steps are audited one at a time, each with its two durations. The audit runs go
     to scratch files that are deleted whatever happens and recorded nowhere. A step
-    that declares a seed is never called deterministic.
+    that declares a seed is never called deterministic, nor is one that drew from
+    Python's random module (or numpy's global generator) without seeding it.
     """
     _check_json(json_path, "twicerun.audit/")
     with imports_print_to_stderr():
@@ -358,6 +360,7 @@ def audit(
                 a.step.seed_value,
                 tuple((r.seconds, r.bytes, r.canonical) for r in a.runs),
                 state=a.runs[0].state,
+                drew=drew_unseeded([r.generators for r in a.runs]),
             )
             for a in audited
         ],

@@ -158,6 +158,8 @@ class AuditRun:
     canonical: dict[str, str]
     # What it read through ctx.state: both audit runs start it from its initial rows.
     state: tuple[str, ...] = ()
+    # The state it left the process's random generators in, where it drew from them.
+    generators: str | None = None
 
 
 @dataclass(frozen=True)
@@ -224,6 +226,7 @@ def audit_runs(
                         bytes={a.name: a.bytes_digest for a in receipt.artifacts},
                         canonical={a.name: a.canonical_digest for a in receipt.artifacts},
                         state=tuple(r.name for r in receipt.reads if r.via == "state"),
+                        generators=receipt.generators,
                     )
                 )
                 scratch.forget(address, step)

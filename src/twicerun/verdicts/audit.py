@@ -10,7 +10,8 @@ artifact is hashed as bytes and in canonical form, and the verdict is:
 - otherwise (bytes differ, or a seed was held): reproducible.
 
 A seeded step is never "deterministic": its bytes matched because its seed was
-held, and moving the seed moves them. The report's wording follows the same
+held, and moving the seed moves them. Nor is a step that drew from the process's
+random generators without seeding them: its bytes matched by chance. The report's wording follows the same
 facts, never the word alone.
 """
 
@@ -52,6 +53,9 @@ class StepAudit:
     # Its own earlier output, read through ctx.state. Both audit runs start it from its
     # initial rows, so what it does on top of an earlier output is not what they test.
     state: tuple[str, ...] = ()
+    # The process-wide random generators it drew from without seeding them (the two runs
+    # left them in different states), as "Python's random module"; None where it did not.
+    drew: str | None = None
 
     @property
     def verdict(self) -> Repeatability:
@@ -81,6 +85,12 @@ class StepAudit:
                         f"    {'':<{width}}  because `{self.seed}` was held at {self.seed_value}, "
                         f"not because the step cannot change"
                     )
+                elif self.drew:
+                    out.append(
+                        f"    {'':<{width}}  though it drew from {self.drew} without seeding "
+                        f"it, so nothing held it still: the runs agreed, not because the step "
+                        f"cannot change"
+                    )
             elif a.canonical[0] == a.canonical[1]:
                 out.append(
                     row("the bytes differ", f"{a.bytes[0][:12]} / {a.bytes[1][:12]}", a.name)
@@ -91,6 +101,11 @@ class StepAudit:
                 out.append(row("the rows differ", pair, a.name))
                 if self.seed is not None:
                     out.append(f"    {'':<{width}}  {self._moved_anyway(threads, spark)}")
+                if self.drew:
+                    out.append(
+                        f"    {'':<{width}}  it drew from {self.drew} without seeding it, "
+                        f"which moves its numbers at any thread count"
+                    )
         if not self.artifacts:
             out.append("    it wrote no artifact, so there was nothing to compare")
         if self.state:
@@ -125,6 +140,7 @@ class StepAudit:
             "seed_value": self.seed_value,
             "seconds": list(self.seconds),
             "state": list(self.state),
+            "drew_unseeded": self.drew,
             "artifacts": [
                 {
                     "name": a.name,
@@ -144,9 +160,12 @@ def audit_step(
     seed_value: int | None,
     runs: tuple[tuple[float, dict[str, str], dict[str, str]], ...],
     state: tuple[str, ...] = (),
+    drew: str | None = None,
 ) -> StepAudit:
     """The step's verdict from its two audit runs: (seconds, bytes by name, canonical by name).
-    `state` names what it read through ctx.state."""
+    `state` names what it read through ctx.state; `drew`, the random generators it drew
+    from unseeded. Like a held seed, that draw is why equal bytes do not make it
+    deterministic: they matched by chance."""
     (s1, b1, c1), (s2, b2, c2) = runs
     artifacts = []
     for artifact in sorted(set(b1) | set(b2)):
@@ -156,9 +175,11 @@ def audit_step(
             pair_c = (c1.get(artifact, ""), c2.get(artifact, ""))
         else:
             pair_b, pair_c = (b1[artifact], b2[artifact]), (c1[artifact], c2[artifact])
-            found = verdict(pair_b[0] == pair_b[1], pair_c[0] == pair_c[1], seed is not None)
+            found = verdict(
+                pair_b[0] == pair_b[1], pair_c[0] == pair_c[1], seed is not None or bool(drew)
+            )
         artifacts.append(ArtifactAudit(artifact, found, pair_b, pair_c))
-    return StepAudit(index, name, seed, seed_value, (s1, s2), artifacts, tuple(state))
+    return StepAudit(index, name, seed, seed_value, (s1, s2), artifacts, tuple(state), drew)
 
 
 @dataclass(frozen=True)
