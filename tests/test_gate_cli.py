@@ -119,6 +119,27 @@ def test_an_unchanged_pipeline_passes_and_a_steady_step_gone_random_fails(repo, 
     ]
 
 
+def test_a_step_gone_random_in_python_says_so_beside_its_verdict(repo, twicerun):
+    """The loop knows a step drew from Python's random module unseeded; the check's verdict,
+    its annotation and its summary said only that it diverged."""
+    update(twicerun, "pipelines/coins.py")
+    Path("pipelines/coins.py").write_text(
+        "import random\n\n\n"
+        'def steady(ctx):\n    ctx.write("steady", f"SELECT {random.random()} AS v")\n\n\n' + NOISY
+    )
+    outcome, document = compare(twicerun)
+    assert outcome.code == 1
+    decision = next(d for d in document["decisions"] if d["name"] == "steady")
+    assert decision["verdict"] == "new divergence"
+    said = (
+        "it drew from Python's random module without seeding it, which moves its numbers at "
+        "any thread count"
+    )
+    assert said in decision["evidence"]
+    noisy = next(d for d in document["decisions"] if d["name"] == "noisy")
+    assert not any("drew from" in e for e in noisy["evidence"])  # DuckDB's random(): not seen
+
+
 def test_the_log_line_of_a_pipeline_counts_a_step_moved_only_under_an_amplifier(repo, twicerun):
     # It said "0 of 2 steps diverged" of a trial whose step the amplifiers had moved,
     # beside a check deciding on exactly that.

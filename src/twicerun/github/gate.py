@@ -367,8 +367,18 @@ def _plain(key: str, s, verdict: str, evidence: Sequence[str] = ()) -> StepDecis
         # terminal report shows them: an empty cell beside a failure explains nothing.
         classes=shown_classes(s),
         cause=s.cause,
-        evidence=list(evidence),
+        evidence=[*evidence, *_drawn(s)],
     )
+
+
+def _drawn(s) -> list[str]:
+    """Why a step that differs may differ, where the run saw it directly: it drew from a
+    process-wide random generator without seeding it (the loop's note), which a reviewer
+    reading the annotation on its line would otherwise have to find in the log."""
+    drew = getattr(s, "drew_unseeded", None)
+    if not drew or not (s.fired or any(a.fired for a in s.stress)):
+        return []
+    return [f"it drew from {drew} without seeding it, which moves its numbers at any thread count"]
 
 
 def _pipeline(

@@ -145,6 +145,9 @@ class StepResult:
     hints: list[Hint] = field(default_factory=list)
     zero_bound: float | None = None
     sources: list[SourceUsed] = field(default_factory=list)
+    # The process-wide random generators the step drew from without seeding them (its loop
+    # runs left them in different states), as "Python's random module"; None where not.
+    drew_unseeded: str | None = None
 
     @property
     def stress(self) -> list[Series]:

@@ -387,6 +387,7 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
         seconds=seconds,
         comparisons=comparisons,
         notes=notes,
+        drew_unseeded=unseeded,
         inputs=sorted({r.name for r in run1.reads}) if run1 else [],
         sources=[
             SourceUsed(
