@@ -6,13 +6,13 @@ verdict of "not reproducible" for it would make the audit useless. So each
 artifact is hashed as bytes and in canonical form, and the verdict is:
 
 - canonical forms differ: not reproducible;
-- bytes equal and the step declares no seed: deterministic;
-- otherwise (bytes differ, or a seed was held): reproducible.
+- bytes equal, no seed declared and nothing drawn unseeded: deterministic;
+- otherwise (bytes differ, a seed was held, or a draw was not): reproducible.
 
 A seeded step is never "deterministic": its bytes matched because its seed was
 held, and moving the seed moves them. Nor is a step that drew from the process's
-random generators without seeding them: its bytes matched by chance. The report's wording follows the same
-facts, never the word alone.
+random generators without seeding them: nothing held its bytes still. The
+report's wording follows the same facts, never the word alone.
 """
 
 from __future__ import annotations
