@@ -33,7 +33,7 @@ from twicerun.github.decision import (
 from twicerun.render.evidence import plural
 from twicerun.render.instrument import engine
 from twicerun.render.sections import named, shown_classes
-from twicerun.result import Result
+from twicerun.result import Result, StepResult
 from twicerun.typed import typed
 from twicerun.vocabulary import gate as words
 from twicerun.vocabulary.loop import Status
@@ -371,14 +371,16 @@ def _plain(key: str, s, verdict: str, evidence: Sequence[str] = ()) -> StepDecis
     )
 
 
-def _drawn(s) -> list[str]:
+def _drawn(s: StepResult) -> list[str]:
     """Why a step that differs may differ, where the run saw it directly: it drew from a
     process-wide random generator without seeding it (the loop's note), which a reviewer
     reading the annotation on its line would otherwise have to find in the log."""
-    drew = getattr(s, "drew_unseeded", None)
-    if not drew or not (s.fired or any(a.fired for a in s.stress)):
+    if not s.drew_unseeded or not (s.fired or any(a.fired for a in s.stress)):
         return []
-    return [f"it drew from {drew} without seeding it, which moves its numbers at any thread count"]
+    return [
+        f"it drew from {s.drew_unseeded} without seeding it, which moves its numbers at any "
+        f"thread count"
+    ]
 
 
 def _pipeline(

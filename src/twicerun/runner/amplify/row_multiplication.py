@@ -108,11 +108,11 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     Each copy moves past the column's range, and a value keeps the form a step may parse
     it in: an integer stays an integer (a DECIMAL a DECIMAL), a date a date, and a string
     that reads as an integer or an ISO date moves as one (a suffix would make a step that
-    casts it raise, which reads as the amplifier failing on correct code); digits of one
-    width keep their width and their leading zeros; a date written as eight digits (20240131, as an
-    integer or as text) moves by whole days and stays one; a UUID, or a string that reads
-    back as one, becomes another UUID; text ending in a number (`ORD-000123`) keeps the
-    text before it and moves the number. Other strings get a suffix.
+    casts it raise, which reads as the amplifier failing on correct code); a date written
+    as eight digits (20240131, as an integer or as text) moves by whole days and stays
+    one; a UUID, or a string that reads back as one, becomes another UUID; text ending in
+    a number (`ORD-000123`, or digits with zeros in front, `00042`) keeps the text before
+    it and moves the number, at its width where it fits. Other strings get a suffix.
     Tie collapse never folds a column kept intact (a folded one has fewer values than
     the column it kept), so the range is the source's."""
     column = keep.sql.replace("{", "{{").replace("}", "}}")  # a name may hold braces
@@ -194,16 +194,6 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
             return shifted
     if not not_int and low is not None and high + (high - low + 1) * last < 2**126:
         return f"CAST(CAST({column} AS HUGEINT) + {{copy}} * {high - low + 1} AS VARCHAR)"
-    if not not_digits and widths == 1 and low is not None and width <= 38:
-        # Digits of one width, zeros in front: a zip code, an account number. Shifted as
-        # integers and padded back where the width holds the last copy; else a digit more.
-        span = high - low + 1
-        if high + span * last < 10**width:
-            shifted = f"CAST(CAST({column} AS HUGEINT) + {{copy}} * {span} AS VARCHAR)"
-            return f"lpad({shifted}, {width}, '0')"
-        return (
-            f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {column} || CAST({{copy}} AS VARCHAR) END"
-        )
     if not not_date:
         span = _date_span(con, f"CAST({keep.sql} AS DATE)", scan, last)
         if span is not None:
@@ -225,12 +215,13 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
 def _numbered_text(
     con: duckdb.DuckDBPyConnection, value: str, column: str, scan: str, last: int
 ) -> str | None:
-    """A template for text ending in a number (`ORD-000123`, `user_17`): the number moves
-    past its range and the text before it stays, so a step that parses the number out
-    still can, where a suffix made it raise. The number keeps its width where every value
-    has one width and the last copy fits in it. None where two values could meet in a
-    copy (numbers of several widths, some with zeros in front: `07` and `007`) or the
-    column holds anything else."""
+    """A template for text ending in a number (`ORD-000123`, `user_17`, or a zip code
+    `00042`, with nothing before it): the number moves past its range and the text
+    before it stays, so a step that parses the number out still can, where a suffix made
+    it raise. The number keeps its width where every value has one width and the last
+    copy fits in it, and is written without zeros in front where it does not. None where
+    two values could meet in a copy (numbers of several widths, some with zeros in front:
+    `07` and `007`) or the column holds anything else."""
     digits = f"regexp_extract({value}, '[0-9]+$')"
     not_numbered, low, high, widths, width, zeros = con.execute(
         f"SELECT count(*) FILTER (WHERE NOT coalesce("
