@@ -467,11 +467,11 @@ class StepContext(ContractChecks):
         """Make `data` (a SQL query, a DuckDB relation, or a pyarrow Table or RecordBatchReader)
         this step's artifact."""
         final = self._check_write(name, "DuckDB")
-        caller = _Caller(self._con, sys._getframe(1))
+        frame = sys._getframe(1)  # whose names a query in `data` may use
         # No fsync: an artifact is atomic against readers and against this process
         # dying, and a power cut costs only a rerun, which is what this tool does.
         with atomic_path(final, fsync=False) as temporary:
-            self._write_parquet(name, data, temporary, caller)
+            self._write_parquet(name, data, temporary, frame)
         self.output.written[name] = final
 
     def sql(self, query: str, params: Any = None) -> duckdb.DuckDBPyRelation | None:
@@ -507,9 +507,10 @@ class StepContext(ContractChecks):
         caller.execute(last.query, params)
         return None
 
-    def _write_parquet(self, name: str, data: Any, target: Path, caller: _Caller) -> None:
+    def _write_parquet(self, name: str, data: Any, target: Path, frame: Any) -> None:
         destination = sql.string(target)
         if isinstance(data, str):
+            caller = _Caller(self._con, frame)
             if _OUTSIDE_READ.search(data):
                 self.output.sql_outside_ctx.append(" ".join(data.split())[:200])
             query = self._one_query(name, data)
