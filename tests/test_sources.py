@@ -285,6 +285,43 @@ def test_a_source_file_that_changes_between_runs_is_named_and_not_called_paralle
     ]
 
 
+def test_a_source_is_counted_again_when_its_files_change_and_not_when_they_do_not(
+    write_pipeline, twicerun, tmp_path, run_dir
+):
+    # A list's row count is kept per process, since every query over a CSV list makes
+    # DuckDB sniff the files again; it is kept by the files' digests, so new bytes count anew.
+    data = tmp_path / "landing.csv"
+    data.write_text("a\n1\n2\n")
+    path = write_pipeline(
+        f"""
+        import itertools
+
+        _runs = itertools.count()
+
+
+        def another_process(ctx):
+            if next(_runs) in (1, 2):  # before runs 2 and 3, not before run 4
+                with open({str(data)!r}, "a") as f:
+                    f.write("7\\n")
+            ctx.write("marker", "SELECT 1 AS m")
+
+
+        def load(ctx):
+            ctx.source("raw", {str(data)!r})
+            ctx.write("total", "SELECT count(*) AS n FROM raw")
+        """
+    )
+    twicerun("run", path, "--runs", "4", "--no-amplify")
+    (invocation,) = [d for d in run_dir.iterdir() if d.is_dir()]
+    counted = [
+        json.loads((invocation / "loop" / str(run) / "01-load" / "receipt.json").read_text())[
+            "sources"
+        ][0]["rows"]
+        for run in (1, 2, 3, 4)
+    ]
+    assert counted == [2, 3, 4, 4]
+
+
 def test_a_source_path_under_the_home_directory_is_read_as_duckdb_reads_it(
     write_pipeline, twicerun, tmp_path, monkeypatch
 ):

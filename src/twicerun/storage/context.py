@@ -154,6 +154,14 @@ def _literal(head: str, key: str, value: Any) -> str:
 _FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
 
 
+# Rows of a source, by the query that reads it and the digests of its files, in the
+# order read. Every query over a CSV list makes DuckDB sniff the files again, which
+# for a few small files costs about as much as the step's own query, so counting them
+# in every run of every step that reads them was paid once per execution; the same
+# bytes read by the same query have the same rows.
+_SOURCE_ROWS: dict[tuple[str, tuple[str, ...]], int] = {}
+
+
 def _file_record(path: str) -> SourceFile:
     stat = Path(path).stat()
     key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
@@ -441,8 +449,16 @@ class StepContext(ContractChecks):
             query = source_query(reader, [listed[i] for i in order], options, head)
         self._con.execute(f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS {query}")
         # Counting reads every file's schema (and, for CSV, its rows), so a list DuckDB
-        # cannot read in this order raises here, where the step asked for it.
-        (rows,) = self._con.execute(f"SELECT count(*) FROM {sql.identifier(name)}").fetchone()
+        # cannot read in this order raises here, where the step asked for it. Once a
+        # list has been counted, the same files read the same way are not counted again.
+        slot = None
+        if copy is None:
+            slot = (query, tuple(_file_record(path).digest for path in listed))
+        rows = _SOURCE_ROWS.get(slot) if slot is not None else None
+        if rows is None:
+            (rows,) = self._con.execute(f"SELECT count(*) FROM {sql.identifier(name)}").fetchone()
+            if slot is not None:
+                _SOURCE_ROWS[slot] = int(rows)
         self._source_record(name, reader, listed, rows, options, order)
         return self._con.table(name)
 
