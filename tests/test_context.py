@@ -206,6 +206,9 @@ def test_a_pipeline_written_for_another_runner_runs_unchanged(write_pipeline, tw
             ctx.write("doubled", ctx.sql("SELECT * FROM doubled"))
             ctx.write("count", raw.aggregate("count(*) AS n"))
             assert ctx.threads >= 1
+            # DuckDB 1.x's row-at-a-time reads, which DuckDB 2 took off relations.
+            assert ctx.sql("SELECT count(*) FROM raw").fetchone()[0] == 3
+            assert raw.filter("id > 1").fetchmany(5) == [(2, 2.5), (3, 3.5)]
 
 
         STEPS = [load, transform]
@@ -255,6 +258,47 @@ def test_a_python_object_is_found_in_the_helper_that_called_ctx_sql(tmp_path):
         blind(ctx)
 
 
+def test_every_relation_ctx_returns_reads_a_row_at_a_time_as_duckdb_1_did(tmp_path):
+    """A pipeline written for DuckDB 1.x reads a value as ctx.sql(q).fetchone()[0]; DuckDB 2
+    raised AttributeError there, so such a pipeline crashed in its first step."""
+    source = tmp_path / "landing.csv"
+    source.write_text("a\n1\n2\n3\n")
+    earlier = tmp_path / "earlier.parquet"
+    duckdb.sql(f"COPY (SELECT range AS n FROM range(4)) TO '{earlier}' (FORMAT parquet)")
+    visible = {"numbers": ArtifactRef("numbers", "loop/1", 0, "make", earlier, 4)}
+    ctx = make_ctx(tmp_path, visible=visible)
+
+    counted = ctx.sql("SELECT count(*) AS n, sum(range) AS s FROM range(5)")
+    assert counted.fetchone() == (5, 10)
+    assert counted.fetchone() is None  # one row, handed out once, as a cursor does
+
+    several = ctx.sql("SELECT range AS i FROM range(5) ORDER BY i")
+    assert several.fetchmany(2) == [(0,), (1,)]
+    assert several.fetchone() == (2,)
+    assert several.fetchmany() == [(3,)]  # one by default
+    assert several.fetchmany(10) == [(4,)]
+    assert several.fetchmany(10) == [] and several.fetchone() is None
+    assert several.fetchall() == [(0,), (1,), (2,), (3,), (4,)]  # fetchall runs it again
+
+    assert ctx.read("numbers").fetchmany(2) == [(0,), (1,)]
+    assert ctx.read("numbers").filter("n > 2").fetchone() == (3,)  # derived, too
+    assert ctx.source("landing", str(source)).aggregate("max(a)").fetchone() == (3,)
+    assert ctx.source("landing", str(source)).fetchall() == [(1,), (2,), (3,)]
+    assert ctx.state("kept", "SELECT 7 AS k").fetchone() == (7,)
+    assert isinstance(ctx.sql("SELECT 1"), duckdb.DuckDBPyRelation)
+
+
+def test_the_relation_ctx_source_returns_is_read_or_written_at_once(tmp_path):
+    """Counting the source's rows left DuckDB 2 holding an unfinished result, so reading the
+    relation ctx.source returned, or writing it, raised "connection has an unfinished result"."""
+    source = tmp_path / "landing.csv"
+    source.write_text("a\n1\n2\n")
+    ctx = make_ctx(tmp_path)
+    assert ctx.source("landing", str(source)).fetchall() == [(1,), (2,)]
+    ctx.write("copied", ctx.source("again", str(source)))
+    assert rows(tmp_path / "out" / "copied.parquet") == [(1,), (2,)]
+
+
 def test_sql_runs_a_query_once_so_setseed_takes_effect_and_rows_stay_put(tmp_path):
     ctx = make_ctx(tmp_path)
     ctx.sql("SELECT setseed(0.25)")
@@ -272,6 +316,18 @@ def test_sql_returns_rows_for_pragma_and_runs_every_statement_of_a_script(tmp_pa
         "CREATE TABLE t AS SELECT 1 AS a; INSERT INTO t VALUES (2); SELECT sum(a) FROM t"
     )
     assert relation.fetchall() == [(3,)]
+
+
+def test_a_change_with_returning_gives_its_rows_once_as_con_sql_does(tmp_path):
+    # ctx.sql returned None for an INSERT ... RETURNING, whose rows con.sql hands back.
+    ctx = make_ctx(tmp_path)
+    ctx.sql("CREATE TABLE t (a INTEGER)")
+    inserted = ctx.sql("INSERT INTO t VALUES (1), (2) RETURNING a * 10 AS b")
+    assert inserted.columns == ["b"]
+    assert inserted.fetchall() == inserted.fetchall() == [(10,), (20,)]
+    assert ctx.sql("DELETE FROM t WHERE a = 1 RETURNING *").fetchall() == [(1,)]
+    assert ctx.sql("SELECT count(*) FROM t").fetchall() == [(1,)]  # each ran once
+    assert ctx.sql("INSERT INTO t VALUES (3)") is None
 
 
 def test_artifact_names_that_differ_only_in_case_are_refused(write_pipeline, twicerun):

@@ -28,11 +28,15 @@ from twicerun.errors import ContractError, UnknownArtifact
 from twicerun.storage.atomic import atomic_path
 from twicerun.storage.exact_integers import exact_casts, projection, too_wide
 from twicerun.storage.receipts import ReadRecord, SourceFile, SourceRecord
+from twicerun.storage.relations import handed_out
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # Statement types whose result is rows; everything else is a statement and returns None.
 _ROW_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA", "CALL"}
+# A change that hands back rows (INSERT ... RETURNING), which con.sql returns as a relation.
+_CHANGES = {"INSERT", "UPDATE", "DELETE"}
+_RETURNING = re.compile(r"\breturning\b", re.IGNORECASE)
 _PIVOT = re.compile(r"\bpivot\b", re.IGNORECASE)
 # SET threads, PRAGMA threads, SET GLOBAL threads, RESET threads: any of them.
 _THREADS = re.compile(r"\bthreads\b", re.IGNORECASE)
@@ -426,7 +430,7 @@ class StepContext(ContractChecks):
             f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS SELECT * FROM {sql.parquet(ref.path)}"
         )
         self._read_record(written_as, ref)
-        return self._con.table(name)
+        return handed_out(self._con.table(name))
 
     def source(self, name: str, files: Any, **options: Any) -> duckdb.DuckDBPyRelation:
         """Files from outside the pipeline (Parquet or CSV: a list, one path, or a glob) as the
@@ -456,11 +460,15 @@ class StepContext(ContractChecks):
             slot = (query, tuple(_file_record(path).digest for path in listed))
         rows = _SOURCE_ROWS.get(slot) if slot is not None else None
         if rows is None:
-            (rows,) = self._con.execute(f"SELECT count(*) FROM {sql.identifier(name)}").fetchone()
+            # fetchall, not fetchone: DuckDB 2 holds a result fetched short of its end as
+            # unfinished, and refuses the step's next read of a relation until it ends.
+            ((rows,),) = self._con.execute(
+                f"SELECT count(*) FROM {sql.identifier(name)}"
+            ).fetchall()
             if slot is not None:
                 _SOURCE_ROWS[slot] = int(rows)
         self._source_record(name, reader, listed, rows, options, order)
-        return self._con.table(name)
+        return handed_out(self._con.table(name))
 
     def _listed(self, head: str, files: Any) -> list[str]:
         """The files as a list of paths, a glob expanded in DuckDB's own order."""
@@ -477,7 +485,7 @@ class StepContext(ContractChecks):
         else:
             self._con.execute(f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS {initial}")
         self._state_record(name, ref)
-        return self._con.table(name)
+        return handed_out(self._con.table(name))
 
     def write(self, name: str, data: Any) -> None:
         """Make `data` (a SQL query, a DuckDB relation, or a pyarrow Table or RecordBatchReader)
@@ -517,9 +525,11 @@ class StepContext(ContractChecks):
             # The query on a line of its own, so DuckDB's error snippet (LINE n) shows the
             # step's SQL rather than this wrapper and its table name.
             caller.execute(f"CREATE TEMP TABLE {table} AS\n{last.query}\n", params)
-            return self._con.table(table)
-        if kind in _ROW_STATEMENTS:
-            return self._con.from_arrow(caller.sql(last.query, params=params).to_arrow_table())
+            return handed_out(self._con.table(table))
+        if kind in _ROW_STATEMENTS or (kind in _CHANGES and _RETURNING.search(last.query)):
+            return handed_out(
+                self._con.from_arrow(caller.sql(last.query, params=params).to_arrow_table())
+            )
         caller.execute(last.query, params)
         return None
 
