@@ -371,7 +371,7 @@ def test_row_multiplication_doubles_the_rows_and_keeps_the_id_unique(tmp_path):
     source = events(tmp_path, rows=100)
     target = tmp_path / "out.parquet"
     assert multiply_rows(CON, source, target, artifact="events") == Applied(
-        "events 100 rows to 200"
+        "events 100 rows to 200, event_id moved past its range in the added copy"
     )
     after = rows_of(target)
     assert len(after) == 200
@@ -410,7 +410,9 @@ def test_the_joint_copy_is_the_rows_then_their_collapsed_copy_in_one_pass(tmp_pa
     plan = plan_collapse(column_facts(CON, source), artifact="events")
     joint = tmp_path / "joint.parquet"
     outcome = multiply_rows(CON, source, joint, artifact="events", collapse=plan)
-    assert outcome == Applied("events 300,000 rows to 600,000")
+    assert outcome == Applied(
+        "events 300,000 rows to 600,000, event_id moved past its range in the added copy"
+    )
     assert rows_of(joint) == rows_of(source) + rows_of(twice)[300_000:]
 
 
@@ -455,7 +457,10 @@ def test_columns_named_as_the_amplifiers_own_are_stressed_like_any_others(tmp_pa
     for kind, stress in stresses.items():
         a, b = tmp_path / f"{kind}-a.parquet", tmp_path / f"{kind}-b.parquet"
         said = stress(named, b, named_plan)
-        assert stress(plain, a, plan) == type(said)(said.detail.replace(".copy ", ".customer "))
+        renamed = said.detail.replace(".copy ", ".customer ").replace(
+            "file_row_number moved", "event_id moved"
+        )
+        assert stress(plain, a, plan) == type(said)(renamed)
         assert rows_of(a) == rows_of(b), kind
 
 

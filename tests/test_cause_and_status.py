@@ -349,6 +349,37 @@ def test_a_difference_only_the_amplifiers_together_make_is_reported_not_dropped(
     ) in out
 
 
+def test_a_step_rejecting_a_stressed_input_is_told_what_the_amplifier_did_to_it(
+    write_pipeline, twicerun
+):
+    """A correct step checking that no day is past the year raised on row multiplication's
+    added copy, and the report said only "calendar runs past 2024: 2026-01-01", a day the
+    input never held, without saying that the amplifier had moved the days."""
+    path = write_pipeline(
+        """
+        def calendar(ctx):
+            ctx.write("calendar", "SELECT d::DATE AS day FROM range(DATE '2024-01-01', DATE '2025-01-01', INTERVAL 1 DAY) t(d)")
+
+
+        def checked(ctx):
+            ctx.read("calendar")
+            (last,) = ctx.sql("SELECT max(day) FROM calendar").fetchall()[0]
+            if str(last) > "2024-12-31":
+                raise ValueError(f"calendar runs past 2024: {last}")
+            ctx.write("months", "SELECT month(day) AS m, count(*) AS days FROM calendar GROUP BY ALL")
+        """
+    )
+    outcome = twicerun("run", path, "--amplify")
+    assert outcome.code == 5
+    (line,) = [
+        x for x in outcome.out.splitlines() if x.startswith("      row multiplication  FAILED")
+    ]
+    assert line.startswith(
+        "      row multiplication  FAILED after 0 runs on calendar 366 rows to 732, day moved "
+        "past its range in the added copy: step 1 checked raised in run 1"
+    )
+
+
 # Raises only on more rows than it wrote and with its ties collapsed: under the joint
 # probe, never under one amplifier alone.
 BREAKS_UNDER_BOTH = """

@@ -153,7 +153,10 @@ def amplification_section(result: Result) -> list[str]:
             if a.declined:
                 text = f"not run: {a.declined}"
             elif a.error:
-                text = f"FAILED after {plural(a.runs, 'run')}: {a.error}"
+                # What it varied, too: a step that rejects a stressed input names a value
+                # the reader has never seen without it.
+                on = f" on {a.detail}" if a.detail else ""
+                text = f"FAILED after {plural(a.runs, 'run')}{on}: {a.error}"
             else:
                 text = f"{series_rate(a)}: {a.detail}" if a.detail else series_rate(a)
                 if a.tolerated:

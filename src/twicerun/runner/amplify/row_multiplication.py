@@ -98,7 +98,17 @@ def multiply_rows(
                 f") ORDER BY {COPY}, {POSITION}"
             )
             copy_ordered(con, query, target)
-    return Applied(f"{artifact} {rows:,} {'row' if rows == 1 else 'rows'} to {rows * factor:,}")
+    grown = f"{artifact} {rows:,} {'row' if rows == 1 else 'rows'} to {rows * factor:,}"
+    if shifts:
+        # Said, since a step that checks its input's range (no day past the year) raises
+        # on what this wrote, and its error then names a value the input never held.
+        moved = [sql.shown(k.name) for k, _ in shifts]
+        names = moved[0] if len(moved) == 1 else f"{', '.join(moved[:-1])} and {moved[-1]}"
+        grown += (
+            f", {names} moved past {'its range' if len(moved) == 1 else 'their ranges'} in the "
+            f"added {'copy' if factor == 2 else 'copies'}"
+        )
+    return Applied(grown)
 
 
 def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> str | None:
