@@ -64,3 +64,37 @@ def test_nothing_one_step_makes_is_visible_to_the_next(twicerun, write_pipeline,
     # Every later run saw exactly that too (its copy matched run 1's, so it was pruned).
     look = outcome.json()["steps"][1]
     assert (look["fired"], look["compared"]) == (0, 2)
+
+
+def test_a_database_file_a_step_attached_is_let_go_before_the_next_execution(
+    twicerun, write_pipeline, tmp_path, monkeypatch
+):
+    """DuckDB lets one database in a process hold a file. Connections were closed on a
+    helper thread behind the loop, so the next execution's ATTACH of the same file raced
+    that close and raised "Unique file handle conflict" (in one of four invocations of a
+    two-step pipeline here): a correct step crashed (exit 3), or its bisect named no
+    cause. The helper's close is slowed here so that the race is lost every time."""
+    import time
+
+    from twicerun.storage.context import Connections
+
+    def slow_close(self, connection):
+        self._helper.submit(lambda: (time.sleep(0.5), connection.close()))
+
+    monkeypatch.setattr(Connections, "close", slow_close)
+    shared = tmp_path / "shared.db"
+    path = write_pipeline(
+        f"""
+        def first(ctx):
+            ctx.sql("ATTACH '{shared}' AS shared")
+            ctx.sql("CREATE TABLE IF NOT EXISTS shared.codes AS SELECT range AS code FROM range(3)")
+            ctx.write("codes", "SELECT code FROM shared.codes")
+
+
+        def second(ctx):
+            ctx.sql("ATTACH '{shared}' AS shared (READ_ONLY)")
+            ctx.write("n", "SELECT count(*) AS n FROM shared.codes")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "3")
+    assert outcome.code == 0, outcome.err

@@ -402,6 +402,9 @@ class StepContext(ContractChecks):
         self._con = connection
         self._results = 0
         self._names_threads = False
+        # Whether the step attached a database file: DuckDB lets one database in the process
+        # hold a file, so this connection must be closed before the next execution opens one.
+        self._attached = False
 
     @property
     def threads(self) -> int:
@@ -515,6 +518,8 @@ class StepContext(ContractChecks):
         statements = self._parsed(query, f"ctx.sql in step {self._index} {self._name}")
         if not statements:
             return None
+        if any(statement.kind == "ATTACH" for statement in statements):
+            self._attached = True
         *before, last = statements
         for statement in before:
             caller.execute(statement.query)
@@ -882,6 +887,12 @@ class Connections:
         return StepContext(connection=self.open(threads), threads=threads, **bound)
 
     def release(self, ctx: StepContext) -> None:
+        if ctx._attached:
+            # Closed now, not behind: closing is what lets go of an attached file, and the
+            # next execution's ATTACH of it would otherwise race the helper's close and
+            # raise "Unique file handle conflict" (in the bisect, it did).
+            ctx._con.close()
+            return
         self.close(ctx._con)
 
     def shutdown(self) -> None:
