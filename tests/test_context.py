@@ -173,6 +173,43 @@ def test_reads_behind_ctx_reads_back_are_recorded(tmp_path):
     assert ctx.output.sql_outside_ctx[0].startswith("SELECT * FROM read_parquet(")
 
 
+def test_a_file_written_behind_ctx_is_a_write_not_a_read(tmp_path):
+    """COPY ... TO 'export.csv' was noted as rows read behind ctx.read's back, for the
+    file name it writes to."""
+    ctx = make_ctx(tmp_path)
+    pq.write_table(pa.table({"n": [1]}), tmp_path / "side.parquet")
+    ctx.sql("CREATE TABLE t AS SELECT 1 AS n")
+    ctx.sql(f"COPY t TO '{tmp_path / 'export.csv'}' (HEADER, DELIMITER '|')")
+    ctx.sql(f"EXPORT DATABASE '{tmp_path / 'dump'}'")
+    assert ctx.output.sql_outside_ctx == []
+    ctx.sql(f"COPY (SELECT * FROM '{tmp_path / 'side.parquet'}') TO '{tmp_path / 'b.csv'}'")
+    ctx.sql(f"COPY t FROM '{tmp_path / 'export.csv'}' (HEADER, DELIMITER '|')")
+    assert [q.split(" (")[0] for q in ctx.output.sql_writes_outside_ctx] == [
+        f"COPY t TO '{tmp_path / 'export.csv'}'",
+        f"EXPORT DATABASE '{tmp_path / 'dump'}'",
+        "COPY",  # reads a file and writes one: it is both
+    ]
+    assert [q.split(" ")[:2] for q in ctx.output.sql_outside_ctx] == [
+        ["COPY", "(SELECT"],
+        ["COPY", "t"],
+    ]
+
+
+def test_a_file_written_behind_ctx_is_noted_as_not_compared(write_pipeline, twicerun, tmp_path):
+    path = write_pipeline(
+        f"""
+        def export(ctx):
+            ctx.sql("COPY (SELECT 1 AS n) TO '{tmp_path / "export.csv"}'")
+            ctx.write("n", "SELECT 1 AS n")
+        """
+    )
+    (step,) = twicerun("run", path, "--runs", "2", "--json", "-").json()["steps"]
+    assert step["notes"] == [
+        "writes a file in its SQL that ctx.write does not see, so it is not compared between "
+        f"runs: COPY (SELECT 1 AS n) TO '{tmp_path / 'export.csv'}'"
+    ]
+
+
 def test_a_read_behind_ctx_in_a_write_query_is_noted_without_blaming_ctx_sql(
     write_pipeline, twicerun, tmp_path
 ):

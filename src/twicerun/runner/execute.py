@@ -158,6 +158,7 @@ def execute_step(
         outcome="ok",
         artifacts=records,
         sql_outside_ctx=ctx.output.sql_outside_ctx,
+        sql_writes_outside_ctx=ctx.output.sql_writes_outside_ctx,
         threads_set_by_step=threads_set_by_step,
         generators=generators,
     )

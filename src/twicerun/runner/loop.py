@@ -372,6 +372,11 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
             "reads rows in its SQL that ctx.read and ctx.source do not see, so they are not "
             "counted or contained: " + run1.sql_outside_ctx[0]
         )
+    if run1 is not None and run1.sql_writes_outside_ctx:
+        notes.append(
+            "writes a file in its SQL that ctx.write does not see, so it is not compared "
+            "between runs: " + run1.sql_writes_outside_ctx[0]
+        )
     return StepResult(
         index=step.index,
         name=step.name,

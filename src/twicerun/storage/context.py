@@ -40,6 +40,8 @@ _RETURNING = re.compile(r"\breturning\b", re.IGNORECASE)
 _PIVOT = re.compile(r"\bpivot\b", re.IGNORECASE)
 # SET threads, PRAGMA threads, SET GLOBAL threads, RESET threads: any of them.
 _THREADS = re.compile(r"\bthreads\b", re.IGNORECASE)
+# Where COPY ... TO (and EXPORT DATABASE ... TO) names the file it writes.
+_TARGET_FILE = re.compile(r"\bto\s+'(?:[^']|'')*'", re.IGNORECASE)
 # Ways a query can pull rows in behind ctx.read's back.
 _OUTSIDE_READ = re.compile(
     r"\b(read_parquet|read_csv\w*|read_json\w*|parquet_scan|read_ndjson\w*|read_text|"
@@ -69,6 +71,7 @@ class StepOutput:
     reads: list[ReadRecord] = field(default_factory=list)
     sources: list[SourceRecord] = field(default_factory=list)
     sql_outside_ctx: list[str] = field(default_factory=list)
+    sql_writes_outside_ctx: list[str] = field(default_factory=list)
 
 
 # An artifact is a file named after it, and file names stop at 255 bytes; this
@@ -510,12 +513,11 @@ class StepContext(ContractChecks):
         it was read. A query's rows are therefore kept in a temporary table and the
         relation returned reads that.
         """
-        if _OUTSIDE_READ.search(query):
-            self.output.sql_outside_ctx.append(" ".join(query.split())[:200])
         if _THREADS.search(query):
             self._names_threads = True
         caller = _Caller(self._con, sys._getframe(1))
         statements = self._parsed(query, f"ctx.sql in step {self._index} {self._name}")
+        self._outside(query, statements)
         if not statements:
             return None
         if any(statement.kind == "ATTACH" for statement in statements):
@@ -633,6 +635,22 @@ class StepContext(ContractChecks):
                 f"{statement.kind} statement; run it with ctx.sql and write a query of its result"
             )
         return _without_final_semicolons(statement.query)
+
+    def _outside(self, query: str, statements: list[_Statement]) -> None:
+        """Note SQL that moves rows past ctx: a read of a file or database, and a file
+        written by COPY ... TO or EXPORT DATABASE, which nothing compares. The file a
+        COPY writes to is not read, so its name alone does not make the COPY a read."""
+        reads = False
+        for statement in statements:
+            text = statement.query
+            if statement.kind == "EXPORT" or (
+                statement.kind == "COPY" and _TARGET_FILE.search(text)
+            ):
+                self.output.sql_writes_outside_ctx.append(" ".join(text.split())[:200])
+                text = _TARGET_FILE.sub("", text)
+            reads = reads or bool(_OUTSIDE_READ.search(text))
+        if reads or (not statements and _OUTSIDE_READ.search(query)):
+            self.output.sql_outside_ctx.append(" ".join(query.split())[:200])
 
     def _parsed(self, text: str, head: str) -> list[_Statement]:
         """The statements of `text`, as the step wrote them.

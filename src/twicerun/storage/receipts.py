@@ -114,6 +114,9 @@ class Receipt:
     # where loaded) in, when it changed it; None when it drew nothing from them, or was not
     # recorded (an older twicerun). Runs that leave different states drew unseeded.
     generators: str | None = None
+    # Statements that wrote a file past ctx.write (COPY ... TO, EXPORT DATABASE), which
+    # nothing compares; empty when there were none or it was not recorded (an older twicerun).
+    sql_writes_outside_ctx: list[str] = field(default_factory=list)
 
     @property
     def rows_read(self) -> int:
