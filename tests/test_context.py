@@ -309,13 +309,14 @@ def test_every_relation_ctx_returns_reads_a_row_at_a_time_as_duckdb_1_did(tmp_pa
     assert counted.fetchone() == (5, 10)
     assert counted.fetchone() is None  # one row, handed out once, as a cursor does
 
-    several = ctx.sql("SELECT range AS i FROM range(5) ORDER BY i")
+    several = ctx.sql("SELECT range AS i FROM range(6) ORDER BY i")
     assert several.fetchmany(2) == [(0,), (1,)]
     assert several.fetchone() == (2,)
     assert several.fetchmany() == [(3,)]  # one by default
-    assert several.fetchmany(10) == [(4,)]
-    assert several.fetchmany(10) == [] and several.fetchone() is None
-    assert several.fetchall() == [(0,), (1,), (2,), (3,), (4,)]  # fetchall runs it again
+    assert several.fetchall() == [(4,), (5,)]  # what is left of that result, which it ends
+    assert several.fetchall() == [(0,), (1,), (2,), (3,), (4,), (5,)]  # then runs it again
+    assert several.fetchmany(4) == [(0,), (1,), (2,), (3,)]
+    assert several.fetchmany(4) == [(4,), (5,)] and several.fetchmany(4) == []
 
     assert ctx.read("numbers").fetchmany(2) == [(0,), (1,)]
     assert ctx.read("numbers").filter("n > 2").fetchone() == (3,)  # derived, too

@@ -8,7 +8,8 @@ runner on DuckDB 1.x gave both; so where the installed DuckDB lacks them, the
 relations `ctx` returns (and the relations derived from them) have them again, as
 DuckDB 1.x had them: the first call runs the relation once and keeps its rows, and
 each later call hands out the next ones, None (or an empty list) once they are all
-out. Where DuckDB has them, its own relations are handed back untouched.
+out, and a `fetchall` after them the rows they left. Where DuckDB has them, its own
+relations are handed back untouched.
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ if _LACKING:
             """Up to `size` next rows, run once on the first call; [] after the last."""
             rows = _pending(self)
             return [row for _, row in zip(range(size), rows, strict=False)]
+
+        def fetchall(self) -> list[tuple]:
+            """The rows a fetchone or fetchmany left, ending that result; otherwise every
+            row, the relation run again (both as on DuckDB 1.x)."""
+            rows = _PENDING.pop(self, None)
+            return list(rows) if rows is not None else super().fetchall()
 
         def _derive(self, *args: Any, **kwargs: Any) -> Any:
             # `ctx.read("t").filter(...).fetchone()` worked on DuckDB 1.x too.
