@@ -172,7 +172,17 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         ).fetchone()
         if low is None or high + (high - low + 1) * last >= _YEAR_10000_US:
             return None
-        # Adding an interval keeps each of these types, nanoseconds included.
+        if kind == "timestamp_ns":
+            # Nanoseconds in a BIGINT end in 2262. DuckDB 1.x turns TIMESTAMP_NS plus an
+            # interval into microseconds, so every copy, the first too, lost its
+            # nanoseconds and the key its distinct values there: moved in nanoseconds.
+            if (high + (high - low + 1) * last + 1) * 1000 >= 2**63:
+                return None
+            return (
+                f"make_timestamp_ns(epoch_ns({column}) + "
+                f"CAST({{copy}} AS BIGINT) * {(high - low + 1) * 1000})"
+            )
+        # Adding an interval keeps each of these types.
         return f"({column} + to_microseconds(CAST({{copy}} AS BIGINT) * {high - low + 1}))"
     if kind == "uuid":
         return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {_other_uuid(column)} END"
