@@ -182,6 +182,29 @@ def test_an_unknown_type_is_refused_with_its_name(tmp_path, monkeypatch):
     )
 
 
+def test_every_type_duckdb_stores_in_an_artifact_is_compared(tmp_path):
+    """DuckDB 2 added TIMESTAMPTZ_NS (what pandas' and pyarrow's zoned nanosecond stamps
+    become), GEOMETRY and VARIANT; an artifact holding one was refused with exit 2, so a
+    pipeline writing a DataFrame of zoned timestamps could not be run at all."""
+    probe = duckdb.connect()
+    names = [
+        row[0] for row in probe.sql("SELECT DISTINCT logical_type FROM duckdb_types()").fetchall()
+    ]
+    written = 0
+    for name in names:
+        try:
+            query = f"SELECT NULL::{name} AS v"
+            probe.execute(f"COPY ({query}) TO '{tmp_path / 'one.parquet'}' (FORMAT parquet)")
+        except duckdb.Error:
+            continue  # a type that needs arguments (DECIMAL(p,s), ENUM) or cannot be stored
+        canonical_digest(CON, tmp_path / "one.parquet")  # raises for a type not compared
+        written += 1
+    assert written >= 25, names
+    stamps = pa.table({"at": pa.array([1, 2], pa.timestamp("ns", tz="Europe/Paris"))})
+    pq.write_table(stamps, tmp_path / "zoned.parquet")
+    assert canonical_digest(CON, tmp_path / "zoned.parquet")[1] == 2
+
+
 def test_two_canonical_digests_never_computed_do_not_settle_a_pair():
     # Canonical digests are computed lazily; two empty ones are not two equal ones.
     from twicerun.compare.pair import Side, settle

@@ -63,6 +63,12 @@ EXACT_IDS = INTEGER_IDS | frozenset(
         "timestamp_ms",
         "timestamp_ns",
         "timestamp with time zone",
+        # DuckDB 2: a time zone's stamp in nanoseconds (what a pandas or pyarrow column of
+        # zoned nanosecond stamps becomes), and the spatial and semi-structured types,
+        # whose values hash, group and compare as wholes.
+        "timestamptz_ns",
+        "geometry",
+        "variant",
         "interval",
         "uuid",
         "enum",
@@ -72,7 +78,14 @@ EXACT_IDS = INTEGER_IDS | frozenset(
 FLOAT_IDS = frozenset({"float", "double"})
 NESTED_IDS = frozenset({"list", "array", "struct", "map", "union"})
 TIMESTAMP_IDS = frozenset(
-    {"timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns", "timestamp with time zone"}
+    {
+        "timestamp",
+        "timestamp_s",
+        "timestamp_ms",
+        "timestamp_ns",
+        "timestamp with time zone",
+        "timestamptz_ns",
+    }
 )
 
 

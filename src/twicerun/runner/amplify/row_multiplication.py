@@ -38,7 +38,7 @@ _YEAR_10000_US = 253_402_300_800_000_000  # epoch_us of 10000-01-01
 _MARKS = ("#", "~", "|", "\u241f")
 # The timestamps an artifact can hold: Parquet brings milliseconds and seconds back as
 # microseconds (TIMESTAMP), and keeps nanoseconds as they are.
-_TIMESTAMPS = ("timestamp", "timestamp with time zone", "timestamp_ns")
+_TIMESTAMPS = ("timestamp", "timestamp with time zone", "timestamp_ns", "timestamptz_ns")
 # Shifted through HUGEINT and BIGINT below, which a UHUGEINT past 2**127 would overflow.
 _SHIFTABLE = INTEGER_IDS - {"uhugeint"}
 
@@ -167,8 +167,11 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         span = _date_span(con, keep.sql, scan, last)
         return None if span is None else f"({column} + CAST({{copy}} * {span} AS INTEGER))"
     if kind in _TIMESTAMPS:
+        # epoch_us takes no TIMESTAMPTZ_NS; as a TIMESTAMPTZ it is the same instant.
+        instant = "CAST({} AS TIMESTAMPTZ)" if kind == "timestamptz_ns" else "{}"
         low, high = con.execute(
-            f"SELECT epoch_us(min({keep.sql})), epoch_us(max({keep.sql})) {scan}"
+            f"SELECT epoch_us({instant.format(f'min({keep.sql})')}), "
+            f"epoch_us({instant.format(f'max({keep.sql})')}) {scan}"
         ).fetchone()
         if low is None or high + (high - low + 1) * last >= _YEAR_10000_US:
             return None
@@ -182,7 +185,7 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
                 f"make_timestamp_ns(epoch_ns({column}) + "
                 f"CAST({{copy}} AS BIGINT) * {(high - low + 1) * 1000})"
             )
-        # Adding an interval keeps each of these types.
+        # Adding an interval keeps each of these types (TIMESTAMPTZ_NS its nanoseconds).
         return f"({column} + to_microseconds(CAST({{copy}} AS BIGINT) * {high - low + 1}))"
     if kind == "uuid":
         return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {_other_uuid(column)} END"
