@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -269,9 +270,24 @@ def test_an_unimportable_pipeline_is_bad_input_and_creates_no_directory(
     assert outcome.code == 2
     assert outcome.err == (
         f"twicerun: could not import {path}:1: ModuleNotFoundError: "
-        f"No module named 'no_such_module_anywhere'\n"
+        f"No module named 'no_such_module_anywhere' (twicerun runs the pipeline in "
+        f"{sys.executable}; install what the pipeline imports there: {sys.executable} -m pip "
+        f"install no_such_module_anywhere)\n"
     )
     assert not run_dir.exists()
+
+
+def test_a_step_importing_a_module_that_is_not_installed_is_told_where_to_install_it(
+    write_pipeline, twicerun
+):
+    # A step's `import pandas` (or DuckDB's .df(), which needs numpy) in a Python that lacks it.
+    path = write_pipeline("def a(ctx):\n    import no_such_package.sub\n")
+    outcome = twicerun("run", path)
+    assert outcome.code == 3
+    assert outcome.err.splitlines()[1] == (
+        f"twicerun: twicerun runs the pipeline in {sys.executable}; install what the pipeline "
+        f"imports there: {sys.executable} -m pip install no_such_package"
+    )
 
 
 def test_a_missing_pipeline_file_is_bad_input(tmp_path, twicerun):

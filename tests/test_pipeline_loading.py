@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from twicerun.errors import InvalidStep, PipelineError, UsageError
@@ -235,7 +237,9 @@ def test_a_declaration_refused_at_import_names_the_file_and_line(write_pipeline)
         ),
         (
             "import no_such_module_here\n",
-            "could not import {path}:1: ModuleNotFoundError: No module named 'no_such_module_here'",
+            "could not import {path}:1: ModuleNotFoundError: No module named 'no_such_module_here' "
+            f"(twicerun runs the pipeline in {sys.executable}; install what the pipeline imports "
+            f"there: {sys.executable} -m pip install no_such_module_here)",
         ),
         (
             "def a(ctx):\n    pass\nraise RuntimeError('setup failed')\n",

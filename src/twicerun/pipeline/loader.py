@@ -156,6 +156,19 @@ def check_pipeline_path(path: str | Path) -> Path:
     return source_path
 
 
+def missing_module_advice(exc: BaseException) -> str:
+    """Where to install a module a pipeline imports that is not there: the Python twicerun
+    runs in, which is not always the one the pipeline was written against."""
+    name = getattr(exc, "name", None)
+    if not isinstance(exc, ModuleNotFoundError) or not name:
+        return ""
+    package = name.partition(".")[0]
+    return (
+        f"twicerun runs the pipeline in {sys.executable}; install what the pipeline imports "
+        f"there: {sys.executable} -m pip install {package}"
+    )
+
+
 def _syntax(path: Path, exc: SyntaxError) -> str:
     said = f"could not import {path}: SyntaxError at line {exc.lineno}: {exc.msg}"
     if path.suffix != ".py":
@@ -194,7 +207,11 @@ def _import(path: Path, digest: str, own: OwnModules) -> ModuleType:
     except Exception as exc:
         del sys.modules[module_name]
         where = _line_in(exc, path)
-        raise PipelineError(f"could not import {path}{where}: {type(exc).__name__}: {exc}") from exc
+        advice = missing_module_advice(exc)
+        raise PipelineError(
+            f"could not import {path}{where}: {type(exc).__name__}: {exc}"
+            + (f" ({advice})" if advice else "")
+        ) from exc
     own.pipeline = module
     return module
 

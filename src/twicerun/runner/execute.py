@@ -20,7 +20,7 @@ import duckdb
 from twicerun.compare.digest import Digests, digests
 from twicerun.errors import BadInput, ContractError, StepCrashed, UnsupportedColumn
 from twicerun.pipeline import Step
-from twicerun.pipeline.loader import line_in
+from twicerun.pipeline.loader import line_in, missing_module_advice
 from twicerun.runner.engines import Engine, session_time_zone
 from twicerun.runner.environment import platform_stamp
 from twicerun.runner.generators import generator_states, left_in
@@ -119,7 +119,8 @@ def execute_step(
             hint=(
                 full_disk_advice()
                 if disk_full(exc)
-                else unread_artifact_hint(exc, visible, {r.name for r in ctx.output.reads})
+                else missing_module_advice(exc)
+                or unread_artifact_hint(exc, visible, {r.name for r in ctx.output.reads})
             ),
         ) from exc
 
