@@ -248,14 +248,10 @@ def test_fetch_refuses_to_run_without_a_record(monkeypatch, capsys, tmp_path):
     assert "--record" in capsys.readouterr().err
 
 
-def test_a_source_file_that_changes_between_runs_is_named_and_not_called_parallel_order(
-    write_pipeline, twicerun, tmp_path
-):
-    # Another process appending to the file between runs was reported as PARALLEL_ORDER:
-    # the bisect re-read the file once it had stopped changing, and one thread was quiet.
-    data = tmp_path / "landing.csv"
-    data.write_text("a\n1\n2\n")
-    path = write_pipeline(
+def _landing_pipeline(write_pipeline, data: Path, append_when: str = "True") -> Path:
+    """Step 0 stands for another process appending a line to the landing file `data`, on
+    each of its calls `n` (from 0) where `append_when` holds; step 1 reads it as a source."""
+    return write_pipeline(
         f"""
         import itertools
 
@@ -263,8 +259,10 @@ def test_a_source_file_that_changes_between_runs_is_named_and_not_called_paralle
 
 
         def another_process(ctx):
-            with open({str(data)!r}, "a") as f:
-                f.write(f"{{100 + next(_runs)}}\\n")
+            n = next(_runs)
+            if {append_when}:
+                with open({str(data)!r}, "a") as f:
+                    f.write(f"{{100 + n}}\\n")
             ctx.write("marker", "SELECT 1 AS m")
 
 
@@ -273,6 +271,16 @@ def test_a_source_file_that_changes_between_runs_is_named_and_not_called_paralle
             ctx.write("total", "SELECT count(*) AS n, sum(a) AS s FROM raw")
         """
     )
+
+
+def test_a_source_file_that_changes_between_runs_is_named_and_not_called_parallel_order(
+    write_pipeline, twicerun, tmp_path
+):
+    # Another process appending to the file between runs was reported as PARALLEL_ORDER:
+    # the bisect re-read the file once it had stopped changing, and one thread was quiet.
+    data = tmp_path / "landing.csv"
+    data.write_text("a\n1\n2\n")
+    path = _landing_pipeline(write_pipeline, data)
     outcome = twicerun("run", path, "--runs", "3", "--no-amplify", "--json", "-")
     load = outcome.json()["steps"][1]
     assert (load["fired"], load["status"], load["cause"], load["bisect"]) == (
@@ -292,25 +300,8 @@ def test_a_source_is_counted_again_when_its_files_change_and_not_when_they_do_no
     # DuckDB sniff the files again; it is kept by the files' digests, so new bytes count anew.
     data = tmp_path / "landing.csv"
     data.write_text("a\n1\n2\n")
-    path = write_pipeline(
-        f"""
-        import itertools
-
-        _runs = itertools.count()
-
-
-        def another_process(ctx):
-            if next(_runs) in (1, 2):  # before runs 2 and 3, not before run 4
-                with open({str(data)!r}, "a") as f:
-                    f.write("7\\n")
-            ctx.write("marker", "SELECT 1 AS m")
-
-
-        def load(ctx):
-            ctx.source("raw", {str(data)!r})
-            ctx.write("total", "SELECT count(*) AS n FROM raw")
-        """
-    )
+    # Appended to before runs 2 and 3, not before run 4.
+    path = _landing_pipeline(write_pipeline, data, append_when="n in (1, 2)")
     twicerun("run", path, "--runs", "4", "--no-amplify")
     (invocation,) = [d for d in run_dir.iterdir() if d.is_dir()]
     counted = [

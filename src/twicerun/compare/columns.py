@@ -45,38 +45,6 @@ INTEGER_IDS = frozenset(
         "uhugeint",
     }
 )
-EXACT_IDS = INTEGER_IDS | frozenset(
-    {
-        "boolean",
-        "decimal",
-        "varchar",
-        "blob",
-        "bit",
-        "bignum",
-        "varint",
-        "date",
-        "time",
-        "time with time zone",
-        "time_ns",
-        "timestamp",
-        "timestamp_s",
-        "timestamp_ms",
-        "timestamp_ns",
-        "timestamp with time zone",
-        # DuckDB 2: a time zone's stamp in nanoseconds (what a pandas or pyarrow column of
-        # zoned nanosecond stamps becomes), and the spatial and semi-structured types,
-        # whose values hash, group and compare as wholes.
-        "timestamptz_ns",
-        "geometry",
-        "variant",
-        "interval",
-        "uuid",
-        "enum",
-        "null",
-    }
-)
-FLOAT_IDS = frozenset({"float", "double"})
-NESTED_IDS = frozenset({"list", "array", "struct", "map", "union"})
 TIMESTAMP_IDS = frozenset(
     {
         "timestamp",
@@ -84,9 +52,39 @@ TIMESTAMP_IDS = frozenset(
         "timestamp_ms",
         "timestamp_ns",
         "timestamp with time zone",
+        # DuckDB 2: what a pandas or pyarrow column of zoned nanosecond stamps becomes.
         "timestamptz_ns",
     }
 )
+EXACT_IDS = (
+    INTEGER_IDS
+    | TIMESTAMP_IDS
+    | frozenset(
+        {
+            "boolean",
+            "decimal",
+            "varchar",
+            "blob",
+            "bit",
+            "bignum",
+            "varint",
+            "date",
+            "time",
+            "time with time zone",
+            "time_ns",
+            # DuckDB 2's spatial and semi-structured types, whose values hash, group and
+            # compare as wholes.
+            "geometry",
+            "variant",
+            "interval",
+            "uuid",
+            "enum",
+            "null",
+        }
+    )
+)
+FLOAT_IDS = frozenset({"float", "double"})
+NESTED_IDS = frozenset({"list", "array", "struct", "map", "union"})
 
 
 class ColumnClass(StrEnum):
