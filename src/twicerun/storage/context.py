@@ -461,10 +461,8 @@ class StepContext(ContractChecks):
         # Counting reads every file's schema (and, for CSV, its rows), so a list DuckDB
         # cannot read in this order raises here, where the step asked for it. Once a
         # list has been counted, the same files read the same way are not counted again.
-        slot = None
-        if copy is None:
-            slot = (query, tuple(_file_record(path).digest for path in listed))
-        rows = _SOURCE_ROWS.get(slot) if slot is not None else None
+        slot = None if copy else (query, tuple(_file_record(p).digest for p in listed))
+        rows = _SOURCE_ROWS.get(slot)
         if rows is None:
             # fetchall, not fetchone: DuckDB 2 holds a result fetched short of its end as
             # unfinished, and refuses the step's next read of a relation until it ends.
@@ -649,7 +647,7 @@ class StepContext(ContractChecks):
                 self.output.sql_writes_outside_ctx.append(" ".join(text.split())[:200])
                 text = _TARGET_FILE.sub("", text)
             reads = reads or bool(_OUTSIDE_READ.search(text))
-        if reads or (not statements and _OUTSIDE_READ.search(query)):
+        if reads:
             self.output.sql_outside_ctx.append(" ".join(query.split())[:200])
 
     def _parsed(self, text: str, head: str) -> list[_Statement]:

@@ -29,6 +29,7 @@ from twicerun.runner.amplify.base import (
     numbered,
 )
 from twicerun.runner.amplify.tie_collapse import Collapse
+from twicerun.runner.scoring import listed
 
 FACTOR = 2
 # Shifted dates and timestamps stay within four-digit years, which every reader writes alike.
@@ -103,9 +104,8 @@ def multiply_rows(
         # Said, since a step that checks its input's range (no day past the year) raises
         # on what this wrote, and its error then names a value the input never held.
         moved = [sql.shown(k.name) for k, _ in shifts]
-        names = moved[0] if len(moved) == 1 else f"{', '.join(moved[:-1])} and {moved[-1]}"
         grown += (
-            f", {names} moved past {'its range' if len(moved) == 1 else 'their ranges'} in the "
+            f", {listed(moved)} moved past {'its range' if len(moved) == 1 else 'their ranges'} in the "
             f"added {'copy' if factor == 2 else 'copies'}"
         )
     return Applied(grown)
