@@ -214,6 +214,33 @@ def test_a_stable_step_names_the_amplifier_that_broke_it(write_pipeline, twiceru
     assert "arrival order       4 of 4: events: run 1 as written" in out
 
 
+def test_a_stable_step_shows_what_differed_under_the_amplifier_and_which_column(
+    write_pipeline, twicerun
+):
+    # The loop has no comparison that differed, so the amplifier's series is the only place
+    # the rows that moved are; the step's lines say what they were, attributed as the loop's are.
+    document = twicerun(
+        "run", write_pipeline(FIRST_PER_CUSTOMER), "--amplify", "--json", "-"
+    ).json()
+    out = twicerun("run", write_pipeline(FIRST_PER_CUSTOMER), "--amplify").out.splitlines()
+    at = out.index(next(line for line in out if line.startswith("  1 first_event ")))
+    assert out[at + 1 : at + 4] == [
+        "        under arrival order, each run against that series' run 1:",
+        "          firsts: 50 of 50 reference rows and 50 of 50 later rows found no partner",
+        "          dropping event_id from the key pairs every row",
+    ]
+    arrival = next(
+        a for a in by_name(document)["first_event"]["amplifiers"] if a["kind"] == "arrival order"
+    )
+    attributed = [
+        a["findings"]["attribution"]
+        for c in arrival["comparisons"]
+        for a in c["artifacts"]
+        if a["findings"] and a["findings"]["attribution"]
+    ]
+    assert [a["column"] for a in attributed] == ["event_id"]
+
+
 def test_an_amplifier_that_fires_in_its_probe_continues_to_the_full_count(write_pipeline, twicerun):
     document = twicerun(
         "run", write_pipeline(FIRST_PER_CUSTOMER), "--amplify", "--json", "-"

@@ -9,7 +9,7 @@ most moved values; the furthest move is the largest over all comparisons.
 from __future__ import annotations
 
 from twicerun.findings import ArtifactFindings, Attribution, Drift
-from twicerun.result import StepResult
+from twicerun.result import Comparison, StepResult
 from twicerun.sql import shown
 from twicerun.vocabulary.loop import Presence
 
@@ -50,20 +50,26 @@ def listed(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-def _per_artifact(step: StepResult) -> dict[str, list[tuple[int, ArtifactFindings]]]:
+def _per_artifact(comparisons: list[Comparison]) -> dict[str, list[tuple[int, ArtifactFindings]]]:
     found: dict[str, list[tuple[int, ArtifactFindings]]] = {}
-    for c in step.comparisons:
+    for c in comparisons:
         for a in c.artifacts:
             if a.differs and a.findings:
                 found.setdefault(a.name, []).append((c.run, a.findings))
     return found
 
 
-def step_evidence(step: StepResult) -> list[str]:
+def evidence(comparisons: list[Comparison]) -> list[str]:
+    """The sentences for one series of comparisons: the loop's, or an amplifier's (whose
+    run 1 is the reference its later runs were compared with)."""
     lines: list[str] = []
-    for name, seen in _per_artifact(step).items():
-        lines.extend(_artifact_lines(name, seen, len(step.comparisons)))
+    for name, seen in _per_artifact(comparisons).items():
+        lines.extend(_artifact_lines(name, seen, len(comparisons)))
     return lines
+
+
+def step_evidence(step: StepResult) -> list[str]:
+    return evidence(step.comparisons)
 
 
 def _artifact_lines(

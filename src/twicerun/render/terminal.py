@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from twicerun.display import ljust, widest
-from twicerun.render.evidence import bound_lines, plural, step_evidence
+from twicerun.render.evidence import bound_lines, evidence, plural, step_evidence
 from twicerun.render.instrument import at, engine, single
 from twicerun.render.sections import (
     amplification_section,
     cause_section,
+    named,
     not_varied_line,
     shown_classes,
     status_section,
@@ -83,6 +84,13 @@ def _step_lines(result: Result) -> list[str]:
         pad = f"  {'':>{index_width}}     "
         if s.fired or s.tolerated:
             lines.extend(pad + line for line in step_evidence(s))
+        elif s.status == Status.STABLE_ON_THIS_INPUT:
+            # The loop has nothing to show; what differed is in the series that fired.
+            for name, a in named(s.amplifiers):
+                found = evidence(a.comparisons) if a.ran and a.fired else []
+                if found:
+                    lines.append(f"{pad}under {name}, each run against that series' run 1:")
+                    lines.extend(f"{pad}  {line}" for line in found)
         if s.fired and s.seed is not None and s.cause == Cause.PARALLEL_ORDER:
             # The bisect held it still at one thread: the seed is not the whole story there.
             lines.append(

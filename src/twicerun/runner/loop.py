@@ -38,7 +38,7 @@ from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
 from twicerun.runner.scoring import not_varied, score_step, thread_count_fired
 from twicerun.runner.series import Workbench, discard_directory
-from twicerun.runner.settle_step import KEEP_PREFIX, WorstComparisons, compare_step
+from twicerun.runner.settle_step import WorstComparisons, compare_step
 from twicerun.runner.step_output import imports_print_to_stderr, steps_print_to_stderr
 from twicerun.runner.stress import AMPLIFIED_DIR, PROBE_RUNS, Stressed, amplify
 from twicerun.storage.atomic import write_bytes_atomic
@@ -247,7 +247,7 @@ def _loop(
                         step.index,
                         options.keys,
                         caches[step.index],
-                        keep_prefix=f"{KEEP_PREFIX}{run}_",
+                        keep_prefix=worst.keep_prefix(run),
                     )
                     comparisons[step.index].append(comparison)
                     worst.consider(step.index, comparison)

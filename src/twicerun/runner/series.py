@@ -28,7 +28,7 @@ from twicerun.runner.engines import Engine
 from twicerun.runner.execute import execute_step
 from twicerun.runner.progress import Progress, ProgressEvent
 from twicerun.runner.records import Records
-from twicerun.runner.settle_step import compare_step
+from twicerun.runner.settle_step import KEEP_PREFIX, WorstComparisons, compare_step
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.janitor import Janitor
 from twicerun.storage.layout import LOOP, Invocation, RunAddress
@@ -66,15 +66,27 @@ def run_series(
     raise_is_answer: bool = False,
     stop: Callable[[list[Comparison]], str | None] | None = None,
     threads_for: Callable[[int], int] | None = None,
+    attribute: bool = False,
 ) -> Series:
     """`source_order_for(run)` gives the order each ctx.source list is read in on that run.
     With `raise_is_answer`, a later run that raises where run 1 did not is a comparison
-    that fired (rows became an error) rather than a failed series."""
+    that fired (rows became an error) rather than a failed series. With `attribute`, the
+    comparison that left the most rows unmatched is attributed as the loop's are: an
+    amplifier's series can be the only evidence a step has."""
     records = bench.records
     reference = RunAddress(label, 1)
     loop_reference = RunAddress(LOOP, 1)
     comparisons: list[Comparison] = []
     cache = ReferenceCache(bench.con)
+    worst = (
+        WorstComparisons(
+            bench.con,
+            prefix=f"{KEEP_PREFIX}{label}_",
+            address_of=lambda run: RunAddress(label, run),
+        )
+        if attribute
+        else None
+    )
     target = min(probe, runs) if probe else runs
     if threads_for is None:
         bench.connections.expect(threads, target)
@@ -138,11 +150,19 @@ def run_series(
                         records.ensure_canonical(bench.con, loop_reference, step.index, differing)
                     records.prune_identical(address, step.index, against=loop_reference)
                 else:
-                    comparisons.append(
-                        compare_step(
-                            records, bench.con, reference, address, step.index, bench.keys, cache
-                        )
+                    comparison = compare_step(
+                        records,
+                        bench.con,
+                        reference,
+                        address,
+                        step.index,
+                        bench.keys,
+                        cache,
+                        keep_prefix=worst.keep_prefix(k) if worst else None,
                     )
+                    comparisons.append(comparison)
+                    if worst:
+                        worst.consider(step.index, comparison)
                     records.prune_identical(address, step.index, against=reference)
             finally:
                 records.flush(address, step.index)
@@ -154,11 +174,16 @@ def run_series(
                     detail = f"{detail}; {stopped}" if detail else stopped
                     break
             k += 1
+        if worst:
+            # Before the series' receipts go: attribution reads what each run read.
+            comparisons = worst.attribute(records, step.index, comparisons)
     except (StepCrashed, BadInput) as exc:
         error = str(exc)  # a crash under stress is a finding of the series, not of the run
     else:
         error = None
     finally:
+        if worst:
+            worst.drop()
         cache.clear()
         _discard_artifacts(bench, label)
     return Series(

@@ -7,7 +7,7 @@ and by every series (the bisect, the amplifiers), so all of them compare alike.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 import duckdb
@@ -109,15 +109,29 @@ class WorstComparisons:
     Attribution explains rather than measures, so it is computed once, there.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection):
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        *,
+        prefix: str = KEEP_PREFIX,
+        address_of: Callable[[int], RunAddress] = lambda run: RunAddress(LOOP, run),
+    ):
+        """`prefix` names the kept tables (one per series, so none meets another's);
+        `address_of` gives the address of a run number, whose receipt says what it read."""
         self.con = con
+        self.prefix = _table_safe(prefix)
+        self.address_of = address_of
         self._worst: dict[tuple[int, str], tuple[int, int, str]] = {}
+
+    def keep_prefix(self, run: int) -> str:
+        """What compare_step names the tables of run `run` by."""
+        return f"{self.prefix}{run}_"
 
     def consider(self, index: int, comparison: Comparison) -> None:
         for a in comparison.artifacts:
             if a.settled_by != SettledBy.ORACLE:
                 continue  # bytes, digests or presence settled it: no table was kept
-            table = f"{KEEP_PREFIX}{comparison.run}_{_table_safe(a.name)}"
+            table = f"{self.keep_prefix(comparison.run)}{_table_safe(a.name)}"
             count = a.unmatched
             previous = self._worst.get((index, a.name))
             if count and self._exists(table) and (previous is None or count > previous[0]):
@@ -143,7 +157,7 @@ class WorstComparisons:
                 continue
             i = next(i for i, c in enumerate(updated) if c.run == run)
             comparison = updated[i]
-            inputs = records.input_columns(RunAddress(LOOP, run), index)
+            inputs = records.input_columns(self.address_of(run), index)
             artifacts = []
             for a in comparison.artifacts:
                 if a.name == name and a.findings:
@@ -154,3 +168,9 @@ class WorstComparisons:
             self.con.execute(f"DROP TABLE IF EXISTS {table}")
             del self._worst[(step, name)]
         return updated
+
+    def drop(self) -> None:
+        """Drop every kept table, for a series that ended before it could attribute them."""
+        for _, _, table in self._worst.values():
+            self.con.execute(f"DROP TABLE IF EXISTS {table}")
+        self._worst.clear()

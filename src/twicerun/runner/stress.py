@@ -282,6 +282,7 @@ def _each(bench, step, plan, settled, label, runs, probe) -> list[Series]:
                     label=f"{label}-{SLUG[amplifier]}",
                     runs=runs,
                     probe=probe,
+                    attribute=True,
                     **planned,
                 )
             )
@@ -464,6 +465,7 @@ def _together(bench, step, stressed, plan, inputs, label, runs, probe):
         threads_for=threads.get("threads_for"),
         runs=runs,
         probe=probe,
+        attribute=True,
         inputs_for=inputs_for,
         # Reordering comes last in the detail: it reorders what the others made.
         detail="; ".join(
