@@ -295,9 +295,13 @@ def test_a_quiet_step_is_probed_once_with_every_amplifier_and_reported_under_eac
     assert block == [
         "      tie collapse, thread count, row multiplication, arrival order, probed together: 0 of 2",
         "          " + detail.partition(": ")[2],
-        "      file order          not run: this step reads no list of files through ctx.source, "
-        "so there is no order to change",
+        "",
     ]
+    # File order, declined by both steps for one reason, is said once above them.
+    assert out[out.index("  0 events") - 1] == (
+        "  file order, on every step below: not run: this step reads no list of files through "
+        "ctx.source, so there is no order to change"
+    )
     assert "probed together with" not in "\n".join(out)
 
 
@@ -595,7 +599,16 @@ def test_a_declined_amplifier_is_listed_as_not_varied_never_as_a_zero(write_pipe
         "  0 events  varied: the loop 0 of 4, thread count 0 of 2; not varied (declined or "
         "not run): tie collapse, row multiplication, arrival order, file order"
     ) in out
-    assert "tie collapse        not run: this step reads no artifact through ctx.read" in out
+    # Declined for one reason, they share a line; thread count, which ran, keeps its own.
+    lines = out.splitlines()
+    assert lines[lines.index("  0 events") + 1 :][:4] == [
+        "      tie collapse, row multiplication, arrival order, not run: this step reads no "
+        "artifact through ctx.read, so there is no input to stress",
+        "      thread count        0 of 2: threads raised to 4 from the 2 in the loop",
+        "      file order          not run: this step reads no list of files through ctx.source, "
+        "so there is no order to change",
+        "",
+    ]
 
 
 def test_every_report_ends_with_what_was_not_varied(write_pipeline, twicerun):
@@ -892,3 +905,36 @@ def test_a_step_that_sets_its_own_thread_count_is_told_apart(write_pipeline, twi
         "count an amplifier names below"
     ]
     assert notes["left_alone"] == []
+
+
+def test_many_quiet_steps_varied_alike_share_one_line_and_few_keep_their_names(
+    write_pipeline, twicerun
+):
+    def copy(i):
+        return (
+            f'\n\ndef copy{i}(ctx):\n    ctx.read("events")\n'
+            f'    ctx.write("c{i}", "SELECT * FROM events ORDER BY event_id")\n'
+        )
+
+    # A module counter: fires in every comparison, so it is not among the quiet steps.
+    counted = (
+        "\n\nRUNS = []\n\n\ndef counted(ctx):\n    RUNS.append(1)\n"
+        '    ctx.write("n", f"SELECT {len(RUNS)} AS n")\n'
+    )
+    # Steps 0 to 2 and 4 to 6 are quiet and were varied alike (no amplifier ran); 3 fires.
+    many = INPUTS + copy(1) + copy(2) + counted + copy(4) + copy(5) + copy(6)
+    out = twicerun("run", write_pipeline(many), "--no-amplify").out.splitlines()
+    header = next(i for i, line in enumerate(out) if line.startswith("NO_DIVERGENCE_OBSERVED"))
+    assert out[header + 1] == (
+        "  steps 0 to 2 and 4 to 6: varied: the loop 0 of 4; not varied (declined or not run): "
+        "every amplifier"
+    )
+    assert out[header + 2].startswith("  4 clean comparisons leave")
+    # Four alike keep a line each, with their names.
+    few = INPUTS + copy(1) + copy(2) + copy(3)
+    out = twicerun("run", write_pipeline(few, "few.py"), "--no-amplify").out.splitlines()
+    header = next(i for i, line in enumerate(out) if line.startswith("NO_DIVERGENCE_OBSERVED"))
+    assert out[header + 1 : header + 5] == [
+        f"  {i} {name:<6}  varied: the loop 0 of 4; not varied (declined or not run): every amplifier"
+        for i, name in enumerate(["events", "copy1", "copy2", "copy3"])
+    ]

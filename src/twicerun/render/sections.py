@@ -140,10 +140,20 @@ def amplification_section(result: Result) -> list[str]:
         else f"{probe} runs each"
     )
     lines = ["", f"amplification, on the steps the loop found quiet ({how}):"]
+    # An amplifier every step declined for one reason (file order, where no step reads a
+    # list of files) is said once, not once per step: a long pipeline's section was mostly that.
+    everywhere = _declined_everywhere(steps)
+    for kind, reason in everywhere.items():
+        lines.append(f"  {kind}, on every step below: not run: {reason}")
     for s in steps:
         lines.append(f"  {_n(s, steps)} {s.name}")
         ordered = sorted(s.amplifiers, key=lambda a: list(Amplifier).index(a.kind))
         members = [a for a in ordered if a.probed_with]
+        # Amplifiers this step declined for one reason share a line, at the first one's place.
+        declined: dict[str, list[Series]] = {}
+        for a in ordered:
+            if a.declined and not a.probed_with and a.kind not in everywhere:
+                declined.setdefault(a.declined, []).append(a)
         for a in ordered:
             if a.probed_with:
                 # One probe ran for all its members: print it once, not once per member.
@@ -151,8 +161,16 @@ def amplification_section(result: Result) -> list[str]:
                     lines += _joint_probe(members)
                 continue
             if a.declined:
-                text = f"not run: {a.declined}"
-            elif a.error:
+                group = declined.get(a.declined, [])
+                if a.kind in everywhere or a is not group[0]:
+                    continue
+                if len(group) == 1:
+                    lines.append(f"      {a.kind:<19} not run: {a.declined}")
+                else:
+                    names = ", ".join(str(g.kind) for g in group)
+                    lines.append(f"      {names}, not run: {a.declined}")
+                continue
+            if a.error:
                 # What it varied, too: a step that rejects a stressed input names a value
                 # the reader has never seen without it.
                 on = f" on {a.detail}" if a.detail else ""
@@ -163,6 +181,36 @@ def amplification_section(result: Result) -> list[str]:
                     text += f" ({a.tolerated} tolerated)"
             lines.append(f"      {a.kind:<19} {text}")
     return lines
+
+
+# How many quiet steps varied alike share one line.
+ALIKE = 5
+
+
+def _spans(indices: list[int]) -> str:
+    """Step numbers as runs: `1 to 39`, `2, 4 and 6 to 9`."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return listed([f"{r[0]} to {r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs])
+
+
+def _declined_everywhere(steps: list[StepResult]) -> dict[str, str]:
+    """Each amplifier that every one of `steps` declined, all for the same reason: the reason."""
+    if len(steps) < 2:
+        return {}
+    found: dict[str, str] = {}
+    for kind in Amplifier:
+        reasons = {
+            next((a.declined for a in s.amplifiers if a.kind == kind and not a.probed_with), "")
+            for s in steps
+        }
+        if len(reasons) == 1 and (reason := reasons.pop()):
+            found[str(kind)] = reason
+    return found
 
 
 def named(amplifiers: list[Series]) -> list[tuple[str, Series]]:
@@ -248,13 +296,23 @@ def status_section(result: Result) -> list[str]:
             "",
             f"{Status.NO_DIVERGENCE_OBSERVED} counts what was tried and lists what was not; it does not say the code is right:",
         ]
-        width = widest(s.name for s in quiet)
+        # Five or more steps that were varied alike share a line: a long pipeline of quiet
+        # steps was otherwise one identical line per step, repeating the section above. Fewer
+        # keep their names, which a line of step numbers would make the reader look up.
+        alike: dict[str, list[StepResult]] = {}
         for s in quiet:
             varied, missing = _varied(s)
             text = f"varied: {', '.join(varied)}"
             if missing:
                 text += f"; not varied (declined or not run): {', '.join(missing)}"
-            lines.append(f"  {_n(s, quiet)} {ljust(s.name, width)}  {text}")
+            alike.setdefault(text, []).append(s)
+        width = widest(s.name for group in alike.values() if len(group) < ALIKE for s in group)
+        for s in quiet:
+            text, group = next((t, g) for t, g in alike.items() if s in g)
+            if len(group) < ALIKE:
+                lines.append(f"  {_n(s, quiet)} {ljust(s.name, width)}  {text}")
+            elif s is group[0]:
+                lines.append(f"  steps {_spans([g.index for g in group])}: {text}")
         known = {s.compared: s.zero_bound for s in quiet}
         known.update(
             {
