@@ -488,3 +488,44 @@ def test_a_source_left_unstressed_beside_a_stressed_artifact_is_named_in_the_det
         "; not stressed: its source raw is read more than once, from different calls, so no "
         "one copy stands in for it"
     )
+
+
+NUMBERED_BY_RUN = """
+import os
+
+FILES = os.environ["NUMBERED_FILES"].split(",")
+RUNS = []
+
+
+def numbered(ctx):
+    RUNS.append(1)
+    ctx.source("raw", FILES)
+    # Every other run numbers the rows the other way round: a surrogate key whose pairing
+    # with the ids moved, and nothing else.
+    direction = "ASC" if len(RUNS) % 2 else "DESC"
+    ctx.write("numbered", f"SELECT row_number() OVER (ORDER BY id {direction}) AS n, id FROM raw")
+"""
+
+
+def test_a_column_a_step_invented_beside_its_source_columns_is_the_one_named(
+    twicerun, write_pipeline, monkeypatch, tmp_path
+):
+    import duckdb
+
+    files = []
+    for part in range(2):
+        path = tmp_path / f"part{part}.parquet"
+        duckdb.sql(
+            f"COPY (SELECT range AS id FROM range({part * 50}, {part * 50 + 50})) "
+            f"TO '{path}' (FORMAT parquet)"
+        )
+        files.append(str(path))
+    monkeypatch.setenv("NUMBERED_FILES", ",".join(files))
+    outcome = twicerun("run", write_pipeline(NUMBERED_BY_RUN), "--runs", "3", "--no-amplify")
+    assert outcome.code == 1, outcome.err
+    # Dropping either column pairs every row; `id` came in with the files the step read
+    # through ctx.source, so `n` is the one the step made up.
+    assert (
+        "dropping n from the key pairs every row; id does the same, and n is named because "
+        "no input of this step has that column"
+    ) in outcome.out

@@ -128,11 +128,14 @@ class Records:
                 remove_now(path)
 
     def input_columns(self, address: RunAddress, index: int) -> set[str]:
-        """Every column of every artifact this execution read, through ctx.read or ctx.state."""
+        """Every column of every artifact this execution read, through ctx.read or ctx.state,
+        and of every list of files it read through ctx.source."""
         receipt = self.get(address, index)
         columns: set[str] = set()
         if receipt is None:
             return columns
+        for source in receipt.sources:
+            columns.update(source.columns)
         for read in receipt.reads:
             if read.run is None or read.step_index is None:
                 continue

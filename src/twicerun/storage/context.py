@@ -349,7 +349,14 @@ class ContractChecks:
         return listed
 
     def _source_record(
-        self, name: str, reader: str, listed: list[str], rows: int, options: dict, order: list[int]
+        self,
+        name: str,
+        reader: str,
+        listed: list[str],
+        rows: int,
+        options: dict,
+        order: list[int],
+        columns: list[str],
     ) -> None:
         self.output.sources.append(
             SourceRecord(
@@ -359,6 +366,7 @@ class ContractChecks:
                 rows=int(rows),
                 options={k: options[k] for k in sorted(options)},
                 order=order,
+                columns=list(columns),
             )
         )
 
@@ -471,8 +479,9 @@ class StepContext(ContractChecks):
             ).fetchall()
             if slot is not None:
                 _SOURCE_ROWS[slot] = int(rows)
-        self._source_record(name, reader, listed, rows, options, order)
-        return handed_out(self._con.table(name))
+        relation = self._con.table(name)
+        self._source_record(name, reader, listed, rows, options, order, relation.columns)
+        return handed_out(relation)
 
     def _listed(self, head: str, files: Any) -> list[str]:
         """The files as a list of paths, a glob expanded in DuckDB's own order."""

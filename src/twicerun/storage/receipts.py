@@ -78,6 +78,9 @@ class SourceRecord:
     rows: int
     options: dict[str, Any] = field(default_factory=dict)
     order: list[int] = field(default_factory=list)
+    # The view's columns: which columns of a step's output came in with its inputs, for
+    # attribution (empty in receipts written before 0.6.2).
+    columns: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

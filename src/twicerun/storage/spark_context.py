@@ -373,7 +373,7 @@ class SparkStepContext(ContractChecks):
                 raise ContractError(f"{head}: Spark could not read the files: {exc}") from exc
             raise
         frame.createOrReplaceTempView(name)
-        self._source_record(name, reader, listed, rows, options, order)
+        self._source_record(name, reader, listed, rows, options, order, frame.columns)
         return frame
 
     def sql(self, query: str, params: Any = None) -> Any:
