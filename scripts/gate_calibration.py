@@ -158,7 +158,6 @@ def rate(k: int, n: int) -> dict:
 
 
 FAILING = (words.NEW, words.RATE_UP)
-BETTER = words.BETTER
 
 # Families of steps checked together. The first is the five-step coin
 # pipeline; the others mix the models above, two of them with dependence inside a
@@ -225,7 +224,7 @@ def run(args: argparse.Namespace) -> dict:
             reruns += ran
             failed = [s for s, v in verdicts.items() if v in FAILING]
             family_fails += bool(failed)
-            family_better += any(v in BETTER for v in verdicts.values())
+            family_better += any(v in words.BETTER for v in verdicts.values())
             for s in failed:
                 per_step[s] += 1
         fw = rate(family_fails, args.null)
