@@ -759,3 +759,22 @@ def test_a_trial_that_stops_says_no_baseline_was_written_and_leaves_the_file_as_
     )
     assert "RuntimeError: the landing bucket timed out" in said[1]
     assert Path("baseline.json").read_bytes() == before
+
+
+def test_a_pipeline_a_glob_finds_is_imported_as_often_as_one_named(repo, twicerun):
+    """Telling a pipeline from a module the pipelines import imported every file a glob
+    found, so a pipeline's top-level code ran once more than when it was named: twice per
+    invocation, where the contract says once."""
+    log = repo / "imports.log"
+    Path("pipelines/counted.py").write_text(
+        f"with open({str(log)!r}, 'a') as f:\n    f.write('imported\\n')\n\n\n" + STEADY
+    )
+    counts = {}
+    for given in ("pipelines/counted.py", "pipelines/count*.py"):
+        log.unlink(missing_ok=True)
+        outcome = twicerun(
+            "baseline", "update", given, "--output", "counted.json", *FAST
+        )  # fmt: skip
+        assert outcome.code == 0, outcome.err
+        counts[given] = log.read_text().count("imported")
+    assert counts["pipelines/count*.py"] == counts["pipelines/counted.py"] > 0

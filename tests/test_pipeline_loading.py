@@ -8,6 +8,7 @@ import pytest
 
 from twicerun.errors import InvalidStep, PipelineError, UsageError
 from twicerun.pipeline import load_pipeline
+from twicerun.pipeline.outline import shows_steps
 
 
 def test_steps_are_top_level_functions_taking_ctx_in_source_order(write_pipeline):
@@ -335,3 +336,26 @@ def test_a_file_that_is_not_python_says_a_pipeline_is_a_python_file(tmp_path):
         "; a pipeline is a Python file, and this one does not end in .py "
         f"(Python files in {tmp_path}: daily.py)"
     )
+
+
+@pytest.mark.parametrize(
+    ("source", "shown"),
+    [
+        ("def load(ctx):\n    pass\n", True),
+        ("async def load(ctx, seed):\n    pass\n", True),
+        ("try:\n    import x\nexcept ImportError:\n    def load(ctx):\n        pass\n", True),
+        ("def one(ctx):\n    pass\n\n\nSTEPS: list = [one]\n", True),
+        ("STEPS = []\n", True),
+        ('QUERY = "SELECT 1"\n\n\ndef fmt(value):\n    return value\n', False),
+        ("class Loader:\n    def load(ctx):\n        pass\n", False),
+        ("def outer(x):\n    def inner(ctx):\n        pass\n", False),
+        ("from helpers import load\n", False),
+        ("", False),
+        ("def broken(ctx:\n", None),
+    ],
+)
+def test_a_files_source_says_whether_it_shows_steps_without_importing_it(tmp_path, source, shown):
+    path = tmp_path / "candidate.py"
+    # Importing it would fail loudly: the answer comes from the source alone.
+    path.write_text("raise SystemExit('imported')\n" + source if shown is not None else source)
+    assert shows_steps(path) is shown

@@ -60,6 +60,7 @@ from twicerun.github.source import choose, default_ref
 from twicerun.github.workflow import Workflow, take_token
 from twicerun.judge.policy import POLICIES, STRICT, Policy
 from twicerun.pipeline.loader import check_pipeline_path, load_pipeline
+from twicerun.pipeline.outline import shows_steps
 from twicerun.render.evidence import plural
 from twicerun.render.plaintext import markdown_to_text
 from twicerun.result import Result
@@ -118,8 +119,12 @@ def _expand(patterns: Sequence[str]) -> list[str]:
 
 
 def _defines_no_steps(path: str) -> bool:
-    """Whether the file imports and defines no steps. Anything else wrong with it is reported
-    when it runs, as for any pipeline."""
+    """Whether the file defines no steps. Anything else wrong with it is reported when it
+    runs, as for any pipeline. Its source answers without importing it (a pipeline is then
+    imported once, by its run); only a file whose source shows no step is imported, to
+    look for steps made some other way."""
+    if shows_steps(path) is not False:
+        return False
     try:
         with imports_print_to_stderr():
             load_pipeline(path)
