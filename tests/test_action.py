@@ -680,3 +680,17 @@ def test_a_bad_input_value_names_the_action_input_it_came_from(twicerun, monkeyp
     ) in outcome.err
     monkeypatch.delenv("TWICERUN_AMPLIFY")
     assert "Invalid value for '--runs': 'x'" in twicerun("gate", "--runs", "x").err
+    # Names separated by spaces, as the input's description says; one that is no
+    # amplifier is named with the input it came from.
+    monkeypatch.setenv("TWICERUN_WITHOUT", "file-order ties")
+    outcome = twicerun("gate", "--no-comment")
+    assert outcome.code == 2
+    assert (
+        "Error: Invalid value for '--without' (from the environment variable TWICERUN_WITHOUT, "
+        "which the action sets from its 'without' input): 'ties' is not one of"
+    ) in outcome.err
+    monkeypatch.setenv("TWICERUN_WITHOUT", "file-order arrival-order")
+    monkeypatch.setenv("TWICERUN_AMPLIFY", "false")
+    outcome = twicerun("gate", "--no-comment")
+    assert outcome.code == 2
+    assert "--without arrival-order, file-order turns amplifiers off" in outcome.err

@@ -510,11 +510,13 @@ def test_an_old_baseline_is_refused_with_the_command_that_recreates_it(repo, twi
         (lambda d: d["settings"].update(runs="5"), 'settings.runs should be a whole number of at least 2, not "5"'),
         (lambda d: d["settings"].update(amplify="false"), 'settings.amplify should be true or false, not "false"'),
         (lambda d: d["settings"].update(threads=True), "settings.threads should be a whole number of at least 1, not true"),
+        (lambda d: d["settings"].update(without="file order"), 'settings.without should be a list, not "file order"'),
+        (lambda d: d["settings"].update(without=["ties"]), 'settings.without should be a list of amplifiers (tie collapse, thread count, row multiplication, arrival order, file order), not "ties"'),
         (lambda d: d["trials"][1]["pipelines"]["pipelines/coins.py"]["noisy"].update(answers="01234"), 'trials[1].pipelines["pipelines/coins.py"].noisy.answers should be a list, not "01234"'),
         (lambda d: d["trials"][0]["pipelines"]["pipelines/coins.py"]["noisy"].update(answers=[0, 1.5, 2, 3, 4]), 'trials[0].pipelines["pipelines/coins.py"].noisy.answers[1] should be a whole number of at least 0, not 1.5'),
         (lambda d: d["trials"][0]["pipelines"]["pipelines/coins.py"]["steady"].update(fired=9), 'trials[0].pipelines["pipelines/coins.py"].steady fired in 9 of 4 comparisons'),
     ],
-    ids=["runs-a-string", "amplify-a-string", "threads-a-boolean", "answers-a-string", "answer-a-fraction", "fired-past-compared"],
+    ids=["runs-a-string", "amplify-a-string", "threads-a-boolean", "without-a-string", "without-unknown", "answers-a-string", "answer-a-fraction", "fired-past-compared"],
 )  # fmt: skip
 def test_a_hand_edited_baseline_is_refused_naming_the_value_not_judged_or_crashed_on(
     repo, twicerun, edit, named
@@ -778,3 +780,38 @@ def test_a_pipeline_a_glob_finds_is_imported_as_often_as_one_named(repo, twiceru
         assert outcome.code == 0, outcome.err
         counts[given] = log.read_text().count("imported")
     assert counts["pipelines/count*.py"] == counts["pipelines/counted.py"] > 0
+
+
+def test_a_baseline_measured_without_an_amplifier_is_checked_without_it(repo, twicerun):
+    """--without is a setting like --runs: the baseline records it (only when used, so a
+    baseline measured with every amplifier is written as before), a check measured
+    otherwise is not comparable, and --add keeps it."""
+    assert "without" not in update(twicerun, "pipelines/coins.py")["settings"]
+    made = twicerun(
+        "baseline", "update", "pipelines/coins.py", "--output", "baseline.json",
+        "--trials", "5", "--amplify", "--without", "file-order",
+    )  # fmt: skip
+    assert made.code == 0, made.err
+    assert json.loads(Path("baseline.json").read_text())["settings"]["without"] == ["file order"]
+
+    outcome, document = compare(twicerun, "--amplify")
+    assert outcome.code == 1
+    assert set(verdicts(document).values()) == {"not comparable: measured otherwise"}
+    assert "without file order, this check with runs=5" in outcome.out
+    outcome, document = compare(twicerun, "--amplify", "--without", "file-order")
+    assert outcome.code == 0, outcome.out
+    assert "not comparable" not in outcome.out
+
+    refused = twicerun(
+        "baseline", "update", "pipelines/coins.py", "--output", "baseline.json", "--add",
+        "--trials", "1", "--amplify", "--without", "arrival-order",
+    )  # fmt: skip
+    assert refused.code == 2
+    assert "add trials with the same --without, or leave it out" in refused.err
+    added = twicerun(
+        "baseline", "update", "pipelines/coins.py", "--output", "baseline.json", "--add",
+        "--trials", "1", "--amplify",
+    )  # fmt: skip
+    assert added.code == 0, added.err
+    baseline = json.loads(Path("baseline.json").read_text())
+    assert (len(baseline["trials"]), baseline["settings"]["without"]) == (6, ["file order"])

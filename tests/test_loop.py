@@ -451,13 +451,13 @@ def test_stressed_copies_of_an_input_go_once_no_step_left_to_amplify_reads_it(
     seen = {}
     real = loop.amplify
 
-    def watching(bench, step, stressed, runs, threads):
+    def watching(bench, step, stressed, runs, threads, **options):
         bench.janitor.wait()  # deletions run on a helper thread
         seen[step.name] = sorted(
             p.name.split("-")[0].removesuffix(".parquet")
             for p in (bench.invocation.root / "amplified").rglob("*.parquet")
         )
-        return real(bench, step, stressed, runs, threads)
+        return real(bench, step, stressed, runs, threads, **options)
 
     monkeypatch.setattr(loop, "amplify", watching)
     run_pipeline(

@@ -28,7 +28,7 @@ from twicerun.result import Result
 from twicerun.runner.progress import ProgressEvent
 from twicerun.storage.atomic import write_bytes_atomic
 from twicerun.vocabulary.exits import MEANINGS, RunExit
-from twicerun.vocabulary.loop import Status
+from twicerun.vocabulary.loop import Amplifier, Status
 
 # Bounds on flags a typo can make absurd. Runs: each keeps a copy of every artifact
 # until compared, and a study needs tens, not thousands. Threads: DuckDB starts one
@@ -70,6 +70,37 @@ def amplify_option(help: str, **extra):
     return click.option(
         "--amplify/--no-amplify", default=True, show_default=True, help=help, **extra
     )
+
+
+# The names --without takes: each amplifier as reports name it, with hyphens for spaces.
+WITHOUT_NAMES = {a.value.replace(" ", "-"): a for a in Amplifier}
+
+
+def without_option(help: str, **extra):
+    """--without, repeatable: amplifiers to turn off while the others run."""
+
+    def to_amplifiers(_ctx, _param, values) -> frozenset[Amplifier]:
+        return frozenset(WITHOUT_NAMES[v] for v in values)
+
+    return click.option(
+        "--without",
+        multiple=True,
+        type=click.Choice(list(WITHOUT_NAMES)),
+        callback=to_amplifiers,
+        help=help,
+        **extra,
+    )
+
+
+def check_without(amplify: bool, without: frozenset[Amplifier]) -> None:
+    """--without names amplifiers to leave out of a run that amplifies; with --no-amplify
+    there is nothing to leave out, and the user meant one or the other."""
+    if without and not amplify:
+        names = ", ".join(n for n, a in WITHOUT_NAMES.items() if a in without)
+        raise UsageError(
+            f"--without {names} turns amplifiers off, and --no-amplify already runs none; "
+            f"drop one of the two"
+        )
 
 
 # --seed for a verb that executes a pipeline: run and audit hold a seed alike.
@@ -139,6 +170,7 @@ ACTION_INPUTS = {
     "TWICERUN_FAIL_ON": "fail-on",
     "TWICERUN_ALPHA": "alpha",
     "TWICERUN_AMPLIFY": "amplify",
+    "TWICERUN_WITHOUT": "without",
     "TWICERUN_WORKING_DIRECTORY": "working-directory",
     "TWICERUN_COMMENT_ID": "comment-id",
 }

@@ -20,10 +20,12 @@ from twicerun.cli.app import (
     Progress,
     amplify_option,
     check_directory_target,
+    check_without,
     cli,
     epilog,
     run_dir_option,
     runs_option,
+    without_option,
 )
 from twicerun.errors import (
     ContractError,
@@ -69,7 +71,7 @@ from twicerun.runner.step_output import imports_print_to_stderr
 from twicerun.storage.atomic import write_bytes_atomic
 from twicerun.vocabulary.exits import BaselineExit, GateExit, PostExit
 from twicerun.vocabulary.gate import DEFAULT_FAIL_ON, FAIL_ON
-from twicerun.vocabulary.loop import Status
+from twicerun.vocabulary.loop import Amplifier, Status
 
 DEFAULT_BASELINE = Path(".github/twicerun-baseline.json")
 DEFAULT_PIPELINES = "pipelines/*.py"
@@ -294,6 +296,10 @@ def baseline() -> None:
     help="The baseline file to write (atomically), committed for the gate to read.",
 )
 @amplify_option("Stress quiet steps in every trial; the gate must then do the same.")
+@without_option(
+    "Leave this amplifier out of every trial (repeatable); the gate must then do the same. "
+    "With --add, the baseline's own choice unless given."
+)
 @click.option(
     "--threads",
     type=THREADS,
@@ -329,6 +335,7 @@ def baseline_update(
     runs: int,
     output: Path,
     amplify: bool,
+    without: frozenset[Amplifier],
     threads: int | None,
     policy: str,
     alpha: float,
@@ -344,6 +351,7 @@ def baseline_update(
     with its environment. With --add, the new trials join an existing baseline, so
     a workflow on pushes to main can make it stronger over time.
     """
+    check_without(amplify, without)
     keyed = _keyed(_expand(pipelines or (DEFAULT_PIPELINES,)))
     check_directory_target(run_dir, "--run-dir")
     existing = None
@@ -358,6 +366,14 @@ def baseline_update(
                 f"--add: the baseline at {output} was measured with "
                 f"{baseline_module.describe_settings(existing.settings)}; add trials with the same --runs and --amplify"
             )
+        kept = frozenset(Amplifier(a) for a in existing.settings.without)
+        if without and without != kept:
+            raise UsageError(
+                f"--add: the baseline at {output} was measured with "
+                f"{baseline_module.describe_settings(existing.settings)}; add trials with the "
+                f"same --without, or leave it out to keep the baseline's"
+            )
+        without = without or kept
         threads = threads or existing.settings.threads
         policy = existing.settings.policy
     have = len(existing.trials) if existing else 0
@@ -374,7 +390,12 @@ def baseline_update(
         click.echo(f"{output} already has {have} trials, the default; nothing to add")
         return BaselineExit.WRITTEN
     options = LoopOptions(
-        runs=runs, threads=threads, run_dir=run_dir, amplify=amplify, policy=Policy(policy)
+        runs=runs,
+        threads=threads,
+        run_dir=run_dir,
+        amplify=amplify,
+        without=without,
+        policy=Policy(policy),
     )
     measured: list[dict[str, Result]] = []
     started = time.monotonic()
@@ -542,6 +563,7 @@ def _compare(
     screen: float,
     run_dir: Path,
     amplify: bool = True,
+    without: frozenset[Amplifier] = frozenset(),
     pull_request: dict | None = None,
 ) -> Gate:
     failures: dict[str, PipelineFailure] = {}
@@ -563,6 +585,7 @@ def _compare(
         run_dir=run_dir,
         policy=Policy(policy),
         amplify=amplify,
+        without=without,
         # A check that will exit 2 for its baseline still reports, but prunes nothing.
         keep=0 if chosen.baseline is None else 1,
     )
@@ -624,6 +647,7 @@ def _write_document(gate: Gate, path: Path) -> None:
 @baseline.command("compare", epilog=GATE_EXIT_CODES)
 @_gate_options
 @amplify_option("Stress the steps the loop found quiet, as the baseline did.")
+@without_option("Leave this amplifier out (repeatable), as the baseline did.")
 @click.option(
     "--format",
     "output_format",
@@ -632,7 +656,7 @@ def _write_document(gate: Gate, path: Path) -> None:
     help="How to print the decision: the job summary's Markdown, or the same read back as "
     "text. Default: text on a terminal, Markdown otherwise.",
 )
-def baseline_compare(json_path, amplify, output_format, **options) -> int:
+def baseline_compare(json_path, amplify, without, output_format, **options) -> int:
     """Run the pipelines once and decide, per step, how they compare with the baseline.
 
     The same decision `twicerun gate` makes in a workflow, with the job summary's
@@ -640,7 +664,8 @@ def baseline_compare(json_path, amplify, output_format, **options) -> int:
     trials can fail it (docs/action.md explains the test).
     """
     pipelines = options["pipelines"]
-    gate = _compare(amplify=amplify, **options)
+    check_without(amplify, without)
+    gate = _compare(amplify=amplify, without=without, **options)
     if json_path:
         _write_document(gate, json_path)
     document = summary(gate, pipelines)
@@ -662,6 +687,11 @@ def baseline_compare(json_path, amplify, output_format, **options) -> int:
     help="Post (or update) the sticky pull-request comment.",
 )
 @amplify_option("Stress the steps the loop found quiet.", envvar="TWICERUN_AMPLIFY")
+@without_option(
+    "Leave this amplifier out (repeatable, or names separated by spaces in "
+    "TWICERUN_WITHOUT), as the baseline did.",
+    envvar="TWICERUN_WITHOUT",
+)
 @click.option(
     "--token-file",
     envvar="TWICERUN_TOKEN_FILE",
@@ -685,9 +715,12 @@ def baseline_compare(json_path, amplify, output_format, **options) -> int:
     default=None,
     help="Also write the steps that got worse or diverged as SARIF, for code scanning.",
 )
-def gate(json_path, comment, amplify, token_file, comment_id, sarif_path, **options) -> int:
+def gate(
+    json_path, comment, amplify, without, token_file, comment_id, sarif_path, **options
+) -> int:
     """The GitHub Action's one step: compare with the baseline, then comment, annotate,
     summarise and set outputs, from the environment a workflow runner provides."""
+    check_without(amplify, without)
     workflow = Workflow.from_environ(os.environ)
     if not os.environ.get("RUNNER_TEMP"):
         # Not on a runner: the document (and a comment that could not be posted) go beside
@@ -700,7 +733,9 @@ def gate(json_path, comment, amplify, token_file, comment_id, sarif_path, **opti
     token = take_token(os.environ, token_file)
     started = time.time()
     with _commands_stopped():
-        result = _compare(amplify=amplify, pull_request=workflow.pull_request, **options)
+        result = _compare(
+            amplify=amplify, without=without, pull_request=workflow.pull_request, **options
+        )
     delivered = deliver(
         result,
         workflow,

@@ -15,6 +15,7 @@ from twicerun.cli.app import (
     amplify_option,
     check_directory_target,
     check_json_target,
+    check_without,
     cli,
     emit,
     exit_code,
@@ -23,11 +24,13 @@ from twicerun.cli.app import (
     result_json_option,
     run_dir_option,
     seed_option,
+    without_option,
 )
 from twicerun.judge.policy import Policy
 from twicerun.runner.keys import parse_keys
 from twicerun.runner.loop import DEFAULT_RUNS, LoopOptions, run_pipeline
 from twicerun.runner.rescore import rejudge, resolve_invocation
+from twicerun.vocabulary.loop import Amplifier
 
 
 @cli.command(epilog=RUN_EXIT_CODES)
@@ -96,6 +99,10 @@ from twicerun.runner.rescore import rejudge, resolve_invocation
     "Stress the steps the loop found quiet (tie collapse, more threads, more rows, "
     "another arrival order). --no-amplify skips this, and the report says so."
 )
+@without_option(
+    "Leave this amplifier out while the others run (repeatable); the report lists it as "
+    "not varied. docs/amplification.md says what each one varies."
+)
 @click.option(
     "--keep-copies",
     is_flag=True,
@@ -114,6 +121,7 @@ def run(
     seeds: tuple[str, ...],
     keys: tuple[str, ...],
     amplify: bool,
+    without: frozenset[Amplifier],
     keep_copies: bool,
     policy: str,
     tolerance_rel: float | None,
@@ -135,6 +143,7 @@ def run(
             f"is compared, and a fire rate needs tens of runs, not thousands",
             param_hint="--runs",
         )
+    check_without(amplify, without)
     check_directory_target(run_dir, "--run-dir")
     check_json_target(json_path, protected=[pipeline, run_dir])
     options = LoopOptions(
@@ -147,6 +156,7 @@ def run(
         keys=parse_keys(keys),
         policy=Policy(policy, tolerance_rel, tolerance_ulps),
         amplify=amplify,
+        without=without,
         keep_copies=keep_copies,
         engine=engine,
         spark_master=spark_master,

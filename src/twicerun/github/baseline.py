@@ -23,6 +23,7 @@ from typing import Any
 
 from twicerun.github.decision import StepTrial, score
 from twicerun.result import Result, StepResult
+from twicerun.vocabulary.loop import Amplifier
 
 SCHEMA = "twicerun.baseline/2"
 
@@ -55,6 +56,9 @@ class Settings:
     threads: int
     # The engine the steps ran on; baselines written before Spark was driven ran DuckDB.
     engine: str = "duckdb"
+    # Amplifiers turned off by --without (written only when some were, so a baseline
+    # measured with all of them reads as it did before the option existed).
+    without: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,6 +159,8 @@ class Baseline:
     def to_json(self) -> str:
         """Indented, with each step record on one line: a reviewer diffs trials, not digits."""
         data = asdict(self)
+        if not data["settings"]["without"]:
+            del data["settings"]["without"]
         records: dict[str, str] = {}
         for trial in data["trials"]:
             for steps in trial["pipelines"].values():
@@ -175,6 +181,7 @@ def settings_of(result: Result) -> Settings:
         amplify=result.amplified,
         threads=result.environment.threads,
         engine=result.environment.engine,
+        without=tuple(result.amplifiers_off),
     )
 
 
@@ -262,7 +269,9 @@ def _instrument_moved(baseline: Baseline, result: Result) -> str:
 def _describe(s: Settings) -> str:
     return (
         f"runs={s.runs}, policy {s.policy}, {'with' if s.amplify else 'without'} amplifiers, "
-        f"threads={s.threads}" + (f", on {s.engine}" if s.engine != "duckdb" else "")
+        f"threads={s.threads}"
+        + (f", on {s.engine}" if s.engine != "duckdb" else "")
+        + (f", without {' or '.join(s.without)}" if s.without else "")
     )
 
 
@@ -359,7 +368,7 @@ def _list(value: Any, where: str) -> list[Any]:
 def _settings(data: Any) -> Settings:
     where = "settings"
     data = _object(data, where)
-    unknown = sorted(set(data) - {"runs", "policy", "amplify", "threads", "engine"})
+    unknown = sorted(set(data) - {"runs", "policy", "amplify", "threads", "engine", "without"})
     if unknown:
         raise _Malformed(f"settings has a key twicerun does not write ({unknown[0]!r})")
     amplify = _field(data, "amplify", where)
@@ -368,12 +377,18 @@ def _settings(data: Any) -> Settings:
     engine = data.get("engine", "duckdb")
     if engine not in ("duckdb", "spark"):
         raise _at("settings.engine", '"duckdb" or "spark"', engine)
+    without = _list(data.get("without", []), "settings.without")
+    kinds = [str(a) for a in Amplifier]
+    for name in without:
+        if name not in kinds:
+            raise _at("settings.without", f"a list of amplifiers ({', '.join(kinds)})", name)
     return Settings(
         runs=_count(_field(data, "runs", where), "settings.runs", least=2),
         policy=_text(_field(data, "policy", where), "settings.policy"),
         amplify=amplify,
         threads=_count(_field(data, "threads", where), "settings.threads", least=1),
         engine=engine,
+        without=tuple(without),
     )
 
 

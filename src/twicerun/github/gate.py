@@ -336,12 +336,13 @@ def _settings_differ(baseline: Baseline, results: Mapping[str, Result]) -> str |
         b = baseline.settings
         # Threads too: a parallel-order step fires less, or never, at fewer threads, so a
         # check run at another count than its baseline's could pass a step that got worse.
-        if (now.runs, now.policy, now.amplify, now.engine, now.threads) != (
+        if (now.runs, now.policy, now.amplify, now.engine, now.threads, now.without) != (
             b.runs,
             b.policy,
             b.amplify,
             b.engine,
             b.threads,
+            b.without,
         ):
             return (
                 f"the baseline was measured with {describe_settings(b)}, this check with "

@@ -244,7 +244,8 @@ def _joint_probe(members: list[Series]) -> list[str]:
     return [text, f"          {detail}"] if detail else [text]
 
 
-def _varied(s: StepResult) -> tuple[list[str], list[str]]:
+def _varied(s: StepResult, off: list[str]) -> tuple[list[str], list[str]]:
+    """What a quiet step was varied by, and what not: declined, or turned off (`off`)."""
     varied = [f"the loop {s.fired} of {s.compared}"]
     missing = []
     for a in sorted(s.amplifiers, key=lambda a: list(Amplifier).index(a.kind)):
@@ -252,8 +253,9 @@ def _varied(s: StepResult) -> tuple[list[str], list[str]]:
             varied.append(f"{a.kind} {series_rate(a)}")
         else:
             missing.append(a.kind)
-    if not s.amplifiers:
+    if not s.amplifiers and not off:
         missing.append("every amplifier")
+    missing += [f"{kind} (--without)" for kind in off]
     return varied, missing
 
 
@@ -301,7 +303,7 @@ def status_section(result: Result) -> list[str]:
         # keep their names, which a line of step numbers would make the reader look up.
         alike: dict[str, list[StepResult]] = {}
         for s in quiet:
-            varied, missing = _varied(s)
+            varied, missing = _varied(s, result.amplifiers_off)
             text = f"varied: {', '.join(varied)}"
             if missing:
                 text += f"; not varied (declined or not run): {', '.join(missing)}"

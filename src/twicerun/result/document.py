@@ -188,6 +188,8 @@ class Result:
     tolerance_ulps: int | None = None
     keys: dict[str, list[str]] = field(default_factory=dict)
     amplified: bool = True
+    # The amplifiers turned off by --without while the others ran (none before 0.7.0).
+    amplifiers_off: list[str] = field(default_factory=list)
     not_varied: list[str] = field(default_factory=list)
     # Runs each amplifier starts with on a quiet step, continuing to `runs` when one
     # fires. None in a Result written before it was recorded.

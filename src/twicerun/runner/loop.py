@@ -53,7 +53,7 @@ from twicerun.storage.layout import (
     RunAddress,
 )
 from twicerun.storage.retention import kept_failures, prune, reap
-from twicerun.vocabulary.loop import Status
+from twicerun.vocabulary.loop import Amplifier, Status
 
 DEFAULT_RUNS = 5
 DEFAULT_RUN_DIR = Path(".twicerun")
@@ -70,6 +70,8 @@ class LoopOptions:
     policy: Policy = field(default_factory=Policy)
     keys: Mapping[str, Sequence[str]] = field(default_factory=dict)
     amplify: bool = True
+    # Amplifiers the user turned off (--without); the rest run as usual.
+    without: frozenset[Amplifier] = frozenset()
     keep_copies: bool = False
     engine: str | None = None  # None: what the pipeline declares
     spark_master: str | None = None
@@ -320,9 +322,12 @@ def _loop(
         disk_bytes=invocation.disk_bytes(),
         kept_failures=kept_failures(options.run_dir),
         amplified=options.amplify,
+        amplifiers_off=_off(options),
         amplifier_probe=min(PROBE_RUNS, options.runs) if options.amplify else None,
         confidence=CONFIDENCE,
-        not_varied=not_varied(step_results, options.amplify, stamp(threads, connections)),
+        not_varied=not_varied(
+            step_results, options.amplify, stamp(threads, connections), _off(options)
+        ),
     )
     # The Result is on disk before the invocation is marked completed, so a
     # completed invocation always has one; pruning comes last of all.
@@ -452,7 +457,10 @@ def _cause_and_amplify(
             if options.amplify and result.status == Status.NO_DIVERGENCE_OBSERVED:
                 result = score_step(
                     replace(
-                        result, amplifiers=amplify(bench, step, stressed, options.runs, threads)
+                        result,
+                        amplifiers=amplify(
+                            bench, step, stressed, options.runs, threads, without=options.without
+                        ),
                     ),
                     options.policy,
                 )
@@ -516,6 +524,11 @@ def _bisected(
     return replace(
         result, bisect=bisect(bench, step, runs, differed=differed, compared=measured.compared)
     )
+
+
+def _off(options: LoopOptions) -> list[str]:
+    """The amplifiers --without turned off, in the order reports list amplifiers."""
+    return [str(a) for a in Amplifier if a in options.without] if options.amplify else []
 
 
 def save_result(invocation: Invocation, result: Result) -> None:

@@ -154,7 +154,10 @@ def engine_not_varied(engine: str, master: str | None) -> list[str]:
 
 
 def not_varied(
-    steps: list[StepResult], amplified: bool, environment: Environment | None = None
+    steps: list[StepResult],
+    amplified: bool,
+    environment: Environment | None = None,
+    off: list[str] | tuple[str, ...] = (),
 ) -> list[str]:
     """The axes this invocation did not touch, for the end of every report."""
     axes = list(ALWAYS_NOT_VARIED)
@@ -162,6 +165,8 @@ def not_varied(
         axes += engine_not_varied(environment.engine, environment.spark_master)
     if not amplified:
         axes.append("every amplifier (--no-amplify)")
+    elif off:
+        axes.append(f"{listed(list(off))} on any step (--without)")
     declined = sorted({a.kind for s in steps for a in s.amplifiers if a.declined})
     if declined:
         axes.append(f"and, on the steps where it declined, {listed(declined)}")
@@ -177,7 +182,7 @@ def score(result: Result, policy: Policy) -> Result:
         tolerance_rel=policy.tolerance_rel,
         tolerance_ulps=policy.tolerance_ulps,
         steps=steps,
-        not_varied=not_varied(steps, result.amplified, result.environment),
+        not_varied=not_varied(steps, result.amplified, result.environment, result.amplifiers_off),
     )
 
 

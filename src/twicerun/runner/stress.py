@@ -229,8 +229,10 @@ def amplify(
     runs: int,
     threads: int,
     probe: int | None = PROBE_RUNS,
+    without: frozenset[Amplifier] = frozenset(),
 ) -> list[Series]:
-    """Every amplifier on one quiet step, each probing first and escalating when it fires.
+    """Every amplifier on one quiet step, each probing first and escalating when it fires;
+    those in `without` (turned off by the user) not at all.
 
     With a probe, the amplifiers in TOGETHER that apply are probed as one series;
     a joint probe that shows no difference at all reports each member with its
@@ -256,17 +258,21 @@ def amplify(
     split: Series | None = None
     try:
         if probe:
-            settled, split = _together(bench, step, stressed, plan, inputs, label, runs, probe)
-        found = _each(bench, step, plan, settled, label, runs, probe)
+            settled, split = _together(
+                bench, step, stressed, plan, inputs, label, runs, probe, without
+            )
+        found = _each(bench, step, plan, settled, label, runs, probe, without)
     finally:
         inputs.forget()
     return _charge_together(found, split) if split is not None else found
 
 
-def _each(bench, step, plan, settled, label, runs, probe) -> list[Series]:
+def _each(bench, step, plan, settled, label, runs, probe, without) -> list[Series]:
     """Every amplifier's Series: the joint probe's where it settled one, else its own."""
     found = []
     for amplifier in Amplifier:
+        if amplifier in without:
+            continue
         if amplifier in settled:
             found.append(settled[amplifier])
             continue
@@ -430,7 +436,7 @@ def _plan(bench, stressed, amplifier, receipt, original, inputs, threads) -> Ser
     return dict(threads=threads, inputs_for=inputs_for, detail=detail + inputs.left_out())
 
 
-def _together(bench, step, stressed, plan, inputs, label, runs, probe):
+def _together(bench, step, stressed, plan, inputs, label, runs, probe, without):
     """One probe with the variation of every member of TOGETHER that applies: each input's
     rows multiplied, the added copy's ties collapsed, then reordered run by run, at raised
     threads.
@@ -438,7 +444,10 @@ def _together(bench, step, stressed, plan, inputs, label, runs, probe):
     Each member's Series when the probe showed no difference at all. When it showed one,
     no member is settled (each runs on its own) and the probe, continued to the full count
     like any probe that fires, comes back as the second value with its members in
-    `probed_with`, for `_charge_together`. Nothing when fewer than two members apply."""
+    `probed_with`, for `_charge_together`. Nothing when fewer than two members apply, or
+    when the raised thread count, which the probe is built on, is turned off."""
+    if Amplifier.THREAD_COUNT in without:
+        return {}, None
     threads = plan(Amplifier.THREAD_COUNT)
     if not isinstance(threads, dict):
         return {}, None
@@ -449,7 +458,7 @@ def _together(bench, step, stressed, plan, inputs, label, runs, probe):
     try:
         if not inputs.names:
             return {}, None
-        inputs_for, details = _joint(stressed, inputs.stressable, inputs.names)
+        inputs_for, details = _joint(stressed, inputs.stressable, inputs.names, without)
     except Exception as exc:
         reraise_if_requested(exc)
         return {}, None  # each member runs, and fails or not, on its own
@@ -494,31 +503,45 @@ _JOINT_DETAIL_ORDER = (
 )
 
 
-def _joint(stressed, original, read):
+def _joint(stressed, original, read, without=frozenset()):
     """The joint probe's inputs per run, and what each input amplifier changed (only those
     that changed something). Run 1 reads each input with its rows multiplied and the added
     copy's ties collapsed, where those apply, written in one pass; later runs read the same
-    rows reordered."""
+    rows reordered. A member in `without` changes nothing: without row multiplication the
+    probe reads the tie-collapsed copy tie collapse reads on its own."""
     # Overlays on the loop's inputs: only what a step reads is ever resolved.
     base = ChainMap({}, original)
     changed: dict[Amplifier, list[str]] = {}
+    multiply = Amplifier.ROW_MULTIPLICATION not in without
+    collapse_on = Amplifier.TIE_COLLAPSE not in without
     for name in read:
+        if not multiply:
+            if collapse_on:
+                collapsed, outcome = stressed.get(Amplifier.TIE_COLLAPSE, original[name])
+                if collapsed is not None:
+                    changed.setdefault(Amplifier.TIE_COLLAPSE, []).append(outcome.detail)
+                    base[name] = collapsed
+            continue
         stacked, outcome = stressed.get(
-            Amplifier.ROW_MULTIPLICATION, original[name], variant=_STACKED
+            Amplifier.ROW_MULTIPLICATION,
+            original[name],
+            # Plain stacking, no sort, when the added copy's ties stay as they are.
+            variant=_STACKED if collapse_on else 0,
         )
         if stacked is None:
             continue  # nothing to multiply (no rows), so nothing to collapse either
         changed.setdefault(Amplifier.ROW_MULTIPLICATION, []).append(outcome.detail)
-        collapse = stressed.collapse_of(original[name])
+        collapse = stressed.collapse_of(original[name]) if collapse_on else None
         if isinstance(collapse, Collapse):
             changed.setdefault(Amplifier.TIE_COLLAPSE, []).append(collapse.detail)
         base[name] = stacked
     reordered = [
         name
         for name in read
-        if stressed.get(Amplifier.ARRIVAL_ORDER, base[name], variant=2, tag=_JOINT)[0] is not None
+        if Amplifier.ARRIVAL_ORDER not in without
+        and stressed.get(Amplifier.ARRIVAL_ORDER, base[name], variant=2, tag=_JOINT)[0] is not None
     ]
-    if Amplifier.TIE_COLLAPSE in changed:
+    if Amplifier.TIE_COLLAPSE in changed and multiply:
         changed[Amplifier.TIE_COLLAPSE].append(
             "each in the added copy of the rows, the first copy as it was"
         )
