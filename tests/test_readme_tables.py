@@ -31,8 +31,9 @@ def test_the_readme_names_the_hook_it_offers():
         (("tlc",), "docs/data.md"),
         (("bench-overlap",), "docs/runs.md"),
         (("bench-loop-spark_tiny",), "docs/spark.md"),
+        (("bench-oracle-wide",), "docs/comparison.md"),
     ],
-    ids=["gate", "verdicts", "tlc", "helper-measurement", "spark-costs"],
+    ids=["gate", "verdicts", "tlc", "helper-measurement", "spark-costs", "wide-oracle"],
 )
 def test_the_tables_in_a_doc_match_the_newest_artifacts_of_their_kind(
     twicerun, monkeypatch, kinds, doc
@@ -67,6 +68,10 @@ def _builder(schema: str):
         return tables
     if schema == "twicerun.bench-oracle/1":
         from bench.oracle import tables
+
+        return tables
+    if schema == "twicerun.bench-oracle-wide/1":
+        from bench.oracle_wide import tables
 
         return tables
     if schema == "twicerun.bench-hook/1":

@@ -86,8 +86,3 @@ def relative(a: str, b: str) -> str:
         f"WHEN {a} = {b} THEN 0.0 "
         f"ELSE abs(({a})::DOUBLE - ({b})::DOUBLE) / greatest(abs(({a})::DOUBLE), abs(({b})::DOUBLE)) END)"
     )
-
-
-def sort_key(expr: str, type_id: str) -> str:
-    """A total order over floats for pairing rows: by value, then by raw bits (so -0.0 first)."""
-    return f"{ordered(expr, type_id)}, {bits(expr, type_id)}"
