@@ -158,7 +158,7 @@ def test_the_amplifiers_keep_a_two_column_key_a_key(tmp_path):
     pairs_only = tmp_path / "pairs.parquet"
     CON.execute(f"COPY (SELECT tier, day FROM '{source}') TO '{pairs_only}'")
     assert collapse_ties(CON, pairs_only, tmp_path / "none.parquet", artifact="d") == Declined(
-        "d has no exact column besides its keys (tier, day: a key when taken two to four "
+        "d has no exact column besides its keys (tier, day: a key when taken two to five "
         "together; each is kept so), so nothing could tie"
     )
 
@@ -602,3 +602,21 @@ def test_a_decline_names_the_nested_columns_it_never_folds(tmp_path):
         "every column of events that could tie already has 1,000 or more rows per value, at or "
         "past the 500 this amplifier aims for (tags: lists, structs and maps are not folded)"
     )
+
+
+def test_the_amplifiers_keep_a_five_column_key_a_key(tmp_path):
+    """Units per (store, product, channel, region, day): no four of the five are a key, so
+    the search stopped at sets of four and folded the key's columns, and a running total
+    by day per store, product, channel and region, correct code, could fire."""
+    source = tmp_path / "regional.parquet"
+    CON.execute(
+        f"COPY (SELECT s AS store, p AS product, c AS channel, r AS region, "
+        f"DATE '2024-01-01' + d::INTEGER AS day, "
+        f"(hash(s, p, c, r, d) % 1000)::INTEGER AS units "
+        f"FROM range(6) a(s), range(10) b(p), range(3) e(c), range(4) g(r), range(20) f(d)) "
+        f"TO '{source}' (FORMAT parquet)"
+    )
+    assert_key_kept(
+        tmp_path, source, ["store", "product", "channel", "region", "day"],
+        "regional.units into 29 values, from 14 to 497 rows per value",
+    )  # fmt: skip

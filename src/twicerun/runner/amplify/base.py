@@ -39,7 +39,7 @@ class ColumnFacts:
     type: duckdb.DuckDBPyType
     cls: ColumnClass
     distinct: int
-    # Part of a key of two to four columns: no two rows share its values and its partners'.
+    # Part of a key of two to five columns: no two rows share its values and its partners'.
     joint: bool = False
 
     @property
@@ -69,11 +69,11 @@ def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> Facts:
     return rows, [replace(c, joint=True) if c.name in joint else c for c in facts]
 
 
-# Column sets of two to four checked for being a key together, at most, the likeliest first.
+# Column sets of two to five checked for being a key together, at most, the likeliest first.
 MAX_SUBSETS = 28
-# Columns whose sets of three or four are considered, at most (40 columns make 9,880
-# triples; 20 make 4,845 sets of four).
-MAX_POOL = {3: 40, 4: 20}
+# Columns whose sets of three, four or five are considered, at most (40 columns make 9,880
+# triples; 20 make 4,845 sets of four; 16 make 4,368 sets of five).
+MAX_POOL = {3: 40, 4: 20, 5: 16}
 # Past rows**2 / CHANCE combinations, random values would be unique too often to mean a key.
 CHANCE = 10
 
@@ -81,9 +81,9 @@ CHANCE = 10
 def _joint_keys(
     con: duckdb.DuckDBPyConnection, source: Path, rows: int, facts: list[ColumnFacts]
 ) -> set[str]:
-    """The columns of each set of two to four that is a key together, though no smaller
-    part of it is: a daily total per (tier, day), units sold per (store, product, day) or
-    per (store, product, channel, day). A step ordering by day within a tier relies on the
+    """The columns of each set of two to five that is a key together, though no smaller
+    part of it is: a daily total per (tier, day), units sold per (store, product, day),
+    per (store, product, channel, day) or per (store, product, channel, region, day). A step ordering by day within a tier relies on the
     pair, as a sort on an id relies on the id.
 
     Only exact columns with each value on two rows or more on average: a column nearly
@@ -99,7 +99,8 @@ def _joint_keys(
     in 150) that being unique says nothing of design. Three columns of random codes on
     a few hundred rows are unique together by chance, and were all kept. Sets of four
     are looked for only where no smaller key was found (a table has one grain, most
-    often, and this costs one more query); keys of five or more columns are not."""
+    often, and this costs one more query), and sets of five only where no set of four
+    was either; keys of six or more columns are not."""
     candidates = [
         c for c in facts if c.cls is ColumnClass.EXACT and c.distinct > 1 and 2 * c.distinct <= rows
     ]
@@ -114,8 +115,8 @@ def _joint_keys(
         return set()
     keys: list[tuple[ColumnFacts, ...]] = []
     budget = MAX_SUBSETS
-    for size in (2, 3, 4):
-        if size == 4 and keys:
+    for size in (2, 3, 4, 5):
+        if size >= 4 and keys:
             break
         # The triples of a few hundred columns are millions: on a table that wide, only
         # the columns with the fewest values are tried in threes and fours, a bound on the
@@ -155,7 +156,7 @@ def most_distinct(facts: list[ColumnFacts]) -> ColumnFacts | None:
 def kept_intact(rows: int, columns: list[ColumnFacts]) -> list[ColumnFacts]:
     """The columns an amplifier leaves distinct, so that a correct tiebreak on one survives:
     every column with a different value on every row and every column of a key of two to
-    four columns (column_facts), or where there is none, the most distinct.
+    five columns (column_facts), or where there is none, the most distinct.
 
     A table often has more than one key (an id and an email, an order number and its
     external reference). Keeping only the first of them made a step that orders by the

@@ -1,7 +1,7 @@
 """Row multiplication: more rows of the same shape.
 
 The input is written `factor` times over, one copy after another. Each column
-base.kept_intact keeps (every key of the input, single or of two to four
+base.kept_intact keeps (every key of the input, single or of two to five
 columns; where there is none, the most distinct column) is kept distinct where
 it can be, in the form a step reads it (`_shift`), so an id stays an id; every
 other column keeps its values, so each tie group grows too.

@@ -139,7 +139,7 @@ def _kept(keep: list[ColumnFacts]) -> str:
     if not joint:
         return f"its keys ({single}: each has a different value on every row, and is kept so)"
     parts = [f"{single}: a different value on every row"] if single else []
-    parts.append(f"{joint}: a key when taken two to four together")
+    parts.append(f"{joint}: a key when taken two to five together")
     return f"its keys ({'; '.join(parts)}; each is kept so)"
 
 
