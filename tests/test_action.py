@@ -147,6 +147,12 @@ def test_the_action_gates_a_regression_comments_annotates_and_summarises(workspa
             "4 of 4 on re-runs; p = 0.05; ROW_MISSING ROW_EXTRA; cause PERSISTS_SINGLE_THREADED"
         ]
 
+        assert re.fullmatch(
+            r"twicerun: check failed \(exit 1\): 1 step got worse "
+            r"\(1 regression, 1 divergent step\), in \d+\.\ds",
+            lines[-1],
+        )
+
         text = summary.read_text()
         assert text.startswith("### twicerun: 1 step got worse")
         assert "<!-- twicerun:comment:" not in text
@@ -220,6 +226,12 @@ def test_a_missing_baseline_names_the_command_and_still_reports(workspace, tmp_p
         "and commit it"
     ) in gate.stdout
     assert "| `pipelines/orders.py` | `drifts` | no baseline |" in summary.read_text()
+    # The log's last line used to read "0 regressions" above a check that failed.
+    assert re.fullmatch(
+        r"twicerun: check failed \(exit 2\): no baseline to compare with "
+        r"\(0 regressions, 1 divergent step\), in \d+\.\ds",
+        gate.stdout.splitlines()[-1],
+    )
 
 
 def test_a_token_that_cannot_write_leaves_the_comment_in_a_file_and_the_exit_code_alone(
@@ -622,6 +634,11 @@ def test_comment_not_posted_leads_the_warnings_even_past_ten_of_them(tmp_path, m
     assert len(warnings) == 10
     assert warnings[0].startswith("::warning title=twicerun%3A comment not posted::")
     assert "more warnings not shown" in warnings[-1]
+    assert re.fullmatch(
+        r"twicerun: check passed: no step got worse \(0 regressions, 12 divergent steps\), "
+        r"in \d+\.\ds",
+        out.getvalue().splitlines()[-1],
+    )
 
 
 def test_a_cached_venv_whose_interpreter_is_gone_is_rebuilt_and_runs_the_check(workspace, tmp_path):

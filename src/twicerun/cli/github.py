@@ -56,6 +56,7 @@ from twicerun.github.gate import (
     PipelineFailure,
     comment_body,
     evaluate,
+    headline,
     summary,
 )
 from twicerun.github.source import choose, default_ref
@@ -749,17 +750,20 @@ def gate(
     )
     for line in delivered.lines:
         click.echo(line)
-    unfinished = len(result.failures)
-    click.echo(
-        f"twicerun: {len(result.regressions)} regression{'s' if len(result.regressions) != 1 else ''}"
-        + (
-            f" ({unfinished} pipeline{'s' if unfinished != 1 else ''} did not finish)"
-            if unfinished
-            else ""
-        )
-        + f", {result.diverged} divergent step{'s' if result.diverged != 1 else ''}, in {time.time() - started:.1f}s"
+    code = _gate_exit(result)
+    click.echo(closing_line(result, code, time.time() - started))
+    return code
+
+
+def closing_line(gate: Gate, code: GateExit, seconds: float) -> str:
+    """The log's last line: whether the check passed, in the summary's words. It used to
+    count regressions alone, and read "0 regressions" above a check that failed for want
+    of a baseline."""
+    verdict = "check passed" if code == GateExit.PASSED else f"check failed (exit {int(code)})"
+    counts = (
+        f"{plural(len(gate.regressions), 'regression')}, {plural(gate.diverged, 'divergent step')}"
     )
-    return _gate_exit(result)
+    return f"twicerun: {verdict}: {headline(gate)} ({counts}), in {seconds:.1f}s"
 
 
 @cli.command("comment", epilog=epilog(PostExit))

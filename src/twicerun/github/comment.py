@@ -147,28 +147,15 @@ def render(
             + "What moved: "
             + "; ".join(bare(m) for m in baseline_moved)
         )
+    said = headlines(decisions, regressions, baseline_error)
     if unfinished:
-        n = len({d.pipeline for d in unfinished})
-        title = f"### twicerun: {n} pipeline{'s' if n != 1 else ''} did not finish"
+        title = f"### twicerun: {said[0]}"
         parts.append(_bullets(title, [_line(d) for d in unfinished], budget // 4, summary_url))
+        said = said[1:]
     if baseline_error:
-        parts.append(f"### twicerun: no baseline to compare with\n\n{bare(baseline_error)}")
-    elif failed:
-        parts.append(f"### twicerun: {'; '.join(_counted(len(worse), len(uncompared)))}")
-    elif not unfinished:
-        # A fail-on that leaves out a verdict lets such steps pass; the headline still counts
-        # them, so a green check over a step that got worse, or over nothing compared, is
-        # never silent.
-        let_worse = [d for d in notable if d.verdict in words.WORSE]
-        let_uncompared = [d for d in notable if d.verdict in words.NOT_COMPARABLE]
-        if let_uncompared and len(let_uncompared) == len(decisions):
-            said = ["no step could be compared with the baseline"]
-        else:
-            said = _counted(len(let_worse), len(let_uncompared), "no step got worse")
-        head = "; ".join(said)
-        if let_worse or let_uncompared:
-            head += ", which this check's fail-on lets pass"
-        parts.append(f"### twicerun: {head}")
+        parts.append(f"### twicerun: {said[0]}\n\n{bare(baseline_error)}")
+    elif said:
+        parts.append(f"### twicerun: {said[0]}")
     # The lists share half the budget, so that however many steps changed, the
     # whole body (not only the table) stays under GitHub's limit.
     lists = [
@@ -240,6 +227,47 @@ def render(
 
 
 CHARTS = 3
+
+
+def headlines(
+    decisions: list[StepDecision],
+    regressions: list[StepDecision],
+    baseline_error: str | None = None,
+) -> list[str]:
+    """What the check found, in the words of the comment's and the summary's headings
+    (and of the gate's last line in the log): pipelines that did not finish first, then
+    the baseline missing, or the steps that failed the check, or why it passes."""
+    failing = {(d.pipeline, d.name) for d in regressions}
+    unfinished = [d for d in decisions if d.verdict == words.DID_NOT_FINISH]
+    failed = [
+        d
+        for d in decisions
+        if (d.pipeline, d.name) in failing and d.verdict != words.DID_NOT_FINISH
+    ]
+    said = []
+    if unfinished:
+        said.append(f"{plural(len({d.pipeline for d in unfinished}), 'pipeline')} did not finish")
+    if baseline_error:
+        said.append("no baseline to compare with")
+    elif failed:
+        uncompared = [d for d in failed if d.verdict in words.NOT_COMPARABLE]
+        said.append("; ".join(_counted(len(failed) - len(uncompared), len(uncompared))))
+    elif not unfinished:
+        # A fail-on that leaves out a verdict lets such steps pass; the headline still counts
+        # them, so a green check over a step that got worse, or over nothing compared, is
+        # never silent.
+        notable = [d for d in decisions if (d.pipeline, d.name) not in failing]
+        let_worse = [d for d in notable if d.verdict in words.WORSE]
+        let_uncompared = [d for d in notable if d.verdict in words.NOT_COMPARABLE]
+        if let_uncompared and len(let_uncompared) == len(decisions):
+            clauses = ["no step could be compared with the baseline"]
+        else:
+            clauses = _counted(len(let_worse), len(let_uncompared), "no step got worse")
+        head = "; ".join(clauses)
+        if let_worse or let_uncompared:
+            head += ", which this check's fail-on lets pass"
+        said.append(head)
+    return said
 
 
 def _counted(worse: int, uncompared: int, otherwise: str | None = None) -> list[str]:

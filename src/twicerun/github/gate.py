@@ -23,7 +23,7 @@ from twicerun.github.baseline import (
     settings_of,
 )
 from twicerun.github.commands import Annotation
-from twicerun.github.comment import BUDGET, render, some
+from twicerun.github.comment import BUDGET, headlines, render, some
 from twicerun.github.decision import (
     DEFAULT_ALPHA,
     DEFAULT_CONFIRM,
@@ -658,6 +658,11 @@ def comment_body(
         summary_url=summary_url,
         budget=budget,
     )
+
+
+def headline(gate: Gate) -> str:
+    """The summary's headings in one line, for the end of the log."""
+    return "; ".join(headlines(gate.decisions, gate.regressions, gate.baseline_error))
 
 
 def summary(gate: Gate, pipelines: str) -> str:
