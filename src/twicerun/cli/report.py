@@ -155,7 +155,7 @@ def report(
         raise UsageError("\n".join(lines))
     rendered = {name: t.markdown() for name, t in tables.items()}
     if check_path:
-        old = stale(text, rendered, str(target))
+        old = stale(text, rendered, str(target), blocks)
         for name, diff in old.items():
             click.echo(
                 f"{target}: twicerun:{name} is stale; run `twicerun report --update {target}`",
@@ -163,7 +163,7 @@ def report(
             )
             click.echo(diff, err=True, nl=False)
         return ReportExit.STALE if old else ReportExit.RENDERED
-    new_text, changed = update(text, rendered, str(target))
+    new_text, changed = update(text, rendered, str(target), blocks)
     if changed:
         try:
             write_bytes_atomic(target, new_text.encode("utf-8"), keep_mode=True)

@@ -72,10 +72,17 @@ def _parser() -> MarkdownIt:
     return MarkdownIt("commonmark").enable("table")
 
 
+def _blocks_only() -> MarkdownIt:
+    # Inline parsing of every paragraph was half of what the pre-commit hook spent on a
+    # long README; a paragraph is parsed inline only when its text looks like a marker.
+    return _parser().disable("inline")
+
+
 def find_blocks(text: str, path: str = "<text>") -> list[Block]:
     lines = split_lines(text)
     events: list[tuple[int, bool, str]] = []
-    for token in _parser().parse(text):
+    parser = _blocks_only()
+    for token in parser.parse(text):
         if token.type == "html_block" and token.map:
             for offset, line in enumerate(token.content.split("\n")):
                 found = MARKER.search(line)
@@ -87,8 +94,9 @@ def find_blocks(text: str, path: str = "<text>") -> list[Block]:
                         path, number + 1, f"{found.group(0)} must be alone on its line"
                     )
                 events.append((number, found.group(1) == "/", found.group(2)))
-        elif token.type == "inline" and token.children and token.map:
-            for child in token.children:
+        elif token.type == "inline" and token.map and MARKER.search(token.content):
+            (parsed,) = _parser().parseInline(token.content)
+            for child in parsed.children or []:
                 found = MARKER.search(child.content) if child.type == "html_inline" else None
                 if found:
                     number = _line_of(lines, token.map, found.group(0))
@@ -163,18 +171,16 @@ def _inner(content: str, newline: str, prefix: str = "") -> list[str]:
     ]
 
 
-def current(text: str, block: Block) -> str:
-    lines = split_lines(text, keepends=True)
-    return "".join(lines[block.open_line + 1 : block.close_line])
-
-
 def expected(content: str, newline: str, prefix: str = "") -> str:
     return "".join(_inner(content, newline, prefix))
 
 
-def update(text: str, rendered: dict[str, str], path: str = "<text>") -> tuple[str, list[str]]:
-    """The text with every block whose content differs rewritten; and the names rewritten."""
-    blocks = find_blocks(text, path)
+def update(
+    text: str, rendered: dict[str, str], path: str = "<text>", blocks: list[Block] | None = None
+) -> tuple[str, list[str]]:
+    """The text with every block whose content differs rewritten; and the names rewritten.
+    `blocks`: what find_blocks found in `text`, for a caller that already asked."""
+    blocks = find_blocks(text, path) if blocks is None else blocks
     newline = newline_of(text)
     lines = split_lines(text, keepends=True)
     changed = []
@@ -189,14 +195,18 @@ def update(text: str, rendered: dict[str, str], path: str = "<text>") -> tuple[s
     return "".join(lines), sorted(changed)
 
 
-def stale(text: str, rendered: dict[str, str], path: str = "<text>") -> dict[str, str]:
-    """Blocks whose content does not match what would be rendered, each with a unified diff."""
+def stale(
+    text: str, rendered: dict[str, str], path: str = "<text>", blocks: list[Block] | None = None
+) -> dict[str, str]:
+    """Blocks whose content does not match what would be rendered, each with a unified diff.
+    `blocks`: what find_blocks found in `text`, for a caller that already asked."""
     newline = newline_of(text)
+    lines = split_lines(text, keepends=True)
     found = {}
-    for block in find_blocks(text, path):
+    for block in find_blocks(text, path) if blocks is None else blocks:
         if block.name not in rendered:
             continue
-        have = current(text, block)
+        have = "".join(lines[block.open_line + 1 : block.close_line])
         want = expected(rendered[block.name], newline, block.prefix)
         if have != want:
             diff = difflib.unified_diff(
