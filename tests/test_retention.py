@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from twicerun.storage.layout import Invocation
 from twicerun.storage.retention import prune
@@ -178,6 +183,37 @@ def test_a_pid_taken_by_a_newer_process_does_not_keep_a_killed_invocation_runnin
     current = Invocation.create(run_dir, {"pipeline": "p.py"})
     assert reap(run_dir, current) == [dead.root.name]
     assert outcome_of(run_dir, dead.root.name) == "killed"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="zombies are seen through /proc")
+def test_an_invocation_whose_process_is_a_zombie_is_reaped(tmp_path):
+    # A process killed but not yet collected by its parent still answers a signal-0
+    # probe, with its own start time; where nothing collects it (a container whose
+    # first process reaps no orphans) the invocation it ran stayed `running` for good.
+    from twicerun.storage.processes import alive, started
+    from twicerun.storage.retention import reap
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        start = started(child.pid)
+        assert alive(child.pid, start)
+        os.kill(child.pid, signal.SIGKILL)
+        # Not waited for: a zombie until the finally below collects it.
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{child.pid}/stat").read_text().split(") ")[1][0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert not alive(child.pid, start)
+
+        run_dir = tmp_path / "runs"
+        dead = Invocation.create(run_dir, {"pipeline": "p.py"})
+        dead.update_manifest(pid=child.pid, pid_started=start)
+        current = Invocation.create(run_dir, {"pipeline": "p.py"})
+        assert reap(run_dir, current) == [dead.root.name]
+        assert outcome_of(run_dir, dead.root.name) == "killed"
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_a_live_invocation_with_its_own_start_time_is_not_reaped(tmp_path):

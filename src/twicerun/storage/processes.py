@@ -14,18 +14,32 @@ import os
 from pathlib import Path
 
 
-def started(pid: int) -> int | None:
-    """The start time of `pid` in clock ticks since boot, or None where /proc cannot say."""
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the name (field 3 onwards); empty where /proc
+    cannot say."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return None
+        return []
     # The name in field 2 may hold spaces and parentheses; the fields after it do not.
-    fields = text[text.rfind(")") + 2 :].split()
+    return text[text.rfind(")") + 2 :].split()
+
+
+def started(pid: int) -> int | None:
+    """The start time of `pid` in clock ticks since boot, or None where /proc cannot say."""
+    fields = _stat(pid)
     try:
         return int(fields[19])  # field 22, starttime
     except (IndexError, ValueError):
         return None
+
+
+def _exited(pid: int) -> bool:
+    """Whether `pid` has exited and only waits to be collected by its parent (a zombie).
+    A signal-0 probe still finds it, and a container whose first process collects no
+    orphans keeps it so for good: a killed invocation then stayed `running` forever."""
+    fields = _stat(pid)
+    return bool(fields) and fields[0] in ("Z", "X")
 
 
 def alive(pid: object, start: object = None) -> bool:
@@ -38,6 +52,8 @@ def alive(pid: object, start: object = None) -> bool:
         return False
     except PermissionError:
         pass  # someone else's process: alive, but it may still be a newer one
+    if _exited(pid):
+        return False
     if isinstance(start, int):
         now = started(pid)
         if now is not None and now != start:
