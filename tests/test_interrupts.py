@@ -116,3 +116,56 @@ def test_ctrl_c_under_an_amplifier_is_an_interrupt_not_an_amplifier_failure(
     assert states[earlier] == "completed"
     assert sorted(states.values()) == ["completed", "interrupted"]
     whole_and_judgeable(twicerun, run_dir, earlier)
+
+
+TERMINATED_IN_QUERY = f"""
+import os, pathlib
+
+
+def inputs(ctx):
+    ctx.write("t", "SELECT range AS v FROM range(10)")
+
+
+def slow(ctx):
+    ctx.read("t")
+    pathlib.Path(os.environ["STARTED"]).touch()
+    for _ in range(40):
+        ctx.sql("{SLOW}").fetchall()
+    ctx.write("n", "SELECT count(*) AS n FROM t")
+"""
+
+
+def test_sigterm_is_an_interrupt_that_exits_143_and_keeps_the_invocation(write_pipeline, tmp_path):
+    # `timeout`, `docker stop` and Kubernetes send SIGTERM. It ended the process where it
+    # stood (the shell's 143, no word), leaving the invocation `running` until a later
+    # one reaped it as killed.
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = write_pipeline(TERMINATED_IN_QUERY)
+    started, run_dir = tmp_path / "started", tmp_path / "runs"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "twicerun", "run", str(path), "--runs", "2", "--no-amplify",
+         "--run-dir", str(run_dir)],
+        env={**os.environ, "STARTED": str(started)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists():
+            assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+            time.sleep(0.05)
+        time.sleep(0.3)  # inside a query
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 143, err
+    (directory,) = invocations(run_dir)
+    assert err.strip().splitlines()[-1] == (
+        f"twicerun: terminated (SIGTERM); the invocation directory is kept: {run_dir / directory}"
+    )
+    assert invocations(run_dir) == {directory: "interrupted"}

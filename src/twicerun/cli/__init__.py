@@ -13,6 +13,7 @@ from twicerun.cli.app import ACTION_INPUTS, cli, exit_code
 from twicerun.cli.pipe import reader_may_leave
 from twicerun.errors import BadInput, StepCrashed, TwicerunError
 from twicerun.github.commands import neutralize
+from twicerun.runner import interrupts
 from twicerun.storage.space import disk_full, full_disk_advice
 from twicerun.vocabulary.exits import RunExit
 
@@ -21,7 +22,7 @@ __all__ = ["cli", "exit_code", "main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: run the CLI and return its exit code."""
-    with reader_may_leave():
+    with reader_may_leave(), interrupts.terminating():
         return _main(argv)
 
 
@@ -37,6 +38,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except click.Abort as exc:
         directory = getattr(exc.__cause__, "directory", None)
         kept = f"; the invocation directory is kept: {directory}" if directory else ""
+        if interrupts.terminated():
+            click.echo(f"twicerun: terminated (SIGTERM){kept}", err=True)
+            return RunExit.TERMINATED
         click.echo(f"twicerun: interrupted{kept}", err=True)
         return RunExit.INTERRUPTED
     except click.ClickException as exc:

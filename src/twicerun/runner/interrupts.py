@@ -6,6 +6,13 @@ cannot say whether the user asked to stop. While the loop runs, SIGINT is noted
 here before the usual KeyboardInterrupt is raised, and the runner asks
 `requested()` wherever it would otherwise record a failure: an interrupt is
 exit 130 and keeps everything, never a crashed step or a failed amplifier.
+
+SIGTERM (what `timeout`, `docker stop` and Kubernetes send) is the same request
+made by a program: Python's default let it end the process where it stood,
+leaving its invocation `running` until a later one reaped it as killed. For as
+long as a command runs (`terminating`), it becomes a KeyboardInterrupt too,
+noted as such, so it is cleaned up as Ctrl-C is and the CLI exits 143, the code
+a shell gives a process SIGTERM ended.
 """
 
 from __future__ import annotations
@@ -16,29 +23,68 @@ import threading
 from collections.abc import Iterator
 
 _requested = threading.Event()
+_terminated = threading.Event()
 
 
-def _on_sigint(signum, frame) -> None:
+def _on_signal(signum, frame) -> None:
+    if signum == signal.SIGTERM:
+        _terminated.set()
     _requested.set()
+    raise KeyboardInterrupt
+
+
+def _on_sigterm(signum, frame) -> None:
+    _terminated.set()
     raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
 def watching() -> Iterator[None]:
-    """Note SIGINT for the duration (main thread only; elsewhere Python owns no handler)."""
+    """Note SIGINT and SIGTERM for the duration (main thread only; elsewhere Python owns
+    no handler)."""
     _requested.clear()
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, _on_sigint)
+    # SIGTERM only where no one else has a handler on it (terminating() may have one).
+    taken = [signal.SIGINT] + [
+        signal.SIGTERM
+        for handler in [signal.getsignal(signal.SIGTERM)]
+        if handler is signal.SIG_DFL or handler is _on_sigterm
+    ]
+    previous = {s: signal.signal(s, _on_signal) for s in taken}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def terminating() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt for the duration, noted for `terminated()`; a
+    handler someone else installed (a host program's) is left alone."""
+    _terminated.clear()
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def requested() -> bool:
     return _requested.is_set()
+
+
+def terminated() -> bool:
+    """Whether the interrupt being handled came from SIGTERM."""
+    return _terminated.is_set()
 
 
 def reraise_if_requested(exc: BaseException) -> None:

@@ -20,6 +20,7 @@ class RunExit(IntEnum):
     ONLY_AMPLIFIED = 4
     AMPLIFIER_FAILED = 5
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 class GateExit(IntEnum):
@@ -30,6 +31,7 @@ class GateExit(IntEnum):
     BAD_INPUT = 2
     CRASHED = 3
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 class ReportExit(IntEnum):
@@ -47,6 +49,7 @@ class BaselineExit(IntEnum):
     BAD_INPUT = 2
     CRASHED = 3
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 class PostExit(IntEnum):
@@ -56,6 +59,7 @@ class PostExit(IntEnum):
     BAD_INPUT = 2
     FAILED = 3
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 class DiffExit(IntEnum):
@@ -67,6 +71,7 @@ class DiffExit(IntEnum):
     REFUSED = 3
     COULD_NOT_CHECK = 4
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 class LocalizeExit(IntEnum):
@@ -78,6 +83,7 @@ class LocalizeExit(IntEnum):
     REFUSED = 3
     COULD_NOT_CHECK = 4
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 class ReproduceExit(IntEnum):
@@ -88,6 +94,7 @@ class ReproduceExit(IntEnum):
     REFUSED = 3
     COULD_NOT_CHECK = 4
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 class AuditExit(IntEnum):
@@ -98,6 +105,7 @@ class AuditExit(IntEnum):
     BAD_INPUT = 2
     CRASHED = 3
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 # Integer values repeat across verbs (0 is every verb's success), so the sentences are
@@ -113,6 +121,7 @@ MEANINGS: dict[type[IntEnum], dict[int, str]] = {
         RunExit.ONLY_AMPLIFIED: "a step gave a different answer only on an input an amplifier built",
         RunExit.AMPLIFIER_FAILED: "an amplifier failed, so a quiet step went without its stress test",
         RunExit.INTERRUPTED: "interrupted (Ctrl-C); the invocation directory is kept",
+        RunExit.TERMINATED: "terminated (SIGTERM), handled as an interrupt; the invocation directory is kept",
     },
     GateExit: {
         GateExit.PASSED: "no step failed the check (per --fail-on)",
@@ -123,6 +132,7 @@ MEANINGS: dict[type[IntEnum], dict[int, str]] = {
         GateExit.CRASHED: "a pipeline crashed (a step raised: the comment, summary and an "
         "annotation on the line say so first), or twicerun failed",
         GateExit.INTERRUPTED: "interrupted (Ctrl-C)",
+        GateExit.TERMINATED: "terminated (SIGTERM), handled as an interrupt",
     },
     ReportExit: {
         ReportExit.RENDERED: "rendered; with --check, every block matches; with --update, done",
@@ -137,6 +147,7 @@ MEANINGS: dict[type[IntEnum], dict[int, str]] = {
         "to find a step worse",
         BaselineExit.CRASHED: "a pipeline crashed, or twicerun failed",
         BaselineExit.INTERRUPTED: "interrupted (Ctrl-C); nothing is written",
+        BaselineExit.TERMINATED: "terminated (SIGTERM), handled as an interrupt; nothing is written",
     },
     DiffExit: {
         DiffExit.IDENTICAL: "identical: every step's outputs are the same on both sides",
@@ -146,6 +157,7 @@ MEANINGS: dict[type[IntEnum], dict[int, str]] = {
         DiffExit.COULD_NOT_CHECK: "could not check: no step differs, but at least one could "
         "not be evaluated (an artifact gone, a receipt this version cannot read)",
         DiffExit.INTERRUPTED: "interrupted (Ctrl-C)",
+        DiffExit.TERMINATED: "terminated (SIGTERM), handled as an interrupt",
     },
     LocalizeExit: {
         LocalizeExit.CLEAN: "clean: no step's runs disagreed (with two runs: identical)",
@@ -156,6 +168,7 @@ MEANINGS: dict[type[IntEnum], dict[int, str]] = {
         LocalizeExit.COULD_NOT_CHECK: "could not check: nothing disagreed, but a step could "
         "not be evaluated",
         LocalizeExit.INTERRUPTED: "interrupted (Ctrl-C)",
+        LocalizeExit.TERMINATED: "terminated (SIGTERM), handled as an interrupt",
     },
     ReproduceExit: {
         ReproduceExit.REPRODUCED: "every step re-executed gave what its receipt records",
@@ -164,6 +177,7 @@ MEANINGS: dict[type[IntEnum], dict[int, str]] = {
         ReproduceExit.COULD_NOT_CHECK: "no step diverged, but at least one could not be "
         "checked (its code or DuckDB changed, an input is gone)",
         ReproduceExit.INTERRUPTED: "interrupted (Ctrl-C); nothing was written into the run",
+        ReproduceExit.TERMINATED: "terminated (SIGTERM), handled as an interrupt; nothing was written into the run",
     },
     AuditExit: {
         AuditExit.REPEATS: "every step audited is deterministic or reproducible",
@@ -173,11 +187,13 @@ MEANINGS: dict[type[IntEnum], dict[int, str]] = {
         AuditExit.CRASHED: "a step raised (the verdicts of the steps audited before it are "
         "printed first), or twicerun failed",
         AuditExit.INTERRUPTED: "interrupted (Ctrl-C); the scratch files are deleted",
+        AuditExit.TERMINATED: "terminated (SIGTERM), handled as an interrupt; the scratch files are deleted",
     },
     PostExit: {
         PostExit.DONE: "posted, edited, or already current",
         PostExit.BAD_INPUT: "bad input: a missing document, token, repository or pull request",
         PostExit.FAILED: "GitHub refused or could not be reached, after retries",
         PostExit.INTERRUPTED: "interrupted (Ctrl-C)",
+        PostExit.TERMINATED: "terminated (SIGTERM), handled as an interrupt",
     },
 }
