@@ -291,6 +291,12 @@ def test_a_source_file_that_changes_between_runs_is_named_and_not_called_paralle
         f"not as run 1 read it in runs 2, 3), so its runs did not all read the same input, "
         f"and one thread reading them again now could not say why it differed"
     ]
+    # localize over the invocation says so too, as diff does beside a step; it named
+    # the step and the rows that differed, and nothing of the file that had changed.
+    located = twicerun("localize", outcome.json()["artifacts"])
+    assert located.code == 1
+    assert located.out.splitlines()[0].startswith("located: step 1 load of ")
+    assert "  its inputs differ: source raw" in located.out.splitlines()
 
 
 def test_a_source_is_counted_again_when_its_files_change_and_not_when_they_do_not(

@@ -306,6 +306,9 @@ class Located:
     explanation: str = ""
     unchecked: list[str] = field(default_factory=list)
     schema: str = "twicerun.localize/1"
+    # As `diff` says it beside a step: "differ: source raw" when what the step read was
+    # not the same in the first run that disagreed (a landing directory that got a file).
+    inputs: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -316,6 +319,7 @@ class Located:
             "index": self.index,
             "runs": self.runs,
             "explanation": self.explanation,
+            "inputs": self.inputs,
             "could_not_check": self.unchecked,
         }
 
@@ -324,6 +328,8 @@ class Located:
             out = [f"{self.result}: step {self.index} {self.step} of {self.run}: {self.runs}"]
             if self.explanation:
                 out.append(f"  {self.explanation}")
+            if self.inputs:
+                out.append(f"  its inputs {self.inputs}")
         else:
             out = [f"{self.result}: {self.run}"]
         out += [f"  not checked: {u}" for u in self.unchecked]
@@ -366,6 +372,9 @@ def localize_one(label: str, runs: list[RecordedRun], con: duckdb.DuckDBPyConnec
                 f"with run 1",
                 _explanation(con, step, other),
                 unchecked,
+                inputs=moved
+                if (moved := inputs_compared(step, other)).startswith("differ")
+                else "",
             )
         if missing:
             problem = step.problem() or "a later run's copy cannot be named"
