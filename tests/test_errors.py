@@ -90,16 +90,25 @@ def temporaries(root: Path) -> list[str]:
             def a(ctx):
                 ctx.write("daily-revenue", "SELECT 1 AS v")
             """,
-            "ctx.write('daily-revenue') in step 0 a: an artifact name is an identifier (letters, "
-            "digits and underscores, not starting with a digit), such as 'daily_revenue'",
+            "ctx.write('daily-revenue') in step 0 a: an artifact name is an identifier (ASCII "
+            "letters, digits and underscores, not starting with a digit), such as 'daily_revenue'",
         ),
         (
             """
             def a(ctx):
                 ctx.read("2024 orders")
             """,
-            "ctx.read('2024 orders') in step 0 a: an artifact name is an identifier (letters, "
-            "digits and underscores, not starting with a digit), such as '_2024_orders'",
+            "ctx.read('2024 orders') in step 0 a: an artifact name is an identifier (ASCII "
+            "letters, digits and underscores, not starting with a digit), such as '_2024_orders'",
+        ),
+        (
+            # "letters" read as satisfied to a user whose letters are not Latin ones.
+            """
+            def a(ctx):
+                ctx.write("売上_2024", "SELECT 1 AS v")
+            """,
+            "ctx.write('売上_2024') in step 0 a: an artifact name is an identifier (ASCII "
+            "letters, digits and underscores, not starting with a digit), such as '_2024'",
         ),
         (
             """

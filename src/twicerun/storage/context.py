@@ -90,7 +90,7 @@ def check_name(name: Any, call: str, where: str) -> str:
     if not isinstance(name, str) or not IDENTIFIER.match(name):
         raise ContractError(
             f"{call}({name!r}) in {where}: {what} is an identifier "
-            f"(letters, digits and underscores, not starting with a digit), such as "
+            f"(ASCII letters, digits and underscores, not starting with a digit), such as "
             f"{_suggest(name)!r}"
         )
     return name
