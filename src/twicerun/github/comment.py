@@ -115,15 +115,7 @@ def render(
     budget: int = BUDGET,
 ) -> str:
     """The comment body, headline first; everything from a pipeline escaped."""
-    # By step, not by value: comparing whole decisions made this quadratic in fields and
-    # steps, seconds on a few hundred regressions.
-    failing = {(d.pipeline, d.name) for d in regressions}
-    unfinished = [d for d in decisions if d.verdict == words.DID_NOT_FINISH]
-    failed = [
-        d
-        for d in decisions
-        if (d.pipeline, d.name) in failing and d.verdict != words.DID_NOT_FINISH
-    ]
+    failing, unfinished, failed = _partition(decisions, regressions)
     # A step the baseline cannot speak for fails the check (per fail-on) without having
     # got worse; calling it worse sent readers looking for a regression that is not there.
     uncompared = [d for d in failed if d.verdict in words.NOT_COMPARABLE]
@@ -229,6 +221,23 @@ def render(
 CHARTS = 3
 
 
+def _partition(
+    decisions: list[StepDecision], regressions: list[StepDecision]
+) -> tuple[set[tuple[str, str]], list[StepDecision], list[StepDecision]]:
+    """The steps failing the check (by pipeline and name), the decisions of pipelines that
+    did not finish, and the other decisions that fail the check."""
+    # By step, not by value: comparing whole decisions made this quadratic in fields and
+    # steps, seconds on a few hundred regressions.
+    failing = {(d.pipeline, d.name) for d in regressions}
+    unfinished = [d for d in decisions if d.verdict == words.DID_NOT_FINISH]
+    failed = [
+        d
+        for d in decisions
+        if (d.pipeline, d.name) in failing and d.verdict != words.DID_NOT_FINISH
+    ]
+    return failing, unfinished, failed
+
+
 def headlines(
     decisions: list[StepDecision],
     regressions: list[StepDecision],
@@ -237,13 +246,7 @@ def headlines(
     """What the check found, in the words of the comment's and the summary's headings
     (and of the gate's last line in the log): pipelines that did not finish first, then
     the baseline missing, or the steps that failed the check, or why it passes."""
-    failing = {(d.pipeline, d.name) for d in regressions}
-    unfinished = [d for d in decisions if d.verdict == words.DID_NOT_FINISH]
-    failed = [
-        d
-        for d in decisions
-        if (d.pipeline, d.name) in failing and d.verdict != words.DID_NOT_FINISH
-    ]
+    failing, unfinished, failed = _partition(decisions, regressions)
     said = []
     if unfinished:
         said.append(f"{plural(len({d.pipeline for d in unfinished}), 'pipeline')} did not finish")

@@ -33,11 +33,6 @@ def _on_signal(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def _on_sigterm(signum, frame) -> None:
-    _terminated.set()
-    raise KeyboardInterrupt
-
-
 @contextlib.contextmanager
 def watching() -> Iterator[None]:
     """Note SIGINT and SIGTERM for the duration (main thread only; elsewhere Python owns
@@ -46,12 +41,10 @@ def watching() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    # SIGTERM only where no one else has a handler on it (terminating() may have one).
-    taken = [signal.SIGINT] + [
-        signal.SIGTERM
-        for handler in [signal.getsignal(signal.SIGTERM)]
-        if handler is signal.SIG_DFL or handler is _on_sigterm
-    ]
+    taken = [signal.SIGINT]
+    # SIGTERM only where no one else has a handler on it (terminating() installs ours).
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, _on_signal):
+        taken.append(signal.SIGTERM)
     previous = {s: signal.signal(s, _on_signal) for s in taken}
     try:
         yield
@@ -71,7 +64,7 @@ def terminating() -> Iterator[None]:
     ):
         yield
         return
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, _on_signal)
     try:
         yield
     finally:

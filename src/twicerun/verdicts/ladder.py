@@ -363,6 +363,7 @@ def localize_one(label: str, runs: list[RecordedRun], con: duckdb.DuckDBPyConnec
         if disagreeing:
             run, other = disagreeing[0]
             numbers = ", ".join(str(r.address.run) for r, _ in disagreeing)
+            inputs = inputs_compared(step, other)
             return Located(
                 label,
                 Locating.LOCATED,
@@ -372,9 +373,7 @@ def localize_one(label: str, runs: list[RecordedRun], con: duckdb.DuckDBPyConnec
                 f"with run 1",
                 _explanation(con, step, other),
                 unchecked,
-                inputs=moved
-                if (moved := inputs_compared(step, other)).startswith("differ")
-                else "",
+                inputs=inputs if inputs.startswith("differ") else "",
             )
         if missing:
             problem = step.problem() or "a later run's copy cannot be named"
