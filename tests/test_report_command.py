@@ -106,7 +106,8 @@ def test_a_table_the_file_lost_is_refused(twicerun, artifact, readme):
     assert outcome.code == 2
     assert outcome.err == (
         f"twicerun: {readme}: the artifacts render steps-p, which the file has no marker pair "
-        f"for; add <!-- twicerun:NAME --> and <!-- /twicerun:NAME --> for each\n"
+        f"for; put each pair, each marker on a line of its own, where its table should go: "
+        f"<!-- twicerun:steps-p --> <!-- /twicerun:steps-p -->\n"
     )
     # --update refuses the same mismatch rather than writing half the tables.
     assert twicerun("report", artifact, "--update", readme).code == 2
@@ -129,6 +130,22 @@ def test_without_artifacts_the_newest_of_each_kind_in_results_is_used(
     monkeypatch.chdir(readme.parent)
     assert twicerun("report", "--update", "README.md").code == 0
     assert twicerun("report", "--check", "README.md").code == 0
+
+
+def test_the_markdown_printed_is_what_a_file_needs_to_pass_the_check(twicerun, artifact, tmp_path):
+    """Printed without the markers, a table pasted into a README was a block with no name,
+    and the user had to find its name in another format to write the pair around it."""
+    second = tmp_path / "second.json"
+    document = json.loads(artifact.read_text())
+    document["pipeline"] = document["pipeline"].replace("p.py", "q.py")
+    second.write_text(json.dumps(document))
+    printed = twicerun("report", artifact, second).out
+    assert printed.startswith("<!-- twicerun:steps-p -->\n\nRendered by `twicerun report`")
+    assert "\n<!-- /twicerun:steps-p -->\n\n<!-- twicerun:steps-q -->\n" in printed
+    assert printed.endswith("\n<!-- /twicerun:steps-q -->\n")
+    figures = tmp_path / "FIGURES.md"
+    figures.write_text("# Figures\n\n" + printed)
+    assert twicerun("report", artifact, second, "--check", figures).code == 0
 
 
 def test_text_and_json_formats(twicerun, artifact):
@@ -171,7 +188,10 @@ def test_an_artifact_that_carries_its_tables_renders_them_as_they_are(twicerun, 
     assert outcome.code == 0
     # Cells are Markdown as the script wrote them; a bare pipe is escaped so it cannot
     # split the cell.
-    assert outcome.out == "Measured by a script.\n\n| a | b |\n|---|---|\n| 1 | x\\|y |\n"
+    assert outcome.out == (
+        "<!-- twicerun:mine -->\n\nMeasured by a script.\n\n| a | b |\n|---|---|\n| 1 | x\\|y |\n"
+        "\n<!-- /twicerun:mine -->\n"
+    )
 
 
 def _readme_with_a_stale_block(tmp_path, twicerun):
@@ -229,7 +249,7 @@ def test_a_result_with_markup_in_its_words_cannot_break_the_table(twicerun, tmp_
     )  # fmt: skip
     path = tmp_path / "r.json"
     path.write_text(result.to_json())
-    lines = twicerun("report", str(path)).out.splitlines()
+    lines = twicerun("report", str(path)).out.splitlines()[2:]
     assert lines[0].endswith("DuckDB 2.0.1 at threads=2 on \\*bold\\*, 1.5s.")
     assert lines[4] == "| 0 | `a` | 2 of 2 | &lt;b&gt;x&lt;\\/b&gt; |  | a\\|b |"
     assert lines[5] == "| 1 | `b` | 2 of 2 | DIVERGENT | VALUE_DRIFT | PARALLEL_ORDER |"

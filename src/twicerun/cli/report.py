@@ -68,6 +68,14 @@ def _load_artifacts(paths: Sequence[str], results: Path) -> list[Artifact]:
     return artifacts
 
 
+def _between_markers(rendered: dict[str, str]) -> str:
+    """Each table inside its marker pair, exactly as --update writes it into a file: the
+    output pasted into a README is a block that --check accepts."""
+    empty = "\n".join(f"<!-- twicerun:{n} -->\n<!-- /twicerun:{n} -->\n" for n in rendered)
+    text, _ = update(empty, rendered)
+    return text
+
+
 @cli.command(epilog=REPORT_EXIT_CODES)
 @click.argument("artifacts", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @click.option(
@@ -76,7 +84,8 @@ def _load_artifacts(paths: Sequence[str], results: Path) -> list[Artifact]:
     type=click.Choice(["md", "text", "json"]),
     default="md",
     show_default=True,
-    help="How to print the tables (ignored with --check and --update, which write Markdown).",
+    help="How to print the tables: md prints each inside its marker pair, ready to paste "
+    "into a README (ignored with --check and --update, which write Markdown).",
 )
 @click.option("--table", "names", multiple=True, help="Print only this table (repeatable).")
 @click.option(
@@ -129,10 +138,10 @@ def report(
         chosen = [tables[n] for n in names] if names else list(tables.values())
         if fmt == "json":
             click.echo(json.dumps([t.json() for t in chosen], indent=2))
+        elif fmt == "md":
+            click.echo(_between_markers({t.name: t.markdown() for t in chosen}), nl=False)
         else:
-            click.echo(
-                "\n".join(t.markdown() if fmt == "md" else t.text() for t in chosen), nl=False
-            )
+            click.echo("\n".join(t.text() for t in chosen), nl=False)
         return ReportExit.RENDERED
     text = _read_text(target)
     try:
@@ -149,8 +158,10 @@ def report(
                 f"{target}: no artifact renders {', '.join(orphaned)}; remove those marker pairs or name the artifact that renders them"
             )
         if lost:
+            # The exact lines to paste, so nobody has to guess how a name is spelled.
+            pairs = " ".join(f"<!-- twicerun:{n} --> <!-- /twicerun:{n} -->" for n in lost)
             lines.append(
-                f"{target}: the artifacts render {', '.join(lost)}, which the file has no marker pair for; add <!-- twicerun:NAME --> and <!-- /twicerun:NAME --> for each"
+                f"{target}: the artifacts render {', '.join(lost)}, which the file has no marker pair for; put each pair, each marker on a line of its own, where its table should go: {pairs}"
             )
         raise UsageError("\n".join(lines))
     rendered = {name: t.markdown() for name, t in tables.items()}
