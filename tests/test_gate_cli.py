@@ -457,6 +457,13 @@ def test_trials_can_be_added_to_a_baseline_but_only_measured_alike(repo, twiceru
         "--output", "baseline.json", "--no-amplify",
     )  # fmt: skip
     assert outcome.code == 0, outcome.err
+    # Seven trials let the gate fail a pull request, not as often as the default's.
+    assert outcome.err.splitlines()[-1] == (
+        "[twicerun] note: with 7 trials, a step that never differed and now gives one of two "
+        "answers at random on each run fails the check 77 percent of the time (alpha 0.05, "
+        "3 confirmation trials, 1 pipeline); 2 more (`twicerun baseline update --add --trials "
+        "2`, same pipelines and settings) reach the 90 percent the default aims for"
+    )
     document = json.loads(Path("baseline.json").read_text())
     assert len(document["trials"]) == 7
     assert all(t["written"] and t["environment"]["duckdb"] for t in document["trials"])

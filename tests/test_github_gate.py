@@ -21,10 +21,13 @@ from twicerun.github.commands import (
 )
 from twicerun.github.decision import (
     StepTrial,
+    coin_power,
     confirm_test,
+    decide_pipeline,
     default_trials,
     needed_trials,
     score,
+    trials_for_power,
 )
 from twicerun.github.gate import GateOptions, comment_body, evaluate, is_regression
 from twicerun.result import ArtifactOutcome, Comparison, Environment, Result, Series, StepResult
@@ -439,6 +442,37 @@ def test_the_default_baseline_size_follows_from_alpha_and_the_power_target():
     # The smallest baseline stage 2 can ever reject with: C(T + 3, 3) >= 1 / alpha.
     assert needed_trials(0.05, 3) == 3
     assert needed_trials(0.05, 3, pipelines=4) == 6
+
+
+@pytest.mark.parametrize("trials", [3, 4, 9, 19])
+@pytest.mark.parametrize("pipelines", [1, 3])
+def test_the_power_quoted_is_what_the_decision_does_with_a_coin_step(trials, pipelines):
+    """coin_power is the figure `baseline update` prints; here it is checked against the
+    gate's own decide_pipeline, weighing every pattern of trials that show the step."""
+    runs, confirm, alpha = 5, 3, 0.05
+    d = 1 - 2 ** (1 - runs)
+    exact = 0.0
+    for shows in itertools.product([True, False], repeat=1 + confirm):
+        fresh = iter([{"coin": 0.5 if s else 0.0} for s in shows[1:]])
+        outcomes, _ = decide_pipeline(
+            {"coin": [0.0] * trials},
+            {"coin": 0.5 if shows[0] else 0.0},
+            fresh.__next__,
+            level=alpha / pipelines,
+        )
+        if outcomes["coin"].verdict == NEW:
+            exact += math.prod(d if s else 1 - d for s in shows)
+    assert coin_power(trials, alpha, runs, confirm, pipelines) == pytest.approx(exact)
+
+
+def test_the_trials_for_the_power_target_are_the_fewest_that_reach_it():
+    assert coin_power(trials_for_power()) >= 0.9 > coin_power(trials_for_power() - 1)
+    many = trials_for_power(pipelines=10)
+    assert coin_power(many, pipelines=10) >= 0.9 > coin_power(many - 1, pipelines=10)
+    # Two runs a trial show a coin step half the time: no baseline is enough.
+    assert trials_for_power(runs=2) is None
+    # The default grows with the pipelines, which share alpha.
+    assert default_trials(pipelines=10) == many > default_trials()
 
 
 def test_annotations_escape_data_and_properties_differently():

@@ -45,8 +45,11 @@ from twicerun.github.decision import (
     DEFAULT_ALPHA,
     DEFAULT_CONFIRM,
     DEFAULT_SCREEN,
+    POWER_TARGET,
+    coin_power,
     default_trials,
     needed_trials,
+    trials_for_power,
 )
 from twicerun.github.deliver import deliver
 from twicerun.github.gate import (
@@ -279,8 +282,8 @@ def baseline() -> None:
     type=click.IntRange(min=1),
     default=None,
     help="Invocations of every pipeline to measure (with --add: to add). Default: what "
-    f"--alpha and the power target need ({default_trials()} at the defaults); see "
-    "docs/action.md.",
+    f"--alpha and the power target need ({default_trials()} for one pipeline at the "
+    "defaults, more for several); see docs/action.md.",
 )
 @click.option(
     "--add",
@@ -379,13 +382,15 @@ def baseline_update(
         policy = existing.settings.policy
     have = len(existing.trials) if existing else 0
     needed = needed_trials(alpha, confirm, len(keyed))
-    wanted = trials if trials is not None else max(0, default_trials(alpha, runs, confirm) - have)
+    default = default_trials(alpha, runs, confirm, pipelines=len(keyed))
+    wanted = trials if trials is not None else max(0, default - have)
     if have + wanted < needed:
+        powered = trials_for_power(alpha, runs, confirm, len(keyed)) is not None
         raise UsageError(
             f"{have + wanted} trials are too few for the gate ever to find a step worse at alpha "
             f"{alpha} with {plural(confirm, 'confirmation trial')} over {len(keyed)} pipeline"
             f"{'s' if len(keyed) != 1 else ''}; it needs at least {needed} (the default, "
-            f"{default_trials(alpha, runs, confirm)}, also meets the power target)"
+            f"{default}{', also meets the power target' if powered else ''})"
         )
     if wanted == 0:
         click.echo(f"{output} already has {have} trials, the default; nothing to add")
@@ -434,7 +439,32 @@ def baseline_update(
         f"wrote {output}: {len(keyed)} pipeline{'s' if len(keyed) != 1 else ''}, "
         f"{len(document.trials)} trials of {runs} runs" + (f" ({wanted} added)" if existing else "")
     )
+    _say_power(len(document.trials), alpha, runs, confirm, len(keyed))
     return BaselineExit.WRITTEN
+
+
+def _say_power(trials: int, alpha: float, runs: int, confirm: int, pipelines: int) -> None:
+    """Say so when a baseline passes the floor (the gate can fail a pull request at all)
+    but misses the power target: a check that rarely goes red looks the same as one
+    whose pull requests are all fine."""
+    power = coin_power(trials, alpha, runs, confirm, pipelines)
+    if power >= POWER_TARGET:
+        return
+    enough = trials_for_power(alpha, runs, confirm, pipelines)
+    reach = (
+        f"{enough - trials} more (`twicerun baseline update --add --trials {enough - trials}`, "
+        f"same pipelines and settings) reach the {POWER_TARGET * 100:.0f} percent the default aims for"
+        if enough is not None
+        else f"no number of trials reaches the {POWER_TARGET * 100:.0f} percent the default aims for "
+        f"with {runs} runs a trial; more runs do"
+    )
+    click.echo(
+        f"[twicerun] note: with {plural(trials, 'trial')}, a step that never differed and now "
+        f"gives one of two answers at random on each run fails the check {power * 100:.0f} percent of "
+        f"the time (alpha {alpha}, {plural(confirm, 'confirmation trial')}, "
+        f"{plural(pipelines, 'pipeline')}); {reach}",
+        err=True,
+    )
 
 
 def _gate_options(fn):

@@ -180,43 +180,82 @@ def needed_trials(alpha: float, confirm: int, pipelines: int = 1) -> int:
     return t
 
 
+def coin_power(
+    trials: int,
+    alpha: float = DEFAULT_ALPHA,
+    runs: int = 5,
+    confirm: int = DEFAULT_CONFIRM,
+    pipelines: int = 1,
+    screen: float = DEFAULT_SCREEN,
+) -> float:
+    """How often the check fails a pull request that makes one step, which never differed
+    on a baseline of `trials` trials, give one of two answers at random on each run;
+    counting only its disagreements inside the loop (amplifiers only add to that).
+
+    Each trial shows it with probability d = 1 - 2 ** (1 - runs). The screen singles it out
+    when its trial shows it and 1 / (trials + 1) is within `screen`; stage 2, at this
+    pipeline's share of alpha, then needs it in at least k of the `confirm` fresh trials,
+    and k shrinks as the baseline grows.
+    """
+    d = 1 - 2 ** (1 - runs)
+    if 1 / (trials + 1) > screen:
+        return 0.0
+    level = alpha / pipelines
+    k_min = next(
+        (
+            k
+            for k in range(1, confirm + 1)
+            if math.comb(trials + confirm - k, confirm - k) / math.comb(trials + confirm, confirm)
+            <= level
+        ),
+        None,
+    )
+    if k_min is None:
+        return 0.0
+    return d * sum(
+        math.comb(confirm, k) * d**k * (1 - d) ** (confirm - k) for k in range(k_min, confirm + 1)
+    )
+
+
 def default_trials(
     alpha: float = DEFAULT_ALPHA,
     runs: int = 5,
     confirm: int = DEFAULT_CONFIRM,
     power: float = POWER_TARGET,
+    pipelines: int = 1,
 ) -> int:
     """How many trials `baseline update` takes by default, from alpha and the power target.
 
     Two needs, the larger wins. The screen ranks one trial among T baseline trials,
     so it can single anything out at level alpha only when T + 1 >= 1 / alpha. And
-    the power target: a step that never differed and now gives one of two answers
-    at random on each run must fail the check with probability `power`, counting
-    only its disagreements inside the loop (amplifiers only add to that). Each trial
-    shows it with probability d = 1 - 2 ** (1 - runs); stage 2 needs it in at least
-    k of the `confirm` trials, and k shrinks as T grows.
+    the power target: coin_power at least `power`, each pipeline tested at its share
+    of alpha. Where no number of trials reaches it (too few runs a trial), the floor.
     """
-    floor = math.ceil(1 / alpha) - 1
-    d = 1 - 2 ** (1 - runs)
-    for t in range(needed_trials(alpha, confirm), 10_000):
-        k_min = next(
-            (
-                k
-                for k in range(1, confirm + 1)
-                if math.comb(t + confirm - k, confirm - k) / math.comb(t + confirm, confirm)
-                <= alpha
-            ),
-            None,
-        )
-        if k_min is None:
-            continue
-        reach = sum(
-            math.comb(confirm, k) * d**k * (1 - d) ** (confirm - k)
-            for k in range(k_min, confirm + 1)
-        )
-        if d * reach >= power:
-            return max(floor, t)
-    return max(floor, needed_trials(alpha, confirm))
+    floor = max(math.ceil(1 / alpha) - 1, needed_trials(alpha, confirm, pipelines))
+    return max(floor, trials_for_power(alpha, runs, confirm, pipelines, power) or 0)
+
+
+def trials_for_power(
+    alpha: float = DEFAULT_ALPHA,
+    runs: int = 5,
+    confirm: int = DEFAULT_CONFIRM,
+    pipelines: int = 1,
+    power: float = POWER_TARGET,
+) -> int | None:
+    """The fewest baseline trials whose coin_power reaches `power`; None if none does
+    (more trials lower what stage 2 needs, never below one confirmation trial in
+    `confirm`, so the search stops once that is reached)."""
+    t = needed_trials(alpha, confirm, pipelines)
+    while True:
+        if coin_power(t, alpha, runs, confirm, pipelines) >= power:
+            return t
+        if (
+            math.comb(t + confirm - 1, confirm - 1) / math.comb(t + confirm, confirm)
+            <= alpha / pipelines
+            and 1 / (t + 1) <= DEFAULT_SCREEN
+        ):
+            return None  # k is 1 already: more trials change nothing
+        t += 1
 
 
 @dataclass(frozen=True)
