@@ -315,15 +315,44 @@ def test_rows_no_single_column_explains_are_said_to_be_so_in_the_report(write_pi
         """
     )
     out = twicerun("run", path, "--runs", "2", "--no-amplify").out
+    # id agrees on every row, so the two columns that moved are named together.
     assert (
         "        t: 4 of 4 reference rows and 4 of 4 later rows found no partner\n"
-        "        dropping any one of the 3 key columns leaves all 8 unmatched rows unmatched, "
-        "so no single column explains them\n"
+        "        dropping a and b together from the key pairs every row, though no one of them "
+        "does alone\n"
     ) in out
     a = measure(
         pa.table({"id": [1], "a": [1], "b": [1]}), pa.table({"id": [1], "a": [2], "b": [2]})
     ).attribution
-    assert (a.chosen_by, a.before, a.after) == ("none", 2, {"id": 2, "a": 2, "b": 2})
+    assert (a.chosen_by, a.tied, a.before, a.after) == (
+        "together",
+        ["a", "b"],
+        2,
+        {"id": 2, "a": 2, "b": 2},
+    )
+    # Other rows altogether: no column agrees, and no column is named.
+    a = measure(
+        pa.table({"id": [1], "a": [1], "b": [1]}), pa.table({"id": [2], "a": [2], "b": [2]})
+    ).attribution
+    assert (a.chosen_by, a.tied, a.column) == ("none", [], None)
+    other = write_pipeline(
+        """
+        import itertools
+
+        _runs = itertools.count()
+
+
+        def other_rows(ctx):
+            i = next(_runs) * 10
+            ctx.write("t", f"SELECT range + {i} AS id, range + {i} AS a FROM range(4)")
+        """,
+        name="other.py",
+    )
+    out = twicerun("run", other, "--runs", "2", "--no-amplify").out
+    assert (
+        "dropping any one of the 2 key columns leaves all 8 unmatched rows unmatched, "
+        "so no single column explains them\n"
+    ) in out
     # Rows that only repeat are a count, not columns: nothing is said of columns there.
     doubled = write_pipeline(
         """
@@ -341,6 +370,45 @@ def test_rows_no_single_column_explains_are_said_to_be_so_in_the_report(write_pi
     out = twicerun("run", doubled, "--runs", "2", "--no-amplify").out
     assert "        t: 4 rows of run 2 repeat rows that run 1 has fewer times" in out
     assert "no single column" not in out
+
+
+def test_a_list_whose_elements_came_back_in_another_order_is_said_to_be_so():
+    ref = pa.table({"g": [1, 2], "ids": [[1, 2, 3], [4, 5]]})
+    moved = pa.table({"g": [1, 2], "ids": [[3, 1, 2], [4, 5]]})
+    other = pa.table({"g": [1, 2], "ids": [[1, 2, 4], [4, 5]]})
+    a = measure(ref, moved).attribution
+    assert (a.column, a.chosen_by, a.reordered) == ("ids", "counts", ["ids"])
+    # Another element is not another order.
+    a = measure(ref, other).attribution
+    assert (a.column, a.chosen_by, a.reordered) == ("ids", "counts", [])
+
+
+def test_two_columns_built_without_order_by_are_named_together(write_pipeline, twicerun):
+    """list() and string_agg() in one GROUP BY, both without ORDER BY: every row moves in
+    two columns, and the report said only that no single column explained it."""
+    path = write_pipeline(
+        """
+        import itertools
+
+        _runs = itertools.count()
+
+
+        def collect(ctx):
+            order = "DESC" if next(_runs) else "ASC"
+            ctx.write(
+                "lists",
+                f"SELECT g, list(id ORDER BY id {order}) AS ids, "
+                f"string_agg(id::VARCHAR, ',' ORDER BY id {order}) AS s "
+                f"FROM (SELECT range AS id, range % 3 AS g FROM range(12)) GROUP BY g",
+            )
+        """
+    )
+    out = twicerun("run", path, "--runs", "2", "--no-amplify").out
+    assert (
+        "        lists: 3 of 3 reference rows and 3 of 3 later rows found no partner\n"
+        "        dropping ids and s together from the key pairs every row, though no one of them "
+        "does alone; ids holds the same elements in another order\n"
+    ) in out
 
 
 # Nested -------------------------------------------------------------------------------

@@ -84,7 +84,13 @@ class Attribution:
     `chosen_by` is "counts" when one column left the fewest rows unmatched,
     "invented" when several tied and exactly one of them is a column no input
     of the step carries, "undecided" when the counts and that preference could
-    not choose, and "none" when no single column helps.
+    not choose, "together" when no single column helps but the rows pair once the
+    columns in `tied` are dropped together (every other key column agrees), and
+    "none" when no single column helps and that does not either.
+
+    `reordered` names the list columns among those blamed (`column`, or `tied` when
+    together) whose unmatched rows pair once each list's elements are sorted: the same
+    values in another order, as `list()` without ORDER BY gives.
     """
 
     column: str | None
@@ -93,6 +99,7 @@ class Attribution:
     tied: list[str]
     chosen_by: str
     invented: list[str] = field(default_factory=list)
+    reordered: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

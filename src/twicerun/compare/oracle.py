@@ -657,24 +657,63 @@ def attribute_table(
     disagreeing groups need to be read. (One query per column measured faster here
     than a single GROUPING SETS pass.)
     """
-    n = len(key_names)
-    after: dict[str, int] = {}
-    for j, name in enumerate(key_names):
-        rest = [f"k{i}" for i in range(n) if i != j]
-        group = f"GROUP BY {', '.join(rest)}" if rest else ""
+    column_of = {name: f"k{j}" for j, name in enumerate(key_names)}
+
+    def left_by(*group_by: str) -> int:
+        group = f"GROUP BY {', '.join(group_by)}" if group_by else ""
         (remaining,) = con.execute(
             f"SELECT coalesce(sum(abs(s)), 0) FROM (SELECT sum(rn - ln) AS s FROM {table} {group})"
         ).fetchone()
-        after[name] = int(remaining)
+        return int(remaining)
 
+    after = {
+        name: left_by(*(column_of[other] for other in key_names if other != name))
+        for name in key_names
+    }
     invented = [name for name in key_names if name not in input_columns]
     best = min(after.values())
     if best >= before:
-        return Attribution(None, before, after, [], "none", invented)
+        return _together(con, table, key_names, before, after, invented, left_by)
     tied = [name for name, v in after.items() if v == best]
     if len(tied) == 1:
-        return Attribution(tied[0], before, after, tied, "counts", invented)
+        reordered = _reordered(con, table, key_names, tied, left_by) if best == 0 else []
+        return Attribution(tied[0], before, after, tied, "counts", invented, reordered)
     tied_invented = [name for name in tied if name in invented]
     if len(tied_invented) == 1:
         return Attribution(tied_invented[0], before, after, tied, "invented", invented)
     return Attribution(None, before, after, tied, "undecided", invented)
+
+
+def _together(con, table, key_names, before, after, invented, left_by) -> Attribution:
+    """No one column's removal pairs a row. The key columns on which the unmatched rows
+    agree, each on its own, are grouped by together; if that pairs every row, the other
+    columns are the ones that differ, and they are named together.
+
+    Rows that differ in two columns at once are common (`list(id)` and
+    `string_agg(id, ',')` in one GROUP BY, both without ORDER BY), and "no single column
+    explains them" sent the reader to compare every column by hand. Only read when
+    leave-one-out found nothing, on the disagreeing groups alone."""
+    none = Attribution(None, before, after, [], "none", invented)
+    if len(key_names) < 3:
+        return none  # with two columns, dropping both leaves no key to pair on
+    agree = [name for j, name in enumerate(key_names) if left_by(f"k{j}") == 0]
+    if not agree or left_by(*(f"k{key_names.index(a)}" for a in agree)) != 0:
+        return none
+    differ = [name for name in key_names if name not in agree]
+    reordered = _reordered(con, table, key_names, differ, left_by)
+    return Attribution(None, before, after, differ, "together", invented, reordered)
+
+
+def _reordered(con, table, key_names, blamed, left_by) -> list[str]:
+    """Those of the `blamed` list columns whose rows pair once every list is sorted, the
+    other blamed columns left out: the same elements, in another order."""
+    types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {table})").fetchall())
+    kept = [f"k{j}" for j, name in enumerate(key_names) if name not in blamed]
+    found = []
+    for name in blamed:
+        column = f"k{key_names.index(name)}"
+        if not types.get(column, "").endswith("[]"):
+            continue
+        if left_by(*kept, f"list_sort({column})") == 0:
+            found.append(name)
+    return found

@@ -167,6 +167,13 @@ def _attribution_line(a: Attribution) -> str | None:
             f"dropping any one of the {number(len(after))} key columns leaves all "
             f"{number(before)} unmatched rows unmatched, so no single column explains them"
         )
+    if a.chosen_by == "together":
+        blamed = [shown(t) for t in a.tied]
+        line = (
+            f"dropping {listed(blamed)} together from the key pairs every row, though no "
+            f"one of them does alone"
+        )
+        return line + _reordered_clause(a)
     if a.chosen_by == "undecided":
         tied = " or ".join(shown(t) for t in a.tied)
         return (
@@ -186,7 +193,16 @@ def _attribution_line(a: Attribution) -> str | None:
             f"{head}; {' and '.join(others)} {'does' if len(others) == 1 else 'do'} the same, "
             f"and {column} is named because no input of this step has that column"
         )
-    return head
+    return head + _reordered_clause(a)
+
+
+def _reordered_clause(a: Attribution) -> str:
+    """The blamed list columns whose lists hold the same elements on both sides."""
+    if not a.reordered:
+        return ""
+    names = listed([shown(r) for r in a.reordered])
+    verb = "holds" if len(a.reordered) == 1 else "hold"
+    return f"; {names} {verb} the same elements in another order"
 
 
 def _drift_lines(
