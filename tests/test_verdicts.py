@@ -222,6 +222,45 @@ def test_different_step_lists_are_not_comparable(twicerun, write_pipeline, run_d
     )
 
 
+def test_a_run_that_stopped_early_is_cut_short_not_a_pipeline_with_other_steps(
+    twicerun, write_pipeline, run_dir, monkeypatch
+):
+    """An invocation whose step raised holds the steps it reached. diff called that
+    "not comparable: the pipeline's steps changed" (exit 2), sending the reader to look
+    for an edit that was never made."""
+    path = write_pipeline(
+        "import os\n\n\n"
+        'def first(ctx):\n    if os.environ.get("BREAK"):\n        raise RuntimeError("boom")\n'
+        '    ctx.write("numbers", "SELECT range AS n FROM range(50)")\n\n\n'
+        'def second(ctx):\n    ctx.read("numbers")\n'
+        '    ctx.write("total", "SELECT sum(n) AS s FROM numbers")\n'
+    )
+    a = record(twicerun, path, run_dir)
+    monkeypatch.setenv("BREAK", "1")
+    assert twicerun("run", path, "--runs", "2", "--keep", "0").code == 3
+    b = _invocations(run_dir)[-1]
+    outcome = twicerun("diff", a, b)
+    assert outcome.code == 4, outcome.out
+    assert outcome.out.splitlines() == [
+        f"could not check: {a} against {b}",
+        "  the second run stopped early: its invocation failed: step 0 first raised in run 1 "
+        f"(at {path}:6): RuntimeError: boom",
+        "   0 first   COULD NOT CHECK",
+        "       second: it raised in this run",
+        "   1 second  COULD NOT CHECK",
+        "       the second run stopped before this step",
+    ]
+    assert twicerun("diff", b, a, "--json", "-").json()["steps"][1]["why"] == (
+        "the first run stopped before this step"
+    )
+    # An edit past the step where a run stopped cannot be seen in what the run reached:
+    # the steps it never reached are not checked, and nothing is called same.
+    path.write_text(path.read_text().replace("def second(", "def renamed("))
+    assert twicerun("run", path, "--runs", "2", "--keep", "0").code == 3
+    outcome = twicerun("diff", a, _invocations(run_dir)[-1])
+    assert outcome.code == 4, outcome.out
+
+
 @pytest.mark.parametrize(
     "args",
     [["diff", "nowhere", "nowhere"], ["diff", "only-one"], ["localize"], ["reproduce", "nowhere"]],

@@ -195,7 +195,22 @@ def diff(
     schema: str = "twicerun.diff/1",
 ) -> Ladder:
     left, right = a.steps(con), b.steps(con)
-    comparable = [(s.index, s.name) for s in left] == [(s.index, s.name) for s in right]
+    names = [[(s.index, s.name) for s in steps] for steps in (left, right)]
+    comparable = names[0] == names[1]
+    # A run whose invocation stopped (a step raised, Ctrl-C, a kill) holds the steps it
+    # reached: the same pipeline cut short, which is something the other side's later
+    # steps could not be checked against, not a pipeline with other steps.
+    cut = {"first": a.stopped(), "second": b.stopped()}
+    shorter = min(names, key=len)
+    if not comparable and shorter == max(names, key=len)[: len(shorter)]:
+        side = "first" if shorter is names[0] else "second"
+        comparable = bool(cut[side])
+
+    def absent(side: str) -> str:
+        if comparable and cut[side]:
+            return f"the {side} run stopped before this step"
+        return f"the {side} run has no such step"
+
     verdicts: list[StepVerdict] = []
     seen_first = False
     right_by_index = {s.index: s for s in right}
@@ -203,9 +218,7 @@ def diff(
         other = right_by_index.get(s.index)
         if other is None or other.name != s.name:
             verdicts.append(
-                StepVerdict(
-                    s.index, s.name, Rung.COULD_NOT_CHECK, why="the second run has no such step"
-                )
+                StepVerdict(s.index, s.name, Rung.COULD_NOT_CHECK, why=absent("second"))
             )
             continue
         common = dict(instrument=instrument_changes(s, other), inputs=inputs_compared(s, other))
@@ -239,11 +252,7 @@ def diff(
         verdicts.append(StepVerdict(s.index, s.name, rung, **common))
     for s in right:
         if s.index not in {v.index for v in verdicts} and not stop_at_first:
-            verdicts.append(
-                StepVerdict(
-                    s.index, s.name, Rung.COULD_NOT_CHECK, why="the first run has no such step"
-                )
-            )
+            verdicts.append(StepVerdict(s.index, s.name, Rung.COULD_NOT_CHECK, why=absent("first")))
     if not comparable:
         result = Comparing.NOT_COMPARABLE
     elif seen_first:
@@ -253,6 +262,9 @@ def diff(
     else:
         result = Comparing.IDENTICAL
     reason = "" if comparable else _not_comparable(a, b, left, right)
+    if comparable and len(left) != len(right):
+        side = "first" if len(left) < len(right) else "second"
+        reason = f"the {side} run stopped early: {cut[side]}"
     return Ladder(a.label, b.label, result, verdicts, stop_at_first and seen_first, schema, reason)
 
 

@@ -169,6 +169,18 @@ class RecordedRun:
                 )
         return manifest
 
+    def stopped(self) -> str:
+        """Why this run may hold fewer steps than its pipeline has: its invocation did not
+        complete ("its invocation failed: step 0 load raised in run 1 ..."); '' when it did.
+        A run that stopped is cut short, not a pipeline with other steps."""
+        manifest = self.manifest()
+        outcome = manifest.get("outcome")
+        if not isinstance(outcome, str) or outcome == COMPLETED:
+            return ""
+        error = manifest.get("error")
+        first = error.strip().splitlines()[0] if isinstance(error, str) and error.strip() else ""
+        return f"its invocation {outcome}" + (f": {first}" if first else "")
+
     def steps(self, con: duckdb.DuckDBPyConnection) -> list[RecordedStep]:
         """Every step of this run in chain order, each output named by its canonical digest
         (computed from the file where the receipt left it out)."""
