@@ -11,7 +11,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from twicerun.compare.oracle import ReferenceCache, compare_artifacts
@@ -381,6 +381,38 @@ def test_a_list_whose_elements_came_back_in_another_order_is_said_to_be_so():
     # Another element is not another order.
     a = measure(ref, other).attribution
     assert (a.column, a.chosen_by, a.reordered) == ("ids", "counts", [])
+    # A list that is the whole key is reordered all the same.
+    a = measure(ref.select(["ids"]), moved.select(["ids"])).attribution
+    assert (a.column, a.reordered) == ("ids", ["ids"])
+
+
+def test_a_key_of_one_column_is_not_said_to_pair_once_dropped(write_pipeline, twicerun):
+    """With one key column, dropping it leaves no key, so every row pairs whenever the
+    counts agree; "dropping id from the key pairs every row" named it as an explanation."""
+    path = write_pipeline(
+        """
+        import itertools
+
+        _runs = itertools.count()
+
+
+        def ids(ctx):
+            ctx.write("t", f"SELECT range + {next(_runs)} AS id FROM range(4)")
+
+
+        def lists(ctx):
+            order = "DESC" if next(_runs) > 1 else "ASC"
+            ctx.write("l", f"SELECT list(range ORDER BY range {order}) AS ids FROM range(4)")
+        """
+    )
+    out = twicerun("run", path, "--runs", "2", "--no-amplify").out
+    assert "        t: 2 of 4 reference rows and 2 of 4 later rows found no partner\n  1 " in out
+    assert "dropping" not in out
+    # One row is one row, not "1 of 1 reference rows".
+    assert (
+        "        l: 1 of 1 reference row and 1 of 1 later row found no partner\n"
+        "        ids holds the same elements in another order\n"
+    ) in out
 
 
 def test_two_columns_built_without_order_by_are_named_together(write_pipeline, twicerun):
@@ -546,14 +578,32 @@ grouped_rows = st.lists(
 def test_every_float_moved_one_ulp_pairs_each_row_with_its_own_copy(data, rnd):
     """Few keys, so most groups hold several rows: they are paired sorted to sorted, and a
     pairing that sorted the two sides differently would show distances far past one ulp.
-    A group of one row on a side is paired without a sort."""
+    A group of one row on a side is paired without a sort.
+
+    Rows identical on both sides pair first (docs/comparison.md), so a row moved onto
+    another row's old value is that row, unmoved: that case is pinned on its own below."""
     moved = [(k, s, math.nextafter(x, math.inf)) for k, s, x in data]
+    assume(not {(k, s, x) for k, s, x in moved} & {(k, s, x) for k, s, x in data})
     rnd.shuffle(moved)
     f = measure(table(data), table(moved))
     assert f.unmatched == 0
     assert f.classes in (["VALUE_DRIFT"], [])
     (drift,) = f.drift
     assert drift.max_ulps in (1, None)
+
+
+def test_a_row_moved_onto_another_rows_old_value_pairs_with_it_first():
+    """Found by the property test above: 999999.9999999999 moved up one ulp is 1e6, the
+    other row's old value. Identical rows pair first, as they cannot have drifted, so one
+    row is unmoved and the other moved two ulps, where sorted-to-sorted would say both
+    moved one: the data cannot tell the two stories apart, and this one moves fewer rows."""
+    below = math.nextafter(1e6, 0)
+    f = measure(
+        table([(0, "a", 1e6), (0, "a", below)]),
+        table([(0, "a", math.nextafter(1e6, math.inf)), (0, "a", 1e6)]),
+    )
+    (drift,) = f.drift
+    assert (f.unmatched, drift.moved, drift.compared, drift.max_ulps) == (0, 1, 2, 2)
 
 
 def test_the_pair_shown_is_the_same_every_time():

@@ -114,8 +114,8 @@ def _artifact_lines(
         )
     if worst.missing or worst.extra:
         lines.append(
-            f"{name}: {number(worst.missing)} of {number(worst.reference_rows)} reference rows "
-            f"and {number(worst.extra)} of {number(worst.later_rows)} later rows found no partner"
+            f"{name}: {number(worst.missing)} of {plural(worst.reference_rows, 'reference row')} "
+            f"and {number(worst.extra)} of {plural(worst.later_rows, 'later row')} found no partner"
         )
     if worst.multiplicity_extra:
         lines.append(
@@ -158,6 +158,10 @@ def _all_rows(n: int | None, what: str) -> str:
 
 def _attribution_line(a: Attribution) -> str | None:
     before, after = a.before, a.after
+    if len(after) < 2:
+        # Dropping a key's only column leaves nothing to pair on, so every row "pairs" when
+        # the counts agree: a line that said so named the column as if it explained something.
+        return _reordered_clause(a).removeprefix("; ") or None
     column = shown(a.column) if a.column is not None else None
     if a.chosen_by == "none":
         # Said, not left out: without it a reader looks for the one column to blame.
