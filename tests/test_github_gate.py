@@ -697,6 +697,7 @@ def test_twiceruns_own_words_print_without_backslashes():
         {P: result(("safe",), ("noisy", NOISY))}, baseline_of(trials), rerun=never_rerun
     )
     lines = comment_body(gate, "pipelines/*.py").splitlines()
+    # Nineteen trials meet the power target, so nothing is said of it.
     assert lines[-1] == (
         "twicerun 0.1.0, DuckDB 2.0.1 at threads=2, 5 runs, policy strict; "
         "alpha 0.05 family-wise, 3 confirmation trials for a suspect pipeline."
@@ -830,7 +831,9 @@ def test_the_summary_reads_back_as_text_for_a_terminal():
         "pipelines/p.py  b     unchanged       differed in 5 of 5 trials  "
         "4 of 4                                  DIVERGENT\n\n"
         "twicerun 0.1.0, DuckDB 2.0.1 at threads=2, 5 runs, policy strict; alpha 0.05 "
-        "family-wise, 3 confirmation trials for a suspect pipeline.\n"
+        "family-wise, 3 confirmation trials for a suspect pipeline. With 5 baseline trials, "
+        "a step that newly gives one of two answers at random on each run fails this check "
+        "77 percent of the time; 9 trials reach 90 percent (`twicerun baseline update --add`).\n"
     )
     # A GitHub alert in a block quote, and outside text that was escaped for Markdown.
     assert markdown_to_text("> [!WARNING]\n> **Careful:** `a|b` and x\\_y\n") == (

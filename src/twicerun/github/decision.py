@@ -241,21 +241,23 @@ def trials_for_power(
     confirm: int = DEFAULT_CONFIRM,
     pipelines: int = 1,
     power: float = POWER_TARGET,
+    screen: float = DEFAULT_SCREEN,
 ) -> int | None:
     """The fewest baseline trials whose coin_power reaches `power`; None if none does
     (more trials lower what stage 2 needs, never below one confirmation trial in
     `confirm`, so the search stops once that is reached)."""
     t = needed_trials(alpha, confirm, pipelines)
-    while True:
-        if coin_power(t, alpha, runs, confirm, pipelines) >= power:
+    while t < 100_000:
+        if coin_power(t, alpha, runs, confirm, pipelines, screen) >= power:
             return t
         if (
             math.comb(t + confirm - 1, confirm - 1) / math.comb(t + confirm, confirm)
             <= alpha / pipelines
-            and 1 / (t + 1) <= DEFAULT_SCREEN
+            and 1 / (t + 1) <= screen
         ):
             return None  # k is 1 already: more trials change nothing
         t += 1
+    return None
 
 
 @dataclass(frozen=True)

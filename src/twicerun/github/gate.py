@@ -28,7 +28,10 @@ from twicerun.github.decision import (
     DEFAULT_ALPHA,
     DEFAULT_CONFIRM,
     DEFAULT_SCREEN,
+    POWER_TARGET,
+    coin_power,
     decide_pipeline,
+    trials_for_power,
 )
 from twicerun.render.evidence import plural
 from twicerun.render.instrument import engine
@@ -606,6 +609,38 @@ def _message(d: StepDecision) -> str:
     return "; ".join(parts)
 
 
+def power_note(gate: Gate) -> str:
+    """A sentence under the stamp when the baseline is smaller than the power target needs:
+    the check can fail a pull request, but passing says less than it would with the
+    default number of trials, and a green check should not hide that. '' otherwise."""
+    first = next(iter(gate.results.values()), None)
+    # A gate document read back (the fork flow) may carry any count: only whole trials count.
+    compared = [
+        d for d in gate.decisions if (d.baseline_trials or 0) > 0 and d.pipeline in gate.results
+    ]
+    if first is None or not compared or gate.baseline_error:
+        return ""
+    trials = min(d.baseline_trials or 0 for d in compared)
+    pipelines = len({d.pipeline for d in compared})
+    o = gate.options
+    if not (0 < o.alpha < 1 and o.confirm >= 1 and 0 < o.screen <= 1 and first.runs >= 2):
+        return ""  # settings the CLI refuses, from a document edited by hand: nothing to say
+    power = coin_power(trials, o.alpha, first.runs, o.confirm, pipelines, o.screen)
+    if power >= POWER_TARGET:
+        return ""
+    enough = trials_for_power(o.alpha, first.runs, o.confirm, pipelines, screen=o.screen)
+    target = f"{POWER_TARGET * 100:.0f} percent"
+    reach = (
+        f"{enough} trials reach {target} (`twicerun baseline update --add`)"
+        if enough is not None
+        else f"no number of trials reaches {target} with {first.runs} runs a trial"
+    )
+    return (
+        f"With {plural(trials, 'baseline trial')}, a step that newly gives one of two answers "
+        f"at random on each run fails this check {power * 100:.0f} percent of the time; {reach}."
+    )
+
+
 def stamp(results: Mapping[str, Result], options: GateOptions) -> str:
     first = next(iter(results.values()), None)
     if first is None:
@@ -645,7 +680,7 @@ def comment_body(
         pipelines=comment_identity(gate, comment_id),
         regressions=gate.regressions,
         environment=gate.environment,
-        stamp=stamp(gate.results, gate.options),
+        stamp=" ".join(filter(None, [stamp(gate.results, gate.options), power_note(gate)])),
         baseline_error=gate.baseline_error,
         baseline_moved=gate.baseline_moved,
         baseline_source=gate.baseline_source,
