@@ -261,6 +261,34 @@ def test_a_run_that_stopped_early_is_cut_short_not_a_pipeline_with_other_steps(
     assert outcome.code == 4, outcome.out
 
 
+def test_diff_says_which_columns_moved_and_that_a_list_only_came_back_in_another_order(
+    twicerun, write_pipeline, run_dir, monkeypatch
+):
+    """diff counted the rows only on one side and stopped there; run's report already said
+    which columns moved. The first difference now says it too."""
+    path = write_pipeline(
+        "import os\n\n\n"
+        "def collect(ctx):\n"
+        '    order = os.environ.get("ORDER", "ASC")\n'
+        "    ctx.write(\n"
+        '        "lists",\n'
+        '        f"SELECT g, g * 10 AS tag, list(id ORDER BY id {order}) AS ids, "\n'
+        "        f\"string_agg(id::VARCHAR, ',' ORDER BY id {order}) AS s \"\n"
+        '        "FROM (SELECT range AS id, range % 3 AS g FROM range(12)) GROUP BY g",\n'
+        "    )\n"
+    )
+    a = record(twicerun, path, run_dir, "--no-amplify")
+    monkeypatch.setenv("ORDER", "DESC")
+    b = record(twicerun, path, run_dir, "--no-amplify")
+    outcome = twicerun("diff", a, b)
+    assert outcome.code == 1
+    assert outcome.out.splitlines()[2] == (
+        "       lists: ROW_MISSING, ROW_EXTRA; 3 rows only in the first, 3 rows only in the "
+        "second (of 3 and 3); they pair once ids and s are left out together; ids holds the "
+        "same elements in another order"
+    )
+
+
 @pytest.mark.parametrize(
     "args",
     [["diff", "nowhere", "nowhere"], ["diff", "only-one"], ["localize"], ["reproduce", "nowhere"]],

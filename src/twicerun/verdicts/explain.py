@@ -8,6 +8,7 @@ import duckdb
 
 from twicerun.compare.oracle import compare_artifacts
 from twicerun.findings import ArtifactFindings
+from twicerun.sql import shown
 
 
 def explain(
@@ -20,7 +21,9 @@ def explain(
             "run's differing copies are deleted once compared; `twicerun run --keep-copies` "
             "keeps the latest)"
         )
-    findings = compare_artifacts(con, name, a, b, attribute_above=None)
+    # Attribution too: one artifact is explained, once, and which columns moved (or that a
+    # list only came back in another order) is what the reader of a diff looks for next.
+    findings = compare_artifacts(con, name, a, b, attribute_above=0)
     return findings, describe(findings)
 
 
@@ -52,4 +55,34 @@ def describe(f: ArtifactFindings) -> str:
         )
     if f.schema is not None and f.schema.any:
         parts.append("the columns differ")
+    moved_columns = _columns_that_moved(f)
+    if moved_columns:
+        parts.append(moved_columns)
     return "; ".join(parts)
+
+
+def _columns_that_moved(f: ArtifactFindings) -> str:
+    """Which key columns the unmatched rows differ in, where dropping them pairs every row,
+    and which of those lists hold the same elements in another order. Only for rows found
+    on one side alone; of a key of one column only the order, since dropping a key's only
+    column pairs any rows whose counts agree."""
+    a = f.attribution
+    if a is None or not (f.missing and f.extra):
+        return ""
+    clauses = []
+    if len(a.after) >= 2:
+        if a.chosen_by == "together":
+            clauses.append(
+                f"they pair once {' and '.join(shown(t) for t in a.tied)} are left out together"
+            )
+        elif a.column is not None and a.after.get(a.column) == 0:
+            clauses.append(f"they pair once {shown(a.column)} is left out")
+        elif len(a.tied) > 1 and a.after.get(a.tied[0]) == 0:
+            # A surrogate and the id it was assigned to, whose pairing moved: either, dropped,
+            # pairs every row, and a diff has no step inputs to choose between them by.
+            clauses.append(f"they pair once {' or '.join(shown(t) for t in a.tied)} is left out")
+    if a.reordered:
+        names = " and ".join(shown(r) for r in a.reordered)
+        verb = "holds" if len(a.reordered) == 1 else "hold"
+        clauses.append(f"{names} {verb} the same elements in another order")
+    return "; ".join(clauses)
