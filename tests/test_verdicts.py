@@ -253,6 +253,12 @@ def test_a_run_that_stopped_early_is_cut_short_not_a_pipeline_with_other_steps(
     assert twicerun("diff", b, a, "--json", "-").json()["steps"][1]["why"] == (
         "the first run stopped before this step"
     )
+    # A run killed without a word, once a later invocation has reaped it, says so.
+    manifest = json.loads((b / MANIFEST_NAME).read_text())
+    (b / MANIFEST_NAME).write_text(json.dumps({**manifest, "outcome": "killed", "error": None}))
+    assert twicerun("diff", a, b).out.splitlines()[1] == (
+        "  the second run stopped early: its invocation was killed"
+    )
     # An edit past the step where a run stopped cannot be seen in what the run reached:
     # the steps it never reached are not checked, and nothing is called same.
     path.write_text(path.read_text().replace("def second(", "def renamed("))

@@ -20,8 +20,12 @@ from twicerun.compare.digest import canonical_digest
 from twicerun.errors import UsageError
 from twicerun.storage.layout import (
     COMPLETED,
+    FAILED,
+    INTERRUPTED,
+    KILLED,
     LOOP,
     MANIFEST_NAME,
+    RUNNING,
     Invocation,
     RunAddress,
     follow,
@@ -179,7 +183,13 @@ class RecordedRun:
             return ""
         error = manifest.get("error")
         first = error.strip().splitlines()[0] if isinstance(error, str) and error.strip() else ""
-        return f"its invocation {outcome}" + (f": {first}" if first else "")
+        said = {
+            FAILED: "failed",
+            INTERRUPTED: "was interrupted",
+            KILLED: "was killed",
+            RUNNING: "is still running, or was stopped without a word",
+        }.get(outcome, f"ended {outcome}")
+        return f"its invocation {said}" + (f": {first}" if first else "")
 
     def steps(self, con: duckdb.DuckDBPyConnection) -> list[RecordedStep]:
         """Every step of this run in chain order, each output named by its canonical digest
