@@ -372,6 +372,27 @@ def test_rows_no_single_column_explains_are_said_to_be_so_in_the_report(write_pi
     assert "no single column" not in out
 
 
+def test_many_columns_moved_together_are_said_by_the_ones_that_did_not(write_pipeline, twicerun):
+    path = write_pipeline(
+        """
+        import itertools
+
+        _runs = itertools.count()
+
+
+        def wide(ctx):
+            i = next(_runs)
+            moved = ", ".join(f"range * {k} + {i} AS c{k}" for k in range(1, 7))
+            ctx.write("t", f"SELECT range AS id, {moved} FROM range(3)")
+        """
+    )
+    out = twicerun("run", path, "--runs", "2", "--no-amplify").out
+    assert (
+        "        dropping every key column but id together from the key pairs every row, though "
+        "no one of them does alone\n"
+    ) in out
+
+
 def test_a_list_whose_elements_came_back_in_another_order_is_said_to_be_so():
     ref = pa.table({"g": [1, 2], "ids": [[1, 2, 3], [4, 5]]})
     moved = pa.table({"g": [1, 2], "ids": [[3, 1, 2], [4, 5]]})

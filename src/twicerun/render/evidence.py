@@ -156,6 +156,10 @@ def _all_rows(n: int | None, what: str) -> str:
     return f"its {number(n)} rows are all {what}"
 
 
+# How many columns dropped together are named; more are said by the columns left.
+TOGETHER_NAMED = 4
+
+
 def _attribution_line(a: Attribution) -> str | None:
     before, after = a.before, a.after
     if len(after) < 2:
@@ -172,10 +176,16 @@ def _attribution_line(a: Attribution) -> str | None:
             f"{number(before)} unmatched rows unmatched, so no single column explains them"
         )
     if a.chosen_by == "together":
-        blamed = [shown(t) for t in a.tied]
+        kept = [shown(k) for k in a.after if k not in a.tied]
+        # Past a few names, the columns that agree are the shorter list to read.
+        blamed = (
+            listed([shown(t) for t in a.tied])
+            if len(a.tied) <= TOGETHER_NAMED
+            else f"every key column but {listed(kept)}"
+        )
         line = (
-            f"dropping {listed(blamed)} together from the key pairs every row, though no "
-            f"one of them does alone"
+            f"dropping {blamed} together from the key pairs every row, though no one of "
+            f"them does alone"
         )
         return line + _reordered_clause(a)
     if a.chosen_by == "undecided":

@@ -72,9 +72,13 @@ def _columns_that_moved(f: ArtifactFindings) -> str:
     clauses = []
     if len(a.after) >= 2:
         if a.chosen_by == "together":
-            clauses.append(
-                f"they pair once {' and '.join(shown(t) for t in a.tied)} are left out together"
+            kept = [shown(k) for k in a.after if k not in a.tied]
+            blamed = (
+                " and ".join(shown(t) for t in a.tied)
+                if len(a.tied) <= 4
+                else f"every key column but {' and '.join(kept)}"
             )
+            clauses.append(f"they pair once {blamed} are left out together")
         elif a.column is not None and a.after.get(a.column) == 0:
             clauses.append(f"they pair once {shown(a.column)} is left out")
         elif len(a.tied) > 1 and a.after.get(a.tied[0]) == 0:
