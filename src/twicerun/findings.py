@@ -75,6 +75,10 @@ class Drift:
     lists_reordered: int = 0
 
 
+# How many key columns dropped together a sentence names; past it, the columns that agreed.
+NAMED_TOGETHER = 4
+
+
 @dataclass(frozen=True)
 class Attribution:
     """Leave-one-out over the key: which column, dropped, lets the rows pair.

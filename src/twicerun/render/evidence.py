@@ -8,7 +8,7 @@ most moved values; the furthest move is the largest over all comparisons.
 
 from __future__ import annotations
 
-from twicerun.findings import ArtifactFindings, Attribution, Drift
+from twicerun.findings import NAMED_TOGETHER, ArtifactFindings, Attribution, Drift
 from twicerun.result import Comparison, StepResult
 from twicerun.sql import shown
 from twicerun.vocabulary.loop import Presence
@@ -156,10 +156,6 @@ def _all_rows(n: int | None, what: str) -> str:
     return f"its {number(n)} rows are all {what}"
 
 
-# How many columns dropped together are named; more are said by the columns left.
-TOGETHER_NAMED = 4
-
-
 def _attribution_line(a: Attribution) -> str | None:
     before, after = a.before, a.after
     if len(after) < 2:
@@ -180,7 +176,7 @@ def _attribution_line(a: Attribution) -> str | None:
         # Past a few names, the columns that agree are the shorter list to read.
         blamed = (
             listed([shown(t) for t in a.tied])
-            if len(a.tied) <= TOGETHER_NAMED
+            if len(a.tied) <= NAMED_TOGETHER
             else f"every key column but {listed(kept)}"
         )
         line = (

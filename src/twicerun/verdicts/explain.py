@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 
 from twicerun.compare.oracle import compare_artifacts
-from twicerun.findings import ArtifactFindings
+from twicerun.findings import NAMED_TOGETHER, ArtifactFindings
 from twicerun.sql import shown
 
 
@@ -75,7 +75,7 @@ def _columns_that_moved(f: ArtifactFindings) -> str:
             kept = [shown(k) for k in a.after if k not in a.tied]
             blamed = (
                 " and ".join(shown(t) for t in a.tied)
-                if len(a.tied) <= 4
+                if len(a.tied) <= NAMED_TOGETHER
                 else f"every key column but {' and '.join(kept)}"
             )
             clauses.append(f"they pair once {blamed} are left out together")
