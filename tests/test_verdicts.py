@@ -253,6 +253,25 @@ def test_a_run_that_stopped_early_is_cut_short_not_a_pipeline_with_other_steps(
     assert twicerun("diff", b, a, "--json", "-").json()["steps"][1]["why"] == (
         "the first run stopped before this step"
     )
+    # A step that raised inside ctx.source read nothing on that side: that is its failure,
+    # not an input that differs.
+    sourced = write_pipeline(
+        "import os\n\n\n"
+        'def load(ctx):\n    ctx.source("raw", os.environ.get("LANDING", "in/*.csv"))\n'
+        '    ctx.write("rows", "SELECT * FROM raw")\n',
+        "sourced.py",
+    )
+    (sourced.parent / "in").mkdir()
+    (sourced.parent / "in" / "a.csv").write_text("id\n1\n2\n")
+    (sourced.parent / "bad").mkdir()
+    (sourced.parent / "bad" / "a.parquet").write_text("not Parquet at all")
+    monkeypatch.chdir(sourced.parent)
+    good = record(twicerun, sourced, run_dir)
+    monkeypatch.setenv("LANDING", "bad/*.parquet")
+    assert twicerun("run", sourced, "--runs", "2", "--keep", "0").code == 3
+    lines = twicerun("diff", good, _invocations(run_dir)[-1]).out.splitlines()
+    assert lines[1:3] == ["   0 load  COULD NOT CHECK", "       second: it raised in this run"]
+    assert not any("inputs differ" in line for line in lines)
     # A run killed without a word, once a later invocation has reaped it, says so.
     manifest = json.loads((b / MANIFEST_NAME).read_text())
     (b / MANIFEST_NAME).write_text(json.dumps({**manifest, "outcome": "killed", "error": None}))

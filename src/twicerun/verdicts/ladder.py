@@ -162,6 +162,11 @@ def _engine(recorded: str) -> str:
 def inputs_compared(a: RecordedStep, b: RecordedStep) -> str:
     if a.receipt is None or b.receipt is None:
         return ""
+    if a.receipt.outcome != "ok" or b.receipt.outcome != "ok":
+        # A step that raised stopped reading where it raised (inside ctx.source, say), so
+        # what it read says nothing of what it would have: "read source raw on one side
+        # only" blamed the input for what was the step's own failure to read it.
+        return ""
     left = {r.name: r.canonical_digest for r in a.receipt.reads}
     right = {r.name: r.canonical_digest for r in b.receipt.reads}
     # Files from outside the pipeline are named by their bytes, in the order listed.
