@@ -46,9 +46,9 @@ from twicerun.github.decision import (
     DEFAULT_CONFIRM,
     DEFAULT_SCREEN,
     POWER_TARGET,
-    coin_power,
     default_trials,
     needed_trials,
+    shortfall,
     trials_for_power,
 )
 from twicerun.github.deliver import deliver
@@ -447,10 +447,10 @@ def _say_power(trials: int, alpha: float, runs: int, confirm: int, pipelines: in
     """Say so when a baseline passes the floor (the gate can fail a pull request at all)
     but misses the power target: a check that rarely goes red looks the same as one
     whose pull requests are all fine."""
-    power = coin_power(trials, alpha, runs, confirm, pipelines)
-    if power >= POWER_TARGET:
+    short = shortfall(trials, alpha, runs, confirm, pipelines)
+    if short is None:
         return
-    enough = trials_for_power(alpha, runs, confirm, pipelines)
+    power, enough = short.power, short.enough
     reach = (
         f"{enough - trials} more (`twicerun baseline update --add --trials {enough - trials}`, "
         f"same pipelines and settings) reach the {POWER_TARGET * 100:.0f} percent the default aims for"

@@ -217,6 +217,31 @@ def coin_power(
     )
 
 
+@dataclass(frozen=True)
+class Shortfall:
+    """A baseline the gate can decide with that still misses the power target: how often
+    it catches a coin-flip step, and the fewest trials that reach the target (None when
+    no number does at this many runs a trial)."""
+
+    power: float
+    enough: int | None
+
+
+def shortfall(
+    trials: int,
+    alpha: float = DEFAULT_ALPHA,
+    runs: int = 5,
+    confirm: int = DEFAULT_CONFIRM,
+    pipelines: int = 1,
+    screen: float = DEFAULT_SCREEN,
+) -> Shortfall | None:
+    """None when `trials` meets the power target; what it misses by otherwise."""
+    power = coin_power(trials, alpha, runs, confirm, pipelines, screen)
+    if power >= POWER_TARGET:
+        return None
+    return Shortfall(power, trials_for_power(alpha, runs, confirm, pipelines, screen=screen))
+
+
 def default_trials(
     alpha: float = DEFAULT_ALPHA,
     runs: int = 5,

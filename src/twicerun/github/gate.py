@@ -29,9 +29,8 @@ from twicerun.github.decision import (
     DEFAULT_CONFIRM,
     DEFAULT_SCREEN,
     POWER_TARGET,
-    coin_power,
     decide_pipeline,
-    trials_for_power,
+    shortfall,
 )
 from twicerun.render.evidence import plural
 from twicerun.render.instrument import engine
@@ -625,10 +624,10 @@ def power_note(gate: Gate) -> str:
     o = gate.options
     if not (0 < o.alpha < 1 and o.confirm >= 1 and 0 < o.screen <= 1 and first.runs >= 2):
         return ""  # settings the CLI refuses, from a document edited by hand: nothing to say
-    power = coin_power(trials, o.alpha, first.runs, o.confirm, pipelines, o.screen)
-    if power >= POWER_TARGET:
+    short = shortfall(trials, o.alpha, first.runs, o.confirm, pipelines, o.screen)
+    if short is None:
         return ""
-    enough = trials_for_power(o.alpha, first.runs, o.confirm, pipelines, screen=o.screen)
+    power, enough = short.power, short.enough
     target = f"{POWER_TARGET * 100:.0f} percent"
     reach = (
         f"{enough} trials reach {target} (`twicerun baseline update --add`)"
