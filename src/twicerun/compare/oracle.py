@@ -696,10 +696,10 @@ def _together(con, table, key_names, before, after, invented, left_by) -> Attrib
     none = Attribution(None, before, after, [], "none", invented)
     if len(key_names) < 3:
         return none  # with two columns, dropping both leaves no key to pair on
-    agree = [name for j, name in enumerate(key_names) if left_by(f"k{j}") == 0]
-    if not agree or left_by(*(f"k{key_names.index(a)}" for a in agree)) != 0:
+    agree = [f"k{j}" for j in range(len(key_names)) if left_by(f"k{j}") == 0]
+    if not agree or left_by(*agree) != 0:
         return none
-    differ = [name for name in key_names if name not in agree]
+    differ = [name for j, name in enumerate(key_names) if f"k{j}" not in agree]
     reordered = _reordered(con, table, key_names, differ, left_by)
     return Attribution(None, before, after, differ, "together", invented, reordered)
 
@@ -709,11 +709,10 @@ def _reordered(con, table, key_names, blamed, left_by) -> list[str]:
     other blamed columns left out: the same elements, in another order."""
     types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {table})").fetchall())
     kept = [f"k{j}" for j, name in enumerate(key_names) if name not in blamed]
-    found = []
-    for name in blamed:
-        column = f"k{key_names.index(name)}"
-        if not types.get(column, "").endswith("[]"):
-            continue
-        if left_by(*kept, f"list_sort({column})") == 0:
-            found.append(name)
-    return found
+    return [
+        name
+        for j, name in enumerate(key_names)
+        if name in blamed
+        and types.get(f"k{j}", "").endswith("[]")
+        and left_by(*kept, f"list_sort(k{j})") == 0
+    ]
