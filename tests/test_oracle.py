@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import struct
 import tempfile
+import textwrap
 from pathlib import Path
 
 import duckdb
@@ -52,6 +53,21 @@ def measure(reference: pa.Table | None, later: pa.Table | None, **kwargs):
             pq.write_table(t, path)
             paths.append(path)
         return compare_artifacts(CON, "t", paths[0], paths[1], **kwargs)
+
+
+# Each run of a pipeline below draws the next number, so run 2 writes what run 1 did not.
+COUNTER = "import itertools\n\n_runs = itertools.count()\n\n\n"
+
+
+@pytest.fixture
+def reported(write_pipeline, twicerun):
+    """The report of two runs, amplifiers off, of `steps`, which move with `next(_runs)`."""
+
+    def run(steps: str, name: str = "pipeline.py") -> str:
+        path = write_pipeline(COUNTER + textwrap.dedent(steps).lstrip(), name)
+        return twicerun("run", path, "--runs", "2", "--no-amplify").out
+
+    return run
 
 
 def no_finding(f) -> bool:
@@ -299,22 +315,16 @@ def test_a_tie_the_inputs_cannot_break_is_said_to_be_undecided():
     assert (a.column, a.chosen_by) == (None, "undecided")
 
 
-def test_rows_no_single_column_explains_are_said_to_be_so_in_the_report(write_pipeline, twicerun):
+def test_rows_no_single_column_explains_are_said_to_be_so_in_the_report(reported):
     # The oracle found no one column to blame and the report said nothing, leaving a
     # reader to look for one. Here every later run moves two columns of every row.
-    path = write_pipeline(
+    out = reported(
         """
-        import itertools
-
-        _runs = itertools.count()
-
-
         def two_columns(ctx):
             i = next(_runs)
             ctx.write("t", f"SELECT range AS id, range + {i} AS a, range * 2 + {i} AS b FROM range(4)")
         """
     )
-    out = twicerun("run", path, "--runs", "2", "--no-amplify").out
     # id agrees on every row, so the two columns that moved are named together.
     assert (
         "        t: 4 of 4 reference rows and 4 of 4 later rows found no partner\n"
@@ -335,58 +345,40 @@ def test_rows_no_single_column_explains_are_said_to_be_so_in_the_report(write_pi
         pa.table({"id": [1], "a": [1], "b": [1]}), pa.table({"id": [2], "a": [2], "b": [2]})
     ).attribution
     assert (a.chosen_by, a.tied, a.column) == ("none", [], None)
-    other = write_pipeline(
+    out = reported(
         """
-        import itertools
-
-        _runs = itertools.count()
-
-
         def other_rows(ctx):
             i = next(_runs) * 10
             ctx.write("t", f"SELECT range + {i} AS id, range + {i} AS a FROM range(4)")
         """,
         name="other.py",
     )
-    out = twicerun("run", other, "--runs", "2", "--no-amplify").out
     assert (
         "dropping any one of the 2 key columns leaves all 8 unmatched rows unmatched, "
         "so no single column explains them\n"
     ) in out
     # Rows that only repeat are a count, not columns: nothing is said of columns there.
-    doubled = write_pipeline(
+    out = reported(
         """
-        import itertools
-
-        _runs = itertools.count()
-
-
         def doubles(ctx):
             copies = 1 + next(_runs)
             ctx.write("t", f"SELECT i AS id, i * 2 AS a FROM range(4) r(i), range({copies}) c(j)")
         """,
         name="doubled.py",
     )
-    out = twicerun("run", doubled, "--runs", "2", "--no-amplify").out
     assert "        t: 4 rows of run 2 repeat rows that run 1 has fewer times" in out
     assert "no single column" not in out
 
 
-def test_many_columns_moved_together_are_said_by_the_ones_that_did_not(write_pipeline, twicerun):
-    path = write_pipeline(
+def test_many_columns_moved_together_are_said_by_the_ones_that_did_not(reported):
+    out = reported(
         """
-        import itertools
-
-        _runs = itertools.count()
-
-
         def wide(ctx):
             i = next(_runs)
             moved = ", ".join(f"range * {k} + {i} AS c{k}" for k in range(1, 7))
             ctx.write("t", f"SELECT range AS id, {moved} FROM range(3)")
         """
     )
-    out = twicerun("run", path, "--runs", "2", "--no-amplify").out
     assert (
         "        dropping every key column but id together from the key pairs every row, though "
         "no one of them does alone\n"
@@ -407,16 +399,11 @@ def test_a_list_whose_elements_came_back_in_another_order_is_said_to_be_so():
     assert (a.column, a.reordered) == ("ids", ["ids"])
 
 
-def test_a_key_of_one_column_is_not_said_to_pair_once_dropped(write_pipeline, twicerun):
+def test_a_key_of_one_column_is_not_said_to_pair_once_dropped(reported):
     """With one key column, dropping it leaves no key, so every row pairs whenever the
     counts agree; "dropping id from the key pairs every row" named it as an explanation."""
-    path = write_pipeline(
+    out = reported(
         """
-        import itertools
-
-        _runs = itertools.count()
-
-
         def ids(ctx):
             ctx.write("t", f"SELECT range + {next(_runs)} AS id FROM range(4)")
 
@@ -426,7 +413,6 @@ def test_a_key_of_one_column_is_not_said_to_pair_once_dropped(write_pipeline, tw
             ctx.write("l", f"SELECT list(range ORDER BY range {order}) AS ids FROM range(4)")
         """
     )
-    out = twicerun("run", path, "--runs", "2", "--no-amplify").out
     assert "        t: 2 of 4 reference rows and 2 of 4 later rows found no partner\n  1 " in out
     assert "dropping" not in out
     # One row is one row, not "1 of 1 reference rows".
@@ -436,16 +422,11 @@ def test_a_key_of_one_column_is_not_said_to_pair_once_dropped(write_pipeline, tw
     ) in out
 
 
-def test_two_columns_built_without_order_by_are_named_together(write_pipeline, twicerun):
+def test_two_columns_built_without_order_by_are_named_together(reported):
     """list() and string_agg() in one GROUP BY, both without ORDER BY: every row moves in
     two columns, and the report said only that no single column explained it."""
-    path = write_pipeline(
+    out = reported(
         """
-        import itertools
-
-        _runs = itertools.count()
-
-
         def collect(ctx):
             order = "DESC" if next(_runs) else "ASC"
             ctx.write(
@@ -456,7 +437,6 @@ def test_two_columns_built_without_order_by_are_named_together(write_pipeline, t
             )
         """
     )
-    out = twicerun("run", path, "--runs", "2", "--no-amplify").out
     assert (
         "        lists: 3 of 3 reference rows and 3 of 3 later rows found no partner\n"
         "        dropping ids and s together from the key pairs every row, though no one of them "
