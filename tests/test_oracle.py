@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from twicerun.compare.oracle import ReferenceCache, compare_artifacts
+from twicerun.findings import Attribution
+from twicerun.render.evidence import attribution_line
 
 CON = duckdb.connect()
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -313,6 +315,52 @@ def test_a_tie_the_inputs_cannot_break_is_said_to_be_undecided():
     later = pa.table({"event": [1, 2], "cust": [7, 7], "surrogate": [2, 1]})
     a = measure(ref, later, input_columns={"event", "cust", "surrogate"}).attribution
     assert (a.column, a.chosen_by) == (None, "undecided")
+
+
+def test_a_tie_between_columns_the_step_invented_is_not_said_to_be_between_inputs(reported):
+    # The report said "neither is a column the step invented" of two columns the step
+    # had made up itself (a position and a name from a Python set), which sent a reader
+    # to the inputs. The sentence now says which of the tied columns were invented.
+    out = reported(
+        """
+        import pyarrow as pa
+
+        def invent(ctx):
+            names = ["a", "b", "c"] if next(_runs) == 0 else ["b", "a", "c"]
+            ctx.write("t", pa.table({"pos": [0, 1, 2], "name": names}))
+        """
+    )
+    assert (
+        "        dropping either pos or name from the key pairs every row, and both are "
+        "columns the step invented, so the counts could not choose between them\n"
+    ) in out
+    assert "neither" not in out
+    out = reported(
+        """
+        import pyarrow as pa
+
+        def given(ctx):
+            ctx.write("g", "SELECT range AS pos, range AS name, 7 AS cust FROM range(3)")
+
+        def permute(ctx):
+            ctx.read("g")
+            swap = "CASE pos WHEN 0 THEN 1 WHEN 1 THEN 0 ELSE pos END" if next(_runs) else "pos"
+            ctx.write("t", f"SELECT {swap} AS pos, name, cust FROM g")
+        """,
+        name="given.py",
+    )
+    assert (
+        "        dropping either pos or name from the key pairs every row, and neither is a "
+        "column the step invented, so the counts could not choose between them\n"
+    ) in out
+    # Three tied, two of them invented: those two are named, and the count is said.
+    three = Attribution(
+        None, 6, {"e": 2, "s": 2, "u": 2, "c": 6}, ["e", "s", "u"], "undecided", ["s", "u"]
+    )
+    assert attribution_line(three) == (
+        "dropping any one of e, s or u from the key leaves 2 of 6 unmatched rows, and s and u "
+        "are both columns the step invented, so the counts could not choose between them"
+    )
 
 
 def test_rows_no_single_column_explains_are_said_to_be_so_in_the_report(reported):

@@ -44,10 +44,10 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
-def listed(names: list[str]) -> str:
-    """`a`, `a and b`, `a, b and c`: names as a sentence lists them. (The runner has its
-    own, for the details it writes: it may not import from here.)"""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+def listed(names: list[str], word: str = "and") -> str:
+    """`a`, `a and b`, `a, b and c` (or `or`): names as a sentence lists them. (The runner
+    has its own, for the details it writes: it may not import from here.)"""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {word} {names[-1]}"
 
 
 def _per_artifact(comparisons: list[Comparison]) -> dict[str, list[tuple[int, ArtifactFindings]]]:
@@ -138,7 +138,7 @@ def _artifact_lines(
     # repeat another number of times pair with nothing whatever the key, and saying so
     # of them would send a reader to the columns for what is a count.
     if attribution and (attribution.chosen_by != "none" or (chosen.missing and chosen.extra)):
-        line = _attribution_line(attribution)
+        line = attribution_line(attribution)
         if line:
             lines.append(line)
     lines.extend(_drift_lines(name, both, comparisons))
@@ -156,7 +156,7 @@ def _all_rows(n: int | None, what: str) -> str:
     return f"its {number(n)} rows are all {what}"
 
 
-def _attribution_line(a: Attribution) -> str | None:
+def attribution_line(a: Attribution) -> str | None:
     before, after = a.before, a.after
     if len(after) < 2:
         # Dropping a key's only column leaves nothing to pair on, so every row "pairs" when
@@ -185,12 +185,7 @@ def _attribution_line(a: Attribution) -> str | None:
         )
         return line + _reordered_clause(a)
     if a.chosen_by == "undecided":
-        tied = " or ".join(shown(t) for t in a.tied)
-        return (
-            f"dropping {tied} from the key each leave {number(after[a.tied[0]])} of "
-            f"{number(before)} unmatched rows, and neither is a column the step invented, "
-            f"so the counts could not choose between them"
-        )
+        return _undecided_line(a)
     left = after[a.column]
     head = (
         f"dropping {column} from the key pairs every row"
@@ -204,6 +199,39 @@ def _attribution_line(a: Attribution) -> str | None:
             f"and {column} is named because no input of this step has that column"
         )
     return head + _reordered_clause(a)
+
+
+def _undecided_line(a: Attribution) -> str:
+    """Several columns tie on the counts, and whether the step made them up cannot break
+    the tie: none of them was made up, or more than one was."""
+    tied = [shown(t) for t in a.tied]
+    left = a.after[a.tied[0]]
+    effect = (
+        "pairs every row"
+        if left == 0
+        else f"leaves {number(left)} of {number(a.before)} unmatched rows"
+    )
+    which = f"either {tied[0]} or {tied[1]}" if len(tied) == 2 else f"any one of {listed(tied, 'or')}"
+    made_up = [shown(t) for t in a.tied if t in a.invented]
+    if not made_up:
+        reason = (
+            "neither is a column the step invented"
+            if len(tied) == 2
+            else "none of them is a column the step invented"
+        )
+    elif len(made_up) == len(tied):
+        reason = (
+            "both are columns the step invented"
+            if len(tied) == 2
+            else "all of them are columns the step invented"
+        )
+    else:
+        both = "both" if len(made_up) == 2 else "all"
+        reason = f"{listed(made_up)} are {both} columns the step invented"
+    return (
+        f"dropping {which} from the key {effect}, and {reason}, "
+        f"so the counts could not choose between them"
+    )
 
 
 def _reordered_clause(a: Attribution) -> str:
