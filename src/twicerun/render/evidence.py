@@ -211,7 +211,9 @@ def _undecided_line(a: Attribution) -> str:
         if left == 0
         else f"leaves {number(left)} of {number(a.before)} unmatched rows"
     )
-    which = f"either {tied[0]} or {tied[1]}" if len(tied) == 2 else f"any one of {listed(tied, 'or')}"
+    which = (
+        f"either {tied[0]} or {tied[1]}" if len(tied) == 2 else f"any one of {listed(tied, 'or')}"
+    )
     made_up = [shown(t) for t in a.tied if t in a.invented]
     if not made_up:
         reason = (
