@@ -644,6 +644,24 @@ def test_a_step_whose_code_twicerun_cannot_read_is_not_blamed_on_an_older_twicer
     assert "older twicerun" in cannot_check(receipt, "abc", "2.0.1")
 
 
+def test_reproduce_names_its_two_sides_as_the_record_and_the_re_execution(
+    twicerun, write_pipeline, run_dir
+):
+    # reproduce said "2 rows only in the first, 2 rows only in the second", the words of a
+    # diff between two runs, leaving a reader to guess which side was the record.
+    path = write_pipeline(
+        "def tag(ctx):\n"
+        '    ctx.write("t", "SELECT range AS id, uuid()::VARCHAR AS u FROM range(2)")\n',
+        "tag.py",
+    )
+    run = record(twicerun, path, run_dir, "--no-amplify")
+    (step,) = twicerun("reproduce", run, "--json", "-").json()["steps"]
+    assert step["detail"] == (
+        "t: ROW_MISSING, ROW_EXTRA; 2 rows only as recorded, 2 rows only as re-executed "
+        "(of 2 and 2); they pair once u is left out"
+    )
+
+
 def test_reproduce_on_the_reference_pipeline(twicerun, run_dir):
     from conftest import REPO
 

@@ -10,9 +10,17 @@ from twicerun.compare.oracle import compare_artifacts
 from twicerun.findings import NAMED_TOGETHER, ArtifactFindings
 from twicerun.sql import shown
 
+# How a sentence names the two sides: two recorded runs, or a record and its re-execution.
+BETWEEN_RUNS = ("in the first", "in the second")
+AGAINST_RECORD = ("as recorded", "as re-executed")
+
 
 def explain(
-    con: duckdb.DuckDBPyConnection, name: str, a: Path | None, b: Path | None
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    a: Path | None,
+    b: Path | None,
+    sides: tuple[str, str] = BETWEEN_RUNS,
 ) -> tuple[ArtifactFindings | None, str]:
     """The findings for artifact `name` between two copies, and a sentence about them."""
     if a is None or b is None:
@@ -24,16 +32,16 @@ def explain(
     # Attribution too: one artifact is explained, once, and which columns moved (or that a
     # list only came back in another order) is what the reader of a diff looks for next.
     findings = compare_artifacts(con, name, a, b, attribute_above=0)
-    return findings, describe(findings)
+    return findings, describe(findings, sides)
 
 
-def describe(f: ArtifactFindings) -> str:
+def describe(f: ArtifactFindings, sides: tuple[str, str] = BETWEEN_RUNS) -> str:
     parts = [f"{f.artifact}: {', '.join(f.classes) or 'no class'}"]
     counts = [
         f"{n:,} {'row' if n == 1 else 'rows'} {what}"
         for n, what in (
-            (f.missing, "only in the first"),
-            (f.extra, "only in the second"),
+            (f.missing, f"only {sides[0]}"),
+            (f.extra, f"only {sides[1]}"),
             (f.multiplicity_missing + f.multiplicity_extra, "repeated another number of times"),
         )
         if n

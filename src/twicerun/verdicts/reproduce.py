@@ -17,7 +17,7 @@ import duckdb
 from twicerun.display import ljust, widest
 from twicerun.storage.context import same_time_zone
 from twicerun.storage.receipts import RECEIPT_VERSION, Receipt
-from twicerun.verdicts.explain import explain
+from twicerun.verdicts.explain import AGAINST_RECORD, explain
 from twicerun.verdicts.recorded import Output
 from twicerun.vocabulary.ladder import Replay
 
@@ -174,6 +174,6 @@ def compare_fresh(
     for o in recorded:
         digest, path = fresh[o.name]
         if digest != o.canonical:
-            _, sentence = explain(con, o.name, o.path, path)
+            _, sentence = explain(con, o.name, o.path, path, AGAINST_RECORD)
             return Replay.DIVERGED, sentence
     return Replay.REPRODUCED, ""
