@@ -833,12 +833,28 @@ def test_the_summary_reads_back_as_text_for_a_terminal():
         "twicerun 0.1.0, DuckDB 2.0.1 at threads=2, 5 runs, policy strict; alpha 0.05 "
         "family-wise, 3 confirmation trials for a suspect pipeline. With 5 baseline trials, "
         "a step that newly gives one of two answers at random on each run fails this check "
-        "77 percent of the time; 9 trials reach 90 percent (`twicerun baseline update --add`).\n"
+        "77 percent of the time; 9 trials reach 90 percent (twicerun baseline update --add).\n"
     )
     # A GitHub alert in a block quote, and outside text that was escaped for Markdown.
     assert markdown_to_text("> [!WARNING]\n> **Careful:** `a|b` and x\\_y\n") == (
         "  WARNING: Careful: a|b and x_y\n"
     )
+
+
+def test_the_power_note_shows_its_command_as_code_on_github():
+    # The note's backticks made the whole line under the table look like markup, so all
+    # of it was escaped (`0\\.1\\.0\\,`), the command's backticks included, and GitHub
+    # showed them as literal characters instead of code.
+    from twicerun.github.gate import summary
+
+    trials = [result(("a",)) for _ in range(5)]
+    gate = evaluate({P: result(("a",))}, baseline_of(trials), rerun=never_rerun)
+    markdown = summary(gate, P)
+    last = markdown.rstrip("\n").rsplit("\n", 1)[-1]
+    assert last.startswith("twicerun 0.1.0, DuckDB 2.0.1 at threads=2, 5 runs")
+    assert last.endswith("9 trials reach 90 percent (`twicerun baseline update --add`).")
+    html = MarkdownIt("commonmark").render(last)
+    assert "<code>twicerun baseline update --add</code>" in html
 
 
 def test_the_stamp_names_every_engine_the_pipelines_ran_on_once():

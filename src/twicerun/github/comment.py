@@ -107,6 +107,7 @@ def render(
     regressions: list[StepDecision],
     environment: list[str],
     stamp: str,
+    note: str = "",
     baseline_error: str | None = None,
     baseline_moved: list[str] | None = None,
     baseline_source: str | None = None,
@@ -207,7 +208,9 @@ def render(
         for d in decisions
     ]
     headers = ["pipeline", "step", "verdict", "baseline", "now", "p", "status", "classes", "cause"]
-    tail = f"\n\n{bare(stamp)}"
+    # The note is twicerun's own sentence from its own figures, so its command stays code;
+    # the stamp carries versions read from Results, which are escaped like pipeline text.
+    tail = f"\n\n{' '.join(filter(None, [bare(stamp), note]))}"
     details = _details(
         f"Every step ({len(decisions)})",
         headers,
