@@ -149,7 +149,7 @@ def test_the_action_gates_a_regression_comments_annotates_and_summarises(workspa
 
         assert re.fullmatch(
             r"twicerun: check failed \(exit 1\): 1 step got worse "
-            r"\(1 regression, 1 divergent step\), in \d+\.\ds",
+            r"\(outputs regressions=1, diverged=1\), in \d+\.\ds",
             lines[-1],
         )
 
@@ -229,7 +229,7 @@ def test_a_missing_baseline_names_the_command_and_still_reports(workspace, tmp_p
     # The log's last line used to read "0 regressions" above a check that failed.
     assert re.fullmatch(
         r"twicerun: check failed \(exit 2\): no baseline to compare with "
-        r"\(0 regressions, 1 divergent step\), in \d+\.\ds",
+        r"\(outputs regressions=0, diverged=1\), in \d+\.\ds",
         gate.stdout.splitlines()[-1],
     )
 
@@ -635,7 +635,7 @@ def test_comment_not_posted_leads_the_warnings_even_past_ten_of_them(tmp_path, m
     assert warnings[0].startswith("::warning title=twicerun%3A comment not posted::")
     assert "more warnings not shown" in warnings[-1]
     assert re.fullmatch(
-        r"twicerun: check passed: no step got worse \(0 regressions, 12 divergent steps\), "
+        r"twicerun: check passed: no step got worse \(outputs regressions=0, diverged=12\), "
         r"in \d+\.\ds",
         out.getvalue().splitlines()[-1],
     )

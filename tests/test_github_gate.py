@@ -857,6 +857,25 @@ def test_the_power_note_shows_its_command_as_code_on_github():
     assert "<code>twicerun baseline update --add</code>" in html
 
 
+def test_the_logs_last_line_calls_a_step_it_could_not_compare_no_regression():
+    # It read "1 step could not be compared with the baseline (1 regression, ...)": the
+    # headline said nothing got worse, and the count beside it said something had.
+    from twicerun.cli.github import closing_line
+    from twicerun.vocabulary.exits import GateExit
+
+    new = "pipelines/new.py"
+    trials = [result(("a",)) for _ in range(5)]
+    gate = evaluate(
+        {P: result(("a",)), new: result(("b",), pipeline=new)},
+        baseline_of(trials),
+        rerun=never_rerun,
+    )
+    assert closing_line(gate, GateExit.FAILED, 1.0) == (
+        "twicerun: check failed (exit 1): 1 step could not be compared with the baseline "
+        "(outputs regressions=1, diverged=0), in 1.0s"
+    )
+
+
 def test_the_stamp_names_every_engine_the_pipelines_ran_on_once():
     from dataclasses import replace
 

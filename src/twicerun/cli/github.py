@@ -786,13 +786,12 @@ def gate(
 
 
 def closing_line(gate: Gate, code: GateExit, seconds: float) -> str:
-    """The log's last line: whether the check passed, in the summary's words. It used to
-    count regressions alone, and read "0 regressions" above a check that failed for want
-    of a baseline."""
+    """The log's last line: whether the check passed, in the summary's words, then the
+    action's two counting outputs by name. It used to count regressions alone, and read
+    "0 regressions" above a check that failed for want of a baseline; then "1 regression"
+    after "1 step could not be compared", which is not a step that got worse."""
     verdict = "check passed" if code == GateExit.PASSED else f"check failed (exit {int(code)})"
-    counts = (
-        f"{plural(len(gate.regressions), 'regression')}, {plural(gate.diverged, 'divergent step')}"
-    )
+    counts = f"outputs regressions={len(gate.regressions)}, diverged={gate.diverged}"
     return f"twicerun: {verdict}: {headline(gate)} ({counts}), in {seconds:.1f}s"
 
 
