@@ -690,3 +690,30 @@ def test_the_sign_of_a_nan_does_not_change_how_rows_pair():
     assert f.unmatched == 0
     drift = {d.column: (d.moved, d.max_ulps, d.incomparable) for d in f.drift}
     assert drift == {"x": (1, 1, 0), "y": (1, 1, 0)}
+
+
+def test_a_move_to_an_infinity_has_no_relative_figure_not_another_pairs(reported):
+    # The furthest pair was +inf against -inf, and the line beside it printed "0 relative",
+    # the relative figure of another pair (0.0 against -0.0); `diff` printed "None relative"
+    # for 1.0 against +inf. Neither pair has a relative difference.
+    from twicerun.verdicts.explain import describe
+
+    out = reported(
+        """
+        def flip(ctx):
+            signs = ("", "") if next(_runs) == 0 else ("-", "-")
+            ctx.write(
+                "t",
+                f"SELECT * FROM (VALUES (1, {signs[0]}0.0::DOUBLE), (2, '{signs[1]}inf'::DOUBLE)) v(id, x)",
+            )
+        """
+    )
+    assert (
+        "        furthest move in this comparison: x, 18,437,736,874,454,810,624 ulps and no "
+        "relative figure, +inf against -inf\n"
+    ) in out
+    f = measure(pa.table({"id": [1], "x": [1.0]}), pa.table({"id": [1], "x": [math.inf]}))
+    assert describe(f) == (
+        "t: VALUE_DRIFT; 1 float value moved, furthest in x: 4,611,686,018,427,387,904 ulps, "
+        "no relative figure"
+    )

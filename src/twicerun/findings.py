@@ -74,6 +74,21 @@ class Drift:
     lists_moved: int = 0
     lists_reordered: int = 0
 
+    def pair_relative(self) -> float | str | None:
+        """The relative difference of the pair shown, None when it has none.
+
+        A pair with an infinity or a NaN has no relative figure, and falling back to
+        `max_relative` there printed another pair's (a "0 relative" beside +inf against
+        -inf). Only a Result written before `shown_relative` was recorded falls back,
+        and only when the pair shown holds no infinity or NaN."""
+        if self.shown_relative is not None:
+            return self.shown_relative
+        infinite = any(
+            isinstance(v, str) or (isinstance(v, float) and not math.isfinite(v))
+            for v in (self.reference_value, self.later_value)
+        )
+        return None if infinite else self.max_relative
+
 
 # How many key columns dropped together a sentence names; past it, the columns that agreed.
 NAMED_TOGETHER = 4

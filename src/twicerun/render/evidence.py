@@ -26,12 +26,6 @@ def value(v: float | str | None) -> str:
     return repr(float(v))
 
 
-def _shown_relative(drift: Drift) -> float | str | None:
-    """The relative figure of the pair the line shows; a Result written before it was
-    recorded falls back to the column's largest, which may be another pair's."""
-    return drift.shown_relative if drift.shown_relative is not None else drift.max_relative
-
-
 def relative(v: float | str | None) -> str:
     if v is None:
         return "no relative figure"
@@ -271,7 +265,7 @@ def _drift_lines(
             )
             lines.append(
                 f"furthest move {over}: {column}, {plural(far.max_ulps, 'ulp')} and "
-                f"{relative(_shown_relative(far))}, {value(far.reference_value)} against "
+                f"{relative(far.pair_relative())}, {value(far.reference_value)} against "
                 f"{value(far.later_value)}"
             )
         reordered = max(drifts, key=lambda d: d.lists_reordered)

@@ -51,13 +51,21 @@ def describe(f: ArtifactFindings, sides: tuple[str, str] = BETWEEN_RUNS) -> str:
     moved = [d for d in f.drift if d.moved]
     if moved:
         worst = max(moved, key=lambda d: d.max_ulps or 0)
-        relative = worst.max_relative
-        relative_text = f"{relative:.2g}" if isinstance(relative, float) else str(relative)
+        # The furthest pair's own relative figure, as the ulps are its: a column's largest
+        # could be another pair's ("0 relative" beside +inf against -inf).
+        relative = worst.pair_relative()
+        relative_text = (
+            "no relative figure"
+            if relative is None
+            else f"{relative:.2g} relative"
+            if isinstance(relative, float)
+            else f"{relative} relative"
+        )
         count = sum(d.moved for d in moved)
         values = f"{count:,} float {'value' if count == 1 else 'values'} moved"
         parts.append(
             f"{values}, furthest in {worst.column}: {worst.max_ulps:,} "
-            f"{'ulp' if worst.max_ulps == 1 else 'ulps'}, {relative_text} relative"
+            f"{'ulp' if worst.max_ulps == 1 else 'ulps'}, {relative_text}"
             if worst.max_ulps is not None
             else values
         )
