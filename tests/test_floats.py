@@ -115,7 +115,9 @@ def test_float32_ulps_match_struct(a, b):
         (0.0, -0.0, 0.0),
         (2.0, 1.0, 0.5),
         (-1.0, 1.0, 2.0),
-        (1.0, INF, None),
+        (1.0, INF, INF),
+        (INF, -INF, INF),
+        (INF, INF, 0.0),
         (NAN, 1.0, None),
     ],
 )

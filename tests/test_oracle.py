@@ -692,10 +692,10 @@ def test_the_sign_of_a_nan_does_not_change_how_rows_pair():
     assert drift == {"x": (1, 1, 0), "y": (1, 1, 0)}
 
 
-def test_a_move_to_an_infinity_has_no_relative_figure_not_another_pairs(reported):
+def test_a_move_to_an_infinity_is_infinitely_far_not_another_pairs_figure(reported):
     # The furthest pair was +inf against -inf, and the line beside it printed "0 relative",
     # the relative figure of another pair (0.0 against -0.0); `diff` printed "None relative"
-    # for 1.0 against +inf. Neither pair has a relative difference.
+    # for 1.0 against +inf. Moving to an infinity is infinitely far in relative terms.
     from twicerun.verdicts.explain import describe
 
     out = reported(
@@ -709,11 +709,32 @@ def test_a_move_to_an_infinity_has_no_relative_figure_not_another_pairs(reported
         """
     )
     assert (
-        "        furthest move in this comparison: x, 18,437,736,874,454,810,624 ulps and no "
-        "relative figure, +inf against -inf\n"
+        "        furthest move in this comparison: x, 18,437,736,874,454,810,624 ulps and "
+        "infinitely far in relative terms, +inf against -inf\n"
     ) in out
     f = measure(pa.table({"id": [1], "x": [1.0]}), pa.table({"id": [1], "x": [math.inf]}))
     assert describe(f) == (
         "t: VALUE_DRIFT; 1 float value moved, furthest in x: 4,611,686,018,427,387,904 ulps, "
-        "no relative figure"
+        "infinitely far in relative terms"
     )
+
+
+def test_no_tolerance_lets_a_float_overflow_to_infinity_through(write_pipeline, twicerun):
+    # The move to +inf had no relative figure, so the column's largest was the other
+    # pair's 2.2e-16, and --tolerance-rel 0.01 tolerated 1.7e308 becoming +inf.
+    path = write_pipeline(
+        COUNTER
+        + textwrap.dedent(
+            """
+            def overflow(ctx):
+                later = next(_runs) == 1
+                big = "'inf'::DOUBLE" if later else "1.7e308::DOUBLE"
+                tiny = "1.0000000000000002::DOUBLE" if later else "1.0::DOUBLE"
+                ctx.write("t", f"SELECT * FROM (VALUES (1, {big}), (2, {tiny})) v(id, x)")
+            """
+        )
+    )
+    for flags in (["--tolerance-rel", "0.01"], ["--tolerance-ulps", "10000000000000000"]):
+        outcome = twicerun("run", path, "--runs", "2", "--no-amplify", *flags, "--json", "-")
+        (step,) = outcome.json()["steps"]
+        assert (outcome.code, step["status"], step["tolerated"]) == (1, "DIVERGENT", 0), flags

@@ -10,8 +10,9 @@ Infinities are the patterns just past the largest finite value, so they sit
 one ulp beyond it. A NaN has no place on the line: a pair with exactly one
 NaN has no ulp distance (NULL), and two NaNs are the same value.
 
-relative difference: |a - b| / max(|a|, |b|), 0 when a = b (so for ±0), and
-NULL where either side is NaN or infinite.
+relative difference: |a - b| / max(|a|, |b|), 0 when a = b (so for ±0), +inf
+where one side is infinite and the other is not the same infinity, and NULL
+where either side is NaN.
 
 `tests/test_floats.py` checks both against Python's `struct` on the edge
 cases: signed zeros, subnormals, infinities, NaN, values straddling zero.
@@ -80,9 +81,13 @@ def ulps(a: str, b: str, type_id: str) -> str:
 
 
 def relative(a: str, b: str) -> str:
-    """|a - b| / max(|a|, |b|); 0 when equal; NULL when either is NaN, infinite or NULL."""
+    """|a - b| / max(|a|, |b|); 0 when equal; +inf when one side is an infinity the other
+    is not; NULL when either is NaN or NULL."""
+    # An infinity on one side is infinitely far: NULL there left the move out of the
+    # column's largest figure, and a tolerance then passed 1.7e308 turning into +inf.
     return (
-        f"(CASE WHEN isnan({a}) OR isnan({b}) OR isinf({a}) OR isinf({b}) THEN NULL "
+        f"(CASE WHEN isnan({a}) OR isnan({b}) THEN NULL "
         f"WHEN {a} = {b} THEN 0.0 "
+        f"WHEN isinf({a}) OR isinf({b}) THEN 'inf'::DOUBLE "
         f"ELSE abs(({a})::DOUBLE - ({b})::DOUBLE) / greatest(abs(({a})::DOUBLE), abs(({b})::DOUBLE)) END)"
     )

@@ -29,6 +29,8 @@ def value(v: float | str | None) -> str:
 def relative(v: float | str | None) -> str:
     if v is None:
         return "no relative figure"
+    if v == "inf":
+        return "infinitely far in relative terms"
     if isinstance(v, str):
         return f"{value(v)} relative"
     return f"{v:.3g} relative"

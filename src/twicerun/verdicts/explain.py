@@ -57,6 +57,8 @@ def describe(f: ArtifactFindings, sides: tuple[str, str] = BETWEEN_RUNS) -> str:
         relative_text = (
             "no relative figure"
             if relative is None
+            else "infinitely far in relative terms"
+            if relative == "inf"
             else f"{relative:.2g} relative"
             if isinstance(relative, float)
             else f"{relative} relative"
