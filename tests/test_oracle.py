@@ -738,3 +738,24 @@ def test_no_tolerance_lets_a_float_overflow_to_infinity_through(write_pipeline, 
         outcome = twicerun("run", path, "--runs", "2", "--no-amplify", *flags, "--json", "-")
         (step,) = outcome.json()["steps"]
         assert (outcome.code, step["status"], step["tolerated"]) == (1, "DIVERGENT", 0), flags
+
+
+def test_an_artifact_written_empty_on_one_side_is_said_plainly(reported):
+    # It read "0 of 0 reference rows and 3 of 3 later rows found no partner".
+    out = reported(
+        """
+        def fills(ctx):
+            ctx.write("e", f"SELECT range AS id FROM range({3 * next(_runs)})")
+        """
+    )
+    assert "        e: run 1 wrote no rows to it and run 2 wrote 3 rows, all of them extra\n" in out
+    out = reported(
+        """
+        def empties(ctx):
+            ctx.write("e", f"SELECT range AS id FROM range({1 - next(_runs)})")
+        """,
+        name="empties.py",
+    )
+    assert (
+        "        e: run 2 wrote no rows to it and run 1 wrote 1 row, which is missing there\n"
+    ) in out

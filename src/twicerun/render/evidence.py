@@ -108,7 +108,18 @@ def _artifact_lines(
             f"{name}: matched on no key: it has no exact column, so rows were paired by their "
             f"float values alone"
         )
-    if worst.missing or worst.extra:
+    if worst.reference_rows == 0 and worst.later_rows:
+        # "0 of 0 reference rows and 3 of 3 later rows found no partner" said it in riddles.
+        lines.append(
+            f"{name}: run 1 wrote no rows to it and run {run} wrote "
+            f"{_every(worst.later_rows, 'extra')}"
+        )
+    elif worst.later_rows == 0 and worst.reference_rows:
+        lines.append(
+            f"{name}: run {run} wrote no rows to it and run 1 wrote "
+            f"{_every(worst.reference_rows, 'missing there')}"
+        )
+    elif worst.missing or worst.extra:
         lines.append(
             f"{name}: {number(worst.missing)} of {plural(worst.reference_rows, 'reference row')} "
             f"and {number(worst.extra)} of {plural(worst.later_rows, 'later row')} found no partner"
@@ -139,6 +150,11 @@ def _artifact_lines(
             lines.append(line)
     lines.extend(_drift_lines(name, both, comparisons))
     return lines
+
+
+def _every(n: int, what: str) -> str:
+    """`3 rows, all of them extra`; one row is `1 row, which is extra`."""
+    return f"1 row, which is {what}" if n == 1 else f"{number(n)} rows, all of them {what}"
 
 
 def _all_rows(n: int | None, what: str) -> str:
