@@ -535,3 +535,45 @@ def test_a_column_a_step_invented_beside_its_source_columns_is_the_one_named(
         "dropping n from the key pairs every row; id does the same, and n is named because "
         "no input of this step has that column"
     ) in outcome.out
+
+
+def test_diff_names_the_files_of_a_source_that_differ(
+    write_pipeline, twicerun, tmp_path, monkeypatch
+):
+    # diff said "its inputs differ: source raw" and left the reader to find which file.
+    data = tmp_path / "landing"
+    data.mkdir()
+    for name in ("a", "b"):
+        (data / f"{name}.csv").write_text("n\n1\n")
+    path = write_pipeline(
+        "import os\n\n\n"
+        "def load(ctx):\n"
+        f"    files = [{str(data / 'a.csv')!r}, {str(data / 'b.csv')!r}]\n"
+        '    if os.environ.get("REVERSED"):\n'
+        "        files.reverse()\n"
+        '    extra = os.environ.get("EXTRA")\n'
+        '    ctx.source("raw", files + ([extra] if extra else []))\n'
+        '    ctx.write("n", "SELECT sum(n) AS total FROM raw")\n'
+    )
+
+    def record() -> str:
+        outcome = twicerun("run", path, "--runs", "2", "--no-amplify", "--keep", "0", "--json", "-")
+        assert outcome.code == 0, outcome.err
+        return outcome.json()["artifacts"]
+
+    first = record()
+    (data / "b.csv").write_text("n\n2\n")
+    (data / "c.csv").write_text("n\n3\n")
+    monkeypatch.setenv("EXTRA", str(data / "c.csv"))
+    second = record()
+    (verdict,) = twicerun("diff", first, second, "--json", "-").json()["steps"]
+    assert verdict["inputs"] == (
+        f"differ: source raw ({data / 'c.csv'} only in the second; {data / 'b.csv'} with "
+        f"other bytes)"
+    )
+    monkeypatch.delenv("EXTRA")
+    monkeypatch.setenv("REVERSED", "1")
+    (data / "b.csv").write_text("n\n1\n")
+    third = record()
+    (verdict,) = twicerun("diff", first, third, "--json", "-").json()["steps"]
+    assert verdict["inputs"] == "differ: source raw (the same files, listed in another order)"

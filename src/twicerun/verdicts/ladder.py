@@ -169,20 +169,45 @@ def inputs_compared(a: RecordedStep, b: RecordedStep) -> str:
         return ""
     left = {r.name: r.canonical_digest for r in a.receipt.reads}
     right = {r.name: r.canonical_digest for r in b.receipt.reads}
+    files: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {}
     # Files from outside the pipeline are named by their bytes, in the order listed.
-    for side, receipt in ((left, a.receipt), (right, b.receipt)):
+    for side, receipt, at in ((left, a.receipt, 0), (right, b.receipt, 1)):
         for s in receipt.sources:
-            side[f"source {s.name}"] = "|".join(f"{f.path}:{f.digest}" for f in s.files)
+            name = f"source {s.name}"
+            side[name] = "|".join(f"{f.path}:{f.digest}" for f in s.files)
+            files.setdefault(name, ([], []))[at].extend((f.path, f.digest) for f in s.files)
     if set(left) != set(right):
         return "differ: it read " + ", ".join(sorted(set(left) ^ set(right))) + " on one side only"
     # An input named on both sides with different digests differs, whatever else is
     # unknown (a ctx.state read of its initial query has no digest to name it by).
     moved = sorted(n for n in left if left[n] and right[n] and left[n] != right[n])
     if moved:
-        return f"differ: {', '.join(moved)}"
+        return "differ: " + ", ".join(
+            f"{n} ({_files_moved(*files[n])})" if n in files else n for n in moved
+        )
     if not all(left.values()) or not all(right.values()):
         return ""
     return "identical"
+
+
+FILES_NAMED = 3
+
+
+def _files_moved(first: list[tuple[str, str]], second: list[tuple[str, str]]) -> str:
+    """Which of a source's files differ between two runs: the question after "its inputs
+    differ: source raw" is which file, and the receipts name each by path and bytes."""
+    a, b = dict(first), dict(second)
+    parts = []
+    for paths, what in (
+        ([p for p in b if p not in a], "only in the second"),
+        ([p for p in a if p not in b], "only in the first"),
+        ([p for p in a if p in b and a[p] != b[p]], "with other bytes"),
+    ):
+        if paths:
+            shown = ", ".join(paths[:FILES_NAMED])
+            more = f" and {len(paths) - FILES_NAMED} more" if len(paths) > FILES_NAMED else ""
+            parts.append(f"{shown}{more} {what}")
+    return "; ".join(parts) or "the same files, listed in another order"
 
 
 def _same_outputs(a: RecordedStep, b: RecordedStep) -> bool:
