@@ -50,6 +50,25 @@ def test_a_key_that_leaves_out_the_surrogate_makes_the_step_quiet(write_pipeline
     assert keyed["steps"][0]["fired"] == 0
 
 
+def test_the_report_says_a_key_is_in_force_and_what_it_left_out_of_a_quiet_step(
+    write_pipeline, twicerun
+):
+    # The step above was reported NO_DIVERGENCE_OBSERVED with nothing beside it, and the
+    # header did not name the --key: a reader could not tell its surrogate had moved.
+    path = write_pipeline(PIPELINE)
+    out = twicerun(
+        "run", path, "--runs", "3", "--no-amplify", "--key", "keys=event_id,customer"
+    ).out.splitlines()
+    assert (
+        "keys       keys matched on event_id, customer (--key): their other exact columns "
+        "are not compared"
+    ) in out
+    assert (
+        "        keys: differed in 2 of 2 comparisons, only in the columns --key leaves out "
+        "(surrogate), so counted as the same answer"
+    ) in out
+
+
 def test_an_unknown_artifact_is_refused_before_any_step_runs(write_pipeline, twicerun, run_dir):
     path = write_pipeline(PIPELINE)
     outcome = twicerun("run", path, "--key", "kyes=event_id")

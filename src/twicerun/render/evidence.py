@@ -64,6 +64,24 @@ def evidence(comparisons: list[Comparison]) -> list[str]:
     return lines
 
 
+def left_out_lines(comparisons: list[Comparison]) -> list[str]:
+    """Artifacts whose copies differed only in columns a --key leaves out: counted as the
+    same answer, and said so, since a quiet step was otherwise silent about what moved."""
+    moved: dict[str, tuple[int, list[str]]] = {}
+    for c in comparisons:
+        for a in c.artifacts:
+            f = a.findings
+            if a.differs and f is not None and not f.classes and f.not_compared:
+                count, columns = moved.get(a.name, (0, f.not_compared))
+                moved[a.name] = (count + 1, columns)
+    return [
+        f"{name}: differed in {count} of {plural(len(comparisons), 'comparison')}, only in "
+        f"the columns --key leaves out ({', '.join(shown(c) for c in columns)}), so counted "
+        f"as the same answer"
+        for name, (count, columns) in moved.items()
+    ]
+
+
 def step_evidence(step: StepResult) -> list[str]:
     return evidence(step.comparisons)
 

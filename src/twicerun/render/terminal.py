@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from twicerun.display import ljust, widest
-from twicerun.render.evidence import bound_lines, evidence, plural, step_evidence
+from twicerun.render.evidence import (
+    bound_lines,
+    evidence,
+    left_out_lines,
+    plural,
+    step_evidence,
+)
 from twicerun.render.instrument import at, engine, single
 from twicerun.render.sections import (
     amplification_section,
@@ -48,12 +54,24 @@ def _header(result: Result) -> list[str]:
         manual.append(f"drift up to {plural(result.tolerance_ulps, 'ulp')}")
     if manual:
         policy += f"; also tolerated: {' and '.join(manual)}"
+    keys = (
+        [
+            "keys       "
+            + "; ".join(
+                f"{name} matched on {', '.join(cols)}" for name, cols in result.keys.items()
+            )
+            + " (--key): their other exact columns are not compared"
+        ]
+        if result.keys
+        else []
+    )
     return [
         f"pipeline   {result.pipeline}",
         f"runs       {result.runs}: run 1 is the reference and each later run is compared "
         f"with it, {m} comparison{'s' if m != 1 else ''} per step",
         f"contained  {contained}",
         f"policy     {policy}",
+        *keys,
         f"engine     {engine(env)}",
         f"platform   {env.platform}, Python {env.python}, twicerun {env.twicerun}",
         f"artifacts  {result.artifacts}",
@@ -103,6 +121,7 @@ def _step_lines(result: Result) -> list[str]:
                 f"{pad}the seed was held at {s.seed} in every run and the result moved anyway, "
                 f"so the seed does not control this step"
             )
+        lines.extend(pad + line for line in left_out_lines(s.comparisons))
         for note in s.notes:
             lines.append(f"{pad}note: {note}")
     return lines
