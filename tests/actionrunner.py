@@ -102,6 +102,15 @@ def run_action(
     context["inputs"].update(inputs)
 
     def lookup(expression: str) -> str:
+        if "||" in expression:
+            # `cond && value || fallback`, GitHub's conditional, the one form the action uses.
+            chosen, fallback = expression.rsplit("||", 1)
+            test, value = chosen.rsplit("&&", 1)
+            picked = operand(value) if condition(test) else ""
+            return picked or operand(fallback)
+        if expression.startswith("format("):
+            template, *args = [a.strip() for a in expression[len("format(") : -1].split(",")]
+            return operand(template).format(*(operand(a) for a in args))
         value: object = context
         for part in expression.split("."):
             value = value.get(part, "") if isinstance(value, dict) else ""

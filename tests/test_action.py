@@ -650,9 +650,21 @@ def test_a_cached_venv_whose_interpreter_is_gone_is_rebuilt_and_runs_the_check(w
     (venv / "bin").mkdir(parents=True)
     # What a restored cache holds after the runner's Python moved on a patch release.
     (venv / "bin" / "python").symlink_to(tmp_path / "python3.11.0-that-is-gone")
+    # The pipeline imports a package of the repository's own, which the requirements
+    # input installs into the rebuilt venv (from the working-directory, as ./shopday).
+    package = workspace / "shopday"
+    (package / "shopday").mkdir(parents=True)
+    (package / "shopday" / "__init__.py").write_text('"""Shop constants."""\n\nGROUPS = 3\n')
+    (package / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["flit_core"]\nbuild-backend = "flit_core.buildapi"\n\n'
+        '[project]\nname = "shopday"\nversion = "1.0"\ndynamic = ["description"]\n'
+    )
+    (workspace / "requirements.txt").write_text("./shopday\n")
+    pipeline = workspace / "pipelines" / "orders.py"
+    pipeline.write_text("import shopday  # noqa: F401\n" + pipeline.read_text())
     run = run_action(
         REPO / "action.yml",
-        inputs={"amplify": "false", "comment": "false"},
+        inputs={"amplify": "false", "comment": "false", "requirements": "requirements.txt"},
         workspace=workspace,
         runner_temp=runner_temp,
         env={
@@ -666,7 +678,47 @@ def test_a_cached_venv_whose_interpreter_is_gone_is_rebuilt_and_runs_the_check(w
     install = steps["Install twicerun from the action's checkout"]
     assert install.code == 0, install.stdout + install.stderr
     assert (venv / "bin" / "python").resolve().exists()
-    assert steps["Run twicerun"].code == 1  # the rebuilt twicerun measured the regression
+    gate = steps["Run twicerun"]
+    assert gate.code == 1, gate.stdout + gate.stderr  # the rebuilt twicerun measured the regression
+    assert "new divergence" in gate.stdout
+
+
+def test_a_requirements_file_that_is_not_there_stops_the_action_saying_so(workspace, tmp_path):
+    run = run_action(
+        REPO / "action.yml",
+        inputs={"comment": "false", "requirements": "reqs.txt"},
+        workspace=workspace,
+        runner_temp=warm_runner(tmp_path),
+        env=base_env(),
+    )
+    steps = {s.name: s for s in run.steps}
+    fingerprint = steps["Fingerprint this twicerun"]
+    assert fingerprint.code == 1
+    assert fingerprint.stdout == (
+        "::error title=twicerun::the requirements input names reqs.txt, which is not a file in "
+        "the working-directory; give its path from there\n"
+    )
+    assert "Run twicerun" not in steps or steps["Run twicerun"].skipped
+
+
+def test_a_module_the_pipeline_lacks_is_told_to_go_in_the_requirements_input(workspace, tmp_path):
+    # Off the action, the advice is a pip command for twicerun's own Python; in the action,
+    # nobody can run one between its steps, so the advice names the input.
+    pipeline = workspace / "pipelines" / "orders.py"
+    pipeline.write_text("import shopday_missing  # noqa: F401\n" + pipeline.read_text())
+    run = run_action(
+        REPO / "action.yml",
+        inputs={"amplify": "false", "comment": "false"},
+        workspace=workspace,
+        runner_temp=warm_runner(tmp_path),
+        env=base_env(),
+    )
+    gate = {s.name: s for s in run.steps}["Run twicerun"]
+    assert gate.code == 2, gate.stdout + gate.stderr
+    assert (
+        "the action runs the pipelines in an environment of its own; list shopday_missing in "
+        "a requirements file and name that file in the action's `requirements` input"
+    ) in gate.stdout + gate.stderr
 
 
 def test_every_input_the_action_passes_as_a_variable_is_known_by_its_input_name():

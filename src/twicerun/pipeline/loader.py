@@ -13,6 +13,7 @@ import hashlib
 import importlib.util
 import inspect
 import marshal
+import os
 import re
 import sys
 import traceback
@@ -163,10 +164,27 @@ def missing_module_advice(exc: BaseException) -> str:
     if not isinstance(exc, ModuleNotFoundError) or not name:
         return ""
     package = name.partition(".")[0]
+    if _in_the_actions_venv():
+        # Nobody can pip install into the action's venv between its steps: it has an input.
+        return (
+            f"the action runs the pipelines in an environment of its own; list {package} in a "
+            f"requirements file and name that file in the action's `requirements` input"
+        )
     return (
         f"twicerun runs the pipeline in {sys.executable}; install what the pipeline imports "
         f"there: {sys.executable} -m pip install {package}"
     )
+
+
+def _in_the_actions_venv() -> bool:
+    """Whether this is the venv action.yml builds in RUNNER_TEMP (where it caches it)."""
+    temp = os.environ.get("RUNNER_TEMP")
+    if not temp:
+        return False
+    try:
+        return Path(sys.prefix).resolve() == (Path(temp) / "twicerun-venv").resolve()
+    except OSError:
+        return False
 
 
 def _syntax(path: Path, exc: SyntaxError) -> str:
