@@ -938,3 +938,24 @@ def test_many_quiet_steps_varied_alike_share_one_line_and_few_keep_their_names(
         f"  {i} {name:<6}  varied: the loop 0 of 4; not varied (declined or not run): every amplifier"
         for i, name in enumerate(["events", "copy1", "copy2", "copy3"])
     ]
+
+
+def test_a_step_whose_first_execution_alone_differs_is_not_passed_off_as_thread_order(
+    write_pipeline, twicerun
+):
+    # Only the first call in the process writes other rows. Every later run agrees with
+    # every other, and so does every re-execution at one thread, all after the first: the
+    # bisect says PARALLEL_ORDER, and the report said nothing to doubt it.
+    path = write_pipeline(
+        "import itertools\n\n_calls = itertools.count()\n\n\n"
+        "def warm_up(ctx):\n"
+        '    ctx.write("d", f"SELECT range AS k, {min(next(_calls), 1)} AS v FROM range(3)")\n'
+    )
+    out = twicerun("run", path, "--runs", "4", "--no-amplify").out.splitlines()
+    assert out[8].endswith("DIVERGENT  ROW_MISSING ROW_EXTRA  cause PARALLEL_ORDER")
+    assert out[11] == (
+        "        runs 2 to 4 all wrote the same rows, and only run 1 other ones: a step whose "
+        "first execution in a process differs from the rest (a module-level cache or "
+        "counter, a file its first run left) looks like this too, and the re-executions at "
+        "one thread, all after the first, could not tell the two apart"
+    )

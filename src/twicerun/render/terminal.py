@@ -122,9 +122,29 @@ def _step_lines(result: Result) -> list[str]:
                 f"so the seed does not control this step"
             )
         lines.extend(pad + line for line in left_out_lines(s.comparisons))
+        if s.cause == Cause.PARALLEL_ORDER and first_run_apart(s):
+            lines.append(
+                f"{pad}runs 2 to {result.runs} all wrote the same rows, and only run 1 other "
+                f"ones: a step whose first execution in a process differs from the rest (a "
+                f"module-level cache or counter, a file its first run left) looks like this "
+                f"too, and the re-executions at one thread, all after the first, could not "
+                f"tell the two apart"
+            )
         for note in s.notes:
             lines.append(f"{pad}note: {note}")
     return lines
+
+
+def first_run_apart(step: StepResult) -> bool:
+    """Every later run differed from run 1 and wrote the same rows as every other later run:
+    a pattern thread order can give, and so can state a process keeps after one call."""
+    answers = {c.answer for c in step.comparisons}
+    return (
+        len(step.comparisons) >= 2
+        and all(c.fired for c in step.comparisons)
+        and len(answers) == 1
+        and "" not in answers
+    )
 
 
 def _bound_section(result: Result) -> list[str]:
