@@ -26,6 +26,7 @@ from pathlib import Path
 import duckdb
 
 from twicerun import __version__
+from twicerun.vocabulary import gate as words
 
 SCHEMA = "twicerun.gate-coins/1"
 
@@ -88,7 +89,7 @@ def compare(cwd: Path, n: int, label: str) -> list[dict]:
         failed = [
             d["name"]
             for d in document["decisions"]
-            if d["verdict"] in ("new divergence", "rate up")
+            if d["verdict"] in words.WORSE
         ]
         outcomes.append(
             {

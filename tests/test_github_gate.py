@@ -35,10 +35,12 @@ from twicerun.vocabulary.gate import (
     FIXED,
     MEASURED_OTHERWISE,
     NEW,
+    NEW_KIND,
     NOT_CONFIRMED,
     PIPELINE_ADDED,
     PIPELINE_MISSING,
     RATE_UP,
+    ROWS_UP,
     STEP_ADDED,
     STEP_REMOVED,
     STEP_RENAMED,
@@ -183,6 +185,53 @@ def test_a_step_that_differs_far_more_often_is_rate_up():
     gate = evaluate({P: noisy}, baseline_of(trials), rerun=rerun_with(noisy, noisy, noisy))
     assert verdicts(gate) == {"a": RATE_UP}
     assert gate.regressions
+
+
+def classed(r: Result, *classes: str) -> Result:
+    """`r` with every step's loop classes set, as the oracle would have found them."""
+    from dataclasses import replace
+
+    return replace(r, steps=[replace(s, classes=list(classes)) for s in r.steps])
+
+
+def test_a_step_that_drifted_on_every_trial_and_now_loses_rows_is_a_new_kind():
+    # Its answers spread as far as they can on the baseline already (a new answer on every
+    # run), so its score could not rise, and the check passed a step that now lost rows
+    # as `unchanged`. Whether a trial's runs lost rows is tested beside the score.
+    trials = [classed(result(("a", NOISY)), "VALUE_DRIFT") for _ in range(19)]
+    worse = classed(result(("a", NOISY)), "ROW_MISSING", "ROW_EXTRA", "VALUE_DRIFT")
+    gate = evaluate({P: worse}, baseline_of(trials), rerun=rerun_with(worse, worse, worse))
+    (decision,) = gate.decisions
+    assert decision.verdict == NEW_KIND
+    assert decision.p_value == pytest.approx(1 / math.comb(22, 3))
+    assert decision.evidence[0] == (
+        "its runs lost, added or repeated rows, or changed columns, in 0 of 19 trials on the "
+        "baseline, and in 4 of 4 now"
+    )
+    assert gate.regressions == [decision] and is_regression(decision, ("new",))
+    assert not is_regression(decision, ("rate-up",))
+    assert (
+        "- `a` in `pipelines/p.py`: new kind of difference: its runs lost, added or repeated "
+        "rows, or changed columns, in 0 of 19 trials on the baseline, and in 4 of 4 now, "
+        "p < 0.001"
+    ) in comment_body(gate, P)
+    # Losing rows in more trials than the baseline did is the same question's rate up.
+    some = [
+        classed(result(("a", NOISY)), "ROW_MISSING", "VALUE_DRIFT")
+        if i % 5 == 0
+        else classed(result(("a", NOISY)), "VALUE_DRIFT")
+        for i in range(20)
+    ]
+    gate = evaluate({P: worse}, baseline_of(some), rerun=rerun_with(worse, worse, worse))
+    assert verdicts(gate) == {"a": ROWS_UP}
+    assert is_regression(gate.decisions[0], ("rate-up",))
+
+
+def test_a_step_that_lost_rows_on_the_baseline_and_still_does_is_unchanged():
+    trials = [classed(result(("a", NOISY)), "ROW_MISSING") for _ in range(19)]
+    now = classed(result(("a", NOISY)), "ROW_MISSING", "ROW_EXTRA")
+    gate = evaluate({P: now}, baseline_of(trials), rerun=never_rerun)
+    assert verdicts(gate) == {"a": UNCHANGED}
 
 
 def test_a_step_that_stops_differing_is_fixed_and_never_a_regression():

@@ -88,6 +88,9 @@ def _line(d: StepDecision) -> str:
     if d.verdict in words.NOT_COMPARABLE:
         return f"{where}: {d.verdict}" + (f" ({bare(d.evidence[0])})" if d.evidence else "")
     p = "" if d.p_value is None else f", {_p_phrase(d.p_value)}"
+    if d.verdict in (words.NEW_KIND, words.ROWS_UP) and d.evidence:
+        # Its fire counts are no news (it differed on the baseline too); the kind is.
+        return f"{where}: {d.verdict}: {bare(d.evidence[0])}{p}"
     now = _rate(d.now_fired, d.now_compared) + " now"
     if d.confirm_fired:
         now += f", then {', '.join(str(k) for k in d.confirm_fired)} on re-runs"

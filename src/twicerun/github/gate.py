@@ -29,6 +29,7 @@ from twicerun.github.decision import (
     DEFAULT_CONFIRM,
     DEFAULT_SCREEN,
     POWER_TARGET,
+    Outcome,
     decide_pipeline,
     shortfall,
 )
@@ -38,7 +39,7 @@ from twicerun.render.sections import named, shown_classes
 from twicerun.result import Result, StepResult
 from twicerun.typed import typed
 from twicerun.vocabulary import gate as words
-from twicerun.vocabulary.loop import Status
+from twicerun.vocabulary.loop import Difference, Status
 
 SCHEMA = "twicerun.gate/2"
 
@@ -401,8 +402,14 @@ def _pipeline(
     common = [s for s in result.steps if s.name in before]
     scores = baseline.scores(key)
     now_scores = {s.name: StepRecord.of(s).score for s in common}
-    fresh_fired: dict[str, list[int]] = {n: [] for n in now_scores}
-    fresh_stress: dict[str, list[tuple[int, int]]] = {n: [] for n in now_scores}
+    # Each step's second statistic, tested in the same family: whether a trial's runs
+    # lost, added or repeated rows. Trial t of it is trial t of the step's score.
+    for s in common:
+        now_scores[rows_key(s.name)] = rows_score(s.classes)
+        scores[rows_key(s.name)] = [rows_score(r.classes) for r in baseline.records(key, s.name)]
+    fresh_fired: dict[str, list[int]] = {s.name: [] for s in common}
+    fresh_stress: dict[str, list[tuple[int, int]]] = {s.name: [] for s in common}
+    fresh_rows: dict[str, list[float]] = {s.name: [] for s in common}
 
     def fresh_trial() -> dict[str, float]:
         again = {s.name: StepRecord.of(s) for s in rerun(key).steps}
@@ -412,7 +419,10 @@ def _pipeline(
             fresh_stress[n].append(
                 (record.stress_fired, record.stress_compared) if record else (0, 0)
             )
-        return {n: r.score for n, r in again.items()}
+            fresh_rows[n].append(rows_score(record.classes) if record else 0.0)
+        found = {n: r.score for n, r in again.items()}
+        found.update({rows_key(n): rows_score(r.classes) for n, r in again.items()})
+        return found
 
     started = time.monotonic()
     outcomes, ran = decide_pipeline(
@@ -424,7 +434,11 @@ def _pipeline(
         confirm=options.confirm,
         better_level=options.alpha,
     )
-    suspects = [n for n, o in outcomes.items() if o.screened.suspect]
+    suspects = list(
+        dict.fromkeys(
+            n.partition(ROWS_SUFFIX)[0] for n, o in outcomes.items() if o.screened.suspect
+        )
+    )
     confirmation = (
         Confirmation(key, ran, round(time.monotonic() - started, 3), suspects) if ran else None
     )
@@ -442,10 +456,17 @@ def _pipeline(
             continue
         records = baseline.records(key, s.name)
         outcome = outcomes[s.name]
+        rows = outcomes[rows_key(s.name)]
+        if outcome.verdict not in words.WORSE and rows.verdict in (words.NEW, words.RATE_UP):
+            # Its answers spread no further, but rows now go where only floats moved before.
+            outcome = rows
         suspect = outcome.screened.suspect
         history = scores[s.name]
         measured = sum(1 for r in records if r.compared)
         verdict, evidence = outcome.verdict, []
+        if outcome is rows:
+            verdict = words.NEW_KIND if rows.verdict == words.NEW else words.ROWS_UP
+            evidence = [_rows_evidence(scores[rows_key(s.name)], rows, fresh_rows[s.name])]
         stressed = sum(1 for r in records if r.status != Status.AMPLIFICATION_FAILED)
         if not s.compared and measured:
             verdict = words.NOTHING_COMPARED
@@ -488,6 +509,32 @@ def _pipeline(
         _absent(baseline, key, old, words.STEP_REMOVED) for old in removed_by_index.values()
     )
     return decisions, confirmation
+
+
+# Differences in rows or columns rather than in float values.
+ROW_KINDS = frozenset(
+    {Difference.ROW_MISSING, Difference.ROW_EXTRA, Difference.MULTIPLICITY, Difference.SCHEMA}
+)
+# Appended to a step's name for its second statistic; no step name holds a NUL.
+ROWS_SUFFIX = "\0rows"
+
+
+def rows_key(step: str) -> str:
+    return step + ROWS_SUFFIX
+
+
+def rows_score(classes: Sequence[str]) -> float:
+    """1 for a trial whose loop runs lost, added or repeated rows or changed the schema."""
+    return 1.0 if ROW_KINDS & set(classes) else 0.0
+
+
+def _rows_evidence(history: Sequence[float], outcome: Outcome, fresh: Sequence[float]) -> str:
+    trials = [outcome.screened.score, *(fresh if outcome.test else [])]
+    return (
+        f"its runs lost, added or repeated rows, or changed columns, in "
+        f"{sum(1 for x in history if x)} of {plural(len(history), 'trial')} on the baseline, "
+        f"and in {sum(1 for x in trials if x)} of {len(trials)} now"
+    )
 
 
 def _absent(

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 NEW = "new divergence"
 RATE_UP = "rate up"
+# A step whose runs differed on the baseline too, where rows now go missing, extra or
+# repeated (or the schema changes) and on the baseline they did not, or did in fewer
+# trials: its answers cannot spread further than "every run differs", so only the kind of
+# difference can show that a step that drifted on main now also loses rows.
+NEW_KIND = "new kind of difference"
+ROWS_UP = "rows differ more often"
 FIXED = "fixed"
 RATE_DOWN = "rate down"
 UNCHANGED = "unchanged"
@@ -44,14 +50,14 @@ NOT_COMPARABLE = (
     NOTHING_COMPARED,
     AMPLIFIER_FAILED,
 )
-WORSE = (NEW, RATE_UP)
+WORSE = (NEW, RATE_UP, NEW_KIND, ROWS_UP)
 BETTER = (FIXED, RATE_DOWN)
 
 # `fail-on` words and the verdicts each turns into a failed check; `stable` is
 # decided on statuses (a step newly STABLE_ON_THIS_INPUT), in gate.is_regression.
 FAIL_ON = {
-    "new": (NEW,),
-    "rate-up": (RATE_UP,),
+    "new": (NEW, NEW_KIND),
+    "rate-up": (RATE_UP, ROWS_UP),
     "stable": (),
     "not-comparable": NOT_COMPARABLE,
 }
