@@ -210,6 +210,11 @@ def test_a_step_that_drifted_on_every_trial_and_now_loses_rows_is_a_new_kind():
     )
     assert gate.regressions == [decision] and is_regression(decision, ("new",))
     assert not is_regression(decision, ("rate-up",))
+    # Its chart draws the trials that lost rows: bars of its comparisons are all at 4.
+    assert decision.rows_by_trial == [0] * 19 + [1, 1, 1, 1]
+    assert 'title "a: trials whose runs lost, added or repeated rows, baseline trials' in (
+        comment_body(gate, P)
+    )
     assert (
         "- `a` in `pipelines/p.py`: new kind of difference: its runs lost, added or repeated "
         "rows, or changed columns, in 0 of 19 trials on the baseline, and in 4 of 4 now, "

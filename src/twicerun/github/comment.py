@@ -326,7 +326,11 @@ _PIPELINE_WIDE = (words.PIPELINE_ADDED, words.PIPELINE_MISSING, words.MEASURED_O
 def _chart(d: StepDecision) -> str:
     """A bar per trial: the baseline's, this run's, and its re-runs', as Mermaid, which
     GitHub draws in comments. Names are Python identifiers and paths, quoted safely."""
-    if d.stress_only():
+    if d.rows_by_trial:
+        # Every bar of its comparisons is as high as it goes: draw what decided it.
+        values = d.rows_by_trial
+        what, of, top = "trials whose runs lost, added or repeated rows", 1, 1
+    elif d.stress_only():
         # Every loop bar would be zero: draw the amplifier comparisons that decided it.
         values = [*d.baseline_stress_fired_by_trial, d.now_stress_fired, *d.confirm_stress_fired]
         what, of = "amplifier comparisons that differed", d.now_stress_compared

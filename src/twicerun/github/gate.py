@@ -84,6 +84,9 @@ class StepDecision:
     now_stress_compared: int = 0
     confirm_stress_fired: list[int] = field(default_factory=list)
     confirm_stress_compared: list[int] = field(default_factory=list)
+    # For a kind-of-difference verdict: 1 for each trial whose runs lost, added or repeated
+    # rows, baseline trials first, then this run, then its re-runs (the comment's chart).
+    rows_by_trial: list[int] = field(default_factory=list)
 
     def stress_only(self) -> str:
         """What the amplifiers found, when nothing else explains the verdict: every loop
@@ -464,9 +467,14 @@ def _pipeline(
         history = scores[s.name]
         measured = sum(1 for r in records if r.compared)
         verdict, evidence = outcome.verdict, []
+        rows_by_trial: list[int] = []
         if outcome is rows:
             verdict = words.NEW_KIND if rows.verdict == words.NEW else words.ROWS_UP
             evidence = [_rows_evidence(scores[rows_key(s.name)], rows, fresh_rows[s.name])]
+            rows_by_trial = [
+                int(x)
+                for x in (*scores[rows_key(s.name)], rows.screened.score, *fresh_rows[s.name])
+            ]
         stressed = sum(1 for r in records if r.status != Status.AMPLIFICATION_FAILED)
         if not s.compared and measured:
             verdict = words.NOTHING_COMPARED
@@ -503,6 +511,7 @@ def _pipeline(
                 confirm_stress_compared=[m for _, m in fresh_stress[s.name]] if suspect else [],
                 p_value=outcome.p,
                 level=level if suspect else None,
+                rows_by_trial=rows_by_trial,
             )
         )
     decisions.extend(
