@@ -75,12 +75,13 @@ class Drift:
     lists_reordered: int = 0
 
     def pair_relative(self) -> float | str | None:
-        """The relative difference of the pair shown, None when it has none.
+        """The relative difference of the pair shown ("inf" where one side is an infinity
+        the other is not), None when it has none.
 
-        A pair with an infinity or a NaN has no relative figure, and falling back to
-        `max_relative` there printed another pair's (a "0 relative" beside +inf against
-        -inf). Only a Result written before `shown_relative` was recorded falls back,
-        and only when the pair shown holds no infinity or NaN."""
+        A Result written before `shown_relative` was recorded falls back to the column's
+        largest, but not where its pair holds an infinity or a NaN: that Result has no
+        figure for such a pair, and the fallback printed another pair's (a "0 relative"
+        beside +inf against -inf)."""
         if self.shown_relative is not None:
             return self.shown_relative
         infinite = any(
