@@ -86,11 +86,7 @@ def compare(cwd: Path, n: int, label: str) -> list[dict]:
             cwd=cwd,
         )
         document = json.loads(gate.read_text())
-        failed = [
-            d["name"]
-            for d in document["decisions"]
-            if d["verdict"] in words.WORSE
-        ]
+        failed = [d["name"] for d in document["decisions"] if d["verdict"] in words.WORSE]
         outcomes.append(
             {
                 "exit": code,
