@@ -16,7 +16,11 @@ per-run model of its answers:
 - `fresh q`: with probability q a run's answer is new (float noise, a timestamp);
 - `bursty q@b`: the trial is a bad one with probability b, and then each run gives
   the other answer with probability q (dependence between the runs of one trial,
-  which is what breaks a test that treats runs as the unit).
+  which is what breaks a test that treats runs as the unit);
+- `drift with rows r`: a new answer on every run (a float sum over many groups), and
+  each later run's difference is in rows rather than in floats alone with probability
+  r; the gate's second statistic, whether a trial's runs differed in rows, varies only
+  for such steps (for every other model it restates the score).
 
 For the false-fail rate each simulated pull request draws a fresh baseline of T
 trials and a pull-request trial from the same models (the guarantee is over both);
@@ -51,6 +55,7 @@ from twicerun.github.decision import (
     default_trials,
     score,
 )
+from twicerun.github.gate import ROWS_SUFFIX, rows_key
 from twicerun.vocabulary import gate as words
 
 SCHEMA = "twicerun.gate-calibration/1"
@@ -59,10 +64,16 @@ AMPLIFIER_RUNS = 3
 
 @dataclass(frozen=True)
 class Model:
-    """A step's per-run answer distribution; `draw(rng, trial_state)` gives one run's answer."""
+    """A step's per-run answer distribution; `draw(rng, trial_state)` gives one run's answer.
+
+    `rows` is the chance that a run whose answer differs from run 1's differs in rows
+    (ROW_MISSING, ROW_EXTRA, ...) rather than in float values alone: 1 for the models
+    above it (a coin flip on a row), 0 for pure float drift. The gate tests it beside the
+    score, as each trial's second statistic."""
 
     name: str
     draw_trial: Callable[[random.Random], Callable[[random.Random], int]]
+    rows: float = 1.0
 
 
 def steady() -> Model:
@@ -94,11 +105,22 @@ def bursty(q: float, b: float) -> Model:
     return Model(f"bursty {q:g}@{b:g}", per_trial)
 
 
+def drift(rows: float) -> Model:
+    """A new answer on every run (a float sum over many groups), which is a difference in
+    rows on each later run with probability `rows`."""
+
+    def per_trial(rng: random.Random):
+        return lambda r: r.randrange(1, 1 << 30)
+
+    return Model(f"drift with rows {rows:g}", per_trial, rows)
+
+
 AMPLIFIERS = 1  # set from --amplifiers
 
 
-def trial_score(model: Model, runs: int, rng: random.Random) -> float:
-    """One trial of one step, as the loop and the amplifiers would record it."""
+def trial_score(model: Model, runs: int, rng: random.Random) -> tuple[float, float]:
+    """One trial of one step, as the loop and the amplifiers would record it: its score,
+    and whether its runs differed in rows (the gate's second statistic)."""
     answer = model.draw_trial(rng)
     answers = tuple(answer(rng) for _ in range(runs))
     stress_fired = stress_compared = 0
@@ -107,11 +129,26 @@ def trial_score(model: Model, runs: int, rng: random.Random) -> float:
             series = [answer(rng) for _ in range(AMPLIFIER_RUNS)]
             stress_compared += AMPLIFIER_RUNS - 1
             stress_fired += sum(1 for a in series[1:] if a != series[0])
-    return score(StepTrial(answers, stress_fired, stress_compared))
+    differing = sum(1 for a in answers[1:] if a != answers[0])
+    # Models whose every difference is in rows draw nothing more: their figures stay those
+    # the calibration gave before the second statistic existed.
+    if model.rows >= 1 or model.rows <= 0:
+        rows = float(bool(differing) and model.rows >= 1)
+    else:
+        rows = float(any(rng.random() < model.rows for _ in range(differing)))
+    return score(StepTrial(answers, stress_fired, stress_compared)), rows
 
 
 def pipeline_trial(models: dict[str, Model], runs: int, rng: random.Random) -> dict[str, float]:
-    return {name: trial_score(m, runs, rng) for name, m in models.items()}
+    """Every statistic the gate tests for one trial: each step's score and its rows."""
+    found = {}
+    for name, m in models.items():
+        found[name], found[rows_key(name)] = trial_score(m, runs, rng)
+    return found
+
+
+def step_of(key: str) -> str:
+    return key.partition(ROWS_SUFFIX)[0]
 
 
 def simulate(
@@ -127,7 +164,7 @@ def simulate(
 ) -> tuple[dict[str, str], int]:
     """One pull request: a baseline drawn from `before`, the pull request from `after`."""
     history = [pipeline_trial(before, runs, rng) for _ in range(trials)]
-    baseline = {s: [t[s] for t in history] for s in before}
+    baseline = {s: [t[s] for t in history] for s in history[0]}
     now = pipeline_trial(after, runs, rng)
     outcomes, ran = decide_pipeline(
         baseline,
@@ -137,6 +174,7 @@ def simulate(
         screen_level=screen,
         confirm=confirm,
         seed=rng.randrange(1 << 30),
+        implied={rows_key(s): s for s in before},
     )
     return {s: o.verdict for s, o in outcomes.items()}, ran
 
@@ -179,6 +217,8 @@ FAMILIES = {
         "f_fresh_all": fresh(1.0),
         "g_half": rare(0.5),
         "h_bursty": bursty(0.5, 0.2),
+        "i_drift": drift(0.0),
+        "j_drift_rows": drift(0.1),
     },
     "bursty": {
         "steady": steady(),
@@ -200,6 +240,9 @@ CHANGES = [
     ("coins", "coin_10", rare(0.30), "a step at 10% of runs now at 30%"),
     ("coins", "coin_10", rare(0.60), "a step at 10% of runs now at 60%"),
     ("coins", "coin_05", rare(0.50), "a step at 5% of runs now at half"),
+    ("mixed", "i_drift", drift(0.1), "a step drifting on every run now loses rows on 10% of them"),
+    ("mixed", "i_drift", drift(0.3), "a step drifting on every run now loses rows on 30% of them"),
+    ("mixed", "j_drift_rows", drift(0.5), "a drifting step losing rows on 10% of runs now on half"),
 ]
 
 
@@ -222,9 +265,11 @@ def run(args: argparse.Namespace) -> dict:
         for _ in range(args.null):
             verdicts, ran = simulate(models, models, rng=rng, **common)
             reruns += ran
-            failed = [s for s, v in verdicts.items() if v in FAILING]
+            # A step fails when either of its statistics does, as in the gate; only its
+            # score is ever called better.
+            failed = {step_of(s) for s, v in verdicts.items() if v in FAILING}
             family_fails += bool(failed)
-            family_better += any(v in words.BETTER for v in verdicts.values())
+            family_better += any(v in words.BETTER for s, v in verdicts.items() if s in models)
             for s in failed:
                 per_step[s] += 1
         fw = rate(family_fails, args.null)
@@ -246,7 +291,7 @@ def run(args: argparse.Namespace) -> dict:
     models = FAMILIES["coins"]
     for _ in range(args.baselines):
         history = [pipeline_trial(models, runs, rng) for _ in range(trials)]
-        baseline = {s: [t[s] for t in history] for s in models}
+        baseline = {s: [t[s] for t in history] for s in history[0]}
         fails = 0
         for _ in range(args.per_baseline):
             outcomes, _ = decide_pipeline(
@@ -257,6 +302,7 @@ def run(args: argparse.Namespace) -> dict:
                 screen_level=screen,
                 confirm=confirm,
                 seed=rng.randrange(1 << 30),
+                implied={rows_key(s): s for s in models},
             )
             fails += any(o.verdict in FAILING for o in outcomes.values())
         one_baseline.append(fails)
@@ -270,7 +316,7 @@ def run(args: argparse.Namespace) -> dict:
         for _ in range(args.power):
             verdicts, ran = simulate(before, after, rng=rng, **common)
             reruns += ran
-            caught += verdicts[step] in FAILING
+            caught += verdicts[step] in FAILING or verdicts[rows_key(step)] in FAILING
         power.append(
             {
                 "family": family,

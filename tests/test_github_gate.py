@@ -232,6 +232,35 @@ def test_a_step_that_drifted_on_every_trial_and_now_loses_rows_is_a_new_kind():
     assert is_regression(gate.decisions[0], ("rate-up",))
 
 
+def test_a_rows_statistic_that_only_restates_the_score_costs_the_family_nothing():
+    # For a step whose every difference is in rows, its rows statistic is 1 exactly when
+    # its score is above 0. Kept in the family, it made the min-p adjustment stricter, and
+    # the calibration caught fewer steps whose rate went up; it is left out of stage 2.
+    scores = [6, 0, 0, 6, 10, 0, 4, 0, 0, 0, 0, 0, 6, 4, 0, 0, 6, 0, 0]
+    rows = [1.0 if x else 0.0 for x in scores]
+    fresh = [0, 4, 10]
+
+    def p_value(with_rows: bool, implied=None) -> float:
+        keys = ["a", "a\0rows"] if with_rows else ["a"]
+        base = {"a": scores, "a\0rows": rows}
+        trials = iter([{"a": x, "a\0rows": 1.0 if x else 0.0} for x in fresh])
+        outcomes, _ = decide_pipeline(
+            {k: base[k] for k in keys},
+            {k: {"a": 10, "a\0rows": 1.0}[k] for k in keys},
+            lambda: next(trials),
+            level=0.05,
+            implied=implied,
+        )
+        return outcomes["a"].p
+
+    alone = p_value(False)
+    assert p_value(True, implied={"a\0rows": "a"}) == alone < p_value(True)
+    # One baseline trial in which the step differed in floats alone: the rows statistic
+    # says something the score does not, and stays in the family.
+    rows[0] = 0.0
+    assert p_value(True, implied={"a\0rows": "a"}) == p_value(True)
+
+
 def test_a_step_that_lost_rows_on_the_baseline_and_still_does_is_unchanged():
     trials = [classed(result(("a", NOISY)), "ROW_MISSING") for _ in range(19)]
     now = classed(result(("a", NOISY)), "ROW_MISSING", "ROW_EXTRA")

@@ -329,6 +329,7 @@ def decide_pipeline(
     confirm: int = DEFAULT_CONFIRM,
     better_level: float = DEFAULT_ALPHA,
     seed: int = 0,
+    implied: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, Outcome], int]:
     """Decide every step of one pipeline; the gate and scripts/gate_calibration.py call this.
 
@@ -337,6 +338,13 @@ def decide_pipeline(
     business). `fresh_trial()` runs the pipeline once more and returns every step's
     score; it is called `confirm` times, and only if a step is suspect. `level` is
     this pipeline's share of alpha. Returns the outcomes and how many fresh trials ran.
+
+    `implied` maps a 0/1 statistic to the score it may merely restate (a step's rows to
+    its score, for a step whose every difference is in rows): where, in every trial of
+    the baseline, the pull request and the fresh trials alike, it is 1 exactly when that
+    score is above 0, it is left out of stage 2, since a member that restates another
+    only makes the family's adjustment stricter. The rule looks at every trial the same
+    way, whichever are labelled fresh, so the permutation test keeps its level.
     """
     screened = screen(baseline, now, screen_level)
     suspects = [s for s, sc in screened.items() if sc.suspect]
@@ -347,7 +355,24 @@ def decide_pipeline(
             trial = fresh_trial()
             for s in fresh:
                 fresh[s].append(trial.get(s, 0.0))
-        tests = confirm_test({s: baseline[s] for s in now}, fresh, seed=seed)
+        restated = {
+            s
+            for s, by in (implied or {}).items()
+            if s in now
+            and by in now
+            and all(
+                v == (1.0 if w > 0 else 0.0)
+                for v, w in zip(
+                    [*baseline[s], now[s], *fresh[s]],
+                    [*baseline[by], now[by], *fresh[by]],
+                    strict=True,
+                )
+            )
+        }
+        family = [s for s in now if s not in restated]
+        tests = confirm_test(
+            {s: baseline[s] for s in family}, {s: fresh[s] for s in family}, seed=seed
+        )
     outcomes = {}
     for s, sc in screened.items():
         history = baseline[s]

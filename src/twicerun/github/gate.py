@@ -436,6 +436,7 @@ def _pipeline(
         screen_level=options.screen,
         confirm=options.confirm,
         better_level=options.alpha,
+        implied={rows_key(s.name): s.name for s in common},
     )
     suspects = list(
         dict.fromkeys(
