@@ -577,3 +577,21 @@ def test_diff_names_the_files_of_a_source_that_differ(
     third = record()
     (verdict,) = twicerun("diff", first, third, "--json", "-").json()["steps"]
     assert verdict["inputs"] == "differ: source raw (the same files, listed in another order)"
+
+
+def test_a_list_naming_one_file_twice_has_no_other_order(twicerun, write_pipeline, tmp_path):
+    # Reversing [a, a] reads the same files in the same order, and the report said "file
+    # order 0 of 2" as if an order had been varied.
+    data = tmp_path / "a.csv"
+    data.write_text("n\n1\n2\n")
+    path = write_pipeline(
+        "def load(ctx):\n"
+        f"    ctx.source('raw', [{str(data)!r}, {str(data)!r}])\n"
+        '    ctx.write("n", "SELECT count(*) AS n FROM raw")\n'
+    )
+    outcome = twicerun("run", path, "--runs", "2", "--amplify", "--json", "-")
+    (step,) = outcome.json()["steps"]
+    (files,) = [a for a in step["amplifiers"] if a["kind"] == "file order"]
+    assert files["declined"] == (
+        "its source raw is one file (listed 2 times), so there is no other order"
+    )

@@ -566,13 +566,24 @@ def _joint(stressed, original, read, without=frozenset()):
 def _file_order(receipt, original, threads) -> Series | dict:
     """The step's multi-file sources read in other orders; a run that raises on another
     order has changed its answer (rows to an error), which is a finding, not a failure."""
-    sources = [s for s in (receipt.sources if receipt else []) if len(s.files) > 1]
+    # Distinct paths: a list naming one file twice reads the same whichever way round, and
+    # reversing it was reported as an order varied when nothing had changed.
+    every = receipt.sources if receipt else []
+    sources = [s for s in every if len({f.path for f in s.files}) > 1]
     if not sources:
-        single = [s.name for s in (receipt.sources if receipt else [])]
+        single = [s.name for s in every]
+        repeated = [s for s in every if len(s.files) > 1]
         reason = (
             f"its source{'s' if len(single) > 1 else ''} {', '.join(single)} "
-            f"{'are one file each' if len(single) > 1 else 'is one file'}, so there is no other "
-            f"order"
+            f"{'are one file each' if len(single) > 1 else 'is one file'}"
+            + (
+                f" (listed {len(repeated[0].files)} times)"
+                if len(single) == 1 and repeated
+                else " (some listed more than once)"
+                if repeated
+                else ""
+            )
+            + ", so there is no other order"
             if single
             else "this step reads no list of files through ctx.source, so there is no order to change"
         )
