@@ -119,6 +119,18 @@ def temporaries(root: Path) -> list[str]:
             "relation, or a pyarrow Table or RecordBatchReader, got list",
         ),
         (
+            # DuckDB's "must have at least one column" made this a step that crashed (exit 3).
+            """
+            import pyarrow as pa
+
+            def a(ctx):
+                ctx.write("x", pa.table({}))
+            """,
+            "ctx.write('x', data) in step 0 a: the pyarrow table has no columns, and an "
+            "artifact needs at least one; write the columns it should hold (or a count, "
+            "`SELECT count(*) AS n ...`)",
+        ),
+        (
             """
             def a(ctx):
                 ctx.write("x", "SELECT 1 AS v")

@@ -594,6 +594,13 @@ class StepContext(ContractChecks):
                 # streams from this connection's open result, so scanning it from the same
                 # connection is refused ("connection has an open result"). Read it first.
                 data = data.read_all()
+            if not data.schema.names:
+                # DuckDB's own word for it reads like a crash of the step's code.
+                raise ContractError(
+                    f"ctx.write({name!r}, data) in step {self._index} {self._name}: the pyarrow "
+                    f"table has no columns, and an artifact needs at least one; write the "
+                    f"columns it should hold (or a count, `SELECT count(*) AS n ...`)"
+                )
             view = f"__twicerun_arrow_{name}"
             self._con.register(view, data)
             try:
