@@ -408,6 +408,35 @@ def test_a_step_that_got_worse_is_in_the_headline_even_when_fail_on_lets_it_pass
     )
 
 
+DRIFTS = 'def drifts(ctx):\n    ctx.write("drifts", "SELECT 1.0 + random() * 1e-9 AS v")\n'
+DRIFTS_AND_LOSES = (
+    "def drifts(ctx):\n"
+    '    ctx.write("drifts", "SELECT 1.0 + random() * 1e-9 AS v, (random() * 1e9)::BIGINT AS k")\n'
+)
+
+
+def test_a_step_drifting_on_every_run_that_now_differs_in_rows_fails(repo, twicerun):
+    # A new answer on every run, in floats alone, on every baseline trial: its score is at
+    # its ceiling, so an exact column that now changes too passed as `unchanged`.
+    Path("pipelines/drift.py").write_text(DRIFTS)
+    update(twicerun, "pipelines/drift.py")
+    Path("pipelines/drift.py").write_text(DRIFTS_AND_LOSES)
+    outcome, document = compare(twicerun, pipelines="pipelines/drift.py")
+    assert outcome.code == 1, outcome.out + outcome.err
+    (decision,) = document["decisions"]
+    assert decision["verdict"] == "new kind of difference"
+    assert decision["evidence"][0] == (
+        "its runs lost, added or repeated rows, or changed columns, in 0 of 5 trials on the "
+        "baseline, and in 4 of 4 now"
+    )
+    Path("pipelines/drift.py").write_text(DRIFTS)
+    outcome, document = compare(twicerun, pipelines="pipelines/drift.py")
+    assert (outcome.code, verdicts(document)) == (
+        0,
+        {("pipelines/drift.py", "drifts"): "unchanged"},
+    )
+
+
 def test_a_step_added_to_a_pipeline_fails_by_default(repo, twicerun):
     update(twicerun, "pipelines/coins.py")
     Path("pipelines/coins.py").write_text(STEADY + "\n\n" + NOISY + "\n\n" + OTHER)
