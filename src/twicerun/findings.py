@@ -90,6 +90,17 @@ class Drift:
         )
         return None if infinite else self.max_relative
 
+    def relative_phrase(self, digits: int) -> str:
+        """The pair shown's relative figure as the report and the verdict verbs say it."""
+        v = self.pair_relative()
+        if v is None:
+            return "no relative figure"
+        if v == "inf":
+            return "infinitely far in relative terms"
+        if isinstance(v, str):
+            return f"{v} relative"
+        return f"{v:.{digits}g} relative"
+
 
 # How many key columns dropped together a sentence names; past it, the columns that agreed.
 NAMED_TOGETHER = 4

@@ -26,16 +26,6 @@ def value(v: float | str | None) -> str:
     return repr(float(v))
 
 
-def relative(v: float | str | None) -> str:
-    if v is None:
-        return "no relative figure"
-    if v == "inf":
-        return "infinitely far in relative terms"
-    if isinstance(v, str):
-        return f"{value(v)} relative"
-    return f"{v:.3g} relative"
-
-
 def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
@@ -301,7 +291,7 @@ def _drift_lines(
             )
             lines.append(
                 f"furthest move {over}: {column}, {plural(far.max_ulps, 'ulp')} and "
-                f"{relative(far.pair_relative())}, {value(far.reference_value)} against "
+                f"{far.relative_phrase(3)}, {value(far.reference_value)} against "
                 f"{value(far.later_value)}"
             )
         reordered = max(drifts, key=lambda d: d.lists_reordered)

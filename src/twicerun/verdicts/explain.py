@@ -53,16 +53,7 @@ def describe(f: ArtifactFindings, sides: tuple[str, str] = BETWEEN_RUNS) -> str:
         worst = max(moved, key=lambda d: d.max_ulps or 0)
         # The furthest pair's own relative figure, as the ulps are its: a column's largest
         # could be another pair's ("0 relative" beside +inf against -inf).
-        relative = worst.pair_relative()
-        relative_text = (
-            "no relative figure"
-            if relative is None
-            else "infinitely far in relative terms"
-            if relative == "inf"
-            else f"{relative:.2g} relative"
-            if isinstance(relative, float)
-            else f"{relative} relative"
-        )
+        relative_text = worst.relative_phrase(2)
         count = sum(d.moved for d in moved)
         values = f"{count:,} float {'value' if count == 1 else 'values'} moved"
         parts.append(
