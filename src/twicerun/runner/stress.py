@@ -572,18 +572,18 @@ def _file_order(receipt, original, threads) -> Series | dict:
     sources = [s for s in every if len({f.path for f in s.files}) > 1]
     if not sources:
         single = [s.name for s in every]
-        repeated = [s for s in every if len(s.files) > 1]
+        listed = [len(s.files) for s in every if len(s.files) > 1]
+        repeats = ""
+        if listed:
+            repeats = (
+                f" (listed {listed[0]} times)"
+                if len(single) == 1
+                else " (some listed more than once)"
+            )
         reason = (
             f"its source{'s' if len(single) > 1 else ''} {', '.join(single)} "
-            f"{'are one file each' if len(single) > 1 else 'is one file'}"
-            + (
-                f" (listed {len(repeated[0].files)} times)"
-                if len(single) == 1 and repeated
-                else " (some listed more than once)"
-                if repeated
-                else ""
-            )
-            + ", so there is no other order"
+            f"{'are one file each' if len(single) > 1 else 'is one file'}{repeats}, so there is "
+            f"no other order"
             if single
             else "this step reads no list of files through ctx.source, so there is no order to change"
         )
