@@ -437,6 +437,41 @@ def test_a_step_drifting_on_every_run_that_now_differs_in_rows_fails(repo, twice
     )
 
 
+# At more than one thread only, as a float sum over parallel threads drifts: the bisect at
+# threads=1 sees it steady, so its cause is PARALLEL_ORDER.
+DRIFTS_BY_THREADS = (
+    "def drifts(ctx):\n"
+    '    noise = "random() * 1e-9" if ctx.threads > 1 else "0"\n'
+    '    ctx.write("drifts", f"SELECT 1.0 + {noise} AS v")\n'
+)
+
+
+def test_a_step_drifting_by_thread_order_that_now_drifts_at_one_thread_fails(repo, twicerun):
+    # A new float on every run, on every baseline trial, and gone at one thread: the pull
+    # request makes it draw random() at any thread count. Same spread, same class; only
+    # the cause moved, and the check passed it as `unchanged`.
+    Path("pipelines/drift.py").write_text(DRIFTS_BY_THREADS)
+    update(twicerun, "pipelines/drift.py")
+    Path("pipelines/drift.py").write_text(DRIFTS)
+    outcome, document = compare(twicerun, pipelines="pipelines/drift.py")
+    assert outcome.code == 1, outcome.out + outcome.err
+    (decision,) = document["decisions"]
+    assert (decision["verdict"], decision["cause"]) == (
+        "differs at one thread now",
+        "PERSISTS_SINGLE_THREADED",
+    )
+    assert decision["evidence"][0] == (
+        "it still differed when re-executed at one thread, in 0 of 5 trials on the "
+        "baseline, and in 4 of 4 now"
+    )
+    Path("pipelines/drift.py").write_text(DRIFTS_BY_THREADS)
+    outcome, document = compare(twicerun, pipelines="pipelines/drift.py")
+    assert (outcome.code, verdicts(document)) == (
+        0,
+        {("pipelines/drift.py", "drifts"): "unchanged"},
+    )
+
+
 def test_a_step_added_to_a_pipeline_fails_by_default(repo, twicerun):
     update(twicerun, "pipelines/coins.py")
     Path("pipelines/coins.py").write_text(STEADY + "\n\n" + NOISY + "\n\n" + OTHER)

@@ -35,6 +35,7 @@ from twicerun.vocabulary.gate import (
     FIXED,
     MEASURED_OTHERWISE,
     NEW,
+    NEW_CAUSE,
     NEW_KIND,
     NOT_CONFIRMED,
     PIPELINE_ADDED,
@@ -259,6 +260,89 @@ def test_a_rows_statistic_that_only_restates_the_score_costs_the_family_nothing(
     # says something the score does not, and stays in the family.
     rows[0] = 0.0
     assert p_value(True, implied={"a\0rows": "a"}) == p_value(True)
+
+
+def caused(r: Result, cause: str) -> Result:
+    """`r` with every step's cause set, as the bisect at one thread would have found it."""
+    from dataclasses import replace
+
+    return replace(r, steps=[replace(s, cause=cause) for s in r.steps])
+
+
+def test_a_step_that_drifted_by_thread_order_and_now_differs_at_one_thread_is_a_new_cause():
+    # A float sum that drifted on every run of every baseline trial, and whose drift went
+    # away at one thread; the pull request adds random() to it. Its answers spread no
+    # further (a new one on every run already) and its differences are still in floats,
+    # so neither its score nor its rows could show it, and it passed as `unchanged`.
+    trials = [
+        caused(classed(result(("a", NOISY)), "VALUE_DRIFT"), "PARALLEL_ORDER") for _ in range(19)
+    ]
+    worse = caused(classed(result(("a", NOISY)), "VALUE_DRIFT"), "PERSISTS_SINGLE_THREADED")
+    gate = evaluate({P: worse}, baseline_of(trials), rerun=rerun_with(worse, worse, worse))
+    (decision,) = gate.decisions
+    assert decision.verdict == NEW_CAUSE
+    assert decision.p_value == pytest.approx(1 / math.comb(22, 3))
+    assert decision.evidence[0] == (
+        "it still differed when re-executed at one thread, in 0 of 19 trials on the "
+        "baseline, and in 4 of 4 now"
+    )
+    assert gate.regressions == [decision] and is_regression(decision, ("new",))
+    assert not is_regression(decision, ("rate-up",))
+    assert decision.one_thread_by_trial == [0] * 19 + [1, 1, 1, 1]
+    assert decision.rows_by_trial == []
+    body = comment_body(gate, P)
+    assert 'title "a: trials in which it still differed at one thread, baseline trials' in body
+    assert (
+        "- `a` in `pipelines/p.py`: differs at one thread now: it still differed when "
+        "re-executed at one thread, in 0 of 19 trials on the baseline, and in 4 of 4 now, "
+        "p < 0.001"
+    ) in body
+    # Some baseline trials differed at one thread too: a bisect stopped early sees a rare
+    # difference only sometimes, so it is not screened as a rate, and an unchanged pull
+    # request pays for no confirmation trials on its account.
+    some = [
+        caused(
+            classed(result(("a", NOISY)), "VALUE_DRIFT"),
+            "PERSISTS_SINGLE_THREADED" if i % 5 == 0 else "PARALLEL_ORDER",
+        )
+        for i in range(20)
+    ]
+    gate = evaluate({P: worse}, baseline_of(some), rerun=never_rerun)
+    assert verdicts(gate) == {"a": UNCHANGED}
+
+
+def test_a_step_that_differs_only_at_one_thread_has_no_second_say_in_its_cause():
+    # A step that gives a new answer whenever it differs at all (random(), a clock) is
+    # PERSISTS_SINGLE_THREADED in exactly the trials its score is above 0: the statistic
+    # restates the score, and is left out of the family, as the rows statistic is.
+    answers = {0: STEADY, 4: (0, 0, 0, 0, 1), 6: SPLIT, 10: NOISY}
+
+    def trial(x: int) -> Result:
+        r = result(("a", answers[x]))
+        return caused(r, "PERSISTS_SINGLE_THREADED") if x else r
+
+    history = [6, 0, 0, 6, 10, 0, 4, 0, 0, 0, 0, 0, 6, 4, 0, 0, 6, 0, 0]
+    fresh = [0, 4, 10]
+    gate = evaluate(
+        {P: trial(10)},
+        baseline_of([trial(x) for x in history]),
+        rerun=rerun_with(*(trial(x) for x in fresh)),
+    )
+    assert gate.decisions[0].one_thread_by_trial == []
+
+    def p_value(*keys: str) -> float:
+        both = {"a": history, "a\0one-thread": [1.0 if x else 0.0 for x in history]}
+        trials = iter([{"a": x, "a\0one-thread": 1.0 if x else 0.0} for x in fresh])
+        outcomes, _ = decide_pipeline(
+            {k: both[k] for k in keys},
+            {k: {"a": 10, "a\0one-thread": 1.0}[k] for k in keys},
+            lambda: next(trials),
+            level=0.05,
+        )
+        return outcomes["a"].p
+
+    # Kept in the family, it would have made the adjustment stricter.
+    assert gate.decisions[0].p_value == p_value("a") < p_value("a", "a\0one-thread")
 
 
 def test_a_step_that_lost_rows_on_the_baseline_and_still_does_is_unchanged():
@@ -516,6 +600,48 @@ def test_stage_two_rejects_at_most_alpha_of_all_relabellings(columns, alpha):
         fresh = {f"s{j}": [col[i] for i in fresh_idx] for j, col in enumerate(columns)}
         tests = confirm_test(baseline, fresh)
         rejected += any(t.adjusted_p <= alpha for t in tests.values())
+    assert rejected <= alpha * len(labellings) + 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(min_value=4, max_value=7).flatmap(
+        lambda total: st.tuples(
+            st.lists(st.sampled_from([0.0, 4.0, 6.0, 10.0]), min_size=total, max_size=total),
+            st.lists(st.sampled_from([0.0, 1.0]), min_size=total, max_size=total),
+            st.lists(st.sampled_from([0.0, 1.0]), min_size=total, max_size=total),
+        )
+    ),
+    st.sampled_from([0.05, 0.1, 0.2, 0.34]),
+)
+def test_the_whole_decision_rejects_at_most_alpha_of_all_relabellings(columns, alpha):
+    """The same property for decide_pipeline as the gate calls it, with the rules that
+    leave statistics out of stage 2 (one that restates the score; one screened only when
+    new that shows in more trials than the fresh ones): each looks at every trial alike,
+    so over every choice of which trials were fresh, it still rejects at most alpha of
+    the time. The pull request's own trial is as bad as it gets, so every statistic
+    that can be suspect is."""
+    score, kind, other = columns
+    rows = [1.0 if x else 0.0 for x in score]  # restates the score in some tables
+    pooled = {"a": score, "a\0one": kind, "a\0rows": rows, "b\0one": other}
+    now = {"a": 100.0, "a\0one": 1.0, "a\0rows": 1.0, "b\0one": 1.0}
+    n = 2
+    total = len(score)
+    labellings = list(itertools.combinations(range(total), n))
+    rejected = 0
+    for fresh_idx in labellings:
+        base_idx = [i for i in range(total) if i not in fresh_idx]
+        trials = iter([{k: v[i] for k, v in pooled.items()} for i in fresh_idx])
+        outcomes, _ = decide_pipeline(
+            {k: [v[i] for i in base_idx] for k, v in pooled.items()},
+            now,
+            trials.__next__,
+            level=alpha,
+            confirm=n,
+            implied={"a\0rows": "a", "a\0one": "a"},
+            new_only={"a\0one", "b\0one"},
+        )
+        rejected += any(o.verdict in (NEW, RATE_UP) for o in outcomes.values())
     assert rejected <= alpha * len(labellings) + 1e-9
 
 

@@ -533,7 +533,8 @@ def _gate_options(fn):
                 default=",".join(DEFAULT_FAIL_ON),
                 show_default=True,
                 help="Which changes fail the check: new (a step that never differed on the "
-                "baseline now does, or now loses rows where it only drifted), rate-up (it "
+                "baseline now does, or now loses rows where it only drifted, or now differs "
+                "at one thread where only parallel order moved it), rate-up (it "
                 "differs, or loses rows, significantly more), stable (newly "
                 f"{Status.STABLE_ON_THIS_INPUT}), not-comparable (a pipeline or step the baseline does not "
                 "cover, a baseline measured otherwise, or a step that now writes nothing to "

@@ -88,7 +88,7 @@ def _line(d: StepDecision) -> str:
     if d.verdict in words.NOT_COMPARABLE:
         return f"{where}: {d.verdict}" + (f" ({bare(d.evidence[0])})" if d.evidence else "")
     p = "" if d.p_value is None else f", {_p_phrase(d.p_value)}"
-    if d.verdict in (words.NEW_KIND, words.ROWS_UP) and d.evidence:
+    if d.verdict in words.OF_A_KIND and d.evidence:
         # Its fire counts are no news (it differed on the baseline too); the kind is.
         return f"{where}: {d.verdict}: {bare(d.evidence[0])}{p}"
     now = _rate(d.now_fired, d.now_compared) + " now"
@@ -330,6 +330,9 @@ def _chart(d: StepDecision) -> str:
         # Every bar of its comparisons is as high as it goes: draw what decided it.
         values = d.rows_by_trial
         what, of, top = "trials whose runs lost, added or repeated rows", 1, 1
+    elif d.one_thread_by_trial:
+        values = d.one_thread_by_trial
+        what, of, top = "trials in which it still differed at one thread", 1, 1
     elif d.stress_only():
         # Every loop bar would be zero: draw the amplifier comparisons that decided it.
         values = [*d.baseline_stress_fired_by_trial, d.now_stress_fired, *d.confirm_stress_fired]

@@ -39,7 +39,7 @@ from twicerun.render.sections import named, shown_classes
 from twicerun.result import Result, StepResult
 from twicerun.typed import typed
 from twicerun.vocabulary import gate as words
-from twicerun.vocabulary.loop import Difference, Status
+from twicerun.vocabulary.loop import Cause, Difference, Status
 
 SCHEMA = "twicerun.gate/2"
 
@@ -87,6 +87,9 @@ class StepDecision:
     # For a kind-of-difference verdict: 1 for each trial whose runs lost, added or repeated
     # rows, baseline trials first, then this run, then its re-runs (the comment's chart).
     rows_by_trial: list[int] = field(default_factory=list)
+    # The same for a step that now differs at one thread: 1 for each trial in which it
+    # still differed when re-executed at threads=1.
+    one_thread_by_trial: list[int] = field(default_factory=list)
 
     def stress_only(self) -> str:
         """What the amplifiers found, when nothing else explains the verdict: every loop
@@ -405,14 +408,17 @@ def _pipeline(
     common = [s for s in result.steps if s.name in before]
     scores = baseline.scores(key)
     now_scores = {s.name: StepRecord.of(s).score for s in common}
-    # Each step's second statistic, tested in the same family: whether a trial's runs
-    # lost, added or repeated rows. Trial t of it is trial t of the step's score.
+    # Each step's other statistics, tested in the same family (KINDS): whether a trial's
+    # runs lost, added or repeated rows, and whether it differed at one thread too. Trial
+    # t of each is trial t of the step's score.
     for s in common:
-        now_scores[rows_key(s.name)] = rows_score(s.classes)
-        scores[rows_key(s.name)] = [rows_score(r.classes) for r in baseline.records(key, s.name)]
+        records = baseline.records(key, s.name)
+        for kind in KINDS:
+            now_scores[kind.key(s.name)] = kind.of(s)
+            scores[kind.key(s.name)] = [kind.of(r) for r in records]
     fresh_fired: dict[str, list[int]] = {s.name: [] for s in common}
     fresh_stress: dict[str, list[tuple[int, int]]] = {s.name: [] for s in common}
-    fresh_rows: dict[str, list[float]] = {s.name: [] for s in common}
+    fresh_kinds: dict[str, list[float]] = {kind.key(s.name): [] for s in common for kind in KINDS}
 
     def fresh_trial() -> dict[str, float]:
         again = {s.name: StepRecord.of(s) for s in rerun(key).steps}
@@ -422,9 +428,10 @@ def _pipeline(
             fresh_stress[n].append(
                 (record.stress_fired, record.stress_compared) if record else (0, 0)
             )
-            fresh_rows[n].append(rows_score(record.classes) if record else 0.0)
+            for kind in KINDS:
+                fresh_kinds[kind.key(n)].append(kind.of(record) if record else 0.0)
         found = {n: r.score for n, r in again.items()}
-        found.update({rows_key(n): rows_score(r.classes) for n, r in again.items()})
+        found.update({kind.key(n): kind.of(r) for n, r in again.items() for kind in KINDS})
         return found
 
     started = time.monotonic()
@@ -436,12 +443,11 @@ def _pipeline(
         screen_level=options.screen,
         confirm=options.confirm,
         better_level=options.alpha,
-        implied={rows_key(s.name): s.name for s in common},
+        implied={kind.key(s.name): s.name for s in common for kind in KINDS},
+        new_only={kind.key(s.name) for s in common for kind in KINDS if kind.up is None},
     )
     suspects = list(
-        dict.fromkeys(
-            n.partition(ROWS_SUFFIX)[0] for n, o in outcomes.items() if o.screened.suspect
-        )
+        dict.fromkeys(n.partition(KIND_MARK)[0] for n, o in outcomes.items() if o.screened.suspect)
     )
     confirmation = (
         Confirmation(key, ran, round(time.monotonic() - started, 3), suspects) if ran else None
@@ -460,22 +466,29 @@ def _pipeline(
             continue
         records = baseline.records(key, s.name)
         outcome = outcomes[s.name]
-        rows = outcomes[rows_key(s.name)]
-        if outcome.verdict not in words.WORSE and rows.verdict in (words.NEW, words.RATE_UP):
-            # Its answers spread no further, but rows now go where only floats moved before.
-            outcome = rows
+        # Its answers spread no further, but rows now go where only floats moved before,
+        # or it now differs at one thread where only the order of threads moved it.
+        kind = None
+        if outcome.verdict not in words.WORSE:
+            kind = next(
+                (k for k in KINDS if outcomes[k.key(s.name)].verdict in (words.NEW, words.RATE_UP)),
+                None,
+            )
+            if kind is not None:
+                outcome = outcomes[kind.key(s.name)]
         suspect = outcome.screened.suspect
         history = scores[s.name]
         measured = sum(1 for r in records if r.compared)
         verdict, evidence = outcome.verdict, []
-        rows_by_trial: list[int] = []
-        if outcome is rows:
-            verdict = words.NEW_KIND if rows.verdict == words.NEW else words.ROWS_UP
-            evidence = [_rows_evidence(scores[rows_key(s.name)], rows, fresh_rows[s.name])]
-            rows_by_trial = [
-                int(x)
-                for x in (*scores[rows_key(s.name)], rows.screened.score, *fresh_rows[s.name])
+        by_trial: dict[str, list[int]] = {}
+        if kind is not None:
+            verdict = kind.up if outcome.verdict == words.RATE_UP and kind.up else kind.new
+            trials = [*scores[kind.key(s.name)], outcome.screened.score]
+            trials += fresh_kinds[kind.key(s.name)]
+            evidence = [
+                kind.evidence(scores[kind.key(s.name)], outcome, fresh_kinds[kind.key(s.name)])
             ]
+            by_trial = {kind.field: [int(x) for x in trials]}
         stressed = sum(1 for r in records if r.status != Status.AMPLIFICATION_FAILED)
         if not s.compared and measured:
             verdict = words.NOTHING_COMPARED
@@ -512,7 +525,7 @@ def _pipeline(
                 confirm_stress_compared=[m for _, m in fresh_stress[s.name]] if suspect else [],
                 p_value=outcome.p,
                 level=level if suspect else None,
-                rows_by_trial=rows_by_trial,
+                **by_trial,
             )
         )
     decisions.extend(
@@ -525,26 +538,59 @@ def _pipeline(
 ROW_KINDS = frozenset(
     {Difference.ROW_MISSING, Difference.ROW_EXTRA, Difference.MULTIPLICITY, Difference.SCHEMA}
 )
-# Appended to a step's name for its second statistic; no step name holds a NUL.
-ROWS_SUFFIX = "\0rows"
+# Between a step's name and the name of one of its 0/1 statistics; no step name holds a NUL.
+KIND_MARK = "\0"
 
 
-def rows_key(step: str) -> str:
-    return step + ROWS_SUFFIX
+@dataclass(frozen=True)
+class Kind:
+    """A 0/1 statistic of one step in one trial, tested beside its score as a member of the
+    same family. A score says how far a step's answers spread and cannot rise past "every
+    run differs", so what a step that already differed on every run can still get worse in
+    is the kind of its differences: `measure` takes a trial's classes and cause."""
+
+    name: str
+    new: str  # the verdict when no baseline trial showed it
+    up: str | None  # the verdict when fewer baseline trials did; None: screened only when new
+    said: str  # what a trial showing it did, for the evidence line
+    field: str  # the StepDecision list that charts it
+    measure: Callable[[Sequence[str], str | None], bool]
+
+    def key(self, step: str) -> str:
+        return step + KIND_MARK + self.name
+
+    def of(self, trial: Any) -> float:
+        """1.0 or 0.0 for a StepResult or a StepRecord (both have classes and cause)."""
+        return 1.0 if self.measure(trial.classes, trial.cause) else 0.0
+
+    def evidence(self, history: Sequence[float], outcome: Outcome, fresh: Sequence[float]) -> str:
+        trials = [outcome.screened.score, *(fresh if outcome.test else [])]
+        return (
+            f"{self.said} in {sum(1 for x in history if x)} of "
+            f"{plural(len(history), 'trial')} on the baseline, and in "
+            f"{sum(1 for x in trials if x)} of {len(trials)} now"
+        )
 
 
-def rows_score(classes: Sequence[str]) -> float:
-    """1 for a trial whose loop runs lost, added or repeated rows or changed the schema."""
-    return 1.0 if ROW_KINDS & set(classes) else 0.0
-
-
-def _rows_evidence(history: Sequence[float], outcome: Outcome, fresh: Sequence[float]) -> str:
-    trials = [outcome.screened.score, *(fresh if outcome.test else [])]
-    return (
-        f"its runs lost, added or repeated rows, or changed columns, in "
-        f"{sum(1 for x in history if x)} of {plural(len(history), 'trial')} on the baseline, "
-        f"and in {sum(1 for x in trials if x)} of {len(trials)} now"
-    )
+ROWS = Kind(
+    "rows",
+    words.NEW_KIND,
+    words.ROWS_UP,
+    "its runs lost, added or repeated rows, or changed columns,",
+    "rows_by_trial",
+    lambda classes, cause: bool(ROW_KINDS & set(classes)),
+)
+# The cause is set only on a step that differed, from re-executing it at threads=1: a step
+# whose differences all go away there is PARALLEL_ORDER, and one that still differs is not.
+ONE_THREAD = Kind(
+    "one-thread",
+    words.NEW_CAUSE,
+    None,
+    "it still differed when re-executed at one thread,",
+    "one_thread_by_trial",
+    lambda classes, cause: cause == Cause.PERSISTS_SINGLE_THREADED,
+)
+KINDS = (ROWS, ONE_THREAD)
 
 
 def _absent(

@@ -15,6 +15,13 @@ RATE_UP = "rate up"
 # difference can show that a step that drifted on main now also loses rows.
 NEW_KIND = "new kind of difference"
 ROWS_UP = "rows differ more often"
+# A step whose runs differed on the baseline too, only ever through the order threads
+# combined work in (its differences went away at one thread in every trial), that now
+# differs at one thread as well: a float sum that drifted on main and now also draws
+# random() is as spread out as before, and only its cause shows the change. There is no
+# "more often" for it: a bisect stopped early sees a rare difference only sometimes, and
+# screening that as a rate cost unchanged pull requests confirmation trials for nothing.
+NEW_CAUSE = "differs at one thread now"
 FIXED = "fixed"
 RATE_DOWN = "rate down"
 UNCHANGED = "unchanged"
@@ -50,13 +57,15 @@ NOT_COMPARABLE = (
     NOTHING_COMPARED,
     AMPLIFIER_FAILED,
 )
-WORSE = (NEW, RATE_UP, NEW_KIND, ROWS_UP)
+# Verdicts of a step's per-trial 0/1 statistics rather than its score (github/gate.KINDS).
+OF_A_KIND = (NEW_KIND, ROWS_UP, NEW_CAUSE)
+WORSE = (NEW, RATE_UP, *OF_A_KIND)
 BETTER = (FIXED, RATE_DOWN)
 
 # `fail-on` words and the verdicts each turns into a failed check; `stable` is
 # decided on statuses (a step newly STABLE_ON_THIS_INPUT), in gate.is_regression.
 FAIL_ON = {
-    "new": (NEW, NEW_KIND),
+    "new": (NEW, NEW_KIND, NEW_CAUSE),
     "rate-up": (RATE_UP, ROWS_UP),
     "stable": (),
     "not-comparable": NOT_COMPARABLE,
