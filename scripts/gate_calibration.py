@@ -20,7 +20,20 @@ per-run model of its answers:
 - `drift with rows r`: a new answer on every run (a float sum over many groups), and
   each later run's difference is in rows rather than in floats alone with probability
   r; the gate's second statistic, whether a trial's runs differed in rows, varies only
-  for such steps (for every other model it restates the score).
+  for such steps (for every other model it restates the score);
+- `drift ..., one thread c`: the same drift, which still moves at one thread in a
+  trial with probability c (and otherwise goes away there, as a float sum's does).
+
+The gate's third statistic is whether the bisect, re-executing a step that differed at
+one thread, still saw it differ. Every model but drift draws its answers at one thread
+as it does at more (random() is random at any thread count), so the bisect is simulated
+as it runs: a series of up to `runs` executions compared with its own first, stopped at
+the first difference or once its quiet comparisons would have been improbable
+(judge.cause.quiet_chance). A rare coin's bisect often sees nothing, so for those models
+the statistic does not merely restate the score, and its cost to the family shows here.
+The gate screens it only where no baseline trial showed it (decision.screen), so a step
+that differed at one thread in some baseline trials is not caught doing so in more; the
+last row of the power table measures that.
 
 For the false-fail rate each simulated pull request draws a fresh baseline of T
 trials and a pull-request trial from the same models (the guarantee is over both);
@@ -55,7 +68,8 @@ from twicerun.github.decision import (
     default_trials,
     score,
 )
-from twicerun.github.gate import ROWS_SUFFIX, rows_key
+from twicerun.github.gate import KIND_MARK, KINDS, ONE_THREAD, ROWS
+from twicerun.judge.cause import CONFIDENCE, quiet_chance
 from twicerun.vocabulary import gate as words
 
 SCHEMA = "twicerun.gate-calibration/1"
@@ -69,11 +83,14 @@ class Model:
     `rows` is the chance that a run whose answer differs from run 1's differs in rows
     (ROW_MISSING, ROW_EXTRA, ...) rather than in float values alone: 1 for the models
     above it (a coin flip on a row), 0 for pure float drift. The gate tests it beside the
-    score, as each trial's second statistic."""
+    score, as each trial's second statistic. `one_thread` is the chance that in a trial
+    the step's answers move at one thread as they do at more (1 for a random() coin, 0
+    for a float sum's drift), which the bisect then looks for (its third statistic)."""
 
     name: str
     draw_trial: Callable[[random.Random], Callable[[random.Random], int]]
     rows: float = 1.0
+    one_thread: float = 1.0
 
 
 def steady() -> Model:
@@ -105,22 +122,25 @@ def bursty(q: float, b: float) -> Model:
     return Model(f"bursty {q:g}@{b:g}", per_trial)
 
 
-def drift(rows: float) -> Model:
+def drift(rows: float, one_thread: float = 0.0) -> Model:
     """A new answer on every run (a float sum over many groups), which is a difference in
-    rows on each later run with probability `rows`."""
+    rows on each later run with probability `rows`, and which one thread still shows in a
+    trial with probability `one_thread`."""
 
     def per_trial(rng: random.Random):
         return lambda r: r.randrange(1, 1 << 30)
 
-    return Model(f"drift with rows {rows:g}", per_trial, rows)
+    name = f"drift with rows {rows:g}" + (f", one thread {one_thread:g}" if one_thread else "")
+    return Model(name, per_trial, rows, one_thread)
 
 
 AMPLIFIERS = 1  # set from --amplifiers
 
 
-def trial_score(model: Model, runs: int, rng: random.Random) -> tuple[float, float]:
+def trial_score(model: Model, runs: int, rng: random.Random) -> tuple[float, float, float]:
     """One trial of one step, as the loop and the amplifiers would record it: its score,
-    and whether its runs differed in rows (the gate's second statistic)."""
+    whether its runs differed in rows, and whether one thread still showed a difference
+    (the gate's second and third statistics)."""
     answer = model.draw_trial(rng)
     answers = tuple(answer(rng) for _ in range(runs))
     stress_fired = stress_compared = 0
@@ -136,19 +156,48 @@ def trial_score(model: Model, runs: int, rng: random.Random) -> tuple[float, flo
         rows = float(bool(differing) and model.rows >= 1)
     else:
         rows = float(any(rng.random() < model.rows for _ in range(differing)))
-    return score(StepTrial(answers, stress_fired, stress_compared)), rows
+    # The bisect runs on a step the loop saw differ, or, where it was quiet, one the
+    # thread-count amplifier (the series simulated here) saw differ.
+    fired, compared = (differing, runs - 1) if differing else (stress_fired, stress_compared)
+    one_thread = 0.0
+    if fired and (model.one_thread >= 1 or rng.random() < model.one_thread):
+        one_thread = bisect(answer, fired, compared, runs, rng)
+    return score(StepTrial(answers, stress_fired, stress_compared)), rows, one_thread
+
+
+def bisect(answer, fired: int, compared: int, runs: int, rng: random.Random) -> float:
+    """1.0 when the bisect's re-executions at one thread differ from their first, drawn
+    from the trial's own answers and stopped as runner/bisect.py stops."""
+    first = answer(rng)
+    for quiet in range(1, runs):
+        if answer(rng) != first:
+            return 1.0
+        if quiet_chance(fired, compared, quiet) < 1 - CONFIDENCE:
+            break
+    return 0.0
 
 
 def pipeline_trial(models: dict[str, Model], runs: int, rng: random.Random) -> dict[str, float]:
-    """Every statistic the gate tests for one trial: each step's score and its rows."""
+    """Every statistic the gate tests for one trial: each step's score, its rows and
+    whether it differed at one thread."""
     found = {}
     for name, m in models.items():
-        found[name], found[rows_key(name)] = trial_score(m, runs, rng)
+        found[name], found[ROWS.key(name)], found[ONE_THREAD.key(name)] = trial_score(m, runs, rng)
     return found
 
 
 def step_of(key: str) -> str:
-    return key.partition(ROWS_SUFFIX)[0]
+    return key.partition(KIND_MARK)[0]
+
+
+def implied(models: dict[str, Model]) -> dict[str, str]:
+    """Each step's 0/1 statistics, mapped to its score, as the gate passes them."""
+    return {kind.key(s): s for s in models for kind in KINDS}
+
+
+def new_only(models: dict[str, Model]) -> set[str]:
+    """The statistics the gate screens only where the baseline never showed them."""
+    return {kind.key(s) for s in models for kind in KINDS if kind.up is None}
 
 
 def simulate(
@@ -174,7 +223,8 @@ def simulate(
         screen_level=screen,
         confirm=confirm,
         seed=rng.randrange(1 << 30),
-        implied={rows_key(s): s for s in before},
+        implied=implied(before),
+        new_only=new_only(before),
     )
     return {s: o.verdict for s, o in outcomes.items()}, ran
 
@@ -219,6 +269,7 @@ FAMILIES = {
         "h_bursty": bursty(0.5, 0.2),
         "i_drift": drift(0.0),
         "j_drift_rows": drift(0.1),
+        "k_drift_thread": drift(0.0, 0.2),
     },
     "bursty": {
         "steady": steady(),
@@ -243,6 +294,24 @@ CHANGES = [
     ("mixed", "i_drift", drift(0.1), "a step drifting on every run now loses rows on 10% of them"),
     ("mixed", "i_drift", drift(0.3), "a step drifting on every run now loses rows on 30% of them"),
     ("mixed", "j_drift_rows", drift(0.5), "a drifting step losing rows on 10% of runs now on half"),
+    (
+        "mixed",
+        "i_drift",
+        drift(0.0, 1.0),
+        "a step drifting by thread order on every run now differs at one thread in every trial",
+    ),
+    (
+        "mixed",
+        "i_drift",
+        drift(0.0, 0.3),
+        "a step drifting by thread order on every run now differs at one thread in 30% of trials",
+    ),
+    (
+        "mixed",
+        "k_drift_thread",
+        drift(0.0, 0.6),
+        "a drifting step that differed at one thread in 20% of trials now in 60%",
+    ),
 ]
 
 
@@ -302,7 +371,8 @@ def run(args: argparse.Namespace) -> dict:
                 screen_level=screen,
                 confirm=confirm,
                 seed=rng.randrange(1 << 30),
-                implied={rows_key(s): s for s in models},
+                implied=implied(models),
+                new_only=new_only(models),
             )
             fails += any(o.verdict in FAILING for o in outcomes.values())
         one_baseline.append(fails)
@@ -316,7 +386,9 @@ def run(args: argparse.Namespace) -> dict:
         for _ in range(args.power):
             verdicts, ran = simulate(before, after, rng=rng, **common)
             reruns += ran
-            caught += verdicts[step] in FAILING or verdicts[rows_key(step)] in FAILING
+            caught += any(
+                verdicts[k] in FAILING for k in (step, *(kind.key(step) for kind in KINDS))
+            )
         power.append(
             {
                 "family": family,

@@ -92,6 +92,13 @@ def compare(cwd: Path, n: int, label: str) -> list[dict]:
                 "exit": code,
                 "seconds": round(seconds, 2),
                 "failed_steps": failed,
+                # Which statistic failed each (a score's `rate up`, a kind's verdict), and
+                # every suspect's verdict, so a failure can be traced without re-running.
+                "suspects": {
+                    d["name"]: d["verdict"]
+                    for d in document["decisions"]
+                    if d["name"] in {n for c in document["confirmations"] for n in c["suspects"]}
+                },
                 "extra_trials": sum(c["trials"] for c in document["confirmations"]),
             }
         )
