@@ -32,7 +32,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from twicerun.vocabulary import gate as words
@@ -294,26 +294,13 @@ class Screened:
 
 
 def screen(
-    baseline: Mapping[str, Sequence[float]],
-    now: Mapping[str, float],
-    level: float,
-    new_only: Collection[str] = (),
+    baseline: Mapping[str, Sequence[float]], now: Mapping[str, float], level: float
 ) -> dict[str, Screened]:
-    """Stage 1: which steps of one pipeline look worse on the pull request's own trial.
-
-    A statistic in `new_only` is suspect only above every baseline trial, where the
-    baseline never showed it: for one that comes and goes by chance on unchanged code,
-    screening it as a score costs an unchanged pull request its confirmation trials
-    far more often than it finds anything. The screen only chooses what to confirm, so
-    this costs no level."""
+    """Stage 1: which steps of one pipeline look worse on the pull request's own trial."""
     found = {}
     for step, value in now.items():
-        history = baseline.get(step, ())
-        p = screen_p(history, value)
-        suspect = value > 0 and p <= level
-        if step in new_only:
-            suspect = value > 0 and max(history, default=0) == 0
-        found[step] = Screened(step, value, p, suspect)
+        p = screen_p(baseline.get(step, ()), value)
+        found[step] = Screened(step, value, p, value > 0 and p <= level)
     return found
 
 
@@ -343,7 +330,6 @@ def decide_pipeline(
     better_level: float = DEFAULT_ALPHA,
     seed: int = 0,
     implied: Mapping[str, str] | None = None,
-    new_only: Collection[str] = (),
 ) -> tuple[dict[str, Outcome], int]:
     """Decide every step of one pipeline; the gate and scripts/gate_calibration.py call this.
 
@@ -359,11 +345,8 @@ def decide_pipeline(
     score is above 0, it is left out of stage 2, since a member that restates another
     only makes the family's adjustment stricter. The rule looks at every trial the same
     way, whichever are labelled fresh, so the permutation test keeps its level.
-    `new_only` names the statistics the screen flags only where the baseline never showed
-    them (`screen`); one that shows in more of the T + n trials than there are fresh ones
-    is left out of stage 2 too, by a rule that, again, looks at every trial alike.
     """
-    screened = screen(baseline, now, screen_level, new_only)
+    screened = screen(baseline, now, screen_level)
     suspects = [s for s, sc in screened.items() if sc.suspect]
     tests: dict[str, StepTest] = {}
     if suspects:
@@ -386,17 +369,7 @@ def decide_pipeline(
                 )
             )
         }
-        # A statistic screened only when new can only be decided where no baseline trial
-        # showed it, so where it shows in no more of the T + n trials than the n fresh
-        # ones; one that shows in more (a rare difference the bisect catches in some
-        # trials) could never be decided, and kept, it would only make the adjustment
-        # stricter. The count is over every trial alike, whichever are labelled fresh.
-        undecidable = {
-            s
-            for s in new_only
-            if s in now and sum(1 for v in [*baseline[s], *fresh[s]] if v > 0) > confirm
-        }
-        family = [s for s in now if s not in restated and s not in undecidable]
+        family = [s for s in now if s not in restated]
         tests = confirm_test(
             {s: baseline[s] for s in family}, {s: fresh[s] for s in family}, seed=seed
         )

@@ -444,7 +444,6 @@ def _pipeline(
         confirm=options.confirm,
         better_level=options.alpha,
         implied={kind.key(s.name): s.name for s in common for kind in KINDS},
-        new_only={kind.key(s.name) for s in common for kind in KINDS if kind.up is None},
     )
     suspects = list(
         dict.fromkeys(n.partition(KIND_MARK)[0] for n, o in outcomes.items() if o.screened.suspect)
@@ -482,7 +481,7 @@ def _pipeline(
         verdict, evidence = outcome.verdict, []
         by_trial: dict[str, list[int]] = {}
         if kind is not None:
-            verdict = kind.up if outcome.verdict == words.RATE_UP and kind.up else kind.new
+            verdict = kind.new if outcome.verdict == words.NEW else kind.up
             trials = [*scores[kind.key(s.name)], outcome.screened.score]
             trials += fresh_kinds[kind.key(s.name)]
             evidence = [
@@ -551,7 +550,7 @@ class Kind:
 
     name: str
     new: str  # the verdict when no baseline trial showed it
-    up: str | None  # the verdict when fewer baseline trials did; None: screened only when new
+    up: str  # the verdict when fewer baseline trials did
     said: str  # what a trial showing it did, for the evidence line
     field: str  # the StepDecision list that charts it
     measure: Callable[[Sequence[str], str | None], bool]
@@ -585,7 +584,7 @@ ROWS = Kind(
 ONE_THREAD = Kind(
     "one-thread",
     words.NEW_CAUSE,
-    None,
+    words.ONE_THREAD_UP,
     "it still differed when re-executed at one thread,",
     "one_thread_by_trial",
     lambda classes, cause: cause == Cause.PERSISTS_SINGLE_THREADED,

@@ -15,13 +15,12 @@ RATE_UP = "rate up"
 # difference can show that a step that drifted on main now also loses rows.
 NEW_KIND = "new kind of difference"
 ROWS_UP = "rows differ more often"
-# A step whose runs differed on the baseline too, only ever through the order threads
-# combined work in (its differences went away at one thread in every trial), that now
-# differs at one thread as well: a float sum that drifted on main and now also draws
-# random() is as spread out as before, and only its cause shows the change. There is no
-# "more often" for it: a bisect stopped early sees a rare difference only sometimes, and
-# screening that as a rate cost unchanged pull requests confirmation trials for nothing.
+# A step whose runs differed on the baseline too, where re-executed at one thread they
+# now differ as well, or do in more trials: a float sum that drifted by thread order on
+# main and now also draws random() is as spread out as before, and only its cause shows
+# the change.
 NEW_CAUSE = "differs at one thread now"
+ONE_THREAD_UP = "differs at one thread more often"
 FIXED = "fixed"
 RATE_DOWN = "rate down"
 UNCHANGED = "unchanged"
@@ -58,7 +57,7 @@ NOT_COMPARABLE = (
     AMPLIFIER_FAILED,
 )
 # Verdicts of a step's per-trial 0/1 statistics rather than its score (github/gate.KINDS).
-OF_A_KIND = (NEW_KIND, ROWS_UP, NEW_CAUSE)
+OF_A_KIND = (NEW_KIND, ROWS_UP, NEW_CAUSE, ONE_THREAD_UP)
 WORSE = (NEW, RATE_UP, *OF_A_KIND)
 BETTER = (FIXED, RATE_DOWN)
 
@@ -66,7 +65,7 @@ BETTER = (FIXED, RATE_DOWN)
 # decided on statuses (a step newly STABLE_ON_THIS_INPUT), in gate.is_regression.
 FAIL_ON = {
     "new": (NEW, NEW_KIND, NEW_CAUSE),
-    "rate-up": (RATE_UP, ROWS_UP),
+    "rate-up": (RATE_UP, ROWS_UP, ONE_THREAD_UP),
     "stable": (),
     "not-comparable": NOT_COMPARABLE,
 }
