@@ -30,10 +30,8 @@ as it does at more (random() is random at any thread count), so the bisect is si
 as it runs: a series of up to `runs` executions compared with its own first, stopped at
 the first difference or once its quiet comparisons would have been improbable
 (judge.cause.quiet_chance). A rare coin's bisect often sees nothing, so for those models
-the statistic does not merely restate the score, and its cost to the family shows here.
-The gate screens it only where no baseline trial showed it (decision.screen), so a step
-that differed at one thread in some baseline trials is not caught doing so in more; the
-last row of the power table measures that.
+the statistic does not merely restate the score: what it costs the family, and what it
+adds when such a step's rate goes up, both show here.
 
 For the false-fail rate each simulated pull request draws a fresh baseline of T
 trials and a pull-request trial from the same models (the guarantee is over both);
@@ -195,11 +193,6 @@ def implied(models: dict[str, Model]) -> dict[str, str]:
     return {kind.key(s): s for s in models for kind in KINDS}
 
 
-def new_only(models: dict[str, Model]) -> set[str]:
-    """The statistics the gate screens only where the baseline never showed them."""
-    return {kind.key(s) for s in models for kind in KINDS if kind.up is None}
-
-
 def simulate(
     before: dict[str, Model],
     after: dict[str, Model],
@@ -224,7 +217,6 @@ def simulate(
         confirm=confirm,
         seed=rng.randrange(1 << 30),
         implied=implied(before),
-        new_only=new_only(before),
     )
     return {s: o.verdict for s, o in outcomes.items()}, ran
 
@@ -372,7 +364,6 @@ def run(args: argparse.Namespace) -> dict:
                 confirm=confirm,
                 seed=rng.randrange(1 << 30),
                 implied=implied(models),
-                new_only=new_only(models),
             )
             fails += any(o.verdict in FAILING for o in outcomes.values())
         one_baseline.append(fails)
