@@ -30,6 +30,7 @@ from twicerun.github.decision import (
     trials_for_power,
 )
 from twicerun.github.gate import GateOptions, comment_body, evaluate, is_regression
+from twicerun.github.sarif import sarif
 from twicerun.result import ArtifactOutcome, Comparison, Environment, Result, Series, StepResult
 from twicerun.vocabulary.gate import (
     FIXED,
@@ -291,6 +292,12 @@ def test_a_step_that_drifted_by_thread_order_and_now_differs_at_one_thread_is_a_
     assert not is_regression(decision, ("rate-up",))
     assert decision.one_thread_by_trial == [0] * 19 + [1, 1, 1, 1]
     assert decision.rows_by_trial == []
+    # Code scanning says what changed, not only that its comparisons differed as before.
+    (found,) = sarif(gate)["runs"][0]["results"]
+    assert found["message"]["text"] == (
+        "a in pipelines/p.py: differs at one thread now: it still differed when re-executed "
+        "at one thread, in 0 of 19 trials on the baseline, and in 4 of 4 now; status DIVERGENT"
+    )
     body = comment_body(gate, P)
     assert 'title "a: trials in which it still differed at one thread, baseline trials' in body
     assert (

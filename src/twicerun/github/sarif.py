@@ -53,7 +53,8 @@ def sarif(gate: Any, working_directory: str = ".") -> dict[str, Any]:
         )
         now = f"{d.now_fired} of {d.now_compared}" if d.now_compared is not None else "not run"
         text = f"{d.name} in {d.pipeline}: {d.verdict}, {now} comparisons differed"
-        if unfinished:
+        if unfinished or (d.verdict in words.OF_A_KIND and d.evidence):
+            # Its comparisons are no news (it differed on the baseline too); what changed is.
             text = f"{d.name} in {d.pipeline}: {d.verdict}: {d.evidence[0].splitlines()[0]}"
         if d.status:
             text += f"; status {d.status}"
