@@ -645,6 +645,29 @@ def test_a_timestamp_column_that_moved_gets_a_wall_clock_hint(write_pipeline, tw
     assert "hint WALL_CLOCK" in twicerun("run", path).out
 
 
+def test_a_uuid_column_that_moved_gets_a_random_uuid_hint(write_pipeline, twicerun):
+    # Surrogate keys from uuid(): every row is unpaired until the id is dropped, which
+    # named the column and nothing more.
+    path = write_pipeline(
+        """
+        def keyed(ctx):
+            ctx.write("keyed", "SELECT range AS order_id, uuid() AS order_key FROM range(5)")
+        """
+    )
+    step = twicerun("run", path, "--json", "-", "--no-amplify").json()["steps"][0]
+    assert (step["status"], step["hints"]) == ("DIVERGENT", ["RANDOM_UUID"])
+    # An id that only passes through stays put, and names nothing.
+    steady = write_pipeline(
+        """
+        def keyed(ctx):
+            ctx.write("keyed", "SELECT range AS order_id, "
+                      "md5(range::VARCHAR)::UUID AS order_key FROM range(5)")
+        """
+    )
+    step = twicerun("run", steady, "--json", "-", "--no-amplify").json()["steps"][0]
+    assert (step["status"], step["hints"]) == ("NO_DIVERGENCE_OBSERVED", [])
+
+
 GENERATORS = """
 import random
 

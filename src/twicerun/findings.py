@@ -153,6 +153,8 @@ class ArtifactFindings:
     attribution: Attribution | None = None
     not_compared: list[str] = field(default_factory=list)
     timestamps: list[str] = field(default_factory=list)
+    # Exact columns of type UUID, which uuid() and gen_random_uuid() draw anew on every call.
+    uuids: list[str] = field(default_factory=list)
 
     @property
     def unmatched(self) -> int:

@@ -212,6 +212,7 @@ def compare_artifacts(
         attribution=attribution,
         not_compared=ignored,
         timestamps=[c.name for c in shared if c.cls.is_key and c.type.id in CLOCK_TYPES],
+        uuids=[c.name for c in shared if c.cls.is_key and c.type.id == "uuid"],
     )
 
 

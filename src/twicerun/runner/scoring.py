@@ -61,16 +61,18 @@ def score_series(series: Series, policy: Policy) -> Series:
 
 
 def _hints(step: StepResult) -> list[str]:
+    """What the column whose removal pairs the rows suggests: a timestamp that moved is
+    most often a clock read, and a UUID that moved is most often uuid() or
+    gen_random_uuid() handing out new ids every run."""
     for comparison in step.comparisons:
         for artifact in comparison.artifacts:
             f = artifact.findings
-            if (
-                comparison.fired
-                and f is not None
-                and f.attribution is not None
-                and f.attribution.column in f.timestamps
-            ):
+            if not comparison.fired or f is None or f.attribution is None:
+                continue
+            if f.attribution.column in f.timestamps:
                 return [Hint.WALL_CLOCK]
+            if f.attribution.column in f.uuids:
+                return [Hint.RANDOM_UUID]
     return []
 
 

@@ -43,6 +43,7 @@ class Hint(StrEnum):
     """A suspicion the findings support without the bisect deciding it."""
 
     WALL_CLOCK = "WALL_CLOCK"
+    RANDOM_UUID = "RANDOM_UUID"
 
 
 class Amplifier(StrEnum):
