@@ -210,7 +210,20 @@ def test_different_step_lists_are_not_comparable(twicerun, write_pipeline, run_d
         f"one.py and {two}: the first run's steps are "
         "first, second; the second's are base, noisy, carried, counted, apart"
     )
-    assert twicerun("diff", a, b, "--json", "-").json()["reason"] == reason.strip()
+    document = twicerun("diff", a, b, "--json", "-").json()
+    assert document["reason"] == reason.strip()
+    # Every step of both runs is listed once, in order; the second run's steps at the first
+    # run's positions used to be left out.
+    assert [(s["index"], s["name"]) for s in document["steps"]] == [
+        (0, "first"),
+        (0, "base"),
+        (1, "second"),
+        (1, "noisy"),
+        (2, "carried"),
+        (3, "counted"),
+        (4, "apart"),
+    ]
+    assert all(s["verdict"] == "COULD NOT CHECK" for s in document["steps"])
 
     # One pipeline whose steps changed between its two runs, named another way the second
     # time (it is the same file).

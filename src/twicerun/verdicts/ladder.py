@@ -280,9 +280,13 @@ def diff(
             continue
         rung = Rung.RECONVERGED if same else Rung.DOWNSTREAM
         verdicts.append(StepVerdict(s.index, s.name, rung, **common))
+    # By position and name: the second run's step 1 `twice` is not the first's step 1
+    # `pick`, and matching by position alone left it out of the list.
+    listed = {(v.index, v.name) for v in verdicts}
     for s in right:
-        if s.index not in {v.index for v in verdicts} and not stop_at_first:
+        if (s.index, s.name) not in listed and not stop_at_first:
             verdicts.append(StepVerdict(s.index, s.name, Rung.COULD_NOT_CHECK, why=absent("first")))
+    verdicts.sort(key=lambda v: v.index)  # stable: the first run's step before the second's
     if not comparable:
         result = Comparing.NOT_COMPARABLE
     elif seen_first:
