@@ -148,7 +148,10 @@ def test_an_audit_of_a_spark_pipeline_names_spark_as_what_it_ran_on(write_pipeli
         f"at partitions=2, compared by DuckDB {duckdb.__version__}"
     )
     last = outcome.out.splitlines()[-1]
-    assert f"(1 step audited, two runs each, on {engine}, in " in last
+    assert (
+        f"(1 step audited, two runs each in one Python process (one string hash seed), "
+        f"on {engine}, in "
+    ) in last
     assert "threads=" not in last
 
 

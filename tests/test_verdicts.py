@@ -743,7 +743,8 @@ def test_audit_every_verdict_with_wording_that_follows_the_facts(twicerun, write
 
     text = twicerun("audit", path, "--threads", "1").out
     assert re.fullmatch(
-        rf"{re.escape(str(path))}: not reproducible \(5 steps audited, two runs each, at "
+        rf"{re.escape(str(path))}: not reproducible \(5 steps audited, two runs each in one "
+        rf"Python process \(one string hash seed\), at "
         rf"threads=1 on DuckDB "
         rf"{re.escape(duckdb.__version__)}, in \d+\.\ds\)",
         text.splitlines()[-1],

@@ -214,10 +214,12 @@ class AuditReport:
         if self.engine:
             at, on = "", f" on {self.engine}"
         # The verdict is from two runs of each step; said here, since a step that changes
-        # its answer now and then can repeat itself twice and be called deterministic.
+        # its answer now and then can repeat itself twice and be called deterministic. Both
+        # run in this process, under one string hash seed: a step that iterates over a set
+        # of strings repeats itself here and may not in tomorrow's process.
         parts = [
             f"{len(self.steps)} step{'s' if len(self.steps) != 1 else ''} audited",
-            "two runs each",
+            "two runs each in one Python process (one string hash seed)",
             f"{at}{on}".strip(),
             f"in {self.seconds:.1f}s",
         ]
