@@ -415,28 +415,6 @@ DRIFTS_AND_LOSES = (
 )
 
 
-def test_a_step_drifting_on_every_run_that_now_differs_in_rows_fails(repo, twicerun):
-    # A new answer on every run, in floats alone, on every baseline trial: its score is at
-    # its ceiling, so an exact column that now changes too passed as `unchanged`.
-    Path("pipelines/drift.py").write_text(DRIFTS)
-    update(twicerun, "pipelines/drift.py")
-    Path("pipelines/drift.py").write_text(DRIFTS_AND_LOSES)
-    outcome, document = compare(twicerun, pipelines="pipelines/drift.py")
-    assert outcome.code == 1, outcome.out + outcome.err
-    (decision,) = document["decisions"]
-    assert decision["verdict"] == "new kind of difference"
-    assert decision["evidence"][0] == (
-        "its runs lost, added or repeated rows, or changed columns, in 0 of 5 trials on the "
-        "baseline, and in 4 of 4 now"
-    )
-    Path("pipelines/drift.py").write_text(DRIFTS)
-    outcome, document = compare(twicerun, pipelines="pipelines/drift.py")
-    assert (outcome.code, verdicts(document)) == (
-        0,
-        {("pipelines/drift.py", "drifts"): "unchanged"},
-    )
-
-
 # At more than one thread only, as a float sum over parallel threads drifts: the bisect at
 # threads=1 sees it steady, so its cause is PARALLEL_ORDER.
 DRIFTS_BY_THREADS = (
@@ -446,25 +424,41 @@ DRIFTS_BY_THREADS = (
 )
 
 
-def test_a_step_drifting_by_thread_order_that_now_drifts_at_one_thread_fails(repo, twicerun):
-    # A new float on every run, on every baseline trial, and gone at one thread: the pull
-    # request makes it draw random() at any thread count. Same spread, same class; only
-    # the cause moved, and the check passed it as `unchanged`.
-    Path("pipelines/drift.py").write_text(DRIFTS_BY_THREADS)
+@pytest.mark.parametrize(
+    ("before", "after", "verdict", "evidence"),
+    [
+        # A new answer on every run, in floats alone, on every baseline trial: its score is
+        # at its ceiling, so an exact column that now changes too passed as `unchanged`.
+        (
+            DRIFTS,
+            DRIFTS_AND_LOSES,
+            "new kind of difference",
+            "its runs lost, added or repeated rows, or changed columns, in 0 of 5 trials on "
+            "the baseline, and in 4 of 4 now",
+        ),
+        # The same, gone at one thread on the baseline; the pull request makes it draw
+        # random() at any thread count. Same spread, same class: only the cause moved.
+        (
+            DRIFTS_BY_THREADS,
+            DRIFTS,
+            "differs at one thread now",
+            "it still differed when re-executed at one thread, in 0 of 5 trials on the "
+            "baseline, and in 4 of 4 now",
+        ),
+    ],
+    ids=["rows", "one-thread"],
+)
+def test_a_step_drifting_on_every_run_that_changes_kind_fails_and_passes_once_reverted(
+    repo, twicerun, before, after, verdict, evidence
+):
+    Path("pipelines/drift.py").write_text(before)
     update(twicerun, "pipelines/drift.py")
-    Path("pipelines/drift.py").write_text(DRIFTS)
+    Path("pipelines/drift.py").write_text(after)
     outcome, document = compare(twicerun, pipelines="pipelines/drift.py")
     assert outcome.code == 1, outcome.out + outcome.err
     (decision,) = document["decisions"]
-    assert (decision["verdict"], decision["cause"]) == (
-        "differs at one thread now",
-        "PERSISTS_SINGLE_THREADED",
-    )
-    assert decision["evidence"][0] == (
-        "it still differed when re-executed at one thread, in 0 of 5 trials on the "
-        "baseline, and in 4 of 4 now"
-    )
-    Path("pipelines/drift.py").write_text(DRIFTS_BY_THREADS)
+    assert (decision["verdict"], decision["evidence"][0]) == (verdict, evidence)
+    Path("pipelines/drift.py").write_text(before)
     outcome, document = compare(twicerun, pipelines="pipelines/drift.py")
     assert (outcome.code, verdicts(document)) == (
         0,

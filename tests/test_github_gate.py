@@ -197,71 +197,40 @@ def classed(r: Result, *classes: str) -> Result:
     return replace(r, steps=[replace(s, classes=list(classes)) for s in r.steps])
 
 
-def test_a_step_that_drifted_on_every_trial_and_now_loses_rows_is_a_new_kind():
-    # Its answers spread as far as they can on the baseline already (a new answer on every
-    # run), so its score could not rise, and the check passed a step that now lost rows
-    # as `unchanged`. Whether a trial's runs lost rows is tested beside the score.
-    trials = [classed(result(("a", NOISY)), "VALUE_DRIFT") for _ in range(19)]
-    worse = classed(result(("a", NOISY)), "ROW_MISSING", "ROW_EXTRA", "VALUE_DRIFT")
-    gate = evaluate({P: worse}, baseline_of(trials), rerun=rerun_with(worse, worse, worse))
-    (decision,) = gate.decisions
-    assert decision.verdict == NEW_KIND
-    assert decision.p_value == pytest.approx(1 / math.comb(22, 3))
-    assert decision.evidence[0] == (
-        "its runs lost, added or repeated rows, or changed columns, in 0 of 19 trials on the "
-        "baseline, and in 4 of 4 now"
+# Scores of one step in 19 baseline trials and 3 fresh ones, for the restating rule.
+RESTATED_HISTORY = [6, 0, 0, 6, 10, 0, 4, 0, 0, 0, 0, 0, 6, 4, 0, 0, 6, 0, 0]
+RESTATED_FRESH = [0, 4, 10]
+
+
+def score_p(statistic: str, history: list[float] | None = None, implied=None) -> float:
+    """Step `a`'s p-value with a 0/1 statistic beside it in the family (or, with `statistic`
+    empty, alone). `history` is its baseline trials (default: 1 exactly when the score is
+    above 0); in the fresh trials it is 1 exactly when the score is."""
+    key = f"a\0{statistic}"
+    keys = ["a", key] if statistic else ["a"]
+    base = {"a": RESTATED_HISTORY, key: history or [1.0 if x else 0.0 for x in RESTATED_HISTORY]}
+    trials = iter([{"a": x, key: 1.0 if x else 0.0} for x in RESTATED_FRESH])
+    outcomes, _ = decide_pipeline(
+        {k: base[k] for k in keys},
+        {k: {"a": 10, key: 1.0}[k] for k in keys},
+        trials.__next__,
+        level=0.05,
+        implied=implied,
     )
-    assert gate.regressions == [decision] and is_regression(decision, ("new",))
-    assert not is_regression(decision, ("rate-up",))
-    # Its chart draws the trials that lost rows: bars of its comparisons are all at 4.
-    assert decision.rows_by_trial == [0] * 19 + [1, 1, 1, 1]
-    assert 'title "a: trials whose runs lost, added or repeated rows, baseline trials' in (
-        comment_body(gate, P)
-    )
-    assert (
-        "- `a` in `pipelines/p.py`: new kind of difference: its runs lost, added or repeated "
-        "rows, or changed columns, in 0 of 19 trials on the baseline, and in 4 of 4 now, "
-        "p < 0.001"
-    ) in comment_body(gate, P)
-    # Losing rows in more trials than the baseline did is the same question's rate up.
-    some = [
-        classed(result(("a", NOISY)), "ROW_MISSING", "VALUE_DRIFT")
-        if i % 5 == 0
-        else classed(result(("a", NOISY)), "VALUE_DRIFT")
-        for i in range(20)
-    ]
-    gate = evaluate({P: worse}, baseline_of(some), rerun=rerun_with(worse, worse, worse))
-    assert verdicts(gate) == {"a": ROWS_UP}
-    assert is_regression(gate.decisions[0], ("rate-up",))
+    return outcomes["a"].p
 
 
 def test_a_rows_statistic_that_only_restates_the_score_costs_the_family_nothing():
     # For a step whose every difference is in rows, its rows statistic is 1 exactly when
     # its score is above 0. Kept in the family, it made the min-p adjustment stricter, and
     # the calibration caught fewer steps whose rate went up; it is left out of stage 2.
-    scores = [6, 0, 0, 6, 10, 0, 4, 0, 0, 0, 0, 0, 6, 4, 0, 0, 6, 0, 0]
-    rows = [1.0 if x else 0.0 for x in scores]
-    fresh = [0, 4, 10]
-
-    def p_value(with_rows: bool, implied=None) -> float:
-        keys = ["a", "a\0rows"] if with_rows else ["a"]
-        base = {"a": scores, "a\0rows": rows}
-        trials = iter([{"a": x, "a\0rows": 1.0 if x else 0.0} for x in fresh])
-        outcomes, _ = decide_pipeline(
-            {k: base[k] for k in keys},
-            {k: {"a": 10, "a\0rows": 1.0}[k] for k in keys},
-            lambda: next(trials),
-            level=0.05,
-            implied=implied,
-        )
-        return outcomes["a"].p
-
-    alone = p_value(False)
-    assert p_value(True, implied={"a\0rows": "a"}) == alone < p_value(True)
+    implied = {"a\0rows": "a"}
+    assert score_p("rows", implied=implied) == score_p("") < score_p("rows")
     # One baseline trial in which the step differed in floats alone: the rows statistic
     # says something the score does not, and stays in the family.
+    rows = [1.0 if x else 0.0 for x in RESTATED_HISTORY]
     rows[0] = 0.0
-    assert p_value(True, implied={"a\0rows": "a"}) == p_value(True)
+    assert score_p("rows", rows, implied=implied) == score_p("rows", rows)
 
 
 def caused(r: Result, cause: str) -> Result:
@@ -271,56 +240,68 @@ def caused(r: Result, cause: str) -> Result:
     return replace(r, steps=[replace(s, cause=cause) for s in r.steps])
 
 
-def test_a_step_that_drifted_by_thread_order_and_now_differs_at_one_thread_is_a_new_cause():
-    # A float sum that drifted on every run of every baseline trial, and whose drift went
-    # away at one thread; the pull request adds random() to it. Its answers spread no
-    # further (a new one on every run already) and its differences are still in floats,
-    # so neither its score nor its rows could show it, and it passed as `unchanged`.
-    trials = [
-        caused(classed(result(("a", NOISY)), "VALUE_DRIFT"), "PARALLEL_ORDER") for _ in range(19)
-    ]
-    worse = caused(classed(result(("a", NOISY)), "VALUE_DRIFT"), "PERSISTS_SINGLE_THREADED")
+def drifting(*classes: str, cause: str = "PARALLEL_ORDER") -> Result:
+    """A step with a new answer on every run: its score is as high as it goes."""
+    return caused(classed(result(("a", NOISY)), "VALUE_DRIFT", *classes), cause)
+
+
+KINDS = {
+    # A step that now loses rows where it only drifted.
+    "rows": (
+        drifting("ROW_MISSING", "ROW_EXTRA"),
+        drifting("ROW_MISSING"),
+        NEW_KIND,
+        ROWS_UP,
+        "its runs lost, added or repeated rows, or changed columns,",
+        "trials whose runs lost, added or repeated rows",
+        "rows_by_trial",
+    ),
+    # A float sum that drifted by thread order, now also drawing random(): still differs
+    # when re-executed at one thread.
+    "one-thread": (
+        drifting(cause="PERSISTS_SINGLE_THREADED"),
+        drifting(cause="PERSISTS_SINGLE_THREADED"),
+        NEW_CAUSE,
+        ONE_THREAD_UP,
+        "it still differed when re-executed at one thread,",
+        "trials in which it still differed at one thread",
+        "one_thread_by_trial",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_step_that_drifted_on_every_trial_and_changes_kind_is_caught(kind):
+    # Its answers spread as far as they can on the baseline already, so its score could
+    # not rise, and the check passed it as `unchanged`: the kind of its differences is
+    # tested beside the score, each as a 0/1 statistic per trial.
+    worse, sometimes, new, up, said, chart, field = KINDS[kind]
+    trials = [drifting() for _ in range(19)]
     gate = evaluate({P: worse}, baseline_of(trials), rerun=rerun_with(worse, worse, worse))
     (decision,) = gate.decisions
-    assert decision.verdict == NEW_CAUSE
+    assert decision.verdict == new
     assert decision.p_value == pytest.approx(1 / math.comb(22, 3))
-    assert decision.evidence[0] == (
-        "it still differed when re-executed at one thread, in 0 of 19 trials on the "
-        "baseline, and in 4 of 4 now"
-    )
+    evidence = f"{said} in 0 of 19 trials on the baseline, and in 4 of 4 now"
+    assert decision.evidence[0] == evidence
     assert gate.regressions == [decision] and is_regression(decision, ("new",))
     assert not is_regression(decision, ("rate-up",))
-    assert decision.one_thread_by_trial == [0] * 19 + [1, 1, 1, 1]
-    assert decision.rows_by_trial == []
+    # Its chart draws the trials that showed it: bars of its comparisons are all at 4.
+    assert getattr(decision, field) == [0] * 19 + [1, 1, 1, 1]
+    assert [f for f in ("rows_by_trial", "one_thread_by_trial") if getattr(decision, f)] == [field]
+    body = comment_body(gate, P)
+    assert f'title "a: {chart}, baseline trials' in body
+    assert f"- `a` in `pipelines/p.py`: {new}: {evidence}, p < 0.001" in body
     # Code scanning says what changed, not only that its comparisons differed as before.
     (found,) = sarif(gate)["runs"][0]["results"]
-    assert found["message"]["text"] == (
-        "a in pipelines/p.py: differs at one thread now: it still differed when re-executed "
-        "at one thread, in 0 of 19 trials on the baseline, and in 4 of 4 now; status DIVERGENT"
-    )
-    body = comment_body(gate, P)
-    assert 'title "a: trials in which it still differed at one thread, baseline trials' in body
-    assert (
-        "- `a` in `pipelines/p.py`: differs at one thread now: it still differed when "
-        "re-executed at one thread, in 0 of 19 trials on the baseline, and in 4 of 4 now, "
-        "p < 0.001"
-    ) in body
-    # Some baseline trials differed at one thread too, in fewer of them: the same
-    # question's rate up.
-    some = [
-        caused(
-            classed(result(("a", NOISY)), "VALUE_DRIFT"),
-            "PERSISTS_SINGLE_THREADED" if i % 5 == 0 else "PARALLEL_ORDER",
-        )
-        for i in range(20)
-    ]
+    assert found["message"]["text"] == f"a in pipelines/p.py: {new}: {evidence}; status DIVERGENT"
+    # Showing it in more trials than the baseline did is the same question's rate up.
+    some = [sometimes if i % 5 == 0 else drifting() for i in range(20)]
     gate = evaluate({P: worse}, baseline_of(some), rerun=rerun_with(worse, worse, worse))
-    assert verdicts(gate) == {"a": ONE_THREAD_UP}
+    assert verdicts(gate) == {"a": up}
     assert is_regression(gate.decisions[0], ("rate-up",))
     assert not is_regression(gate.decisions[0], ("new",))
-    # As often at one thread as on the baseline: nothing to say.
-    same = caused(classed(result(("a", NOISY)), "VALUE_DRIFT"), "PARALLEL_ORDER")
-    gate = evaluate({P: same}, baseline_of(some), rerun=never_rerun)
+    # As often as on the baseline: nothing to say.
+    gate = evaluate({P: drifting()}, baseline_of(some), rerun=never_rerun)
     assert verdicts(gate) == {"a": UNCHANGED}
 
 
@@ -334,28 +315,14 @@ def test_a_step_that_differs_only_at_one_thread_has_no_second_say_in_its_cause()
         r = result(("a", answers[x]))
         return caused(r, "PERSISTS_SINGLE_THREADED") if x else r
 
-    history = [6, 0, 0, 6, 10, 0, 4, 0, 0, 0, 0, 0, 6, 4, 0, 0, 6, 0, 0]
-    fresh = [0, 4, 10]
     gate = evaluate(
         {P: trial(10)},
-        baseline_of([trial(x) for x in history]),
-        rerun=rerun_with(*(trial(x) for x in fresh)),
+        baseline_of([trial(x) for x in RESTATED_HISTORY]),
+        rerun=rerun_with(*(trial(x) for x in RESTATED_FRESH)),
     )
     assert gate.decisions[0].one_thread_by_trial == []
-
-    def p_value(*keys: str) -> float:
-        both = {"a": history, "a\0one-thread": [1.0 if x else 0.0 for x in history]}
-        trials = iter([{"a": x, "a\0one-thread": 1.0 if x else 0.0} for x in fresh])
-        outcomes, _ = decide_pipeline(
-            {k: both[k] for k in keys},
-            {k: {"a": 10, "a\0one-thread": 1.0}[k] for k in keys},
-            lambda: next(trials),
-            level=0.05,
-        )
-        return outcomes["a"].p
-
     # Kept in the family, it would have made the adjustment stricter.
-    assert gate.decisions[0].p_value == p_value("a") < p_value("a", "a\0one-thread")
+    assert gate.decisions[0].p_value == score_p("") < score_p("one-thread")
 
 
 def test_a_step_that_lost_rows_on_the_baseline_and_still_does_is_unchanged():
