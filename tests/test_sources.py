@@ -595,3 +595,28 @@ def test_a_list_naming_one_file_twice_has_no_other_order(twicerun, write_pipelin
     assert files["declined"] == (
         "its source raw is one file (listed 2 times), so there is no other order"
     )
+
+
+def test_a_step_that_raises_only_in_another_file_order_says_so_under_its_own_line(
+    twicerun, write_pipeline, tmp_path
+):
+    # The files' headers differ; DuckDB reads them in the listed order and raises in the
+    # other. The step's own block had nothing under it: the error was only in the
+    # STABLE_ON_THIS_INPUT section further down.
+    (tmp_path / "x.csv").write_text("a,b\n1,2\n3,4\n")
+    (tmp_path / "y.csv").write_text("b,a,c\n5,6,7\n")
+    path = write_pipeline(
+        "def load(ctx):\n"
+        f"    ctx.source('raw', [{str(tmp_path / 'x.csv')!r}, {str(tmp_path / 'y.csv')!r}])\n"
+        '    ctx.write("rows", "SELECT * FROM raw")\n'
+    )
+    outcome = twicerun("run", path, "--runs", "2", "--amplify", "--without", "thread-count",
+                       "--without", "arrival-order", "--without", "row-multiplication")  # fmt: skip
+    assert outcome.code == 4, outcome.err
+    lines = outcome.out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  0 load"))
+    assert "STABLE_ON_THIS_INPUT" in lines[at]
+    assert lines[at + 1].strip() == (
+        "under file order, run 2 raised where run 1 had rows (1 of 1 did); the error is "
+        "under STABLE_ON_THIS_INPUT below"
+    )

@@ -109,6 +109,15 @@ def _step_lines(result: Result) -> list[str]:
                 if found:
                     lines.append(f"{pad}under {name}, each run against that series' run 1:")
                     lines.extend(f"{pad}  {line}" for line in found)
+                raised = [c for c in a.comparisons if c.error] if a.ran and a.fired else []
+                if raised and not found:
+                    # A run that raised has no rows to show: without this line the step
+                    # read as stable-on-input with nothing under it.
+                    lines.append(
+                        f"{pad}under {name}, run {raised[0].run} raised where run 1 had rows "
+                        f"({len(raised)} of {a.compared} did); the error is under "
+                        f"{Status.STABLE_ON_THIS_INPUT} below"
+                    )
         if s.fired and s.seed is not None and s.cause == Cause.PARALLEL_ORDER:
             # The bisect held it still at one thread: the seed is not the whole story there.
             lines.append(
