@@ -487,7 +487,7 @@ def _pipeline(
             evidence = [
                 kind.evidence(scores[kind.key(s.name)], outcome, fresh_kinds[kind.key(s.name)])
             ]
-            by_trial = {kind.field: [int(x) for x in trials]}
+            by_trial = {kind.charted: [int(x) for x in trials]}
         stressed = sum(1 for r in records if r.status != Status.AMPLIFICATION_FAILED)
         if not s.compared and measured:
             verdict = words.NOTHING_COMPARED
@@ -552,7 +552,7 @@ class Kind:
     new: str  # the verdict when no baseline trial showed it
     up: str  # the verdict when fewer baseline trials did
     said: str  # what a trial showing it did, for the evidence line
-    field: str  # the StepDecision list that charts it
+    charted: str  # the StepDecision list that charts it
     measure: Callable[[Sequence[str], str | None], bool]
 
     def key(self, step: str) -> str:
