@@ -836,6 +836,25 @@ def test_a_step_that_differs_only_under_the_amplifiers_says_so_wherever_it_is_re
     assert '    y-axis "of 2" 0 --> 2' in body.splitlines()
 
 
+def test_a_step_found_by_the_loop_in_some_trials_and_the_amplifiers_in_others_charts_both():
+    """Its trials differed either in the loop or, where the loop agreed, under the
+    amplifiers: "differed in 19 of 19 trials" stood over a chart of the loop's counts,
+    whose bars were 0 for the nine trials the amplifiers found it in."""
+    trials = [result(("a", SPLIT)) for _ in range(10)]
+    trials += [result(("a", STEADY, (3, 12))) for _ in range(9)]
+    gate = evaluate({P: result(("a", STEADY))}, baseline_of(trials), rerun=never_rerun)
+    (d,) = gate.decisions
+    assert d.baseline_differed_trials == 19
+    body = comment_body(gate, "pipelines/*.py")
+    lines = body.splitlines()
+    assert (
+        '    title "a: percent of comparisons that differed (the amplifiers\' where the '
+        'loop\'s agreed), baseline trials then this run"'
+    ) in lines
+    assert '    y-axis "percent" 0 --> 100' in lines
+    assert f"    bar [{', '.join(['75'] * 10 + ['25'] * 9 + ['0'])}]" in lines
+
+
 def test_a_joint_probe_counts_once_not_once_per_member():
     """A joint probe's runs are recorded under each of its four members; the gate summed
     them per member and said "16 of 16" for a probe that compared four times."""

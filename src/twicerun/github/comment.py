@@ -338,6 +338,10 @@ def _chart(d: StepDecision) -> str:
         values = [*d.baseline_stress_fired_by_trial, d.now_stress_fired, *d.confirm_stress_fired]
         what, of = "amplifier comparisons that differed", d.now_stress_compared
         top = max([*values, *d.confirm_stress_compared, of, 1])
+    elif shares := _loop_or_amplifiers(d):
+        # Some trials differed in the loop and others only under the amplifiers, out of
+        # other counts: the share of each trial's comparisons that decided its score.
+        values, what, of, top = shares, _MIXED, "percent", 100
     else:
         values = [*d.baseline_fired_by_trial, d.now_fired or 0, *d.confirm_fired]
         what, of = "comparisons that differed", d.now_compared
@@ -349,9 +353,39 @@ def _chart(d: StepDecision) -> str:
         "```mermaid\nxychart-beta\n"
         f'    title "{title}"\n'
         f"    x-axis [{', '.join(json.dumps(label) for label in labels)}]\n"
-        f'    y-axis "of {of or top}" 0 --> {top}\n'
+        f'    y-axis "{of if isinstance(of, str) else f"of {of or top}"}" 0 --> {top}\n'
         f"    bar [{', '.join(str(v) for v in values)}]\n```"
     )
+
+
+_MIXED = "percent of comparisons that differed (the amplifiers' where the loop's agreed)"
+
+
+def _loop_or_amplifiers(d: StepDecision) -> list[int]:
+    """Per trial, the percent of the loop's comparisons that differed, or where none did,
+    of the amplifiers'; empty unless some trial differed only under the amplifiers."""
+    if len(d.baseline_compared_by_trial) != len(d.baseline_fired_by_trial) or len(
+        d.baseline_stress_compared_by_trial
+    ) != len(d.baseline_stress_fired_by_trial):
+        return []
+    loop = [
+        *zip(d.baseline_fired_by_trial, d.baseline_compared_by_trial, strict=True),
+        (d.now_fired or 0, d.now_compared or 0),
+        *((k, d.now_compared or 0) for k in d.confirm_fired),
+    ]
+    stress = [
+        *zip(d.baseline_stress_fired_by_trial, d.baseline_stress_compared_by_trial, strict=True),
+        (d.now_stress_fired, d.now_stress_compared),
+        *zip(d.confirm_stress_fired, d.confirm_stress_compared, strict=True),
+    ]
+    if len(loop) != len(stress) or not any(k == 0 < s for (k, _), (s, _) in zip(loop, stress)):
+        return []
+    if not all(0 <= k <= m for k, m in (*loop, *stress)):
+        return []  # a document edited by hand: draw the loop's counts as they are
+    return [
+        round(100 * k / m) if k else (round(100 * s / n) if s else 0)
+        for (k, m), (s, n) in zip(loop, stress, strict=True)
+    ]
 
 
 def _bullets(title: str, lines: list[str], room: int, summary_url: str | None) -> str:

@@ -68,6 +68,10 @@ class StepDecision:
     # Each baseline trial's count of comparisons that differed, for the comment's chart.
     baseline_fired_by_trial: list[int] = field(default_factory=list)
     baseline_stress_fired_by_trial: list[int] = field(default_factory=list)
+    # What each of those counts is out of, so that a chart can mix them (documents
+    # written before 0.7.1 lack them, and their charts draw the loop's counts alone).
+    baseline_compared_by_trial: list[int] = field(default_factory=list)
+    baseline_stress_compared_by_trial: list[int] = field(default_factory=list)
     now_fired: int | None = None
     now_compared: int | None = None
     status: str | None = None
@@ -518,6 +522,8 @@ def _pipeline(
                 baseline_statuses=[r.status for r in records],
                 baseline_fired_by_trial=[r.fired for r in records],
                 baseline_stress_fired_by_trial=[r.stress_fired for r in records],
+                baseline_compared_by_trial=[r.compared for r in records],
+                baseline_stress_compared_by_trial=[r.stress_compared for r in records],
                 screen_p=outcome.screened.p,
                 confirm_fired=fresh_fired[s.name] if suspect else [],
                 confirm_stress_fired=[k for k, _ in fresh_stress[s.name]] if suspect else [],
