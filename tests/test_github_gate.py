@@ -42,6 +42,7 @@ from twicerun.vocabulary.gate import (
     ONE_THREAD_UP,
     PIPELINE_ADDED,
     PIPELINE_MISSING,
+    RATE_DOWN,
     RATE_UP,
     ROWS_UP,
     STEP_ADDED,
@@ -188,6 +189,35 @@ def test_a_step_that_differs_far_more_often_is_rate_up():
     gate = evaluate({P: noisy}, baseline_of(trials), rerun=rerun_with(noisy, noisy, noisy))
     assert verdicts(gate) == {"a": RATE_UP}
     assert gate.regressions
+
+
+def test_a_rate_up_that_every_comparison_already_showed_names_the_answers_that_moved():
+    """The score counts pairs of runs with different answers. A step whose first run in a
+    process was the odd one out (4 of 4 comparisons, one pair of answers apart from the
+    rest) that now gives a new answer on every run failed as "rate up, differed in 19 of
+    19 trials on the baseline, 4 of 4 now": every figure shown was unchanged."""
+    odd_first = (0, 1, 1, 1, 1)
+    trials = [result(("a", odd_first)) for _ in range(19)]
+    noisy = result(("a", NOISY))
+    gate = evaluate({P: noisy}, baseline_of(trials), rerun=rerun_with(noisy, noisy, noisy))
+    assert verdicts(gate) == {"a": RATE_UP}
+    clause = (
+        "pairs of runs with different answers: 10 of 10 now, then 10, 10, 10 on re-runs, "
+        "against 4 in every baseline trial"
+    )
+    body = comment_body(gate, "pipelines/*.py")
+    (line,) = [x for x in body.splitlines() if x.startswith("- `a`")]
+    assert line == (
+        f"- `a` in `{P}`: rate up, differed in 19 of 19 trials on the baseline, 4 of 4 now, "
+        f"then 4, 4, 4 on re-runs; {clause}, p < 0.001"
+    )
+    (annotation,) = [a for a in gate.annotations if a.title.startswith("twicerun: a")]
+    assert clause in annotation.message
+    # Better the same way: the answers narrowed, the comparisons did not.
+    trials = [result(("a", NOISY if i % 2 else (0, 1, 2, 3, 3))) for i in range(19)]
+    gate = evaluate({P: result(("a", odd_first))}, baseline_of(trials), rerun=never_rerun)
+    assert verdicts(gate) == {"a": RATE_DOWN}
+    assert "4 of 10 now, against 9 to 10 on the baseline, median 9" in comment_body(gate, P)
 
 
 def classed(r: Result, *classes: str) -> Result:
@@ -848,10 +878,10 @@ def test_a_step_found_by_the_loop_in_some_trials_and_the_amplifiers_in_others_ch
     body = comment_body(gate, "pipelines/*.py")
     lines = body.splitlines()
     assert (
-        '    title "a: percent of comparisons that differed (the amplifiers\' where the '
-        'loop\'s agreed), baseline trials then this run"'
+        "    title \"a: comparisons that differed, the amplifiers' where the "
+        "loop's agreed, baseline trials then this run\""
     ) in lines
-    assert '    y-axis "percent" 0 --> 100' in lines
+    assert '    y-axis "percent of them" 0 --> 100' in lines
     assert f"    bar [{', '.join(['75'] * 10 + ['25'] * 9 + ['0'])}]" in lines
 
 

@@ -96,6 +96,8 @@ def _line(d: StepDecision) -> str:
         now += f", then {', '.join(str(k) for k in d.confirm_fired)} on re-runs"
     if d.stress_only():
         now += f"; {d.stress_only()}"
+    if d.verdict in (words.RATE_UP, words.RATE_DOWN) and d.evidence:
+        now += f"; {bare(d.evidence[0])}"  # what moved, where the comparisons did not
     return f"{where}: {d.verdict}, {_baseline(d)} on the baseline, {now}{p}"
 
 
@@ -341,7 +343,7 @@ def _chart(d: StepDecision) -> str:
     elif shares := _loop_or_amplifiers(d):
         # Some trials differed in the loop and others only under the amplifiers, out of
         # other counts: the share of each trial's comparisons that decided its score.
-        values, what, of, top = shares, _MIXED, "percent", 100
+        values, what, of, top = shares, _MIXED, "percent of them", 100
     else:
         values = [*d.baseline_fired_by_trial, d.now_fired or 0, *d.confirm_fired]
         what, of = "comparisons that differed", d.now_compared
@@ -358,16 +360,21 @@ def _chart(d: StepDecision) -> str:
     )
 
 
-_MIXED = "percent of comparisons that differed (the amplifiers' where the loop's agreed)"
+_MIXED = "comparisons that differed, the amplifiers' where the loop's agreed"
 
 
 def _loop_or_amplifiers(d: StepDecision) -> list[int]:
     """Per trial, the percent of the loop's comparisons that differed, or where none did,
     of the amplifiers'; empty unless some trial differed only under the amplifiers."""
-    if len(d.baseline_compared_by_trial) != len(d.baseline_fired_by_trial) or len(
-        d.baseline_stress_compared_by_trial
-    ) != len(d.baseline_stress_fired_by_trial):
-        return []
+    counts = (
+        d.baseline_fired_by_trial,
+        d.baseline_compared_by_trial,
+        d.baseline_stress_fired_by_trial,
+        d.baseline_stress_compared_by_trial,
+    )
+    confirms = {len(d.confirm_fired), len(d.confirm_stress_fired), len(d.confirm_stress_compared)}
+    if len({len(c) for c in counts}) > 1 or len(confirms) > 1:
+        return []  # a document written before these were kept, or edited
     loop = [
         *zip(d.baseline_fired_by_trial, d.baseline_compared_by_trial, strict=True),
         (d.now_fired or 0, d.now_compared or 0),
@@ -378,13 +385,13 @@ def _loop_or_amplifiers(d: StepDecision) -> list[int]:
         (d.now_stress_fired, d.now_stress_compared),
         *zip(d.confirm_stress_fired, d.confirm_stress_compared, strict=True),
     ]
-    if len(loop) != len(stress) or not any(k == 0 < s for (k, _), (s, _) in zip(loop, stress)):
+    pairs = list(zip(loop, stress, strict=True))
+    if not any(k == 0 < s for (k, _), (s, _) in pairs):
         return []
     if not all(0 <= k <= m for k, m in (*loop, *stress)):
-        return []  # a document edited by hand: draw the loop's counts as they are
+        return []  # edited by hand: draw the loop's counts as they are
     return [
-        round(100 * k / m) if k else (round(100 * s / n) if s else 0)
-        for (k, m), (s, n) in zip(loop, stress, strict=True)
+        round(100 * k / m) if k else (round(100 * s / n) if s else 0) for (k, m), (s, n) in pairs
     ]
 
 

@@ -10,6 +10,7 @@ outputs, and a JSON document of it all. Nothing here prints or exits.
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -68,8 +69,8 @@ class StepDecision:
     # Each baseline trial's count of comparisons that differed, for the comment's chart.
     baseline_fired_by_trial: list[int] = field(default_factory=list)
     baseline_stress_fired_by_trial: list[int] = field(default_factory=list)
-    # What each of those counts is out of, so that a chart can mix them (documents
-    # written before 0.7.1 lack them, and their charts draw the loop's counts alone).
+    # What each of those counts is out of, so that a chart can mix them (a document
+    # written before they were kept lacks them; its charts draw the loop's counts alone).
     baseline_compared_by_trial: list[int] = field(default_factory=list)
     baseline_stress_compared_by_trial: list[int] = field(default_factory=list)
     now_fired: int | None = None
@@ -492,6 +493,8 @@ def _pipeline(
                 kind.evidence(scores[kind.key(s.name)], outcome, fresh_kinds[kind.key(s.name)])
             ]
             by_trial = {kind.charted: [int(x) for x in trials]}
+        if kind is None and verdict in (words.RATE_UP, words.RATE_DOWN):
+            evidence = _answers_spread(history, outcome, len(StepRecord.of(s).answers))
         stressed = sum(1 for r in records if r.status != Status.AMPLIFICATION_FAILED)
         if not s.compared and measured:
             verdict = words.NOTHING_COMPARED
@@ -596,6 +599,30 @@ ONE_THREAD = Kind(
     lambda classes, cause: cause == Cause.PERSISTS_SINGLE_THREADED,
 )
 KINDS = (ROWS, ONE_THREAD)
+
+
+def _answers_spread(history: Sequence[float], outcome: Outcome, runs: int) -> list[str]:
+    """What a rate verdict was decided on, when the loop decided it: how many pairs of runs
+    gave different answers (the score), which can move while every comparison with run 1
+    fired before and after (a first run that was the odd one out, then every run its own)."""
+    fresh = list(outcome.test.fresh) if outcome.test else []
+    if outcome.screened.score < 1 or any(0 < x < 1 for x in fresh):
+        return []  # scored by the amplifiers: the comparisons they fired say it
+
+    def pairs(x: float) -> int:
+        return int(x) if x >= 1 else 0  # below 1, a quiet loop's amplifier fraction
+
+    before = sorted(pairs(x) for x in history)
+    text = (
+        f"pairs of runs with different answers: {pairs(outcome.screened.score)} of "
+        f"{runs * (runs - 1) // 2} now"
+    )
+    if fresh:
+        text += f", then {', '.join(str(pairs(x)) for x in fresh)} on re-runs"
+    if before[0] == before[-1]:
+        return [f"{text}, against {before[0]} in every baseline trial"]
+    median = statistics.median(before)
+    return [f"{text}, against {before[0]} to {before[-1]} on the baseline, median {median:g}"]
 
 
 def _absent(
