@@ -868,6 +868,29 @@ def test_evidence_quotes_a_column_name_that_is_not_one_word_and_counts_one_row_a
     ) in out
 
 
+NAN_OR_NULL = """
+import itertools
+
+_runs = itertools.count(1)
+
+
+def flips(ctx):
+    value = "NULL" if next(_runs) % 2 == 0 else "'NaN'::DOUBLE"
+    ctx.write("x", f"SELECT range AS id, CASE WHEN range = 5 THEN {value} ELSE 0.5::DOUBLE END AS v "
+                   "FROM range(10)")
+"""
+
+
+def test_values_that_became_nan_or_null_are_counted_per_comparison_as_the_rows_are(
+    write_pipeline, twicerun
+):
+    """One value flips in each of two comparisons: "1 of 10 paired rows moved" stood above
+    "2 values of v moved to or from NaN or NULL", the second summed over the comparisons."""
+    out = twicerun("run", write_pipeline(NAN_OR_NULL), "--runs", "5", "--no-amplify").out
+    assert "x: 1 of 10 paired rows moved on v" in out
+    assert "x: 1 value of v moved to or from NaN or NULL, which no ulp count describes" in out
+
+
 NESTED_NAMES = """
 import itertools
 

@@ -308,7 +308,8 @@ def _drift_lines(
                 f"{name}: {which} on {column} {'holds' if k == 1 else 'hold'} the same values "
                 f"in another order: what moved is the order, which no ulp count describes"
             )
-        odd = sum(d.incomparable for d in drifts)
+        # The most in one comparison, as the count of rows that moved above it is.
+        odd = max(d.incomparable for d in drifts)
         if odd:
             lines.append(
                 f"{name}: {plural(odd, 'value')} of {column} moved to or from NaN or NULL, "
