@@ -324,8 +324,11 @@ def audit(
     no seed), `reproducible` (the same rows; or the same bytes because a seed was
     held) or `not reproducible` (other rows).
 
-    Steps are audited one at a time, each with its two durations. The audit runs go
-    to scratch files that are deleted whatever happens and recorded nowhere. A step
+    Steps are audited one at a time, each with its two durations. On DuckDB the
+    second run of each happens in another Python process, under a string hash seed
+    of its own, so a step that iterates over a set of strings is seen to move. The
+    audit runs go to scratch files that are deleted whatever happens and recorded
+    nowhere. A step
     that declares a seed is never called deterministic, nor is one that drew from
     Python's random module (or numpy's global generator) without seeding it.
     """
@@ -369,6 +372,7 @@ def audit(
         duckdb=duckdb.__version__,
         stopped_at=f"step {stopped.index} {stopped.name}" if stopped else None,
         engine=engine_named(ran_on[0]) if ran_on and is_spark(ran_on[0]) else None,
+        fresh_process=loaded.engine == "duckdb",
     )
     _emit(report.to_dict(), report.lines(), json_path)
     if stopped is not None:

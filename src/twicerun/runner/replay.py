@@ -24,6 +24,7 @@ from twicerun.result import Environment
 from twicerun.runner.engines import open_engine
 from twicerun.runner.environment import stamp
 from twicerun.runner.execute import execute_step
+from twicerun.runner.fresh_process import FreshProcess
 from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
 from twicerun.runner.step_output import steps_print_to_stderr
@@ -37,8 +38,10 @@ AUDIT = "audit"
 class Scratch:
     """A throwaway invocation to execute steps in; removed on close."""
 
-    def __init__(self, threads: int, purpose: str, engine: str = "duckdb"):
-        self.root = Path(tempfile.mkdtemp(prefix="twicerun-scratch-"))
+    def __init__(
+        self, threads: int, purpose: str, engine: str = "duckdb", under: Path | None = None
+    ):
+        self.root = Path(tempfile.mkdtemp(prefix="twicerun-scratch-", dir=under))
         self.invocation = Invocation.create(self.root, {"purpose": purpose})
         self.con = open_connection(threads, self.invocation.spill_dir)
         try:
@@ -174,6 +177,7 @@ def audit_runs(
     steps: Iterable[Step],
     progress: Progress = silent,
     instrument: Callable[[Environment], None] = lambda _env: None,
+    fresh: bool = True,
 ) -> list[AuditedStep]:
     """One ordinary run so each step has its inputs, then each chosen step twice more,
     one step at a time (a duration is part of the report, and two steps competing for
@@ -185,53 +189,104 @@ def audit_runs(
 
     `instrument` is told what the steps run on (the engine, its version, the thread or
     partition count) as soon as the engine is up, so a report can name it either way.
+
+    With `fresh` (on DuckDB), each step's second audit execution happens in another
+    Python process with a string hash seed of its own (runner/fresh_process.py).
     """
     chosen = {s.index for s in steps}
     last = max(chosen, default=-1)
     found: list[AuditedStep] = []
     crashed: StepCrashed | None = None
     with Scratch(threads, "audit", pipeline.engine) as scratch:
-        instrument(stamp(threads, scratch.connections))
-        # Every execution is known up front, so no connection is opened that none uses.
-        scratch.connections.expect(threads, last + 1 + 2 * len(chosen))
-        first = RunAddress(LOOP, 1)
-        for step in pipeline.steps[: last + 1]:
-            progress(ProgressEvent("audit", 1, 3, step.index, len(pipeline.steps), step.name))
-            try:
-                scratch.execute(step, first, threads, scratch.records.visible(first, step.index))
-            except StepCrashed as exc:
-                crashed = exc
-                chosen = {i for i in chosen if i < step.index}
-                break
-        for step in pipeline.steps:
-            if step.index not in chosen:
-                continue
-            inputs = scratch.records.visible(first, step.index)
-            runs = []
-            for n in (1, 2):
-                progress(
-                    ProgressEvent("audit", n + 1, 3, step.index, len(pipeline.steps), step.name)
-                )
-                address = RunAddress(AUDIT, n)
-                started = time.perf_counter()
-                try:
-                    receipt = scratch.execute(step, address, threads, inputs)
-                except StepCrashed as exc:
-                    exc.audited = found
-                    raise
-                seconds = time.perf_counter() - started
-                runs.append(
-                    AuditRun(
-                        seconds=round(receipt.seconds or seconds, 3),
-                        bytes={a.name: a.bytes_digest for a in receipt.artifacts},
-                        canonical={a.name: a.canonical_digest for a in receipt.artifacts},
-                        state=tuple(r.name for r in receipt.reads if r.via == "state"),
-                        generators=receipt.generators,
-                    )
-                )
-                scratch.forget(address, step)
-            found.append(AuditedStep(step, (runs[0], runs[1])))
+        # Started before the ordinary run, so that it imports while that executes, and its
+        # scratch files inside this one's, removed with it even if it has to be killed. On
+        # Spark both runs stay here: a second process would start a second JVM.
+        other = (
+            FreshProcess(pipeline.path, pipeline.seeds, threads, under=scratch.root)
+            if fresh and pipeline.engine == "duckdb" and chosen
+            else None
+        )
+        try:
+            found, crashed = _audit_in(
+                pipeline, threads, chosen, last, scratch, other, progress, instrument
+            )
+        except BaseException:
+            if other is not None:
+                other.kill()
+            raise
+        if other is not None:
+            other.close()
     if crashed is not None:
         crashed.audited = found
         raise crashed
     return found
+
+
+def _audit_in(
+    pipeline: Pipeline,
+    threads: int,
+    chosen: set[int],
+    last: int,
+    scratch: Scratch,
+    other: FreshProcess | None,
+    progress: Progress,
+    instrument: Callable[[Environment], None],
+) -> tuple[list[AuditedStep], StepCrashed | None]:
+    found: list[AuditedStep] = []
+    crashed: StepCrashed | None = None
+    instrument(stamp(threads, scratch.connections))
+    # Every execution is known up front, so no connection is opened that none uses.
+    here = 1 if other is not None else 2
+    scratch.connections.expect(threads, last + 1 + here * len(chosen))
+    first = RunAddress(LOOP, 1)
+    for step in pipeline.steps[: last + 1]:
+        progress(ProgressEvent("audit", 1, 3, step.index, len(pipeline.steps), step.name))
+        try:
+            scratch.execute(step, first, threads, scratch.records.visible(first, step.index))
+        except StepCrashed as exc:
+            crashed = exc
+            chosen = {i for i in chosen if i < step.index}
+            break
+    for step in pipeline.steps:
+        if step.index not in chosen:
+            continue
+        inputs = scratch.records.visible(first, step.index)
+        runs = []
+        for n in (1, 2):
+            progress(ProgressEvent("audit", n + 1, 3, step.index, len(pipeline.steps), step.name))
+            if n == 2 and other is not None:
+                try:
+                    reply = other.execute(step.index, step.name, 2, inputs)
+                except StepCrashed as exc:
+                    exc.audited = found
+                    raise
+                runs.append(
+                    AuditRun(
+                        seconds=reply["seconds"],
+                        bytes=reply["bytes"],
+                        canonical=reply["canonical"],
+                        state=tuple(reply["state"]),
+                        generators=reply["generators"],
+                    )
+                )
+                continue
+            address = RunAddress(AUDIT, n)
+            started = time.perf_counter()
+            try:
+                receipt = scratch.execute(step, address, threads, inputs)
+            except StepCrashed as exc:
+                exc.audited = found
+                raise
+            seconds = time.perf_counter() - started
+            runs.append(
+                AuditRun(
+                    seconds=round(receipt.seconds or seconds, 3),
+                    bytes={a.name: a.bytes_digest for a in receipt.artifacts},
+                    canonical={a.name: a.canonical_digest for a in receipt.artifacts},
+                    state=tuple(r.name for r in receipt.reads if r.via == "state"),
+                    generators=receipt.generators,
+                )
+            )
+            scratch.forget(address, step)
+        found.append(AuditedStep(step, (runs[0], runs[1])))
+    return found, crashed

@@ -197,6 +197,9 @@ class AuditReport:
     # The engine the steps ran on, named in full, when it is not DuckDB (Spark: its version,
     # master and partitions); None on DuckDB, which `threads` and `duckdb` name.
     engine: str | None = None
+    # Whether each step's second run was in another Python process, under a string hash
+    # seed of its own (runner/fresh_process.py); on Spark both run in this one.
+    fresh_process: bool = False
 
     @property
     def verdict(self) -> Repeatability:
@@ -214,12 +217,14 @@ class AuditReport:
         if self.engine:
             at, on = "", f" on {self.engine}"
         # The verdict is from two runs of each step; said here, since a step that changes
-        # its answer now and then can repeat itself twice and be called deterministic. Both
-        # run in this process, under one string hash seed: a step that iterates over a set
-        # of strings repeats itself here and may not in tomorrow's process.
+        # its answer now and then can repeat itself twice and be called deterministic. And
+        # where they ran: a step that iterates over a set of strings repeats itself under
+        # one string hash seed and may not in tomorrow's process.
         parts = [
             f"{len(self.steps)} step{'s' if len(self.steps) != 1 else ''} audited",
-            "two runs each in one Python process (one string hash seed)",
+            "two runs each, the second in another Python process (another string hash seed)"
+            if self.fresh_process
+            else "two runs each in one Python process (one string hash seed)",
             f"{at}{on}".strip(),
             f"in {self.seconds:.1f}s",
         ]
@@ -243,5 +248,6 @@ class AuditReport:
             "duckdb": self.duckdb,
             "engine": self.engine,
             "stopped_at": self.stopped_at,
+            "fresh_process": self.fresh_process,
             "steps": [s.to_dict() for s in self.steps],
         }
