@@ -616,7 +616,8 @@ def test_every_report_ends_with_what_was_not_varied(write_pipeline, twicerun):
     assert out.splitlines()[-1].startswith(
         "Not varied by this invocation, whatever a step's status says: DuckDB version, memory "
         "limit and spilling, input distribution beyond what the amplifiers changed, wall clock, "
-        "filesystem, the Python process (its string hash seed, so the order of a set of strings)"
+        "filesystem, the Python process (its string hash seed, so the order of a set of "
+        "strings; `twicerun audit` varies it)"
     )
     no_amp = twicerun("run", write_pipeline(INPUTS), "--no-amplify").out
     assert "every amplifier (--no-amplify)" in no_amp.splitlines()[-1]

@@ -163,6 +163,9 @@ def not_varied(
 ) -> list[str]:
     """The axes this invocation did not touch, for the end of every report."""
     axes = list(ALWAYS_NOT_VARIED)
+    if environment is None or environment.engine != "spark":
+        # On DuckDB the audit runs each step again in another process (verdicts.md).
+        axes[-1] = axes[-1][:-1] + "; `twicerun audit` varies it)"
     if environment is not None:
         axes += engine_not_varied(environment.engine, environment.spark_master)
     if not amplified:
