@@ -1110,3 +1110,29 @@ def test_audit_runs_the_second_run_under_another_string_hash_seed(twicerun, writ
         "buckets": "not reproducible",
     }
     assert document["fresh_process"] is True
+
+
+def test_a_diff_whose_copy_was_deleted_names_the_run_that_kept_one(
+    twicerun, write_pipeline, run_dir
+):
+    """--keep-copies keeps the latest later run's differing copy; `diff DIR DIR#2` of a
+    three-run invocation said only that the rows were not on disk and to use
+    --keep-copies, which had been used: run 3 held a copy, and nothing said so."""
+    path = write_pipeline(LADDER)
+    outcome = twicerun("run", path, "--runs", "3", "--no-amplify", "--keep-copies")
+    assert outcome.code == 1, outcome.err
+    (invocation,) = _invocations(run_dir)
+    diff = twicerun("diff", str(invocation), f"{invocation}#2")
+    assert diff.code == 1, diff.err
+    (line,) = [x.strip() for x in diff.out.splitlines() if "not on disk" in x]
+    assert line == (
+        "its rows are not on disk on both sides, so the oracle cannot say how; run 3 of "
+        f"{invocation} kept its copy of noise: `twicerun diff {invocation} {invocation}#3` "
+        "says how that run's rows differ"
+    )
+    # Where no run kept one, the advice is the option.
+    again = twicerun("run", path, "--runs", "3", "--no-amplify", "--keep", "0")
+    assert again.code == 1
+    newest = _invocations(run_dir)[-1]
+    plain = twicerun("diff", str(newest), f"{newest}#2").out
+    assert "`twicerun run --keep-copies` keeps the latest" in plain

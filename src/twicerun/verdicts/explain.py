@@ -13,6 +13,7 @@ from twicerun.sql import shown
 # How a sentence names the two sides: two recorded runs, or a record and its re-execution.
 BETWEEN_RUNS = ("in the first", "in the second")
 AGAINST_RECORD = ("as recorded", "as re-executed")
+NOT_ON_DISK = "its rows are not on disk on both sides, so the oracle cannot say how"
 
 
 def explain(
@@ -25,9 +26,8 @@ def explain(
     """The findings for artifact `name` between two copies, and a sentence about them."""
     if a is None or b is None:
         return None, (
-            "its rows are not on disk on both sides, so the oracle cannot say how (a later "
-            "run's differing copies are deleted once compared; `twicerun run --keep-copies` "
-            "keeps the latest)"
+            f"{NOT_ON_DISK} (a later run's differing copies are deleted once compared; "
+            "`twicerun run --keep-copies` keeps the latest)"
         )
     # Attribution too: one artifact is explained, once, and which columns moved (or that a
     # list only came back in another order) is what the reader of a diff looks for next.

@@ -15,8 +15,8 @@ import duckdb
 
 from twicerun.display import ljust, widest
 from twicerun.storage.context import same_time_zone
-from twicerun.verdicts.explain import explain
-from twicerun.verdicts.recorded import RecordedRun, RecordedStep
+from twicerun.verdicts.explain import NOT_ON_DISK, explain
+from twicerun.verdicts.recorded import Output, RecordedRun, RecordedStep
 from twicerun.vocabulary.ladder import Comparing, Locating, Rung
 
 # What a receipt says about how an output was produced: (field, what to call it).
@@ -335,9 +335,28 @@ def _explanation(con: duckdb.DuckDBPyConnection, a: RecordedStep, b: RecordedSte
         return f"written on one side only: {', '.join(only)}"
     for name in left:
         if left[name].canonical != right[name].canonical:
+            elsewhere = _kept_elsewhere(name, left[name], right[name])
+            if elsewhere:
+                return f"{NOT_ON_DISK}; {elsewhere}"
             _, sentence = explain(con, name, left[name].path, right[name].path)
             return sentence
     return ""
+
+
+def _kept_elsewhere(name: str, left: Output, right: Output) -> str:
+    """Where one side's rows are gone and another run of its invocation kept a copy (the
+    latest that differed, under --keep-copies): the diff that can say how it differs."""
+    if (left.path is None) == (right.path is None):
+        return ""
+    gone, there = (left, right) if left.path is None else (right, left)
+    if gone.kept_by is None:
+        return ""
+    k, label = gone.kept_by
+    invocation = label.rpartition("#")[0]
+    return (
+        f"run {k} of {invocation} kept its copy of {name}: "
+        f"`twicerun diff {there.run} {label}` says how that run's rows differ"
+    )
 
 
 @dataclass(frozen=True)

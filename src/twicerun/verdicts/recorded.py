@@ -44,6 +44,11 @@ class Output:
     canonical: str = ""
     path: Path | None = None
     why: str = ""
+    # Where its rows are gone: another run of the same invocation that kept a copy of this
+    # artifact (--keep-copies keeps the latest that differed), as (its number, `DIR#k`).
+    kept_by: tuple[int, str] | None = None
+    # The run it is from, named as a command line would name it.
+    run: str = ""
 
 
 # The manifest fields a verdict reads, with the JSON types twicerun writes them as.
@@ -234,6 +239,28 @@ class RecordedRun:
             found.append(RecordedStep(index, receipt.step_name, receipt, "", outputs))
         return [replace(step, recorded_by=by, engine=engine) for step in found]
 
+    def named(self, run: int) -> str:
+        """Run `run` of this invocation as `diff` takes it: DIR for run 1, DIR#k otherwise."""
+        shown = os.path.relpath(self.invocation.root)
+        where = str(self.invocation.root) if shown.startswith("..") else shown
+        return where if run == 1 else f"{where}#{run}"
+
+    def _kept_copy(self, index: int, name: str) -> tuple[int, str] | None:
+        """The latest loop run other than this one whose copy of the artifact is on disk."""
+        for k in sorted((int(r) for r in _runs(self.invocation)), reverse=True):
+            address = RunAddress(LOOP, k)
+            if k == 1 or address == self.address:
+                continue  # run 1 keeps everything: a copy there is no copy of this run's kind
+            receipt = self.invocation.receipt_at(address, index)
+            record = receipt.artifact(name) if receipt else None
+            if (
+                record is not None
+                and record.kept
+                and self.invocation.absolute(record.file).is_file()
+            ):
+                return k, self.named(k)
+        return None
+
     def output(self, con: duckdb.DuckDBPyConnection, index: int, name: str) -> Output:
         located = follow(self.invocation.receipt_at, self.address, index, name)
         if located is None:
@@ -243,7 +270,13 @@ class RecordedRun:
         if path is not None and not path.is_file():
             return Output(name, record.canonical_digest, None, f"{record.file} is gone")
         if record.canonical_digest:
-            return Output(name, record.canonical_digest, path)
+            return Output(
+                name,
+                record.canonical_digest,
+                path,
+                kept_by=self._kept_copy(index, name) if path is None else None,
+                run=self.named(self.address.run),
+            )
         if path is None:
             return Output(name, why="its copy was deleted after it was compared, unnamed")
         try:
