@@ -38,6 +38,7 @@ from twicerun.vocabulary.gate import (
     NEW,
     NEW_CAUSE,
     NEW_KIND,
+    NEW_REACH,
     NOT_CONFIRMED,
     ONE_THREAD_UP,
     PIPELINE_ADDED,
@@ -218,6 +219,38 @@ def test_a_rate_up_that_every_comparison_already_showed_names_the_answers_that_m
     gate = evaluate({P: result(("a", odd_first))}, baseline_of(trials), rerun=never_rerun)
     assert verdicts(gate) == {"a": RATE_DOWN}
     assert "4 of 10 now, against 9 to 10 on the baseline, median 9" in comment_body(gate, P)
+
+
+def test_floats_moving_past_the_bound_are_tested_only_against_a_baseline_that_recorded_it():
+    """A step drifting inside the reassociation bound on every baseline trial now drifts past
+    it: `drifts past the bound now`. A baseline written before the statistic existed has no
+    such figure to compare with, and reading its trials as 0 would fail every step that had
+    always drifted past the bound: there the statistic is not tested at all."""
+    import json
+    from dataclasses import replace
+
+    from twicerun.findings import BoundFigures
+    from twicerun.github.baseline import parse
+
+    past = BoundFigures("a", "v", "DOUBLE", 1.0, 10, 4e-15, None, False, 1, 4e-16, None, False)
+
+    def outside(r: Result) -> Result:
+        return replace(r, steps=[replace(s, bounds=[past]) for s in r.steps])
+
+    recorded = baseline_of([result(("a", NOISY)) for _ in range(19)])
+    fresh = outside(result(("a", NOISY)))
+    gate = evaluate({P: fresh}, recorded, rerun=rerun_with(fresh, fresh, fresh))
+    assert verdicts(gate) == {"a": NEW_REACH}
+    assert gate.decisions[0].outside_bound_by_trial == [0] * 19 + [1, 1, 1, 1]
+
+    data = json.loads(recorded.to_json())
+    data["pipelines"][P]["digest"] = "0" * 64  # the test's Results carry none
+    for trial in data["trials"]:
+        for record in trial["pipelines"][P].values():
+            del record["outside_bound"]
+    older = parse(json.dumps(data), "baseline.json", "twicerun baseline update")
+    gate = evaluate({P: fresh}, older, rerun=never_rerun)
+    assert verdicts(gate) == {"a": UNCHANGED}
 
 
 def classed(r: Result, *classes: str) -> Result:

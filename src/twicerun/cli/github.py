@@ -533,9 +533,10 @@ def _gate_options(fn):
                 default=",".join(DEFAULT_FAIL_ON),
                 show_default=True,
                 help="Which changes fail the check: new (a step that never differed on the "
-                "baseline now does, or now loses rows where it only drifted, or now differs "
-                "at one thread where only parallel order moved it), rate-up (it "
-                "differs, loses rows, or differs at one thread, significantly more), stable (newly "
+                "baseline now does, or now loses rows where it only drifted, differs at one "
+                "thread where only parallel order moved it, or drifts past the reassociation "
+                "bound where it stayed inside), rate-up (it differs, loses rows, differs at one "
+                "thread, or drifts past the bound, significantly more), stable (newly "
                 f"{Status.STABLE_ON_THIS_INPUT}), not-comparable (a pipeline or step the baseline does not "
                 "cover, a baseline measured otherwise, or a step that now writes nothing to "
                 "compare or whose amplifiers now fail), or none.",

@@ -73,6 +73,10 @@ class StepRecord:
     status: str | None
     classes: tuple[str, ...] = ()
     cause: str | None = None
+    # Whether its floats moved further than another order of adding explains (StepResult.
+    # outside_bound); None in a baseline written before it was recorded, which the gate
+    # then does not test it against.
+    outside_bound: bool | None = None
 
     @property
     def trial(self) -> StepTrial:
@@ -111,6 +115,7 @@ class StepRecord:
             status=step.status,
             classes=tuple(step.classes),
             cause=step.cause,
+            outside_bound=step.outside_bound,
         )
 
 
@@ -413,11 +418,15 @@ def _record(r: Any, where: str, runs: int) -> StepRecord:
     classes = _list(r.get("classes") or [], f"{where}.classes")
     for i, c in enumerate(classes):
         _text(c, f"{where}.classes[{i}]")
+    outside = r.get("outside_bound")
+    if outside is not None and not isinstance(outside, bool):
+        raise _at(f"{where}.outside_bound", "true, false or absent", outside)
     return StepRecord(
         answers=tuple(answers),
         classes=tuple(classes),
         status=_text(r.get("status"), f"{where}.status", optional=True),
         cause=_text(r.get("cause"), f"{where}.cause", optional=True),
+        outside_bound=outside,
         **counts,
     )
 

@@ -335,6 +335,9 @@ def _chart(d: StepDecision) -> str:
     elif d.one_thread_by_trial:
         values = d.one_thread_by_trial
         what, of, top = "trials in which it still differed at one thread", 1, 1
+    elif d.outside_bound_by_trial:
+        values = d.outside_bound_by_trial
+        what, of, top = "trials whose floats moved past the reassociation bound", 1, 1
     elif d.stress_only():
         # Every loop bar would be zero: draw the amplifier comparisons that decided it.
         values = [*d.baseline_stress_fired_by_trial, d.now_stress_fired, *d.confirm_stress_fired]

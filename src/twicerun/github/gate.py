@@ -95,6 +95,9 @@ class StepDecision:
     # The same for a step that now differs at one thread: 1 for each trial in which it
     # still differed when re-executed at threads=1.
     one_thread_by_trial: list[int] = field(default_factory=list)
+    # And for one whose floats now move further than another order of adding explains:
+    # 1 for each trial in which they did.
+    outside_bound_by_trial: list[int] = field(default_factory=list)
 
     def stress_only(self) -> str:
         """What the amplifiers found, when nothing else explains the verdict: every loop
@@ -416,14 +419,20 @@ def _pipeline(
     # Each step's other statistics, tested in the same family (KINDS): whether a trial's
     # runs lost, added or repeated rows, and whether it differed at one thread too. Trial
     # t of each is trial t of the step's score.
+    # A statistic some baseline trial did not record is not tested for that step: its
+    # trials would read as 0 and any 1 now as new.
+    tested: dict[str, list[Kind]] = {}
     for s in common:
         records = baseline.records(key, s.name)
-        for kind in KINDS:
-            now_scores[kind.key(s.name)] = kind.of(s)
-            scores[kind.key(s.name)] = [kind.of(r) for r in records]
+        tested[s.name] = [k for k in KINDS if all(k.of(r) is not None for r in records)]
+        for kind in tested[s.name]:
+            now_scores[kind.key(s.name)] = kind.of(s) or 0.0
+            scores[kind.key(s.name)] = [kind.of(r) or 0.0 for r in records]
     fresh_fired: dict[str, list[int]] = {s.name: [] for s in common}
     fresh_stress: dict[str, list[tuple[int, int]]] = {s.name: [] for s in common}
-    fresh_kinds: dict[str, list[float]] = {kind.key(s.name): [] for s in common for kind in KINDS}
+    fresh_kinds: dict[str, list[float]] = {
+        kind.key(s.name): [] for s in common for kind in tested[s.name]
+    }
 
     def fresh_trial() -> dict[str, float]:
         again = {s.name: StepRecord.of(s) for s in rerun(key).steps}
@@ -433,10 +442,12 @@ def _pipeline(
             fresh_stress[n].append(
                 (record.stress_fired, record.stress_compared) if record else (0, 0)
             )
-            for kind in KINDS:
-                fresh_kinds[kind.key(n)].append(kind.of(record) if record else 0.0)
+            for kind in tested[n]:
+                fresh_kinds[kind.key(n)].append((kind.of(record) or 0.0) if record else 0.0)
         found = {n: r.score for n, r in again.items()}
-        found.update({kind.key(n): kind.of(r) for n, r in again.items() for kind in KINDS})
+        found.update(
+            {kind.key(n): kind.of(r) or 0.0 for n, r in again.items() for kind in tested.get(n, ())}
+        )
         return found
 
     started = time.monotonic()
@@ -448,7 +459,7 @@ def _pipeline(
         screen_level=options.screen,
         confirm=options.confirm,
         better_level=options.alpha,
-        implied={kind.key(s.name): s.name for s in common for kind in KINDS},
+        implied={kind.key(s.name): s.name for s in common for kind in tested[s.name]},
     )
     suspects = list(
         dict.fromkeys(n.partition(KIND_MARK)[0] for n, o in outcomes.items() if o.screened.suspect)
@@ -475,7 +486,11 @@ def _pipeline(
         kind = None
         if outcome.verdict not in words.WORSE:
             kind = next(
-                (k for k in KINDS if outcomes[k.key(s.name)].verdict in (words.NEW, words.RATE_UP)),
+                (
+                    k
+                    for k in tested[s.name]
+                    if outcomes[k.key(s.name)].verdict in (words.NEW, words.RATE_UP)
+                ),
                 None,
             )
             if kind is not None:
@@ -555,21 +570,24 @@ class Kind:
     """A 0/1 statistic of one step in one trial, tested beside its score as a member of the
     same family. A score says how far a step's answers spread and cannot rise past "every
     run differs", so what a step that already differed on every run can still get worse in
-    is the kind of its differences: `measure` takes a trial's classes and cause."""
+    is the kind of its differences: `measure` takes a trial (a StepResult or a StepRecord,
+    which both have classes, cause and outside_bound) and says whether it showed it, or
+    None where the trial did not record it (a baseline written before it was)."""
 
     name: str
     new: str  # the verdict when no baseline trial showed it
     up: str  # the verdict when fewer baseline trials did
     said: str  # what a trial showing it did, for the evidence line
     charted: str  # the StepDecision list that charts it
-    measure: Callable[[Sequence[str], str | None], bool]
+    measure: Callable[[Any], bool | None]
 
     def key(self, step: str) -> str:
         return step + KIND_MARK + self.name
 
-    def of(self, trial: Any) -> float:
-        """1.0 or 0.0 for a StepResult or a StepRecord (both have classes and cause)."""
-        return 1.0 if self.measure(trial.classes, trial.cause) else 0.0
+    def of(self, trial: Any) -> float | None:
+        """1.0 or 0.0 for a StepResult or a StepRecord; None where it was not recorded."""
+        shown = self.measure(trial)
+        return None if shown is None else (1.0 if shown else 0.0)
 
     def evidence(self, history: Sequence[float], outcome: Outcome, fresh: Sequence[float]) -> str:
         trials = [outcome.screened.score, *(fresh if outcome.test else [])]
@@ -586,7 +604,7 @@ ROWS = Kind(
     words.ROWS_UP,
     "its runs lost, added or repeated rows, or changed columns,",
     "rows_by_trial",
-    lambda classes, cause: bool(ROW_KINDS & set(classes)),
+    lambda trial: bool(ROW_KINDS & set(trial.classes)),
 )
 # The cause is set only on a step that differed, from re-executing it at threads=1: a step
 # whose differences all go away there is PARALLEL_ORDER, and one that still differs is not.
@@ -596,9 +614,19 @@ ONE_THREAD = Kind(
     words.ONE_THREAD_UP,
     "it still differed when re-executed at one thread,",
     "one_thread_by_trial",
-    lambda classes, cause: cause == Cause.PERSISTS_SINGLE_THREADED,
+    lambda trial: trial.cause == Cause.PERSISTS_SINGLE_THREADED,
 )
-KINDS = (ROWS, ONE_THREAD)
+# Drift within what adding in another order explains is the float sum's own; past it
+# (first() over the same groups, a running total over ties) the values themselves moved.
+OUTSIDE_BOUND = Kind(
+    "outside-bound",
+    words.NEW_REACH,
+    words.REACH_UP,
+    "its floats moved further than adding in another order explains,",
+    "outside_bound_by_trial",
+    lambda trial: trial.outside_bound,
+)
+KINDS = (ROWS, ONE_THREAD, OUTSIDE_BOUND)
 
 
 def _answers_spread(history: Sequence[float], outcome: Outcome, runs: int) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,23 @@ class StepResult:
     drew_unseeded: str | None = None
 
     @property
+    def outside_bound(self) -> bool:
+        """Whether the loop's floats moved further than adding the same terms in another
+        order can move a sum (the bound section's OUTSIDE, at the rows read), or moved to
+        or from NULL, NaN or an infinity, which no bound covers."""
+        if any(not b.clears_loose for b in self.bounds):
+            return True
+        return any(
+            d.moved
+            and (d.incomparable or (d.max_relative is not None and not _finite(d.max_relative)))
+            for c in self.comparisons
+            for a in c.artifacts
+            if a.differs and a.findings is not None
+            for d in a.findings.drift
+            if not (d.lists_moved and d.lists_reordered == d.lists_moved)
+        )
+
+    @property
     def stress(self) -> list[Series]:
         """The amplifier series that ran, a joint probe once: its runs are recorded under
         each of its members, and counting them once per member would multiply them."""
@@ -240,3 +258,10 @@ def load_result(path: str | Path) -> Result:
     except json.JSONDecodeError as exc:
         raise ResultFormatError(f"{path} is not JSON: {exc}") from exc
     return Result.from_dict(data)
+
+
+def _finite(value: object) -> bool:
+    try:
+        return value is not None and math.isfinite(float(value))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False

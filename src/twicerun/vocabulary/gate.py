@@ -21,6 +21,12 @@ ROWS_UP = "rows differ more often"
 # the change.
 NEW_CAUSE = "differs at one thread now"
 ONE_THREAD_UP = "differs at one thread more often"
+# A step whose floats drifted on the baseline too, by no more than adding the same terms in
+# another order can move a sum, where now they move further (or to NULL or NaN), or do in
+# more trials: a float sum that became first() over the same groups spreads no further and
+# loses no rows, and only how far its values moved shows the change.
+NEW_REACH = "drifts past the bound now"
+REACH_UP = "drifts past the bound more often"
 FIXED = "fixed"
 RATE_DOWN = "rate down"
 UNCHANGED = "unchanged"
@@ -57,15 +63,15 @@ NOT_COMPARABLE = (
     AMPLIFIER_FAILED,
 )
 # Verdicts of a step's per-trial 0/1 statistics rather than its score (github/gate.KINDS).
-OF_A_KIND = (NEW_KIND, ROWS_UP, NEW_CAUSE, ONE_THREAD_UP)
+OF_A_KIND = (NEW_KIND, ROWS_UP, NEW_CAUSE, ONE_THREAD_UP, NEW_REACH, REACH_UP)
 WORSE = (NEW, RATE_UP, *OF_A_KIND)
 BETTER = (FIXED, RATE_DOWN)
 
 # `fail-on` words and the verdicts each turns into a failed check; `stable` is
 # decided on statuses (a step newly STABLE_ON_THIS_INPUT), in gate.is_regression.
 FAIL_ON = {
-    "new": (NEW, NEW_KIND, NEW_CAUSE),
-    "rate-up": (RATE_UP, ROWS_UP, ONE_THREAD_UP),
+    "new": (NEW, NEW_KIND, NEW_CAUSE, NEW_REACH),
+    "rate-up": (RATE_UP, ROWS_UP, ONE_THREAD_UP, REACH_UP),
     "stable": (),
     "not-comparable": NOT_COMPARABLE,
 }
