@@ -417,10 +417,10 @@ def _pipeline(
     scores = baseline.scores(key)
     now_scores = {s.name: StepRecord.of(s).score for s in common}
     # Each step's other statistics, tested in the same family (KINDS): whether a trial's
-    # runs lost, added or repeated rows, and whether it differed at one thread too. Trial
-    # t of each is trial t of the step's score.
-    # A statistic some baseline trial did not record is not tested for that step: its
-    # trials would read as 0 and any 1 now as new.
+    # runs lost, added or repeated rows, whether it differed at one thread too, and whether
+    # its floats moved past the reassociation bound. Trial t of each is trial t of the
+    # step's score. A statistic some baseline trial did not record is not tested for that
+    # step: its trials would read as 0 and any 1 now as new.
     tested: dict[str, list[Kind]] = {}
     for s in common:
         records = baseline.records(key, s.name)
