@@ -253,6 +253,27 @@ def test_floats_moving_past_the_bound_are_tested_only_against_a_baseline_that_re
     assert verdicts(gate) == {"a": UNCHANGED}
 
 
+def test_a_quiet_step_whose_amplified_floats_now_move_past_the_bound_is_caught():
+    """A step the loop finds quiet is scored by its amplifiers, which are all the evidence
+    it has: a float sum drifting inside the bound under them, that a pull request makes
+    first(), fires as often as before. The fourth statistic looked at the loop alone."""
+    from dataclasses import replace
+
+    def under_stress(outside: bool) -> Result:
+        r = result(("a", STEADY, (2, 2)))
+        (s,) = r.steps
+        (amplified,) = s.amplifiers
+        return replace(
+            r, steps=[replace(s, amplifiers=[replace(amplified, outside_bound=outside)])]
+        )
+
+    recorded = baseline_of([under_stress(False) for _ in range(19)])
+    fresh = under_stress(True)
+    assert fresh.steps[0].outside_bound and not recorded.records(P, "a")[0].outside_bound
+    gate = evaluate({P: fresh}, recorded, rerun=rerun_with(fresh, fresh, fresh))
+    assert verdicts(gate) == {"a": NEW_REACH}
+
+
 def classed(r: Result, *classes: str) -> Result:
     """`r` with every step's loop classes set, as the oracle would have found them."""
     from dataclasses import replace

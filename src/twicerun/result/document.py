@@ -93,6 +93,9 @@ class Series:
     probed_with: list[Amplifier] = field(default_factory=list)
     # The classes of difference its comparisons showed, as the policy judged them.
     classes: list[Difference] = field(default_factory=list)
+    # Whether its floats moved further than adding in another order explains, at the rows
+    # it read (an amplifier's; the bisect's has one order only and is never so).
+    outside_bound: bool = False
 
     @property
     def ran(self) -> bool:
@@ -154,18 +157,13 @@ class StepResult:
     def outside_bound(self) -> bool:
         """Whether the loop's floats moved further than adding the same terms in another
         order can move a sum (the bound section's OUTSIDE, at the rows read), or moved to
-        or from NULL, NaN or an infinity, which no bound covers."""
-        if any(not b.clears_loose for b in self.bounds):
+        or from NULL, NaN or an infinity, which no bound covers. For a step the loop found
+        quiet, the same of its amplifiers' runs, which are then all the evidence it has."""
+        if any(not b.clears_loose for b in self.bounds) or _unbounded(self.comparisons):
             return True
-        return any(
-            d.moved
-            and (d.incomparable or (d.max_relative is not None and not _finite(d.max_relative)))
-            for c in self.comparisons
-            for a in c.artifacts
-            if a.differs and a.findings is not None
-            for d in a.findings.drift
-            if not (d.lists_moved and d.lists_reordered == d.lists_moved)
-        )
+        if self.fired:
+            return False
+        return any(s.outside_bound or _unbounded(s.comparisons) for s in self.stress)
 
     @property
     def stress(self) -> list[Series]:
@@ -258,6 +256,18 @@ def load_result(path: str | Path) -> Result:
     except json.JSONDecodeError as exc:
         raise ResultFormatError(f"{path} is not JSON: {exc}") from exc
     return Result.from_dict(data)
+
+
+def _unbounded(comparisons: list[Comparison]) -> bool:
+    """A float that moved to or from NULL, NaN or an infinity in any of these comparisons."""
+    return any(
+        d.moved and (d.incomparable or (d.max_relative is not None and not _finite(d.max_relative)))
+        for c in comparisons
+        for a in c.artifacts
+        if a.differs and a.findings is not None
+        for d in a.findings.drift
+        if not (d.lists_moved and d.lists_reordered == d.lists_moved)
+    )
 
 
 def _finite(value: object) -> bool:

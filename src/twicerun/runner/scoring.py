@@ -57,6 +57,7 @@ def score_series(series: Series, policy: Policy) -> Series:
         compared=compared,
         zero_bound=upper_bound(0, compared) if compared and not judgement.fired else None,
         classes=judgement.classes,
+        outside_bound=series.kind != BISECT and any(not b.clears_loose for b in judgement.bounds),
     )
 
 
