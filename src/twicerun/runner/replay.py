@@ -177,7 +177,6 @@ def audit_runs(
     steps: Iterable[Step],
     progress: Progress = silent,
     instrument: Callable[[Environment], None] = lambda _env: None,
-    fresh: bool = True,
 ) -> list[AuditedStep]:
     """One ordinary run so each step has its inputs, then each chosen step twice more,
     one step at a time (a duration is part of the report, and two steps competing for
@@ -190,20 +189,18 @@ def audit_runs(
     `instrument` is told what the steps run on (the engine, its version, the thread or
     partition count) as soon as the engine is up, so a report can name it either way.
 
-    With `fresh` (on DuckDB), each step's second audit execution happens in another
-    Python process with a string hash seed of its own (runner/fresh_process.py).
+    On DuckDB, each step's second audit execution happens in another Python process with
+    a string hash seed of its own (runner/fresh_process.py).
     """
     chosen = {s.index for s in steps}
     last = max(chosen, default=-1)
-    found: list[AuditedStep] = []
-    crashed: StepCrashed | None = None
     with Scratch(threads, "audit", pipeline.engine) as scratch:
         # Started before the ordinary run, so that it imports while that executes, and its
         # scratch files inside this one's, removed with it even if it has to be killed. On
         # Spark both runs stay here: a second process would start a second JVM.
         other = (
             FreshProcess(pipeline.path, pipeline.seeds, threads, under=scratch.root)
-            if fresh and pipeline.engine == "duckdb" and chosen
+            if pipeline.engine == "duckdb" and chosen
             else None
         )
         try:
