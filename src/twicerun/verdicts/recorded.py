@@ -283,7 +283,7 @@ class RecordedRun:
             digest, _, _ = canonical_digest(con, path)
         except (duckdb.Error, OSError) as exc:
             return Output(name, why=f"{record.file} cannot be read ({type(exc).__name__})")
-        return Output(name, digest, path)
+        return Output(name, digest, path, run=self.named(self.address.run))
 
 
 def _enclosing_invocation(path: Path) -> tuple[Path, tuple[str, ...]] | None:
