@@ -331,26 +331,28 @@ def _chart(d: StepDecision) -> str:
     if d.rows_by_trial:
         # Every bar of its comparisons is as high as it goes: draw what decided it.
         values = d.rows_by_trial
-        what, of, top = "trials whose runs lost, added or repeated rows", 1, 1
+        what, axis, top = "trials whose runs lost, added or repeated rows", "of 1", 1
     elif d.one_thread_by_trial:
         values = d.one_thread_by_trial
-        what, of, top = "trials in which it still differed at one thread", 1, 1
+        what, axis, top = "trials in which it still differed at one thread", "of 1", 1
     elif d.outside_bound_by_trial:
         values = d.outside_bound_by_trial
-        what, of, top = "trials whose floats moved past the reassociation bound", 1, 1
+        what, axis, top = "trials whose floats moved past the reassociation bound", "of 1", 1
     elif d.stress_only():
         # Every loop bar would be zero: draw the amplifier comparisons that decided it.
         values = [*d.baseline_stress_fired_by_trial, d.now_stress_fired, *d.confirm_stress_fired]
-        what, of = "amplifier comparisons that differed", d.now_stress_compared
-        top = max([*values, *d.confirm_stress_compared, of, 1])
+        what = "amplifier comparisons that differed"
+        top = max([*values, *d.confirm_stress_compared, d.now_stress_compared, 1])
+        axis = f"of {d.now_stress_compared or top}"
     elif shares := _loop_or_amplifiers(d):
         # Some trials differed in the loop and others only under the amplifiers, out of
         # other counts: the share of each trial's comparisons that decided its score.
-        values, what, of, top = shares, _MIXED, "percent of them", 100
+        values, what, axis, top = shares, _MIXED, "percent of them", 100
     else:
         values = [*d.baseline_fired_by_trial, d.now_fired or 0, *d.confirm_fired]
-        what, of = "comparisons that differed", d.now_compared
-        top = max([*values, of or 1, 1])
+        what = "comparisons that differed"
+        top = max([*values, d.now_compared or 1, 1])
+        axis = f"of {d.now_compared or top}"
     labels = [f"b{i}" for i in range(1, len(d.baseline_fired_by_trial) + 1)]
     labels += ["now", *(f"re-run {i}" for i in range(1, len(d.confirm_fired) + 1))]
     title = f"{d.name}: {what}, baseline trials then this run".replace('"', "'")
@@ -358,7 +360,7 @@ def _chart(d: StepDecision) -> str:
         "```mermaid\nxychart-beta\n"
         f'    title "{title}"\n'
         f"    x-axis [{', '.join(json.dumps(label) for label in labels)}]\n"
-        f'    y-axis "{of if isinstance(of, str) else f"of {of or top}"}" 0 --> {top}\n'
+        f'    y-axis "{axis}" 0 --> {top}\n'
         f"    bar [{', '.join(str(v) for v in values)}]\n```"
     )
 

@@ -21,6 +21,7 @@ import random
 import subprocess
 import sys
 from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
@@ -149,7 +150,7 @@ def serve(requests_fd: int, replies_fd: int, config: dict[str, Any]) -> int:
     """The other process's side: import the pipeline, then execute what is asked."""
     # Imported here: the parent imports this module only to start this process.
     from twicerun.pipeline.loader import load_pipeline
-    from twicerun.runner.replay import AUDIT, Scratch
+    from twicerun.runner.replay import AUDIT, Scratch, audit_run
     from twicerun.runner.step_output import imports_print_to_stderr
     from twicerun.storage.layout import RunAddress
 
@@ -184,13 +185,6 @@ def serve(requests_fd: int, replies_fd: int, config: dict[str, Any]) -> int:
                     }
                     _send(replies, {"crashed": crashed})
                     continue
-                run = {
-                    "seconds": round(receipt.seconds or 0.0, 3),
-                    "bytes": {a.name: a.bytes_digest for a in receipt.artifacts},
-                    "canonical": {a.name: a.canonical_digest for a in receipt.artifacts},
-                    "state": [r.name for r in receipt.reads if r.via == "state"],
-                    "generators": receipt.generators,
-                }
-                _send(replies, {"run": run})
+                _send(replies, {"run": asdict(audit_run(receipt, 0.0))})
                 scratch.forget(address, step)
     return 0

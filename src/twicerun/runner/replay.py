@@ -165,6 +165,18 @@ class AuditRun:
     generators: str | None = None
 
 
+def audit_run(receipt: Receipt, seconds: float) -> AuditRun:
+    """What an audit keeps of one execution, wherever it ran (here or in the other
+    process, which sends these fields back)."""
+    return AuditRun(
+        seconds=round(receipt.seconds or seconds, 3),
+        bytes={a.name: a.bytes_digest for a in receipt.artifacts},
+        canonical={a.name: a.canonical_digest for a in receipt.artifacts},
+        state=tuple(r.name for r in receipt.reads if r.via == "state"),
+        generators=receipt.generators,
+    )
+
+
 @dataclass(frozen=True)
 class AuditedStep:
     step: Step
@@ -257,15 +269,7 @@ def _audit_in(
                 except StepCrashed as exc:
                     exc.audited = found
                     raise
-                runs.append(
-                    AuditRun(
-                        seconds=reply["seconds"],
-                        bytes=reply["bytes"],
-                        canonical=reply["canonical"],
-                        state=tuple(reply["state"]),
-                        generators=reply["generators"],
-                    )
-                )
+                runs.append(AuditRun(**{**reply, "state": tuple(reply["state"])}))
                 continue
             address = RunAddress(AUDIT, n)
             started = time.perf_counter()
@@ -274,16 +278,7 @@ def _audit_in(
             except StepCrashed as exc:
                 exc.audited = found
                 raise
-            seconds = time.perf_counter() - started
-            runs.append(
-                AuditRun(
-                    seconds=round(receipt.seconds or seconds, 3),
-                    bytes={a.name: a.bytes_digest for a in receipt.artifacts},
-                    canonical={a.name: a.canonical_digest for a in receipt.artifacts},
-                    state=tuple(r.name for r in receipt.reads if r.via == "state"),
-                    generators=receipt.generators,
-                )
-            )
+            runs.append(audit_run(receipt, time.perf_counter() - started))
             scratch.forget(address, step)
         found.append(AuditedStep(step, (runs[0], runs[1])))
     return found, crashed

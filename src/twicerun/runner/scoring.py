@@ -24,11 +24,13 @@ ALWAYS_NOT_VARIED = (
     "input distribution beyond what the amplifiers changed",
     "wall clock",
     "filesystem",
-    # Every run shares one interpreter, whose string hash seed is fixed at start-up: a
-    # step that writes a set of strings in iteration order agrees with itself here and
-    # differs in the next process (docs/pipelines.md; `twicerun diff` shows it).
-    "the Python process (its string hash seed, so the order of a set of strings)",
 )
+# Every run shares one interpreter, whose string hash seed is fixed at start-up: a step
+# that writes a set of strings in iteration order agrees with itself here and differs in
+# the next process (docs/pipelines.md; `twicerun diff` shows it). On DuckDB the audit runs
+# each step again in another process (verdicts.md); on Spark it does not.
+PROCESS = "the Python process (its string hash seed, so the order of a set of strings{})"
+AUDIT_VARIES_IT = "; `twicerun audit` varies it"
 
 
 def _judged(
@@ -163,10 +165,8 @@ def not_varied(
     off: list[str] | tuple[str, ...] = (),
 ) -> list[str]:
     """The axes this invocation did not touch, for the end of every report."""
-    axes = list(ALWAYS_NOT_VARIED)
-    if environment is None or environment.engine != "spark":
-        # On DuckDB the audit runs each step again in another process (verdicts.md).
-        axes[-1] = axes[-1][:-1] + "; `twicerun audit` varies it)"
+    spark = environment is not None and environment.engine == "spark"
+    axes = [*ALWAYS_NOT_VARIED, PROCESS.format("" if spark else AUDIT_VARIES_IT)]
     if environment is not None:
         axes += engine_not_varied(environment.engine, environment.spark_master)
     if not amplified:
