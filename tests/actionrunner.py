@@ -14,6 +14,7 @@ never to splice an input into shell code.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -78,6 +79,8 @@ def run_action(
     runner_os: str = "Linux",
 ) -> ActionRun:
     spec = yaml.safe_load(action.read_text())
+    event_path = env.get("GITHUB_EVENT_PATH")
+    event = json.loads(Path(event_path).read_text()) if event_path else {}
     context = {
         "inputs": {
             name: str(item.get("default", "")) for name, item in spec.get("inputs", {}).items()
@@ -87,6 +90,8 @@ def run_action(
             "token": env.get("GITHUB_TOKEN", ""),
             "workspace": str(workspace),
             "base_ref": env.get("GITHUB_BASE_REF", ""),
+            "event_name": env.get("GITHUB_EVENT_NAME", ""),
+            "event": event,
         },
         "runner": {"temp": str(runner_temp), "os": runner_os, "arch": "X64"},
         # What actions/setup-python would have reported, for the interpreter at hand.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -334,6 +335,91 @@ def test_a_pull_request_that_rewrites_its_baseline_is_still_judged_by_the_base_b
         "::warning title=twicerun%3A baseline edited::This pull request changes the baseline"
     )
     assert summary.read_text().startswith("> [!WARNING]\n> **This pull request edits the baseline")
+
+
+def test_a_merge_group_is_judged_by_the_baseline_at_its_base_commit(workspace, tmp_path):
+    """In a merge queue GitHub sets no base branch (GITHUB_BASE_REF is empty on
+    merge_group); the event names the commit the group is built on. The check reads the
+    baseline there, so the merge group's own copy, which a queued pull request may have
+    rewritten, cannot pass it."""
+    import subprocess
+
+    def git(*args: str, cwd: Path = workspace) -> str:
+        done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    origin = tmp_path / "origin.git"
+    git("init", "-q", "--bare", str(origin), cwd=tmp_path)
+    after = Path("pipelines/orders.py").read_text()
+    Path("pipelines/orders.py").write_text(textwrap.dedent(BEFORE).lstrip())
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "t")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    git("remote", "add", "origin", str(origin))
+    git("push", "-q", "origin", "main")
+    base_sha = git("rev-parse", "HEAD")
+    git("checkout", "-qb", "gh-readonly-queue/main/pr-7")
+    Path("pipelines/orders.py").write_text(after)
+    assert main(["baseline", "update", "pipelines/orders.py", "--trials", "3", "--no-amplify",
+                 "--run-dir", str(tmp_path / "pr-runs")]) == 0  # fmt: skip
+    git("commit", "-qam", "a worse step, and a baseline that says so")
+    git("push", "-q", "origin", "gh-readonly-queue/main/pr-7")
+    head_sha = git("rev-parse", "HEAD")
+    # As actions/checkout leaves a merge group: its commit at depth 1, nothing of the base.
+    shutil.rmtree(workspace / ".git")
+    clone = tmp_path / "clone"
+    git(
+        "clone",
+        "-q",
+        "--depth=1",
+        "-b",
+        "gh-readonly-queue/main/pr-7",
+        origin.as_uri(),
+        str(clone),
+        cwd=tmp_path,
+    )
+    (clone / ".git").rename(workspace / ".git")
+    with pytest.raises(subprocess.CalledProcessError):
+        git("cat-file", "-e", f"{base_sha}^{{commit}}")
+
+    event = tmp_path / "event.json"
+    event.write_text(
+        json.dumps(
+            {
+                "merge_group": {
+                    "base_sha": base_sha,
+                    "base_ref": "refs/heads/main",
+                    "head_sha": head_sha,
+                }
+            }
+        )
+    )
+    runner_temp = warm_runner(tmp_path)
+    summary = tmp_path / "summary.md"
+    run = run_action(
+        REPO / "action.yml",
+        inputs={"amplify": "false", "comment": "false"},
+        workspace=workspace,
+        runner_temp=runner_temp,
+        env={
+            **base_env(),
+            "GITHUB_STEP_SUMMARY": str(summary),
+            "GITHUB_EVENT_NAME": "merge_group",
+            "GITHUB_EVENT_PATH": str(event),
+        },
+    )
+    steps = {s.name: s for s in run.steps}
+    assert steps["Fetch the base branch's baseline"].code == 0
+    gate = steps["Run twicerun"]
+    assert gate.code == 1, gate.stdout + gate.stderr
+    document = json.loads(Path(run.outputs["result"]).read_text())
+    assert document["baseline_source"] == "base branch"
+    assert [d["verdict"] for d in document["decisions"]] == ["unchanged", "new divergence"]
+    assert document["baseline_moved"] == [
+        "pipelines/orders.py drifts: differed in 0 of 3 trials on the base branch, 3 of 3 here"
+    ]
 
 
 def test_github_failing_all_day_keeps_the_checks_exit_code_summary_and_outputs(workspace, tmp_path):

@@ -35,7 +35,8 @@ def repo(tmp_path, monkeypatch):
     (root / "pipelines").mkdir(parents=True)
     (root / "pipelines" / "coins.py").write_text(STEADY + "\n\n" + NOISY)
     monkeypatch.chdir(root)
-    for name in ("GITHUB_BASE_REF", "TWICERUN_BASELINE_REF", "TWICERUN_PIPELINES"):
+    for name in ("GITHUB_BASE_REF", "GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH",
+                 "TWICERUN_BASELINE_REF", "TWICERUN_PIPELINES"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     return root
 
@@ -671,6 +672,32 @@ def test_the_base_branch_ref_comes_from_the_pull_request_event(branches, twiceru
     assert outcome.code == 0, outcome.err
     assert document["baseline_source"] == "base branch"
     assert document["baseline_moved"] == []
+
+
+def test_a_merge_group_is_judged_by_the_baseline_at_the_commit_it_is_built_on(
+    branches, twicerun, monkeypatch, tmp_path
+):
+    """GitHub sets no GITHUB_BASE_REF on merge_group; the group's own copy of the
+    baseline, rewritten by a queued pull request, must not be what judges it."""
+    base_sha = subprocess.run(
+        ["git", "rev-parse", "main"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    Path("pipelines/coins.py").write_text(STEADY_NOW_NOISY + "\n\n" + NOISY)
+    update(twicerun, "pipelines/coins.py")
+    event = tmp_path / "merge_group.json"
+    event.write_text(json.dumps({"merge_group": {"base_sha": base_sha}}))
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "merge_group")
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+    outcome, document = compare(twicerun)
+    assert outcome.code == 1, outcome.err
+    assert verdicts(document)[("pipelines/coins.py", "steady")] == "new divergence"
+    assert document["baseline_source"] == "base branch"
+
+    event.write_text(json.dumps({"merge_group": {"head_sha": base_sha}}))
+    outcome, _ = compare(twicerun)
+    assert outcome.code == 2
+    assert "merge_group event without a merge_group.base_sha" in outcome.err
+    assert "pass --baseline-ref" in outcome.err
 
 
 def test_a_base_branch_without_a_baseline_is_bad_input_naming_the_way_out(branches, twicerun):

@@ -62,7 +62,7 @@ from twicerun.github.gate import (
     headline,
     summary,
 )
-from twicerun.github.source import choose, default_ref
+from twicerun.github.source import choose
 from twicerun.github.workflow import Workflow, take_token
 from twicerun.judge.policy import POLICIES, STRICT, Policy
 from twicerun.pipeline.loader import check_pipeline_path, load_pipeline
@@ -504,7 +504,8 @@ def _gate_options(fn):
                 envvar="TWICERUN_BASELINE_REF",
                 default=None,
                 help="The git ref of the base branch. Default: origin/$GITHUB_BASE_REF on a "
-                "pull request, otherwise this checkout's copy.",
+                "pull request, the commit a merge queue's group is built on (its event's "
+                "merge_group.base_sha), otherwise this checkout's copy.",
             ),
             runs_option(
                 "Runs per trial; a baseline measured with another number is not comparable.",
@@ -598,13 +599,13 @@ def _compare(
     run_dir: Path,
     amplify: bool = True,
     without: frozenset[Amplifier] = frozenset(),
-    pull_request: dict | None = None,
+    workflow: Workflow,
 ) -> Gate:
     failures: dict[str, PipelineFailure] = {}
     keyed = _keyed(_expand([pipelines]), failures)
     check_directory_target(run_dir, "--run-dir")
     options = GateOptions(alpha=alpha, confirm=confirm, screen=screen, fail_on=_fail_on(fail_on))
-    ref = baseline_ref or default_ref(dict(os.environ))
+    ref = baseline_ref or workflow.baseline_ref
     chosen = choose(
         baseline_path,
         source=baseline_source,
@@ -659,7 +660,7 @@ def _compare(
         baseline_error=chosen.error,
         baseline_source=chosen.source,
         baseline_moved=chosen.moved,
-        pull_request=pull_request,
+        pull_request=workflow.pull_request,
         failures=list(failures.values()),
     )
 
@@ -699,7 +700,9 @@ def baseline_compare(json_path, amplify, without, output_format, **options) -> i
     """
     pipelines = options["pipelines"]
     check_without(amplify, without)
-    gate = _compare(amplify=amplify, without=without, **options)
+    gate = _compare(
+        amplify=amplify, without=without, workflow=Workflow.from_environ(os.environ), **options
+    )
     if json_path:
         _write_document(gate, json_path)
     document = summary(gate, pipelines)
@@ -768,7 +771,7 @@ def gate(
     started = time.time()
     with _commands_stopped():
         result = _compare(
-            amplify=amplify, without=without, pull_request=workflow.pull_request, **options
+            amplify=amplify, without=without, workflow=workflow, **options
         )
     delivered = deliver(
         result,

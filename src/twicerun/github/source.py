@@ -27,12 +27,6 @@ class Chosen:
     moved: list[str]
 
 
-def default_ref(environ: dict[str, str]) -> str | None:
-    """The base branch of a pull_request run, as the action fetched it."""
-    base = environ.get("GITHUB_BASE_REF", "").strip()
-    return f"origin/{base}" if base else None
-
-
 def read_at(ref: str, path: Path) -> str:
     """The file `path` (relative to the working directory) as it is at `ref`."""
     spec = f"{ref}:./{Path(path).as_posix().removeprefix('./')}"

@@ -27,6 +27,8 @@ class Workflow:
     repository: str = ""
     run_id: str = ""
     event_name: str = ""
+    # The pull request's base branch; GitHub sets it on pull_request events only.
+    base_ref: str = ""
     event_path: str = ""
     event: dict[str, Any] = field(default_factory=dict)
     summary_path: Path | None = None
@@ -60,6 +62,7 @@ class Workflow:
             repository=env.get("GITHUB_REPOSITORY", ""),
             run_id=env.get("GITHUB_RUN_ID", ""),
             event_name=env.get("GITHUB_EVENT_NAME", ""),
+            base_ref=env.get("GITHUB_BASE_REF", "").strip(),
             event_path=event_path,
             event=event,
             summary_path=files["GITHUB_STEP_SUMMARY"],
@@ -83,6 +86,28 @@ class Workflow:
                 f"run the check on pull_request and post its comment from workflow_run "
                 f"(docs/action.md, pull requests from forks)"
             )
+
+    @property
+    def baseline_ref(self) -> str | None:
+        """Where the baseline a change is judged against lives, as the action fetched it.
+
+        A pull request's base branch; in a merge queue, which has no base branch
+        (GITHUB_BASE_REF is empty on merge_group), the commit the group is built on,
+        so the group's own copy, which a queued pull request may have edited, is never
+        the one it is judged by. None elsewhere: a push judges its own checkout's copy.
+        """
+        if self.base_ref:
+            return f"origin/{self.base_ref}"
+        if self.event_name == "merge_group":
+            sha = (self.event.get("merge_group") or {}).get("base_sha")
+            if not isinstance(sha, str) or not sha.strip():
+                raise UsageError(
+                    f"GITHUB_EVENT_PATH={self.event_path} is a merge_group event without a "
+                    f"merge_group.base_sha, so the baseline the group is judged by cannot be "
+                    f"found; pass --baseline-ref"
+                )
+            return sha.strip()
+        return None
 
     @property
     def run_url(self) -> str | None:
