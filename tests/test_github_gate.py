@@ -874,6 +874,26 @@ def test_four_hundred_regressions_still_make_a_body_github_accepts():
     assert all(n in text for n in names)
 
 
+def test_a_summary_in_another_script_stays_under_githubs_limit_in_bytes():
+    """GitHub drops a job summary over 1 MiB whole, and counts bytes: step names in CJK are
+    three bytes a character, so a summary cut at a million characters was 1.6 MB."""
+    from twicerun.github.gate import SUMMARY_BUDGET, summary
+
+    names = [f"集計_{i}_" + "集" * 60 for i in range(3000)]
+    trials = [result(*[(n, STEADY) for n in names]) for _ in range(19)]
+    worse = result(*[(n, NOISY) for n in names])
+    gate = evaluate({P: worse}, baseline_of(trials), rerun=rerun_with(worse, worse, worse))
+    text = summary(gate, "pipelines/*.py")
+    assert SUMMARY_BUDGET * 0.9 < len(text.encode("utf-8")) <= SUMMARY_BUDGET < 1_048_576
+    # It cannot send the reader to itself for the rest.
+    cut = [line for line in text.splitlines() if "more not shown here" in line]
+    assert len(cut) == 1 and cut[0].endswith(
+        "more not shown here, to keep this job summary under GitHub's 1 MiB limit; the gate "
+        "document (the action's `result` output, or `--json`) has them all."
+    )
+    assert "job summary has" not in text
+
+
 def test_the_comment_is_found_by_the_sorted_pipelines_or_an_explicit_id():
     from twicerun.github.comment import marker
 

@@ -770,9 +770,7 @@ def gate(
     token = take_token(os.environ, token_file)
     started = time.time()
     with _commands_stopped():
-        result = _compare(
-            amplify=amplify, without=without, workflow=workflow, **options
-        )
+        result = _compare(amplify=amplify, without=without, workflow=workflow, **options)
     delivered = deliver(
         result,
         workflow,

@@ -119,8 +119,14 @@ def render(
     confirmations: list[tuple[str, str]] | None = None,
     summary_url: str | None = None,
     budget: int = BUDGET,
+    in_summary: bool = False,
 ) -> str:
-    """The comment body, headline first; everything from a pipeline escaped."""
+    """The comment body, headline first; everything from a pipeline escaped.
+
+    `in_summary`: rendered as the job summary, which is where a comment that had to
+    be cut sends its reader; a summary that has to be cut sends them to the document.
+    """
+    cut_from = _Cut.for_summary() if in_summary else _Cut.for_comment(summary_url)
     failing, unfinished, failed = _partition(decisions, regressions)
     # A step the baseline cannot speak for fails the check (per fail-on) without having
     # got worse; calling it worse sent readers looking for a regression that is not there.
@@ -148,7 +154,7 @@ def render(
     said = headlines(decisions, regressions, baseline_error)
     if unfinished:
         title = f"### twicerun: {said[0]}"
-        parts.append(_bullets(title, [_line(d) for d in unfinished], budget // 4, summary_url))
+        parts.append(_bullets(title, [_line(d) for d in unfinished], budget // 4, cut_from))
         said = said[1:]
     if baseline_error:
         parts.append(f"### twicerun: {said[0]}\n\n{bare(baseline_error)}")
@@ -171,7 +177,7 @@ def render(
         if lines
     ]
     for title, lines in lists:
-        parts.append(_bullets(title, lines, budget // 2 // len(lists), summary_url))
+        parts.append(_bullets(title, lines, budget // 2 // len(lists), cut_from))
     charted = [d for d in (*failed, *better, *notable) if d.baseline_fired_by_trial][:CHARTS]
     if charted:
         parts.append(
@@ -221,7 +227,7 @@ def render(
         headers,
         rows,
         budget - sum(len(p) for p in parts) - len(tail),
-        summary_url,
+        cut_from,
     )
     return "\n\n".join([*parts, details]) + tail + "\n"
 
@@ -400,7 +406,28 @@ def _loop_or_amplifiers(d: StepDecision) -> list[int]:
     ]
 
 
-def _bullets(title: str, lines: list[str], room: int, summary_url: str | None) -> str:
+@dataclass(frozen=True)
+class _Cut:
+    """What a list or table cut for GitHub's size limits says: what was cut to fit, and
+    where the rest is."""
+
+    this: str
+    elsewhere: str
+
+    @classmethod
+    def for_comment(cls, summary_url: str | None) -> _Cut:
+        where = f"the [job summary]({summary_url})" if summary_url else "the job summary"
+        return cls("this comment under GitHub's size limit", where)
+
+    @classmethod
+    def for_summary(cls) -> _Cut:
+        return cls(
+            "this job summary under GitHub's 1 MiB limit",
+            "the gate document (the action's `result` output, or `--json`)",
+        )
+
+
+def _bullets(title: str, lines: list[str], room: int, cut_from: _Cut) -> str:
     """A titled list of as many lines as fit in `room` characters, and a count of the rest."""
     kept: list[str] = []
     used = len(title) + 2
@@ -412,21 +439,19 @@ def _bullets(title: str, lines: list[str], room: int, summary_url: str | None) -
     text = f"{title}\n\n" + "\n".join(kept)
     cut = len(lines) - len(kept)
     if cut:
-        where = f"the [job summary]({summary_url})" if summary_url else "the job summary"
-        text += f"\n- {cut} more not shown here, to keep this comment under GitHub's size limit; {where} has them all."
+        text += f"\n- {cut} more not shown here, to keep {cut_from.this}; {cut_from.elsewhere} has them all."
     return text
 
 
 def _details(
-    summary: str, headers: list[str], rows: list[list[str]], budget: int, summary_url: str | None
+    summary: str, headers: list[str], rows: list[list[str]], budget: int, cut_from: _Cut
 ) -> str:
     kept = list(rows)
     while True:
         cut = len(rows) - len(kept)
         note = ""
         if cut:
-            where = f"the [job summary]({summary_url})" if summary_url else "the job summary"
-            note = f"\n\n{cut} more row{'s' if cut != 1 else ''} cut to keep this comment under GitHub's size limit; {where} has every step."
+            note = f"\n\n{cut} more row{'s' if cut != 1 else ''} cut to keep {cut_from.this}; {cut_from.elsewhere} has every step."
         block = (
             f"<details><summary>{summary}</summary>\n\n{table(headers, kept)}{note}\n\n</details>"
         )
