@@ -255,6 +255,7 @@ CASES = [
     Case("compare-path-with-a-space", ["baseline", "compare", "--pipelines", "my dir/p.py", "--no-amplify"], 2, "such as 'my?dir/p.py'", {"my dir/p.py": GOOD}),
     Case("compare-fail-on-unknown", ["baseline", "compare", "--pipelines", "good.py", "--fail-on", "everything"], 2, "everything"),
     Case("compare-fail-on-empty", ["baseline", "compare", "--pipelines", "good.py", "--fail-on", ""], 2, "--fail-on is empty"),
+    Case("compare-fail-on-none-and-new", ["baseline", "compare", "--pipelines", "good.py", "--fail-on", "none,new"], 2, "none means nothing fails the check, which contradicts new"),
     Case("compare-alpha-zero", ["baseline", "compare", "--pipelines", "good.py", "--alpha", "0"], 2, "--alpha"),
     Case("compare-alpha-big", ["baseline", "compare", "--pipelines", "good.py", "--alpha", "1.5"], 2, "--alpha"),
     Case("compare-confirm-zero", ["baseline", "compare", "--pipelines", "good.py", "--confirm", "0"], 2, "--confirm"),

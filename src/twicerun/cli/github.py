@@ -172,6 +172,12 @@ def _fail_on(text: str) -> tuple[str, ...]:
         raise UsageError(
             f"--fail-on {text!r}: {', '.join(unknown)} is not one of {', '.join([*FAIL_ON, 'none'])}"
         )
+    if "none" in words and len(set(words)) > 1:
+        others = ", ".join(dict.fromkeys(w for w in words if w != "none"))
+        raise UsageError(
+            f"--fail-on {text!r}: none means nothing fails the check, which contradicts "
+            f"{others}; write none alone, or leave it out"
+        )
     return tuple(w for w in words if w != "none")
 
 
