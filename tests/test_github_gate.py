@@ -1167,6 +1167,18 @@ def test_the_power_note_shows_its_command_as_code_on_github():
     assert "<code>twicerun baseline update --add</code>" in html
 
 
+def test_the_comment_names_the_commit_it_measured():
+    # After a new push the comment keeps showing the last check until the new one
+    # finishes, or for good if it is cancelled; unlabelled, it read as the new commit's.
+    trials = [result(("a",)) for _ in range(5)]
+    pull = {"number": 7, "head_sha": "0123456789abcdef0123456789abcdef01234567"}
+    gate = evaluate({P: result(("a",))}, baseline_of(trials), rerun=never_rerun, pull_request=pull)
+    last = comment_body(gate, P).rstrip("\n").rsplit("\n", 1)[-1]
+    assert last.startswith("Measured at 0123456789ab: twicerun 0.1.0, DuckDB 2.0.1 at threads=2")
+    unknown = evaluate({P: result(("a",))}, baseline_of(trials), rerun=never_rerun)
+    assert comment_body(unknown, P).rstrip("\n").rsplit("\n", 1)[-1].startswith("twicerun 0.1.0")
+
+
 def test_the_logs_last_line_calls_a_step_it_could_not_compare_no_regression():
     # It read "1 step could not be compared with the baseline (1 regression, ...)": the
     # headline said nothing got worse, and the count beside it said something had.

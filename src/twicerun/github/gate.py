@@ -845,7 +845,7 @@ def comment_body(
         pipelines=comment_identity(gate, comment_id),
         regressions=gate.regressions,
         environment=gate.environment,
-        stamp=stamp(gate.results, gate.options),
+        stamp=_at_commit(gate) + stamp(gate.results, gate.options),
         note=power_note(gate),
         baseline_error=gate.baseline_error,
         baseline_moved=gate.baseline_moved,
@@ -860,6 +860,13 @@ def comment_body(
         budget=budget,
         in_summary=in_summary,
     )
+
+
+def _at_commit(gate: Gate) -> str:
+    """The commit the comment speaks for: after a new push, until its check finishes (or
+    if it is cancelled), the comment still shows the last one, and says which that was."""
+    sha = (gate.pull_request or {}).get("head_sha")
+    return f"Measured at {sha[:12]}: " if isinstance(sha, str) and sha else ""
 
 
 def headline(gate: Gate) -> str:
