@@ -224,6 +224,9 @@ CASES = [
     Case("json-under-a-file", [*RUN, "good.py", "--json", "good.py/r.json"], 2, "cannot be written"),
     Case("run-dir-a-file", [*RUN, "good.py", "--run-dir", "README.md"], 2, "--run-dir"),
     Case("run-dir-under-a-file", [*RUN, "good.py", "--run-dir", "good.py/runs"], 2, "--run-dir"),
+    # Where nothing can be created (as no permission or a read-only file system would be):
+    # /proc refuses even root, so the row holds whoever runs the suite.
+    Case("run-dir-cannot-be-created", [*RUN, "good.py", "--run-dir", "/proc/twicerun-runs"], 2, "cannot create an invocation directory in /proc/twicerun-runs"),
     # Saved runs -----------------------------------------------------------------------
     Case("judge-missing", ["judge", "nowhere"], 2, "nowhere"),
     Case("judge-empty-dir", ["judge", "sub"], 2, "sub"),

@@ -16,6 +16,7 @@ by (series, run, step index, name).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from twicerun.errors import UsageError
 from twicerun.storage.atomic import read_json, write_bytes_atomic, write_json_atomic
 from twicerun.storage.processes import started
 from twicerun.storage.receipts import ArtifactRecord, Receipt, load_receipt
@@ -76,6 +78,13 @@ class RunAddress:
         return cls(series, int(run))
 
 
+# Why a run directory cannot be made where it was asked for: no permission, a read-only
+# file system, a path through something that is not a directory, or under /proc.
+_CANNOT_WRITE_HERE = frozenset(
+    {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.ENOENT}
+)
+
+
 class Invocation:
     """One invocation's directory, and the only code that knows its layout."""
 
@@ -89,20 +98,29 @@ class Invocation:
     def create(cls, run_dir: Path, manifest: dict[str, Any]) -> Invocation:
         run_dir = Path(run_dir)
         try:
-            run_dir.mkdir(parents=True)
-            created = True
-        except FileExistsError:
-            created = False
-        if created or (run_dir.name == ".twicerun" and not (run_dir / GITIGNORE).exists()):
-            ignore_everything(run_dir)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        while True:
-            root = run_dir / f"{stamp}-{secrets.token_hex(2)}"
             try:
-                root.mkdir()
-                break
+                run_dir.mkdir(parents=True)
+                created = True
             except FileExistsError:
-                continue
+                created = False
+            if created or (run_dir.name == ".twicerun" and not (run_dir / GITIGNORE).exists()):
+                ignore_everything(run_dir)
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            while True:
+                root = run_dir / f"{stamp}-{secrets.token_hex(2)}"
+                try:
+                    root.mkdir()
+                    break
+                except FileExistsError:
+                    continue
+        except OSError as exc:
+            if exc.errno not in _CANNOT_WRITE_HERE:
+                raise  # a full disk is reported as one, by the CLI
+            raise UsageError(
+                f"cannot create an invocation directory in {run_dir} "
+                f"({exc.strerror or exc}); run twicerun where it may write, or name a "
+                f"writable directory with --run-dir"
+            ) from exc
         invocation = cls(root)
         invocation.write_manifest(
             {
