@@ -256,6 +256,17 @@ CASES = [
     Case("compare-old-baseline", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "old.json", "--no-amplify"], 2, "older format", {"old.json": '{"schema": "twicerun.baseline/1"}'}),
     Case("compare-malformed-baseline", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "bad.json", "--no-amplify"], 2, "malformed", {"bad.json": '{"schema": "twicerun.baseline/2", "trials": 3}'}),
     Case("compare-path-with-a-space", ["baseline", "compare", "--pipelines", "my dir/p.py", "--no-amplify"], 2, "such as 'my?dir/p.py'", {"my dir/p.py": GOOD}),
+    # The files these verbs write are refused before the trials run, as `run --json` is:
+    # nothing but a file of the same kind is overwritten, and a place that cannot be
+    # written is found by trying (/proc refuses even root).
+    Case("baseline-output-over-a-pipeline", ["baseline", "update", "good.py", "--output", "good.py"], 2, "--output good.py: that is"),
+    Case("baseline-output-over-a-readme", ["baseline", "update", "good.py", "--output", "README.md"], 2, "--output README.md exists and is not what this verb writes"),
+    Case("baseline-output-cannot-be-written", ["baseline", "update", "good.py", "--output", "/proc/twicerun-b.json"], 2, "--output /proc/twicerun-b.json: /proc cannot be written to"),
+    Case("compare-json-over-a-pipeline", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "b.json", "--json", "good.py"], 2, "--json good.py: that is"),
+    Case("compare-json-over-the-baseline", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "b.json", "--json", "b.json"], 2, "--json b.json: that is"),
+    Case("compare-json-cannot-be-written", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "b.json", "--json", "/proc/twicerun-g.json"], 2, "/proc cannot be written to"),
+    Case("audit-json-cannot-be-written", ["audit", "good.py", "--json", "/proc/twicerun-a.json"], 2, "/proc cannot be written to"),
+    Case("run-json-cannot-be-written", [*RUN, "good.py", "--json", "/proc/twicerun-r.json"], 2, "/proc cannot be written to"),
     Case("compare-fail-on-unknown", ["baseline", "compare", "--pipelines", "good.py", "--fail-on", "everything"], 2, "everything"),
     Case("compare-fail-on-empty", ["baseline", "compare", "--pipelines", "good.py", "--fail-on", ""], 2, "--fail-on is empty"),
     Case("compare-fail-on-none-and-new", ["baseline", "compare", "--pipelines", "good.py", "--fail-on", "none,new"], 2, "none means nothing fails the check, which contradicts new"),

@@ -10,6 +10,7 @@ import importlib
 import json
 import math
 import os
+import tempfile
 import textwrap
 import time
 from collections.abc import Callable, Sequence
@@ -27,6 +28,7 @@ from twicerun.render.terminal import render_run
 from twicerun.result import Result
 from twicerun.runner.progress import ProgressEvent
 from twicerun.storage.atomic import write_bytes_atomic
+from twicerun.storage.space import disk_full
 from twicerun.vocabulary.exits import MEANINGS, RunExit
 from twicerun.vocabulary.loop import Amplifier, Status
 
@@ -240,15 +242,16 @@ def policy_options(fn):
 
 
 def check_json_target(
-    json_path: str | None,
+    json_path: str | Path | None,
     *,
     protected: Sequence[Path] = (),
     schemas: Sequence[str] = ("twicerun.result/",),
+    flag: str = "--json",
 ) -> None:
     """Refuse, before anything runs, a --json path that would destroy something.
 
-    Only a twicerun Result (or nothing) may stand at the path; not a pipeline, not a
-    file inside a directory twicerun manages (a saved result.json among them), and
+    Only what this verb writes (or nothing) may stand at the path; not a pipeline, not
+    a file inside a directory twicerun manages (a saved result.json among them), and
     not a place that cannot be written.
     """
     if json_path in (None, "-"):
@@ -259,12 +262,12 @@ def check_json_target(
         place = place.resolve()
         if resolved == place or (place.is_dir() and resolved.is_relative_to(place)):
             raise UsageError(
-                f"--json {json_path}: that is "
+                f"{flag} {json_path}: that is "
                 + ("inside " if resolved != place else "")
                 + f"{place}, which twicerun must not overwrite; name a file of its own"
             )
     if target.is_dir():
-        raise UsageError(f"--json {json_path} is a directory; name a file")
+        raise UsageError(f"{flag} {json_path} is a directory; name a file")
     if target.exists():
         try:
             schema = json.loads(target.read_text(encoding="utf-8")).get("schema", "")
@@ -275,14 +278,39 @@ def check_json_target(
                 "a twicerun Result" if schemas == ("twicerun.result/",) else "what this verb writes"
             )
             raise UsageError(
-                f"--json {json_path} exists and is not {what}, so it is not "
+                f"{flag} {json_path} exists and is not {what}, so it is not "
                 f"overwritten; name a new file or remove that one"
             )
     ancestor = resolved.parent
     while not ancestor.exists():
         ancestor = ancestor.parent
-    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK):
-        raise UsageError(f"--json {json_path}: {ancestor} cannot be written to; name another path")
+    if not ancestor.is_dir() or not _can_create_in(ancestor):
+        raise UsageError(f"{flag} {json_path}: {ancestor} cannot be written to; name another path")
+
+
+def _can_create_in(directory: Path) -> bool:
+    """Whether a file can be made in `directory`, found by making one: permission bits do
+    not say it for root, a read-only file system or /proc, and the measuring that comes
+    first can take minutes. The file has no name (or loses it at once), so none is left."""
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            return True
+    except OSError:
+        return False
+
+
+def write_target(path: str | Path, data: bytes, flag: str, kept: str) -> None:
+    """Write what a verb produced to the path its flag named, atomically; a failure at
+    that last moment (the file system filled, or turned read-only) is one sentence that
+    says what was kept, not a traceback."""
+    try:
+        write_bytes_atomic(Path(path), data)
+    except OSError as exc:
+        if disk_full(exc):
+            raise  # reported as a full disk, with what to free
+        raise UsageError(
+            f"{kept}, but {flag} {path} could not be written ({exc.strerror or exc})"
+        ) from exc
 
 
 def check_directory_target(path: Path, flag: str) -> None:
@@ -303,13 +331,9 @@ def emit(result: Result, json_path: str | None, *, retention: bool = True) -> No
         return
     click.echo(neutralize(render_run(result, retention=retention)), nl=False)
     if json_path:
-        try:
-            write_bytes_atomic(Path(json_path), result.to_json().encode("utf-8"))
-        except OSError as exc:
-            raise UsageError(
-                f"the report above is complete, but --json {json_path} could not be written "
-                f"({exc.strerror or exc})"
-            ) from exc
+        write_target(
+            json_path, result.to_json().encode("utf-8"), "--json", "the report above is complete"
+        )
 
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:

@@ -20,12 +20,14 @@ from twicerun.cli.app import (
     Progress,
     amplify_option,
     check_directory_target,
+    check_json_target,
     check_without,
     cli,
     epilog,
     run_dir_option,
     runs_option,
     without_option,
+    write_target,
 )
 from twicerun.errors import (
     ContractError,
@@ -83,6 +85,10 @@ DEFAULT_PIPELINES = "pipelines/*.py"
 # The gate's own exit codes (vocabulary/exits.py): a failed check is not "diverged",
 # and a missing baseline is bad input, never a pass.
 GATE_EXIT_CODES = epilog(GateExit)
+
+# What may be overwritten by --output and --json: a file of the same kind, any version.
+BASELINE_SCHEMA_FAMILY = "twicerun.baseline/"
+GATE_SCHEMA_FAMILY = "twicerun.gate/"
 
 
 def _expand(patterns: Sequence[str]) -> list[str]:
@@ -364,6 +370,12 @@ def baseline_update(
     check_without(amplify, without)
     keyed = _keyed(_expand(pipelines or (DEFAULT_PIPELINES,)))
     check_directory_target(run_dir, "--run-dir")
+    check_json_target(
+        output,
+        protected=[*(Path(p) for p in keyed), run_dir],
+        schemas=(BASELINE_SCHEMA_FAMILY,),
+        flag="--output",
+    )
     existing = None
     if add:
         create = _create_command(list(keyed), output)
@@ -440,7 +452,12 @@ def baseline_update(
         )
     except BaselineError as exc:
         raise UsageError(str(exc)) from exc
-    write_bytes_atomic(output, document.to_json().encode("utf-8"))
+    write_target(
+        output,
+        document.to_json().encode("utf-8"),
+        "--output",
+        f"{plural(len(document.trials), 'trial')} were measured",
+    )
     click.echo(
         f"wrote {output}: {len(keyed)} pipeline{'s' if len(keyed) != 1 else ''}, "
         f"{len(document.trials)} trials of {runs} runs" + (f" ({wanted} added)" if existing else "")
@@ -682,7 +699,21 @@ def _gate_exit(gate: Gate) -> GateExit:
 
 
 def _write_document(gate: Gate, path: Path) -> None:
-    write_bytes_atomic(path, gate.json().encode("utf-8"))
+    write_target(path, gate.json().encode("utf-8"), "--json", "the decision above is complete")
+
+
+def _check_document_target(json_path: Path | None, options: dict) -> None:
+    """A --json that would overwrite a pipeline, the baseline or anything but a gate
+    document, or that cannot be written, is refused before the trials run."""
+    check_json_target(
+        json_path,
+        protected=[
+            *(Path(p) for p in _expand([options["pipelines"]])),
+            Path(options["baseline_path"]),
+            Path(options["run_dir"]),
+        ],
+        schemas=(GATE_SCHEMA_FAMILY,),
+    )
 
 
 @baseline.command("compare", epilog=GATE_EXIT_CODES)
@@ -706,6 +737,7 @@ def baseline_compare(json_path, amplify, without, output_format, **options) -> i
     """
     pipelines = options["pipelines"]
     check_without(amplify, without)
+    _check_document_target(json_path, options)
     gate = _compare(
         amplify=amplify, without=without, workflow=Workflow.from_environ(os.environ), **options
     )
@@ -764,6 +796,7 @@ def gate(
     """The GitHub Action's one step: compare with the baseline, then comment, annotate,
     summarise and set outputs, from the environment a workflow runner provides."""
     check_without(amplify, without)
+    _check_document_target(json_path, options)
     workflow = Workflow.from_environ(os.environ)
     if not os.environ.get("RUNNER_TEMP"):
         # Not on a runner: the document (and a comment that could not be posted) go beside

@@ -20,7 +20,15 @@ import click
 import duckdb
 
 from twicerun import __version__
-from twicerun.cli.app import Progress, check_json_target, cli, epilog, parse_seeds, seed_option
+from twicerun.cli.app import (
+    Progress,
+    check_json_target,
+    cli,
+    epilog,
+    parse_seeds,
+    seed_option,
+    write_target,
+)
 from twicerun.errors import BadInput, StepCrashed
 from twicerun.github.commands import neutralize
 from twicerun.pipeline import load_pipeline
@@ -34,7 +42,6 @@ from twicerun.runner.generators import drew_unseeded
 from twicerun.runner.progress import ProgressEvent
 from twicerun.runner.replay import Scratch, audit_runs, recorded_inputs
 from twicerun.runner.step_output import imports_print_to_stderr
-from twicerun.storage.atomic import write_bytes_atomic
 from twicerun.storage.layout import LOOP, RunAddress
 from twicerun.verdicts.audit import AuditReport, audit_step
 from twicerun.verdicts.ladder import Located, localize_one
@@ -103,8 +110,11 @@ def _emit(document: dict, lines: list[str], json_path: str | None) -> None:
     for line in lines:
         click.echo(neutralize(line))
     if json_path:
-        write_bytes_atomic(
-            Path(json_path), (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+        write_target(
+            json_path,
+            (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode(),
+            "--json",
+            "the verdicts above are complete",
         )
 
 
