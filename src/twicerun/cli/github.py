@@ -705,6 +705,8 @@ def _write_document(gate: Gate, path: Path) -> None:
 def _check_document_target(json_path: Path | None, options: dict) -> None:
     """A --json that would overwrite a pipeline, the baseline or anything but a gate
     document, or that cannot be written, is refused before the trials run."""
+    if json_path is None:
+        return
     check_json_target(
         json_path,
         protected=[
