@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -289,48 +290,57 @@ def test_a_token_that_cannot_write_leaves_the_comment_in_a_file_and_the_exit_cod
     assert "workflow_run" in warning
 
 
-def test_a_pull_request_that_rewrites_its_baseline_is_still_judged_by_the_base_branchs(
-    workspace, tmp_path
-):
-    """The action fetches the base branch and reads the baseline from there: a pull
-    request that makes a step worse and regenerates the baseline to match still fails,
-    and the summary says, first, that it edited the file."""
-    import subprocess
+def git(*args: str, cwd: Path | None = None) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+    return done.stdout.strip()
 
-    def git(*args: str, cwd: Path = workspace) -> None:
-        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
+def worse_with_its_own_baseline(workspace: Path, tmp_path: Path, branch: str) -> tuple[Path, str]:
+    """An origin whose main commits BEFORE and its baseline, and the workspace on `branch`,
+    which makes `drifts` worse and rewrites the baseline to match; the origin and main's
+    commit."""
     origin = tmp_path / "origin.git"
     git("init", "-q", "--bare", str(origin), cwd=tmp_path)
-    # The workspace holds AFTER; the base branch commits BEFORE and its baseline.
     after = Path("pipelines/orders.py").read_text()
     Path("pipelines/orders.py").write_text(textwrap.dedent(BEFORE).lstrip())
-    git("init", "-q", "-b", "main")
-    git("config", "user.email", "t@example.com")
-    git("config", "user.name", "t")
-    git("add", "-A")
-    git("commit", "-qm", "base")
-    git("remote", "add", "origin", str(origin))
-    git("push", "-q", "origin", "main")
-    git("checkout", "-qb", "pr")
+    for args in (
+        ("init", "-q", "-b", "main"),
+        ("config", "user.email", "t@example.com"),
+        ("config", "user.name", "t"),
+        ("add", "-A"),
+        ("commit", "-qm", "base"),
+        ("remote", "add", "origin", str(origin)),
+        ("push", "-q", "origin", "main"),
+    ):
+        git(*args, cwd=workspace)
+    base_sha = git("rev-parse", "HEAD", cwd=workspace)
+    git("checkout", "-qb", branch, cwd=workspace)
     Path("pipelines/orders.py").write_text(after)
     assert main(["baseline", "update", "pipelines/orders.py", "--trials", "3", "--no-amplify",
                  "--run-dir", str(tmp_path / "pr-runs")]) == 0  # fmt: skip
-    git("commit", "-qam", "a worse step, and a baseline that says so")
-    git("update-ref", "-d", "refs/remotes/origin/main")  # as a fresh checkout of the pull request
+    git("commit", "-qam", "a worse step, and a baseline that says so", cwd=workspace)
+    return origin, base_sha
 
-    runner_temp = warm_runner(tmp_path)
+
+def run_without_a_comment(workspace: Path, tmp_path: Path, **env: str):
+    """The action on a warm runner, amplifiers and comment off; the run and its summary."""
     summary = tmp_path / "summary.md"
     run = run_action(
         REPO / "action.yml",
         inputs={"amplify": "false", "comment": "false"},
         workspace=workspace,
-        runner_temp=runner_temp,
-        env={**base_env(), "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_BASE_REF": "main"},
+        runner_temp=warm_runner(tmp_path),
+        env={**base_env(), "GITHUB_STEP_SUMMARY": str(summary), **env},
     )
+    return run, summary
+
+
+def judged_by_the_base_branchs_baseline(run) -> object:
+    """The check fetched the base's baseline and failed the worse step by it, naming the
+    edit; the gate step, for what else a test asserts."""
     steps = {s.name: s for s in run.steps}
-    assert not steps["Fetch the base branch's baseline"].skipped
-    assert steps["Fetch the base branch's baseline"].code == 0
+    fetch = steps["Fetch the base branch's baseline"]
+    assert not fetch.skipped and fetch.code == 0, fetch.stderr
     gate = steps["Run twicerun"]
     assert gate.code == 1, gate.stdout + gate.stderr
     document = json.loads(Path(run.outputs["result"]).read_text())
@@ -339,6 +349,21 @@ def test_a_pull_request_that_rewrites_its_baseline_is_still_judged_by_the_base_b
     assert document["baseline_moved"] == [
         "pipelines/orders.py drifts: differed in 0 of 3 trials on the base branch, 3 of 3 here"
     ]
+    return gate
+
+
+def test_a_pull_request_that_rewrites_its_baseline_is_still_judged_by_the_base_branchs(
+    workspace, tmp_path
+):
+    """The action fetches the base branch and reads the baseline from there: a pull
+    request that makes a step worse and regenerates the baseline to match still fails,
+    and the summary says, first, that it edited the file."""
+    worse_with_its_own_baseline(workspace, tmp_path, "pr")
+    # As a fresh checkout of the pull request leaves it: no base branch.
+    git("update-ref", "-d", "refs/remotes/origin/main", cwd=workspace)
+
+    run, summary = run_without_a_comment(workspace, tmp_path, GITHUB_BASE_REF="main")
+    gate = judged_by_the_base_branchs_baseline(run)
     warnings = [line for line in gate.stdout.splitlines() if line.startswith("::warning")]
     assert warnings[0].startswith(  # first of its severity, so the cap of ten cannot drop it
         "::warning title=twicerun%3A baseline edited::This pull request changes the baseline"
@@ -351,31 +376,11 @@ def test_a_merge_group_is_judged_by_the_baseline_at_its_base_commit(workspace, t
     merge_group); the event names the commit the group is built on. The check reads the
     baseline there, so the merge group's own copy, which a queued pull request may have
     rewritten, cannot pass it."""
-    import subprocess
-
-    def git(*args: str, cwd: Path = workspace) -> str:
-        done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
-        return done.stdout.strip()
-
-    origin = tmp_path / "origin.git"
-    git("init", "-q", "--bare", str(origin), cwd=tmp_path)
-    after = Path("pipelines/orders.py").read_text()
-    Path("pipelines/orders.py").write_text(textwrap.dedent(BEFORE).lstrip())
-    git("init", "-q", "-b", "main")
-    git("config", "user.email", "t@example.com")
-    git("config", "user.name", "t")
-    git("add", "-A")
-    git("commit", "-qm", "base")
-    git("remote", "add", "origin", str(origin))
-    git("push", "-q", "origin", "main")
-    base_sha = git("rev-parse", "HEAD")
-    git("checkout", "-qb", "gh-readonly-queue/main/pr-7")
-    Path("pipelines/orders.py").write_text(after)
-    assert main(["baseline", "update", "pipelines/orders.py", "--trials", "3", "--no-amplify",
-                 "--run-dir", str(tmp_path / "pr-runs")]) == 0  # fmt: skip
-    git("commit", "-qam", "a worse step, and a baseline that says so")
-    git("push", "-q", "origin", "gh-readonly-queue/main/pr-7")
-    head_sha = git("rev-parse", "HEAD")
+    origin, base_sha = worse_with_its_own_baseline(
+        workspace, tmp_path, "gh-readonly-queue/main/pr-7"
+    )
+    git("push", "-q", "origin", "gh-readonly-queue/main/pr-7", cwd=workspace)
+    head_sha = git("rev-parse", "HEAD", cwd=workspace)
     # As actions/checkout leaves a merge group: its commit at depth 1, nothing of the base.
     shutil.rmtree(workspace / ".git")
     clone = tmp_path / "clone"
@@ -391,7 +396,7 @@ def test_a_merge_group_is_judged_by_the_baseline_at_its_base_commit(workspace, t
     )
     (clone / ".git").rename(workspace / ".git")
     with pytest.raises(subprocess.CalledProcessError):
-        git("cat-file", "-e", f"{base_sha}^{{commit}}")
+        git("cat-file", "-e", f"{base_sha}^{{commit}}", cwd=workspace)
 
     event = tmp_path / "event.json"
     event.write_text(
@@ -405,30 +410,10 @@ def test_a_merge_group_is_judged_by_the_baseline_at_its_base_commit(workspace, t
             }
         )
     )
-    runner_temp = warm_runner(tmp_path)
-    summary = tmp_path / "summary.md"
-    run = run_action(
-        REPO / "action.yml",
-        inputs={"amplify": "false", "comment": "false"},
-        workspace=workspace,
-        runner_temp=runner_temp,
-        env={
-            **base_env(),
-            "GITHUB_STEP_SUMMARY": str(summary),
-            "GITHUB_EVENT_NAME": "merge_group",
-            "GITHUB_EVENT_PATH": str(event),
-        },
+    run, _ = run_without_a_comment(
+        workspace, tmp_path, GITHUB_EVENT_NAME="merge_group", GITHUB_EVENT_PATH=str(event)
     )
-    steps = {s.name: s for s in run.steps}
-    assert steps["Fetch the base branch's baseline"].code == 0
-    gate = steps["Run twicerun"]
-    assert gate.code == 1, gate.stdout + gate.stderr
-    document = json.loads(Path(run.outputs["result"]).read_text())
-    assert document["baseline_source"] == "base branch"
-    assert [d["verdict"] for d in document["decisions"]] == ["unchanged", "new divergence"]
-    assert document["baseline_moved"] == [
-        "pipelines/orders.py drifts: differed in 0 of 3 trials on the base branch, 3 of 3 here"
-    ]
+    judged_by_the_base_branchs_baseline(run)
 
 
 def test_github_failing_all_day_keeps_the_checks_exit_code_summary_and_outputs(workspace, tmp_path):
