@@ -743,14 +743,14 @@ def baseline_compare(json_path, amplify, without, output_format, **options) -> i
     gate = _compare(
         amplify=amplify, without=without, workflow=Workflow.from_environ(os.environ), **options
     )
-    if json_path:
-        _write_document(gate, json_path)
     document = summary(gate, pipelines)
     if (output_format or ("text" if sys.stdout.isatty() else "markdown")) == "text":
         document = markdown_to_text(document)
     click.echo(neutralize(document), nl=False)
     if gate.baseline_error:
         click.echo(neutralize(f"twicerun: {gate.baseline_error}"), err=True)
+    if json_path:  # after the decision is printed: a path that fails now loses nothing
+        _write_document(gate, json_path)
     return _gate_exit(gate)
 
 

@@ -85,6 +85,26 @@ _CANNOT_WRITE_HERE = frozenset(
 )
 
 
+def _new_directory_in(run_dir: Path) -> Path:
+    """A directory of its own for one invocation, named by the time and a random suffix,
+    created exclusively, in `run_dir` (made, and told to ignore itself, if need be)."""
+    try:
+        run_dir.mkdir(parents=True)
+        created = True
+    except FileExistsError:
+        created = False
+    if created or (run_dir.name == ".twicerun" and not (run_dir / GITIGNORE).exists()):
+        ignore_everything(run_dir)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    while True:
+        root = run_dir / f"{stamp}-{secrets.token_hex(2)}"
+        try:
+            root.mkdir()
+            return root
+        except FileExistsError:
+            continue
+
+
 class Invocation:
     """One invocation's directory, and the only code that knows its layout."""
 
@@ -98,21 +118,7 @@ class Invocation:
     def create(cls, run_dir: Path, manifest: dict[str, Any]) -> Invocation:
         run_dir = Path(run_dir)
         try:
-            try:
-                run_dir.mkdir(parents=True)
-                created = True
-            except FileExistsError:
-                created = False
-            if created or (run_dir.name == ".twicerun" and not (run_dir / GITIGNORE).exists()):
-                ignore_everything(run_dir)
-            stamp = time.strftime("%Y%m%d-%H%M%S")
-            while True:
-                root = run_dir / f"{stamp}-{secrets.token_hex(2)}"
-                try:
-                    root.mkdir()
-                    break
-                except FileExistsError:
-                    continue
+            root = _new_directory_in(run_dir)
         except OSError as exc:
             if exc.errno not in _CANNOT_WRITE_HERE:
                 raise  # a full disk is reported as one, by the CLI
