@@ -699,6 +699,11 @@ def test_a_merge_group_is_judged_by_the_baseline_at_the_commit_it_is_built_on(
     assert "merge_group event without a merge_group.base_sha" in outcome.err
     assert "pass --baseline-ref" in outcome.err
 
+    monkeypatch.delenv("GITHUB_EVENT_PATH")
+    outcome, _ = compare(twicerun)
+    assert outcome.code == 2
+    assert "GITHUB_EVENT_NAME is merge_group, but GITHUB_EVENT_PATH names no event" in outcome.err
+
 
 def test_a_base_branch_without_a_baseline_is_bad_input_naming_the_way_out(branches, twicerun):
     tree = (

@@ -101,10 +101,15 @@ class Workflow:
         if self.event_name == "merge_group":
             sha = (self.event.get("merge_group") or {}).get("base_sha")
             if not isinstance(sha, str) or not sha.strip():
-                raise UsageError(
+                what = (
                     f"GITHUB_EVENT_PATH={self.event_path} is a merge_group event without a "
-                    f"merge_group.base_sha, so the baseline the group is judged by cannot be "
-                    f"found; pass --baseline-ref"
+                    f"merge_group.base_sha"
+                    if self.event_path
+                    else "GITHUB_EVENT_NAME is merge_group, but GITHUB_EVENT_PATH names no event"
+                )
+                raise UsageError(
+                    f"{what}, so the commit the group is built on, whose baseline judges it, "
+                    f"is unknown; pass --baseline-ref"
                 )
             return sha.strip()
         return None
