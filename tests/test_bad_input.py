@@ -262,6 +262,8 @@ CASES = [
     Case("baseline-output-over-a-pipeline", ["baseline", "update", "good.py", "--output", "good.py"], 2, "--output good.py: that is"),
     Case("baseline-output-over-a-readme", ["baseline", "update", "good.py", "--output", "README.md"], 2, "--output README.md exists and is not what this verb writes"),
     Case("baseline-output-cannot-be-written", ["baseline", "update", "good.py", "--output", "/proc/twicerun-b.json"], 2, "--output /proc/twicerun-b.json: /proc cannot be written to"),
+    Case("baseline-output-dash", ["baseline", "update", "good.py", "--output", "-"], 2, "--output -: the baseline is a file to commit, not a stream"),
+    Case("gate-json-dash", ["gate", "--pipelines", "good.py", "--baseline", "b.json", "--no-amplify", "--no-comment", "--json", "-"], 2, "--json -: the gate's standard output carries workflow commands"),
     Case("compare-json-over-a-pipeline", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "b.json", "--json", "good.py"], 2, "--json good.py: that is"),
     Case("compare-json-over-the-baseline", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "b.json", "--json", "b.json"], 2, "--json b.json: that is"),
     Case("compare-json-cannot-be-written", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "b.json", "--json", "/proc/twicerun-g.json"], 2, "/proc cannot be written to"),

@@ -674,6 +674,18 @@ def test_the_base_branch_ref_comes_from_the_pull_request_event(branches, twiceru
     assert document["baseline_moved"] == []
 
 
+def test_json_dash_prints_the_gate_document_instead_of_the_decision(repo, twicerun):
+    # It wrote a file named "-" and printed the decision, unlike every other verb's --json -.
+    update(twicerun, "pipelines/coins.py")
+    outcome = twicerun(
+        "baseline", "compare", "--pipelines", "pipelines/coins.py", "--baseline",
+        "baseline.json", "--no-amplify", "--json", "-",
+    )  # fmt: skip
+    assert outcome.code == 0, outcome.err
+    assert json.loads(outcome.out)["schema"].startswith("twicerun.gate/")
+    assert not Path("-").exists()
+
+
 def test_a_merge_group_is_judged_by_the_baseline_at_the_commit_it_is_built_on(
     branches, twicerun, monkeypatch, tmp_path
 ):

@@ -247,14 +247,20 @@ def check_json_target(
     protected: Sequence[Path] = (),
     schemas: Sequence[str] = ("twicerun.result/",),
     flag: str = "--json",
+    dash: str | None = None,
 ) -> None:
     """Refuse, before anything runs, a --json path that would destroy something.
 
     Only what this verb writes (or nothing) may stand at the path; not a pipeline, not
     a file inside a directory twicerun manages (a saved result.json among them), and
-    not a place that cannot be written.
+    not a place that cannot be written. `dash`, where `-` cannot mean standard output
+    for this verb, says why, and `-` is refused rather than written as a file of that name.
     """
-    if json_path in (None, "-"):
+    if json_path is None:
+        return
+    if str(json_path) == "-":
+        if dash:
+            raise UsageError(f"{flag} -: {dash}")
         return
     target = Path(json_path)
     resolved = target.resolve()

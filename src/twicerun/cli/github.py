@@ -375,6 +375,7 @@ def baseline_update(
         protected=[*(Path(p) for p in keyed), run_dir],
         schemas=(BASELINE_SCHEMA_FAMILY,),
         flag="--output",
+        dash=f"the baseline is a file to commit, not a stream; name its path ({DEFAULT_BASELINE})",
     )
     existing = None
     if add:
@@ -598,7 +599,8 @@ def _gate_options(fn):
                 envvar="TWICERUN_RESULT",
                 type=click.Path(dir_okay=False, path_type=Path),
                 default=None,
-                help="Write the gate document (decisions and every Result) here.",
+                help="Write the gate document (decisions and every Result) here ('-' for "
+                "stdout with `baseline compare`, which replaces the decision).",
             ),
         ]
     ):
@@ -702,7 +704,7 @@ def _write_document(gate: Gate, path: Path) -> None:
     write_target(path, gate.json().encode("utf-8"), "--json", "the decision above is complete")
 
 
-def _check_document_target(json_path: Path | None, options: dict) -> None:
+def _check_document_target(json_path: Path | None, options: dict, dash: str | None) -> None:
     """A --json that would overwrite a pipeline, the baseline or anything but a gate
     document, or that cannot be written, is refused before the trials run."""
     if json_path is None:
@@ -715,6 +717,7 @@ def _check_document_target(json_path: Path | None, options: dict) -> None:
             Path(options["run_dir"]),
         ],
         schemas=(GATE_SCHEMA_FAMILY,),
+        dash=dash,
     )
 
 
@@ -739,17 +742,21 @@ def baseline_compare(json_path, amplify, without, output_format, **options) -> i
     """
     pipelines = options["pipelines"]
     check_without(amplify, without)
-    _check_document_target(json_path, options)
+    _check_document_target(json_path, options, dash=None)
     gate = _compare(
         amplify=amplify, without=without, workflow=Workflow.from_environ(os.environ), **options
     )
-    document = summary(gate, pipelines)
-    if (output_format or ("text" if sys.stdout.isatty() else "markdown")) == "text":
-        document = markdown_to_text(document)
-    click.echo(neutralize(document), nl=False)
+    to_stdout = str(json_path) == "-"
+    if to_stdout:
+        click.echo(gate.json(), nl=False)
+    else:
+        document = summary(gate, pipelines)
+        if (output_format or ("text" if sys.stdout.isatty() else "markdown")) == "text":
+            document = markdown_to_text(document)
+        click.echo(neutralize(document), nl=False)
     if gate.baseline_error:
         click.echo(neutralize(f"twicerun: {gate.baseline_error}"), err=True)
-    if json_path:  # after the decision is printed: a path that fails now loses nothing
+    if json_path and not to_stdout:  # after the decision: a path that fails loses nothing
         _write_document(gate, json_path)
     return _gate_exit(gate)
 
@@ -798,7 +805,12 @@ def gate(
     """The GitHub Action's one step: compare with the baseline, then comment, annotate,
     summarise and set outputs, from the environment a workflow runner provides."""
     check_without(amplify, without)
-    _check_document_target(json_path, options)
+    _check_document_target(
+        json_path,
+        options,
+        dash="the gate's standard output carries workflow commands; name a file, or leave "
+        "--json out for the `result` output's file",
+    )
     workflow = Workflow.from_environ(os.environ)
     if not os.environ.get("RUNNER_TEMP"):
         # Not on a runner: the document (and a comment that could not be posted) go beside
