@@ -410,10 +410,13 @@ def test_a_merge_group_is_judged_by_the_baseline_at_its_base_commit(workspace, t
             }
         )
     )
-    run, _ = run_without_a_comment(
+    run, summary = run_without_a_comment(
         workspace, tmp_path, GITHUB_EVENT_NAME="merge_group", GITHUB_EVENT_PATH=str(event)
     )
-    judged_by_the_base_branchs_baseline(run)
+    gate = judged_by_the_base_branchs_baseline(run)
+    # A merge group is not a pull request, and is no longer called one.
+    assert summary.read_text().startswith("> [!WARNING]\n> **This merge group edits the baseline")
+    assert "::warning title=twicerun%3A baseline edited::This merge group changes" in gate.stdout
 
 
 def test_github_failing_all_day_keeps_the_checks_exit_code_summary_and_outputs(workspace, tmp_path):

@@ -653,16 +653,28 @@ def test_the_pull_request_is_judged_against_the_base_branchs_baseline(branches, 
     assert "The check used the base branch's copy" in second
 
 
-def test_the_pull_requests_own_copy_is_used_only_when_asked(branches, twicerun):
+def test_the_pull_requests_own_copy_is_used_only_when_asked(branches, twicerun, monkeypatch):
     Path("pipelines/coins.py").write_text(STEADY_NOW_NOISY + "\n\n" + NOISY)
     update(twicerun, "pipelines/coins.py")
-    outcome, document = compare(
-        twicerun, "--baseline-ref", "main", "--baseline-source", "pull-request"
-    )
+    git("update-ref", "refs/remotes/origin/main", "main")  # as the action's fetch leaves it
+    monkeypatch.setenv("GITHUB_BASE_REF", "main")  # a pull request's run
+    outcome, document = compare(twicerun, "--baseline-source", "pull-request")
     assert outcome.code == 0, outcome.out
     assert document["baseline_source"] == "pull request"
     assert document["baseline_moved"]  # still reported at the top
     assert "The check used this pull request's own copy" in outcome.out.splitlines()[1]
+    assert document["changed_by"] == "pull request"
+
+
+def test_a_checkout_compared_with_a_ref_is_not_called_a_pull_request(branches, twicerun):
+    # With no pull request in sight (a local run naming --baseline-ref), the warning
+    # said "This pull request edits the baseline" all the same.
+    Path("pipelines/coins.py").write_text(STEADY_NOW_NOISY + "\n\n" + NOISY)
+    update(twicerun, "pipelines/coins.py")
+    outcome, document = compare(twicerun, "--baseline-ref", "main")
+    assert document["changed_by"] == "checkout"
+    assert "**This checkout edits the baseline it is judged against.**" in outcome.out
+    assert "pull request" not in outcome.out.splitlines()[1]
 
 
 def test_the_base_branch_ref_comes_from_the_pull_request_event(branches, twicerun, monkeypatch):

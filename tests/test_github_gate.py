@@ -1341,3 +1341,20 @@ def test_a_gate_document_with_any_value_of_the_wrong_type_is_refused_or_rendered
     except (ValueError, TypeError, KeyError):
         return  # what `post` turns into "not a twicerun gate document", exit 2
     assert comment_body(gate, P, "https://github.test/run").startswith("<!-- twicerun:comment:")
+
+
+def test_who_edited_the_baseline_is_read_back_from_a_closed_set():
+    # The fork flow renders the comment from a document an untrusted run wrote: the word
+    # naming what edited the baseline goes into the comment, so only the three are read.
+    import copy
+
+    from twicerun.github.gate import Gate
+
+    document = copy.deepcopy(DOCUMENT)
+    document["changed_by"] = "merge group"
+    assert Gate.from_document(document).changed_by == "merge group"
+    document["changed_by"] = "pull request](https://evil.test)"
+    with pytest.raises(ValueError, match="changed_by is not one of"):
+        Gate.from_document(document)
+    del document["changed_by"]  # a document written before it existed
+    assert Gate.from_document(document).changed_by == "pull request"

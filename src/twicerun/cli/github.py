@@ -687,6 +687,7 @@ def _compare(
         baseline_moved=chosen.moved,
         pull_request=workflow.pull_request,
         failures=list(failures.values()),
+        changed_by=workflow.changed_by,
     )
 
 

@@ -116,6 +116,7 @@ def render(
     baseline_error: str | None = None,
     baseline_moved: list[str] | None = None,
     baseline_source: str | None = None,
+    changed_by: str = words.CHANGED_BY_PULL_REQUEST,
     confirmations: list[tuple[str, str]] | None = None,
     summary_url: str | None = None,
     budget: int = BUDGET,
@@ -142,11 +143,11 @@ def render(
     parts = [marker(pipelines)]
     if baseline_moved:
         parts.append(
-            "> [!WARNING]\n> **This pull request edits the baseline it is judged against.** "
+            f"> [!WARNING]\n> **This {changed_by} edits the baseline it is judged against.** "
             + (
                 "The check used the base branch's copy. "
                 if baseline_source == words.BASE_BRANCH
-                else "The check used this pull request's own copy. "
+                else f"The check used this {changed_by}'s own copy. "
             )
             + "What moved: "
             + "; ".join(bare(m) for m in baseline_moved)

@@ -166,6 +166,8 @@ class Gate:
     # what the posting side checks an artifact against.
     pull_request: dict[str, Any] | None = None
     failures: list[PipelineFailure] = field(default_factory=list)
+    # What edited the baseline, when it moved: one of words.CHANGED_BY.
+    changed_by: str = words.CHANGED_BY_PULL_REQUEST
 
     @property
     def diverged(self) -> int:
@@ -188,6 +190,7 @@ class Gate:
             "baseline_source": self.baseline_source,
             "baseline_moved": self.baseline_moved,
             "pull_request": self.pull_request,
+            "changed_by": self.changed_by,
             "environment_changes": self.environment,
             "regressions": len(self.regressions),
             "diverged": self.diverged,
@@ -223,6 +226,9 @@ class Gate:
         for key in ("baseline_error", "baseline_source"):
             if not isinstance(data.get(key), str | None):
                 raise ValueError(f"{key} is not a string")
+        changed_by = data.get("changed_by", words.CHANGED_BY_PULL_REQUEST)
+        if changed_by not in words.CHANGED_BY:
+            raise ValueError(f"changed_by is not one of {', '.join(words.CHANGED_BY)}")
         options = GateOptions(
             alpha=float(data["alpha"]),
             confirm=int(data["confirm"]),
@@ -246,6 +252,7 @@ class Gate:
             annotations=[],
             pull_request=_pull_request(data.get("pull_request")),
             failures=[typed(PipelineFailure, f) for f in data.get("failures", [])],
+            changed_by=changed_by,
         )
 
 
@@ -269,6 +276,7 @@ def evaluate(
     baseline_moved: Sequence[str] = (),
     pull_request: dict[str, Any] | None = None,
     failures: Sequence[PipelineFailure] = (),
+    changed_by: str = words.CHANGED_BY_PULL_REQUEST,
 ) -> Gate:
     """Decide every step of every pipeline against the baseline.
 
@@ -317,7 +325,7 @@ def evaluate(
         environment = environment_changes(baseline, results)
     decisions.extend(_unfinished(f) for f in failures)
     regressions = [d for d in decisions if is_regression(d, options.fail_on)]
-    meta = _meta_annotations(baseline_error, baseline_moved)
+    meta = _meta_annotations(baseline_error, baseline_moved, changed_by)
     return Gate(
         decisions=decisions,
         regressions=regressions,
@@ -331,6 +339,7 @@ def evaluate(
         annotations=meta + annotations(decisions, regressions),
         pull_request=pull_request,
         failures=failures,
+        changed_by=changed_by,
     )
 
 
@@ -706,7 +715,7 @@ def environment_changes(baseline: Baseline, results: Mapping[str, Result]) -> li
     return changes
 
 
-def _meta_annotations(error: str | None, moved: Sequence[str]) -> list[Annotation]:
+def _meta_annotations(error: str | None, moved: Sequence[str], changed_by: str) -> list[Annotation]:
     """Annotations about the check itself; they go first so the per-step ones cannot crowd them out."""
     found = []
     if error:
@@ -715,7 +724,7 @@ def _meta_annotations(error: str | None, moved: Sequence[str]) -> list[Annotatio
         found.append(
             Annotation(
                 "warning",
-                "This pull request changes the baseline it would be judged against: "
+                f"This {changed_by} changes the baseline it would be judged against: "
                 + "; ".join(moved),
                 "twicerun: baseline edited",
             )
@@ -849,6 +858,7 @@ def comment_body(
         note=power_note(gate),
         baseline_error=gate.baseline_error,
         baseline_moved=gate.baseline_moved,
+        changed_by=gate.changed_by,
         baseline_source=gate.baseline_source,
         confirmations=[
             # No seconds here: a comment that changed with the timing would be edited

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from twicerun.errors import UsageError
+from twicerun.vocabulary import gate as words
 
 API_URL = "https://api.github.com"
 SERVER_URL = "https://github.com"
@@ -113,6 +114,15 @@ class Workflow:
                 )
             return sha.strip()
         return None
+
+    @property
+    def changed_by(self) -> str:
+        """What the code being checked is, as a reader would name it."""
+        if self.base_ref or self.pull_request:
+            return words.CHANGED_BY_PULL_REQUEST
+        if self.event_name == "merge_group":
+            return words.CHANGED_BY_MERGE_GROUP
+        return words.CHANGED_BY_CHECKOUT
 
     @property
     def run_url(self) -> str | None:

@@ -80,3 +80,11 @@ DEFAULT_FAIL_ON = ("new", "rate-up", "not-comparable")
 BASE_BRANCH = "base branch"
 PULL_REQUEST = "pull request"
 WORKING_TREE = "working tree"
+
+# What the checked code is, for the sentence that says it edited its own baseline: a
+# pull request's run, a merge queue's group (GitHub names no base branch there), or a
+# checkout compared with an explicit --baseline-ref.
+CHANGED_BY_PULL_REQUEST = "pull request"
+CHANGED_BY_MERGE_GROUP = "merge group"
+CHANGED_BY_CHECKOUT = "checkout"
+CHANGED_BY = (CHANGED_BY_PULL_REQUEST, CHANGED_BY_MERGE_GROUP, CHANGED_BY_CHECKOUT)
