@@ -39,6 +39,13 @@ UPDATES = [
         "<!-- /twicerun:t -->\n".encode(),
         id="non-ascii-and-an-empty-block",
     ),
+    pytest.param(
+        # Windows editors save README.md with a byte order mark, which GitHub does not show;
+        # a marker on the first line was refused as "inside a paragraph".
+        b"\xef\xbb\xbf<!-- twicerun:t -->\nold\n<!-- /twicerun:t -->\n",
+        b"\xef\xbb\xbf<!-- twicerun:t -->\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<!-- /twicerun:t -->\n",
+        id="a-byte-order-mark-stays-and-is-not-text",
+    ),
 ]
 
 

@@ -78,7 +78,15 @@ def _blocks_only() -> MarkdownIt:
     return _parser().disable("inline")
 
 
+# A byte order mark, which Windows editors put before a README's first line and GitHub
+# does not show. Parsed with it, a marker on that line is paragraph text.
+BOM = "\ufeff"
+
+
 def find_blocks(text: str, path: str = "<text>") -> list[Block]:
+    # Not a newline, so every line number is the same without it; and `update` rewrites
+    # only the lines between markers, so it stays in the file.
+    text = text.removeprefix(BOM)
     lines = split_lines(text)
     events: list[tuple[int, bool, str]] = []
     parser = _blocks_only()
