@@ -184,6 +184,19 @@ def test_a_path_written_differently_is_the_same_pipeline(repo, twicerun):
     assert {p for p, _ in verdicts(document)} == {"pipelines/coins.py"}
 
 
+def test_compare_takes_its_pipelines_as_arguments_the_way_update_does(repo, twicerun):
+    """`baseline update pipelines/coins.py` and then `baseline compare pipelines/coins.py`
+    was "Got unexpected extra argument": compare knew only --pipelines."""
+    update(twicerun, "pipelines/coins.py")
+    outcome = twicerun(
+        "baseline", "compare", "pipelines/coins.py", "--baseline", "baseline.json",
+        "--no-amplify", "--json", "gate.json",
+    )  # fmt: skip
+    assert outcome.code == 0, outcome.err
+    document = json.loads(Path("gate.json").read_text())
+    assert {p for p, _ in verdicts(document)} == {"pipelines/coins.py"}
+
+
 def test_a_pipeline_file_named_like_a_glob_is_that_file(repo, twicerun):
     """`pipelines/p[1].py` was expanded as a glob, which matched nothing (or p1.py where that
     existed), and both commands refused a file that was there."""

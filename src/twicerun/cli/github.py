@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from twicerun.cli.app import (
     THREADS,
@@ -725,6 +726,7 @@ def _check_document_target(json_path: Path | None, options: dict, dash: str | No
 
 
 @baseline.command("compare", epilog=GATE_EXIT_CODES)
+@click.argument("arguments", metavar="[PIPELINES]...", nargs=-1)
 @_gate_options
 @amplify_option("Stress the steps the loop found quiet, as the baseline did.")
 @without_option("Leave this amplifier out (repeatable), as the baseline did.")
@@ -736,13 +738,22 @@ def _check_document_target(json_path: Path | None, options: dict, dash: str | No
     help="How to print the decision: the job summary's Markdown, or the same read back as "
     "text. Default: text on a terminal, Markdown otherwise.",
 )
-def baseline_compare(json_path, amplify, without, output_format, **options) -> int:
-    """Run the pipelines once and decide, per step, how they compare with the baseline.
+def baseline_compare(arguments, json_path, amplify, without, output_format, **options) -> int:
+    """Run PIPELINES once (or --pipelines; default pipelines/*.py) and decide, per step,
+    how they compare with the baseline.
 
     The same decision `twicerun gate` makes in a workflow, with the job summary's
     content: a step that looks worse is re-run --confirm times, and only those fresh
     trials can fail it (docs/action.md explains the test).
     """
+    if arguments:
+        # As `baseline update PIPELINES` takes them; --pipelines is the gate's spelling.
+        given = click.get_current_context().get_parameter_source("pipelines")
+        if given is ParameterSource.COMMANDLINE:
+            raise UsageError(
+                "pipelines given both as arguments and with --pipelines; give them one way"
+            )
+        options["pipelines"] = " ".join(arguments)
     pipelines = options["pipelines"]
     check_without(amplify, without)
     _check_document_target(json_path, options, dash=None)
