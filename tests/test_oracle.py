@@ -393,6 +393,10 @@ def test_rows_no_single_column_explains_are_said_to_be_so_in_the_report(reported
         pa.table({"id": [1], "a": [1], "b": [1]}), pa.table({"id": [2], "a": [2], "b": [2]})
     ).attribution
     assert (a.chosen_by, a.tied, a.column) == ("none", [], None)
+    assert attribution_line(a) == (
+        "dropping any one of the 3 key columns leaves both unmatched rows unmatched, "
+        "so no single column explains them"
+    )
     out = reported(
         """
         def other_rows(ctx):

@@ -187,9 +187,11 @@ def attribution_line(a: Attribution) -> str | None:
         # Said, not left out: without it a reader looks for the one column to blame.
         if len(after) < 2:
             return None
+        # One row on each side is the commonest case; "all 2" read as a slip.
+        rows = "both" if before == 2 else f"all {number(before)}"
         return (
-            f"dropping any one of the {number(len(after))} key columns leaves all "
-            f"{number(before)} unmatched rows unmatched, so no single column explains them"
+            f"dropping any one of the {number(len(after))} key columns leaves {rows} "
+            f"unmatched rows unmatched, so no single column explains them"
         )
     if a.chosen_by == "together":
         kept = [shown(k) for k in a.after if k not in a.tied]
