@@ -88,6 +88,44 @@ def test_a_live_invocation_is_never_pruned(tmp_path):
     assert done[-1].root.exists()
 
 
+def test_a_removal_cut_short_is_finished_by_the_next_prune(tmp_path, monkeypatch):
+    """A removal stopped partway (Ctrl-C, a file it could not delete at that moment) left
+    its `.removing-<name>` directory, with whatever it still held, for good: nothing ever
+    looked at it again."""
+    from twicerun.storage import retention
+
+    run_dir = tmp_path / "runs"
+    old = Invocation.create(run_dir, {"pipeline": "p.py"})
+    (old.root / "loop" / "1").mkdir(parents=True)
+    (old.root / "loop" / "1" / "big.parquet").write_bytes(b"x" * 1000)
+    old.finish("completed")
+    current = Invocation.create(run_dir, {"pipeline": "p.py"})
+    current.finish("completed")
+
+    def cut_short(path, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(retention.shutil, "rmtree", cut_short)
+        with pytest.raises(KeyboardInterrupt):
+            prune(run_dir, 1, current)
+    left = run_dir / f".removing-{old.root.name}"
+    assert (left / "loop" / "1" / "big.parquet").exists()
+    # A directory of the user's that only looks alike is not twicerun's to remove.
+    mine = run_dir / ".removing-my-notes"
+    mine.mkdir()
+
+    newer = Invocation.create(run_dir, {"pipeline": "p.py"})
+    newer.finish("completed")
+    # Only invocations count as removed; the leftover was one no longer.
+    assert prune(run_dir, 1, newer) == [current.root.name]
+    assert not left.exists()
+    assert mine.exists()
+    assert sorted(p.name for p in run_dir.iterdir()) == sorted(
+        [".gitignore", ".removing-my-notes", newer.root.name]
+    )
+
+
 def test_an_unreadable_manifest_is_left_alone(tmp_path):
     run_dir = tmp_path / "runs"
     odd = run_dir / "20200101-000000-dead"

@@ -9,6 +9,7 @@ crash is exactly the one that must survive the next invocation.
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import socket
 from pathlib import Path
@@ -33,6 +34,7 @@ def prune(run_dir: Path, keep: int, current: Invocation) -> list[str]:
     """
     if keep <= 0:
         return []
+    _finish_removals(run_dir)
     # Oldest first; an unreadable manifest is not ours to judge, so not ours to delete.
     completed = [invocation for invocation, _ in invocations_with(run_dir, COMPLETED)]
     survivors = {inv.root.resolve() for inv in completed[-keep:]}
@@ -53,6 +55,21 @@ def prune(run_dir: Path, keep: int, current: Invocation) -> list[str]:
             shutil.rmtree(doomed)
         removed.append(name)
     return removed
+
+
+# What a removal renames an invocation directory to (layout names them
+# YYYYMMDD-HHMMSS-xxxx); a look-alike of the user's own is left alone.
+_REMOVING = re.compile(r"\.removing-\d{8}-\d{6}-[0-9a-f]+")
+
+
+def _finish_removals(run_dir: Path) -> None:
+    """Remove what an earlier removal left when it was cut short (Ctrl-C, a file it could
+    not delete then): renamed already, it is no invocation, and nothing else would."""
+    with contextlib.suppress(OSError):
+        for path in run_dir.iterdir():
+            if _REMOVING.fullmatch(path.name) and path.is_dir() and not path.is_symlink():
+                with contextlib.suppress(OSError):
+                    shutil.rmtree(path)
 
 
 def kept_failures(run_dir: Path) -> list[str]:
