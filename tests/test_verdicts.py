@@ -396,7 +396,11 @@ def test_a_run_named_by_its_directory_on_disk_is_that_run_and_a_path_deeper_says
 def test_localize_one_invocation_clean_and_located(twicerun, write_pipeline, run_dir):
     clean = record(twicerun, write_pipeline(STEADY, "steady.py"), run_dir)
     outcome = twicerun("localize", clean)
-    assert (outcome.code, outcome.out.split(":")[0]) == (0, "clean")
+    # It said only "clean: <run>", which did not say what it had looked at.
+    assert (outcome.code, outcome.out) == (
+        0,
+        f"clean: {clean}\n  run 2 agreed with run 1 on every step (2 steps)\n",
+    )
     noisy = record(twicerun, write_pipeline(LADDER, "ladder.py"), run_dir)
     outcome = twicerun("localize", noisy, "--json", "-")
     assert outcome.code == 1
