@@ -283,6 +283,29 @@ def test_a_seeded_step_steady_at_one_thread_is_not_told_its_seed_does_nothing():
     ) in render_run(seeded("PERSISTS_SINGLE_THREADED")).splitlines()
 
 
+def test_a_seeded_step_that_stayed_quiet_says_its_seed_was_held():
+    # It printed a bare NO_DIVERGENCE_OBSERVED, which read as a step that cannot change.
+    step = StepResult(
+        index=0, name="sample", line=3, fired=0, compared=4, status="NO_DIVERGENCE_OBSERVED",
+        seed=42,
+    )  # fmt: skip
+    result = Result(
+        pipeline="pipelines/p.py",
+        runs=5,
+        contained=True,
+        policy="strict",
+        environment=Environment("2.0.1", 2, "Linux-x86_64", "3.11.7", "0.1.0"),
+        seconds=1.0,
+        steps=[step],
+    )
+    assert (
+        " " * 8 + "the seed was held at 42 in every run, so its runs agreeing says nothing of "
+        "another seed (--seed sample=N draws other numbers)"
+    ) in render_run(result).splitlines()
+    unseeded = render_run(replace(result, steps=[replace(step, seed=None)]))
+    assert "the seed was held" not in unseeded
+
+
 def test_what_a_step_prints_goes_to_stderr_so_json_on_stdout_stays_a_document(
     write_pipeline, twicerun
 ):

@@ -130,6 +130,13 @@ def _step_lines(result: Result) -> list[str]:
                 f"{pad}the seed was held at {s.seed} in every run and the result moved anyway, "
                 f"so the seed does not control this step"
             )
+        elif s.seed is not None:
+            # A quiet line alone read as "this step cannot change"; it drew the same numbers
+            # because it was handed the same seed, as `audit` says beside its verdict.
+            lines.append(
+                f"{pad}the seed was held at {s.seed} in every run, so its runs agreeing says "
+                f"nothing of another seed (--seed {s.name}=N draws other numbers)"
+            )
         lines.extend(pad + line for line in left_out_lines(s.comparisons))
         if s.cause == Cause.PARALLEL_ORDER and first_run_apart(s):
             lines.append(
