@@ -66,6 +66,16 @@ def test_the_result_carries_the_documented_fields(write_pipeline, twicerun):
     assert (still["fired"], still["status"], still["line"]) == (0, "NO_DIVERGENCE_OBSERVED", 10)
 
 
+def a_result(**fields) -> Result:
+    """A contained, strict Result at threads=2 on DuckDB 2.0.1; `fields` give the rest."""
+    return Result(
+        contained=True,
+        policy="strict",
+        environment=Environment("2.0.1", 2, "Linux-x86_64", "3.11.7", "0.1.0"),
+        **fields,
+    )
+
+
 def test_a_result_survives_a_json_round_trip():
     result = Result(
         pipeline="p.py",
@@ -88,12 +98,9 @@ def test_step_names_line_up_in_every_list_once_indices_reach_two_digits():
         )
         for i in (0, 10)
     ]  # fmt: skip
-    result = Result(
+    result = a_result(
         pipeline="p.py",
         runs=5,
-        contained=True,
-        policy="strict",
-        environment=Environment("2.0.1", 2, "Linux-x86_64", "3.11.7", "0.1.0"),
         seconds=1.0,
         steps=quiet,
         amplified=False,
@@ -111,12 +118,9 @@ def test_step_names_line_up_in_every_list_once_indices_reach_two_digits():
 
 
 def test_the_report_has_the_documented_shape_exactly():
-    result = Result(
+    result = a_result(
         pipeline="pipelines/p.py",
         runs=5,
-        contained=True,
-        policy="strict",
-        environment=Environment("2.0.1", 2, "Linux-x86_64", "3.11.7", "0.1.0"),
         seconds=3.04,
         step_seconds=2.5,
         artifacts=".twicerun/20261129-000000-abcd",
@@ -169,12 +173,9 @@ def test_the_report_has_the_documented_shape_exactly():
 
 
 def test_one_clean_comparison_is_singular_in_the_zero_bound_line():
-    result = Result(
+    result = a_result(
         pipeline="p.py",
         runs=2,
-        contained=True,
-        policy="strict",
-        environment=Environment("2.0.1", 2, "Linux-x86_64", "3.11.7", "0.1.0"),
         seconds=1.0,
         confidence=0.95,
         steps=[
@@ -255,21 +256,19 @@ def test_the_amplification_header_says_the_runs_it_made(write_pipeline, twicerun
     )
 
 
+def _seeded(**step) -> Result:
+    """A five-run Result of one step, `sample`, seeded at 42."""
+    return a_result(
+        pipeline="pipelines/p.py",
+        runs=5,
+        seconds=1.0,
+        steps=[StepResult(index=0, name="sample", line=3, compared=4, seed=42, **step)],
+    )
+
+
 def test_a_seeded_step_steady_at_one_thread_is_not_told_its_seed_does_nothing():
     def seeded(cause: str) -> Result:
-        step = StepResult(
-            index=0, name="sample", line=3, fired=2, compared=4, status="DIVERGENT", seed=42
-        )
-        step = replace(step, cause=cause)
-        return Result(
-            pipeline="pipelines/p.py",
-            runs=5,
-            contained=True,
-            policy="strict",
-            environment=Environment("2.0.1", 2, "Linux-x86_64", "3.11.7", "0.1.0"),
-            seconds=1.0,
-            steps=[step],
-        )
+        return _seeded(fired=2, status="DIVERGENT", cause=cause)
 
     pad = " " * 8
     # At one thread the bisect saw it hold still: the seed does control it, there.
@@ -285,24 +284,12 @@ def test_a_seeded_step_steady_at_one_thread_is_not_told_its_seed_does_nothing():
 
 def test_a_seeded_step_that_stayed_quiet_says_its_seed_was_held():
     # It printed a bare NO_DIVERGENCE_OBSERVED, which read as a step that cannot change.
-    step = StepResult(
-        index=0, name="sample", line=3, fired=0, compared=4, status="NO_DIVERGENCE_OBSERVED",
-        seed=42,
-    )  # fmt: skip
-    result = Result(
-        pipeline="pipelines/p.py",
-        runs=5,
-        contained=True,
-        policy="strict",
-        environment=Environment("2.0.1", 2, "Linux-x86_64", "3.11.7", "0.1.0"),
-        seconds=1.0,
-        steps=[step],
-    )
+    result = _seeded(fired=0, status="NO_DIVERGENCE_OBSERVED")
     assert (
         " " * 8 + "the seed was held at 42 in every run, so its runs agreeing says nothing of "
         "another seed (--seed sample=N draws other numbers)"
     ) in render_run(result).splitlines()
-    unseeded = render_run(replace(result, steps=[replace(step, seed=None)]))
+    unseeded = render_run(replace(result, steps=[replace(result.steps[0], seed=None)]))
     assert "the seed was held" not in unseeded
 
 
