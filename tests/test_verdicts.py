@@ -1086,6 +1086,27 @@ def test_localize_of_an_invocation_that_stopped_in_run_1_is_not_called_clean(
     ]
 
 
+def test_localize_says_why_a_later_run_of_a_stopped_invocation_cannot_be_checked(
+    write_pipeline, twicerun, run_dir
+):
+    # It blamed run 1's side ("a later run's copy cannot be named") when run 2 had raised.
+    path = write_pipeline(
+        "import itertools\n_calls = itertools.count()\n\n\n"
+        'def a(ctx):\n    ctx.write("x", "SELECT 1 AS v")\n\n\n'
+        "def b(ctx):\n    if next(_calls) == 1:\n        raise RuntimeError('boom')\n"
+        '    ctx.write("y", "SELECT 2 AS v")\n'
+    )
+    assert twicerun("run", path, "--runs", "3").code == 3
+    (invocation,) = [p for p in run_dir.iterdir() if p.is_dir()]
+    outcome = twicerun("localize", invocation)
+    assert outcome.code == 4
+    assert outcome.out.splitlines() == [
+        f"could not check: {invocation}",
+        "  not checked: the invocation did not complete: its manifest says failed",
+        "  not checked: step 1 b (run 2): it raised in this run",
+    ]
+
+
 HASH_SEEDED = """
 COLUMNS = {"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
            "india", "juliet", "kilo", "lima"}

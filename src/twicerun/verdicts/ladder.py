@@ -15,6 +15,7 @@ import duckdb
 
 from twicerun.display import ljust, widest
 from twicerun.storage.context import same_time_zone
+from twicerun.storage.layout import FAILED, INTERRUPTED, KILLED
 from twicerun.verdicts.explain import NOT_ON_DISK, explain
 from twicerun.verdicts.recorded import Output, RecordedRun, RecordedStep
 from twicerun.vocabulary.ladder import Comparing, Locating, Rung
@@ -419,11 +420,21 @@ def localize_one(label: str, runs: list[RecordedRun], con: duckdb.DuckDBPyConnec
             unchecked=["the invocation has no run after run 1 to compare with it", *raised],
         )
     for step in first:
-        disagreeing, missing = [], []
+        disagreeing, missing = [], {}
         for run, by_index in others:
             other = by_index.get(step.index)
             if other is None or not step.checkable or not other.checkable:
-                missing.append(run.address.run)
+                # Why, from whichever side cannot be read: it was run 1's problem alone, so a
+                # later run that stopped inside the step was "a copy that cannot be named".
+                if not step.checkable:
+                    why = step.problem()
+                elif other is None:
+                    why = "this run has no record of the step"
+                else:
+                    why = other.problem()
+                missing.setdefault(why or "a later run's copy cannot be named", []).append(
+                    run.address.run
+                )
                 continue
             if not _same_outputs(step, other):
                 disagreeing.append((run, other))
@@ -442,12 +453,16 @@ def localize_one(label: str, runs: list[RecordedRun], con: duckdb.DuckDBPyConnec
                 unchecked,
                 inputs=inputs if inputs.startswith("differ") else "",
             )
-        if missing:
-            problem = step.problem() or "a later run's copy cannot be named"
+        for problem, numbers in missing.items():
             unchecked.append(
-                f"step {step.index} {step.name} (runs {', '.join(map(str, missing))}): {problem}"
+                f"step {step.index} {step.name} (run{'s' if len(numbers) > 1 else ''} "
+                f"{', '.join(map(str, numbers))}): {problem}"
             )
     if unchecked:
+        outcome = reference.manifest().get("outcome")
+        if outcome in (FAILED, INTERRUPTED, KILLED):
+            # Said first: it is why a later run stops partway, not a fault in the records.
+            unchecked.insert(0, f"the invocation did not complete: its manifest says {outcome}")
         return Located(label, Locating.COULD_NOT_CHECK, unchecked=unchecked)
     # What "clean" covered, so a bare word is not read as more than it checked.
     later = "run 2" if len(runs) == 2 else f"runs 2 to {len(runs)}"
