@@ -1067,33 +1067,35 @@ def test_an_explanation_quotes_a_column_name_that_is_not_one_word(tmp_path):
     assert sentence.endswith('furthest in "tot al": 1 ulp, 2.2e-16 relative')
 
 
-def test_localize_of_an_invocation_that_stopped_in_run_1_is_not_called_clean(
-    write_pipeline, twicerun, run_dir
+@pytest.mark.parametrize(
+    ("raises_on", "why"),
+    [
+        # It said "clean" (exit 0): with no run after run 1 nothing had been compared.
+        (
+            0,
+            [
+                "the invocation has no run after run 1 to compare with it",
+                "step 1 b: it raised in this run",
+            ],
+        ),
+        # It blamed run 1's side ("a later run's copy cannot be named") when run 2 had raised.
+        (
+            1,
+            [
+                "the invocation did not complete: its manifest says failed",
+                "step 1 b (run 2): it raised in this run",
+            ],
+        ),
+    ],
+    ids=["in-run-1", "in-run-2"],
+)
+def test_localize_of_an_invocation_that_stopped_says_what_it_could_not_check(
+    write_pipeline, twicerun, run_dir, raises_on, why
 ):
-    # It said "clean" (exit 0): with no run after run 1 nothing had been compared.
-    path = write_pipeline(
-        'def a(ctx):\n    ctx.write("x", "SELECT 1 AS v")\n\n\n'
-        'def b(ctx):\n    raise RuntimeError("boom")\n'
-    )
-    assert twicerun("run", path, "--runs", "3").code == 3
-    (invocation,) = [p for p in run_dir.iterdir() if p.is_dir()]
-    outcome = twicerun("localize", invocation)
-    assert outcome.code == 4
-    assert outcome.out.splitlines() == [
-        f"could not check: {invocation}",
-        "  not checked: the invocation has no run after run 1 to compare with it",
-        "  not checked: step 1 b: it raised in this run",
-    ]
-
-
-def test_localize_says_why_a_later_run_of_a_stopped_invocation_cannot_be_checked(
-    write_pipeline, twicerun, run_dir
-):
-    # It blamed run 1's side ("a later run's copy cannot be named") when run 2 had raised.
     path = write_pipeline(
         "import itertools\n_calls = itertools.count()\n\n\n"
         'def a(ctx):\n    ctx.write("x", "SELECT 1 AS v")\n\n\n'
-        "def b(ctx):\n    if next(_calls) == 1:\n        raise RuntimeError('boom')\n"
+        f"def b(ctx):\n    if next(_calls) == {raises_on}:\n        raise RuntimeError('boom')\n"
         '    ctx.write("y", "SELECT 2 AS v")\n'
     )
     assert twicerun("run", path, "--runs", "3").code == 3
@@ -1102,8 +1104,7 @@ def test_localize_says_why_a_later_run_of_a_stopped_invocation_cannot_be_checked
     assert outcome.code == 4
     assert outcome.out.splitlines() == [
         f"could not check: {invocation}",
-        "  not checked: the invocation did not complete: its manifest says failed",
-        "  not checked: step 1 b (run 2): it raised in this run",
+        *(f"  not checked: {line}" for line in why),
     ]
 
 
