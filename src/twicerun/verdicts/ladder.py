@@ -424,17 +424,15 @@ def localize_one(label: str, runs: list[RecordedRun], con: duckdb.DuckDBPyConnec
         for run, by_index in others:
             other = by_index.get(step.index)
             if other is None or not step.checkable or not other.checkable:
-                # Why, from whichever side cannot be read: it was run 1's problem alone, so a
-                # later run that stopped inside the step was "a copy that cannot be named".
+                # Why, from whichever side cannot be read: a later run that stopped inside
+                # the step is that run's problem, not run 1's.
                 if not step.checkable:
                     why = step.problem()
                 elif other is None:
                     why = "this run has no record of the step"
                 else:
                     why = other.problem()
-                missing.setdefault(why or "a later run's copy cannot be named", []).append(
-                    run.address.run
-                )
+                missing.setdefault(why, []).append(run.address.run)
                 continue
             if not _same_outputs(step, other):
                 disagreeing.append((run, other))
