@@ -256,6 +256,7 @@ CASES = [
     Case("compare-old-baseline", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "old.json", "--no-amplify"], 2, "older format", {"old.json": '{"schema": "twicerun.baseline/1"}'}),
     Case("compare-malformed-baseline", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "bad.json", "--no-amplify"], 2, "malformed", {"bad.json": '{"schema": "twicerun.baseline/2", "trials": 3}'}),
     Case("compare-pipelines-both-ways", ["baseline", "compare", "good.py", "--pipelines", "good.py", "--no-amplify"], 2, "give them one way"),
+    Case("compare-argument-with-a-space", ["baseline", "compare", "good.py", "my dir/p.py", "--no-amplify"], 2, "such as 'my?dir/p.py'", {"my dir/p.py": GOOD}),
     Case("compare-path-with-a-space", ["baseline", "compare", "--pipelines", "my dir/p.py", "--no-amplify"], 2, "such as 'my?dir/p.py'", {"my dir/p.py": GOOD}),
     # The files these verbs write are refused before the trials run, as `run --json` is:
     # nothing but a file of the same kind is overwritten, and a place that cannot be

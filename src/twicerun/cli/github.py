@@ -92,16 +92,20 @@ BASELINE_SCHEMA_FAMILY = "twicerun.baseline/"
 GATE_SCHEMA_FAMILY = "twicerun.gate/"
 
 
+def _refuse_space(path: str) -> None:
+    raise UsageError(
+        f"{path!r} is one file, but pipelines are separated by spaces; match a path "
+        f"with a space in it by a glob, such as {path.replace(' ', '?')!r}"
+    )
+
+
 def _expand(patterns: Sequence[str]) -> list[str]:
     found: list[str] = []
     modules: list[str] = []
     for pattern in patterns:
         parts = pattern.split()
         if len(parts) > 1 and Path(pattern).is_file():
-            raise UsageError(
-                f"{pattern!r} is one file, but pipelines are separated by spaces; match a path "
-                f"with a space in it by a glob, such as {pattern.replace(' ', '?')!r}"
-            )
+            _refuse_space(pattern)
         for part in parts:
             # A file that exists under the name given is that file, though `[`, `*` or `?`
             # in its name would make a glob of it (one that matches it, or nothing, or others).
@@ -753,6 +757,11 @@ def baseline_compare(arguments, json_path, amplify, without, output_format, **op
             raise UsageError(
                 "pipelines given both as arguments and with --pipelines; give them one way"
             )
+        # Joined, as --pipelines is spelled, the arguments lose their boundaries: a path
+        # with a space must be refused as the one argument it was.
+        for argument in arguments:
+            if len(argument.split()) > 1:
+                _refuse_space(argument)
         options["pipelines"] = " ".join(arguments)
     pipelines = options["pipelines"]
     check_without(amplify, without)
