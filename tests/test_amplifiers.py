@@ -604,6 +604,28 @@ def test_a_decline_names_the_nested_columns_it_never_folds(tmp_path):
     )
 
 
+def test_tie_collapse_names_a_column_with_a_space_in_quotes(tmp_path):
+    """Every other sentence names `tot al` as "tot al", so it cannot be read as two words;
+    tie collapse printed it bare, in the same block as row multiplication's quoted one."""
+    path = tmp_path / "odd.parquet"
+    CON.execute(
+        f'COPY (SELECT range AS "row id", range % 100 AS "the score", [range % 3] AS "a list" '
+        f"FROM range(3000)) TO '{path}' (FORMAT parquet)"
+    )
+    outcome = collapse_ties(CON, path, tmp_path / "out.parquet", artifact="odd")
+    assert outcome == Applied('odd."the score" into 6 values, from 30 to 500 rows per value')
+    keys = tmp_path / "keys.parquet"
+    CON.execute(
+        f'COPY (SELECT "row id", "row id" * 2 AS "x.y", "a list" FROM \'{path}\') '
+        f"TO '{keys}' (FORMAT parquet)"
+    )
+    assert collapse_ties(CON, keys, tmp_path / "none.parquet", artifact="keys") == Declined(
+        'keys has no exact column besides its keys ("row id", "x.y": each has a different '
+        'value on every row, and is kept so), so nothing could tie ("a list": lists, structs '
+        "and maps are not folded)"
+    )
+
+
 def test_the_amplifiers_keep_a_five_column_key_a_key(tmp_path):
     """Units per (store, product, channel, region, day): no four of the five are a key, so
     the search stopped at sets of four and folded the key's columns, and a running total

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import duckdb
 
+from twicerun import sql
 from twicerun.compare.columns import ColumnClass
 from twicerun.runner.amplify.base import (
     POSITION,
@@ -98,7 +99,7 @@ def plan_collapse(
     candidates = [c for c in exact if c.name not in {k.name for k in keep}]
     # A list, struct or map can tie as well, and is never folded: a decline says so
     # rather than claim nothing could tie.
-    nested = [c.name for c in columns if c.cls is ColumnClass.NESTED_EXACT]
+    nested = [sql.shown(c.name) for c in columns if c.cls is ColumnClass.NESTED_EXACT]
     unfolded = f" ({', '.join(nested)}: lists, structs and maps are not folded)" if nested else ""
     if not candidates:
         besides = f" besides {_kept(keep)}" if keep else ""
@@ -124,7 +125,7 @@ def plan_collapse(
             f"nothing to fold{unfolded}"
         )
     detail = "; ".join(
-        f"{artifact}.{c.name} into {_count(buckets, 'value')}, from {rows / c.distinct:,.0f} to "
+        f"{artifact}.{sql.shown(c.name)} into {_count(buckets, 'value')}, from {rows / c.distinct:,.0f} to "
         f"{rows / buckets:,.0f} rows per value"
         for c in chosen
     )
@@ -133,9 +134,9 @@ def plan_collapse(
 
 def _kept(keep: list[ColumnFacts]) -> str:
     if len(keep) == 1 and not keep[0].joint:
-        return f"its most distinct one ({keep[0].name})"
-    single = ", ".join(c.name for c in keep if not c.joint)
-    joint = ", ".join(c.name for c in keep if c.joint)
+        return f"its most distinct one ({sql.shown(keep[0].name)})"
+    single = ", ".join(sql.shown(c.name) for c in keep if not c.joint)
+    joint = ", ".join(sql.shown(c.name) for c in keep if c.joint)
     if not joint:
         return f"its keys ({single}: each has a different value on every row, and is kept so)"
     parts = [f"{single}: a different value on every row"] if single else []
