@@ -130,6 +130,59 @@ def test_a_malformed_key_flag_is_refused(write_pipeline, twicerun, flag):
     )
 
 
+ODD_NAMES = '''
+import itertools
+
+_calls = itertools.count()
+
+
+def keyed(ctx):
+    shift = next(_calls)
+    ctx.write(
+        "keys",
+        'SELECT range AS "event, id", range % 3 AS "say ""hi""", '
+        f"(range + {shift}) % 10 AS surrogate FROM range(10)",
+    )
+'''
+
+
+def test_a_column_whose_name_is_not_one_word_is_keyed_as_the_report_shows_it(
+    write_pipeline, twicerun
+):
+    """The refusal listed `event, id` bare, which --key splits at its comma: no column
+    holding a comma could be keyed. Names are shown in SQL's double quotes, and --key takes
+    them back in that form."""
+    path = write_pipeline(ODD_NAMES)
+    outcome = twicerun("run", path, "--runs", "2", "--key", "keys=event")
+    assert outcome.code == 2
+    assert outcome.err.startswith(
+        'twicerun: --key keys=event: keys has no column event; its exact columns are "event, id", '
+        '"say ""hi""", surrogate\n'
+    )
+    keyed = twicerun(
+        "run", path, "--runs", "3", "--no-amplify", "--key", 'keys= "event, id" ,"say ""hi"""'
+    )
+    assert keyed.code == 0, keyed.err
+    assert 'keys       keys matched on "event, id", "say ""hi""" (--key)' in keyed.out
+    flagged = ("--key", 'keys=surrogate,"event, id"', "--json", "-")
+    document = twicerun("run", path, "--runs", "3", "--no-amplify", *flagged).json()
+    assert document["keys"] == {"keys": ["surrogate", "event, id"]}
+    assert document["steps"][0]["fired"] == 2
+
+
+@pytest.mark.parametrize(
+    ("flag", "problem"),
+    [
+        ('keys="event, id', "a quoted column name has no closing double quote"),
+        ('keys="event, id"x', "a quoted column name is followed by 'x'; put a comma"),
+    ],
+)
+def test_a_badly_quoted_key_column_is_refused(write_pipeline, twicerun, flag, problem):
+    outcome = twicerun("run", write_pipeline(ODD_NAMES), "--key", flag)
+    assert outcome.code == 2
+    assert outcome.err.startswith(f"twicerun: --key {flag!r}: {problem}")
+
+
 def test_when_artifact_names_are_not_literal_the_check_waits_for_run_1(write_pipeline, twicerun):
     path = write_pipeline(
         """

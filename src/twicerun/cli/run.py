@@ -93,6 +93,7 @@ from twicerun.vocabulary.loop import Amplifier
     metavar="ARTIFACT=COL[,COL...]",
     help="Match this artifact's rows on these exact columns only; its other exact columns "
     "are left out of the comparison (say, a surrogate key that is not part of the answer). "
+    'A name holding a comma goes in double quotes, as the report shows it: a="amount, usd". '
     "Repeatable.",
 )
 @amplify_option(

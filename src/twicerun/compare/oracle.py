@@ -84,18 +84,20 @@ def _schema_change(ref: list[_Column], later: list[_Column]) -> SchemaChange:
 def check_key(
     artifact: str, columns: Sequence[tuple[str, ColumnClass]], key: Sequence[str]
 ) -> None:
-    """Refuse a --key naming a column that is absent or not exact, naming what is there."""
+    """Refuse a --key naming a column that is absent or not exact, naming what is there,
+    each column as --key takes it back (a name that is not one word in double quotes)."""
     by_name = dict(columns)
-    exact = [n for n, cls in columns if cls.is_key]
+    exact = [sql.shown(n) for n, cls in columns if cls.is_key]
+    flag = f"--key {artifact}={','.join(sql.shown(k) for k in key)}"
     for name in key:
         if name not in by_name:
             raise UsageError(
-                f"--key {artifact}={','.join(key)}: {artifact} has no column {name}; "
+                f"{flag}: {artifact} has no column {sql.shown(name)}; "
                 f"its exact columns are {', '.join(exact) or 'none'}"
             )
         if not by_name[name].is_key:
             raise UsageError(
-                f"--key {artifact}={','.join(key)}: {name} is a {by_name[name].value} column, and "
+                f"{flag}: {sql.shown(name)} is a {by_name[name].value} column, and "
                 f"matching rows on it would turn one ulp of float drift into a missing row and "
                 f"an extra one; key on exact columns only ({', '.join(exact) or 'none here'})"
             )

@@ -108,8 +108,8 @@ def _artifact_lines(
     run, worst = max(both, key=lambda item: item[1].unmatched)
     if worst.not_compared:
         lines.append(
-            f"{name}: matched on {', '.join(worst.key)} (--key); "
-            f"{', '.join(worst.not_compared)} not compared"
+            f"{name}: matched on {', '.join(shown(c) for c in worst.key)} (--key); "
+            f"{', '.join(shown(c) for c in worst.not_compared)} not compared"
         )
     elif not worst.key:
         lines.append(

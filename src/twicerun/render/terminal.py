@@ -20,6 +20,7 @@ from twicerun.render.sections import (
     status_section,
 )
 from twicerun.result import Result, StepResult
+from twicerun.sql import shown
 from twicerun.vocabulary.loop import Cause, Status
 
 
@@ -58,7 +59,8 @@ def _header(result: Result) -> list[str]:
         [
             "keys       "
             + "; ".join(
-                f"{name} matched on {', '.join(cols)}" for name, cols in result.keys.items()
+                f"{name} matched on {', '.join(shown(c) for c in cols)}"
+                for name, cols in result.keys.items()
             )
             + " (--key): their other exact columns are not compared"
         ]

@@ -30,11 +30,13 @@ from twicerun.storage.receipts import ArtifactRecord
 
 
 def parse_keys(values: Iterable[str]) -> dict[str, list[str]]:
-    """`ARTIFACT=COL[,COL...]` flags into a mapping, refusing malformed ones."""
+    """`ARTIFACT=COL[,COL...]` flags into a mapping, refusing malformed ones. A column may be
+    written in SQL's double quotes, as the report shows a name that is not one word, so that
+    one holding a comma can be named (`--key 'a="amount, usd",id'`)."""
     keys: dict[str, list[str]] = {}
     for value in values:
         artifact, sep, columns = value.partition("=")
-        names = [c.strip() for c in columns.split(",") if c.strip()]
+        names = _columns(value, columns)
         if not sep or not artifact.strip() or not names:
             raise UsageError(
                 f"--key {value!r}: write ARTIFACT=COLUMN[,COLUMN...], "
@@ -44,6 +46,40 @@ def parse_keys(values: Iterable[str]) -> dict[str, list[str]]:
             raise UsageError(f"--key names {artifact} twice; give all its columns in one flag")
         keys[artifact.strip()] = names
     return keys
+
+
+def _columns(value: str, text: str) -> list[str]:
+    """The names in `a, "b, c", d`: bare ones stripped, quoted ones exactly as quoted."""
+    names: list[str] = []
+    rest = text.lstrip()
+    while rest:
+        if rest.startswith('"'):
+            end = 1
+            while True:
+                end = rest.find('"', end)
+                if end == -1:
+                    raise UsageError(
+                        f"--key {value!r}: a quoted column name has no closing double quote; "
+                        f'write a double quote inside one twice, as in "say ""hi"""'
+                    )
+                if rest[end + 1 : end + 2] != '"':
+                    break
+                end += 2
+            names.append(rest[1:end].replace('""', '"'))
+            rest = rest[end + 1 :].lstrip()
+            if rest and not rest.startswith(","):
+                raise UsageError(
+                    f"--key {value!r}: a quoted column name is followed by {rest.split(',')[0]!r}; "
+                    f"put a comma between columns"
+                )
+        else:
+            name, _, rest = rest.partition(",")
+            if name.strip():
+                names.append(name.strip())
+            rest = rest.lstrip()
+            continue
+        rest = rest[1:].lstrip()
+    return names
 
 
 def written_names(pipeline: Pipeline) -> set[str] | None:
