@@ -58,6 +58,15 @@ class UsageError(BadInput):
     """A command-line value is wrong (a --key naming no column, say)."""
 
 
+class StepTimedOut(BaseException):
+    """A step ran past --step-timeout and was stopped. A BaseException, as KeyboardInterrupt
+    is, so that a step's own `except Exception` cannot swallow it and carry on."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        super().__init__(f"it ran longer than --step-timeout {seconds:g}s")
+
+
 class StepCrashed(TwicerunError):
     """A step raised; that run stopped and the invocation directory was kept (exit 3)."""
 
@@ -74,6 +83,9 @@ class StepCrashed(TwicerunError):
         # What an audit had found before the step raised (replay.audit_runs), to report.
         self.audited: list = []
         at = f" (at {where})" if where else ""
+        if isinstance(error, StepTimedOut):
+            super().__init__(f"step {index} {name} was stopped in run {run}{at}: {error}")
+            return
         super().__init__(
             f"step {index} {name} raised in run {run}{at}: {type(error).__name__}: {error}".rstrip()
         )

@@ -74,6 +74,30 @@ def amplify_option(help: str, **extra):
     )
 
 
+class Seconds(click.FloatRange):
+    """A positive number of seconds; named so, where click would say 'float range'."""
+
+    name = "number of seconds"
+
+    def __init__(self):
+        super().__init__(min=0, min_open=True)
+
+
+def step_timeout_option(**extra):
+    """--step-timeout, alike on every verb that runs pipelines."""
+    return click.option(
+        "--step-timeout",
+        type=Seconds(),
+        default=None,
+        metavar="SECONDS",
+        help="Stop any one execution of a step that runs longer than this, rather than wait "
+        "on it: in the loop the step crashed (exit 3), in the bisect its cause is left "
+        "unsettled, under an amplifier that amplifier failed (exit 5). A slower run is never "
+        "counted as a different answer. DuckDB only. Default: no limit.",
+        **extra,
+    )
+
+
 # The names --without takes: each amplifier as reports name it, with hyphens for spaces.
 WITHOUT_NAMES = {a.value.replace(" ", "-"): a for a in Amplifier}
 
@@ -173,6 +197,7 @@ ACTION_INPUTS = {
     "TWICERUN_ALPHA": "alpha",
     "TWICERUN_AMPLIFY": "amplify",
     "TWICERUN_WITHOUT": "without",
+    "TWICERUN_STEP_TIMEOUT": "step-timeout",
     "TWICERUN_WORKING_DIRECTORY": "working-directory",
     "TWICERUN_COMMENT_ID": "comment-id",
 }

@@ -27,6 +27,7 @@ from twicerun.cli.app import (
     epilog,
     run_dir_option,
     runs_option,
+    step_timeout_option,
     without_option,
     write_target,
 )
@@ -349,6 +350,7 @@ def baseline() -> None:
     help="The gate's confirmation trials, to size the baseline for them.",
 )
 @run_dir_option("Where the trials' invocation directories go.")
+@step_timeout_option()
 def baseline_update(
     pipelines: tuple[str, ...],
     trials: int | None,
@@ -362,6 +364,7 @@ def baseline_update(
     alpha: float,
     confirm: int,
     run_dir: Path,
+    step_timeout: float | None,
 ) -> int:
     """Run PIPELINES (default pipelines/*.py) TRIALS times and write the baseline to commit.
 
@@ -426,6 +429,7 @@ def baseline_update(
         amplify=amplify,
         without=without,
         policy=Policy(policy),
+        step_timeout=step_timeout,
     )
     measured: list[dict[str, Result]] = []
     started = time.monotonic()
@@ -598,6 +602,7 @@ def _gate_options(fn):
                 "cannot make the check fail more often than --alpha).",
             ),
             run_dir_option("Where the invocation directories go.", envvar="TWICERUN_RUN_DIR"),
+            step_timeout_option(envvar="TWICERUN_STEP_TIMEOUT"),
             click.option(
                 "--json",
                 "json_path",
@@ -627,6 +632,7 @@ def _compare(
     confirm: int,
     screen: float,
     run_dir: Path,
+    step_timeout: float | None = None,
     amplify: bool = True,
     without: frozenset[Amplifier] = frozenset(),
     workflow: Workflow,
@@ -653,6 +659,7 @@ def _compare(
         without=without,
         # A check that will exit 2 for its baseline still reports, but prunes nothing.
         keep=0 if chosen.baseline is None else 1,
+        step_timeout=step_timeout,
     )
     results = _run_all(keyed, loop, log=True, failures=failures)
     if chosen.baseline is not None:

@@ -24,6 +24,7 @@ from twicerun.cli.app import (
     result_json_option,
     run_dir_option,
     seed_option,
+    step_timeout_option,
     without_option,
 )
 from twicerun.judge.policy import Policy
@@ -110,6 +111,7 @@ from twicerun.vocabulary.loop import Amplifier
     help="Keep, for each step, the latest later run's copy of any artifact that differed from "
     "run 1 (by default only run 1's artifacts stay: the findings are in the Result).",
 )
+@step_timeout_option()
 @policy_options
 def run(
     pipeline: Path,
@@ -129,6 +131,7 @@ def run(
     tolerance_ulps: int | None,
     engine: str | None,
     spark_master: str | None,
+    step_timeout: float | None,
 ) -> int:
     """Run PIPELINE several times and report, per step, how often it fired.
 
@@ -161,6 +164,7 @@ def run(
         keep_copies=keep_copies,
         engine=engine,
         spark_master=spark_master,
+        step_timeout=step_timeout,
     )
     progress = Progress(enabled=sys.stderr.isatty())
     try:

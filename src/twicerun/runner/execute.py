@@ -18,13 +18,13 @@ from pathlib import Path
 import duckdb
 
 from twicerun.compare.digest import Digests, digests
-from twicerun.errors import BadInput, ContractError, StepCrashed, UnsupportedColumn
+from twicerun.errors import BadInput, ContractError, StepCrashed, StepTimedOut, UnsupportedColumn
 from twicerun.pipeline import Step
 from twicerun.pipeline.loader import line_in, missing_module_advice
 from twicerun.runner.engines import Engine, session_time_zone
 from twicerun.runner.environment import platform_stamp
 from twicerun.runner.generators import generator_states, left_in
-from twicerun.runner.interrupts import reraise_if_requested
+from twicerun.runner.interrupts import deadline, reraise_if_requested, timed_out
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.layout import Invocation, RunAddress
 from twicerun.storage.receipts import RECEIPT_VERSION, ArtifactRecord, Receipt, save_receipt
@@ -46,6 +46,7 @@ def execute_step(
     canonical: bool = False,
     source_order: Callable[[str, int], list[int]] | None = None,
     defer_receipt: bool = False,
+    timeout: float | None = None,
 ) -> Receipt:
     """Run `step` once at `address` and return its receipt (already saved).
 
@@ -55,7 +56,9 @@ def execute_step(
     With `canonical` (run 1 of the loop) every artifact gets it at once: run 1 is
     what a recorded-run verdict names an answer by. With `defer_receipt`, the receipt
     of an execution that succeeded is returned unsaved, for a caller that is about to
-    compare and prune the copy and so would write it twice (`Records.flush`).
+    compare and prune the copy and so would write it twice (`Records.flush`). With
+    `timeout`, a call still running after that many seconds is stopped, and the step
+    crashed (`StepTimedOut`).
     """
     out_dir = invocation.step_dir(address, step.index, step.name)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -81,7 +84,7 @@ def execute_step(
         try:
             # stdout is twicerun's: the report, or the Result with --json -. What a step
             # prints goes to stderr, where it cannot corrupt a document a script reads.
-            with contextlib.redirect_stdout(sys.stderr):
+            with contextlib.redirect_stdout(sys.stderr), deadline(timeout, ctx._interrupt):
                 step.call(ctx)
             ended = time.perf_counter()
             generators = left_in(drawn, generator_states())
@@ -100,9 +103,15 @@ def execute_step(
         if address.run > 1 and isinstance(exc, ContractError):
             raise ContractError(f"{exc} (in run {address.run})") from exc
         raise
-    except (Exception, SystemExit, GeneratorExit) as exc:
+    except (Exception, SystemExit, GeneratorExit, StepTimedOut) as exc:
         # A step that calls sys.exit() crashed: its exit status is not twicerun's.
         reraise_if_requested(exc)
+        where = _where(exc, step)
+        stopped = timed_out()
+        if stopped is not None and stopped is not exc:
+            # DuckDB reports a query the timeout stopped as a query that failed.
+            stopped.__cause__ = exc
+            exc = stopped
         error = "".join(traceback.format_exception(exc)).rstrip()
         save_receipt(
             out_dir,
@@ -115,7 +124,7 @@ def execute_step(
             name=step.name,
             run=address.run,
             error=exc,
-            where=_where(exc, step),
+            where=where,
             hint=(
                 full_disk_advice()
                 if disk_full(exc)

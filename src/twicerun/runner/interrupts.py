@@ -13,6 +13,9 @@ leaving its invocation `running` until a later one reaped it as killed. For as
 long as a command runs (`terminating`), it becomes a KeyboardInterrupt too,
 noted as such, so it is cleaned up as Ctrl-C is and the CLI exits 143, the code
 a shell gives a process SIGTERM ended.
+
+--step-timeout is the third way a step is stopped (`deadline`): a step that ran too
+long crashed, and never counts as an interrupt.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+
+from twicerun.errors import StepTimedOut
 
 _requested = threading.Event()
 _terminated = threading.Event()
@@ -84,3 +89,65 @@ def reraise_if_requested(exc: BaseException) -> None:
     """Raise KeyboardInterrupt in place of `exc` when the user asked to stop."""
     if requested() and not isinstance(exc, KeyboardInterrupt):
         raise KeyboardInterrupt from exc
+
+
+_timed_out: StepTimedOut | None = None
+_armed = False
+
+
+def _on_alarm(signum, frame) -> None:
+    # Disarmed once the step is over: an alarm sent as it ended must not land in the
+    # code after it.
+    if _armed and _timed_out is not None:
+        raise _timed_out
+
+
+# How long a step that was told to stop has to come back on its own before its Python
+# code is interrupted too: a query DuckDB stopped returns in milliseconds.
+GRACE = 0.5
+
+
+@contextlib.contextmanager
+def deadline(seconds: float | None, stop: Callable[[], None]) -> Iterator[None]:
+    """Stop the code inside once `seconds` have passed. First `stop` (the step's
+    connection's interrupt) is called from a timer thread, which stops a query wherever
+    a signal lands (docs/runs.md has the measurement), and a query it stops comes back
+    as a failed query; `timed_out()` says it was this. Code that does not come back within GRACE (a
+    sleep, a loop in Python) is sent SIGALRM, whose handler raises StepTimedOut where it
+    stands, as Ctrl-C would; only then, since an exception raised at any line can land
+    in cleanup code. Main thread only; elsewhere, and with no `seconds`, nothing is watched."""
+    global _timed_out, _armed
+    _timed_out = None
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    main = threading.main_thread().ident
+    finished = threading.Event()
+
+    def expire() -> None:
+        global _timed_out
+        _timed_out = StepTimedOut(seconds)
+        with contextlib.suppress(Exception):
+            stop()
+        if not finished.wait(GRACE):
+            signal.pthread_kill(main, signal.SIGALRM)
+
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    _armed = True
+    timer.start()
+    try:
+        yield
+    finally:
+        _armed = False
+        finished.set()
+        timer.cancel()
+        # Its signal, if it sent one, is delivered before the handler goes back.
+        timer.join()
+        signal.signal(signal.SIGALRM, previous)
+
+
+def timed_out() -> StepTimedOut | None:
+    """The timeout that stopped the last step run under `deadline`, if one did."""
+    return _timed_out

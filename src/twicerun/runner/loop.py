@@ -75,6 +75,8 @@ class LoopOptions:
     keep_copies: bool = False
     engine: str | None = None  # None: what the pipeline declares
     spark_master: str | None = None
+    # Seconds after which a step's execution is stopped (and the step crashed); None waits.
+    step_timeout: float | None = None
 
 
 def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = silent) -> Result:
@@ -90,6 +92,12 @@ def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = si
         pipeline = load_pipeline(path, options.seeds, options.engine)
     keys = KeyChecker(pipeline, options.keys, options.run_dir)
     keys.check_before_running()
+    if options.step_timeout is not None and pipeline.engine == "spark":
+        raise UsageError(
+            f"--step-timeout {options.step_timeout:g}: not available on Spark, where stopping "
+            f"the driver does not stop a job the cluster is running; leave it out, and bound "
+            f"the whole command instead (a CI job's own timeout)"
+        )
     # Before anything is created on disk: an engine that cannot start here is bad input.
     check_engine(pipeline.engine, options.spark_master)
     threads = options.threads or default_threads()
@@ -230,6 +238,7 @@ def _loop(
                         connections=connections,
                         canonical=run == 1,
                         defer_receipt=deferred,
+                        timeout=options.step_timeout,
                     )
                 except UnknownArtifact as exc:
                     hints = _unknown_read_hints(pipeline, exc.name, step.index)
@@ -297,6 +306,7 @@ def _loop(
             progress=progress,
             steps=len(steps),
             janitor=janitor,
+            timeout=options.step_timeout,
         )
         step_results = _cause_and_amplify(bench, pipeline, step_results, options, threads)
     finally:

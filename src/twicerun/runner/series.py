@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import duckdb
 
 from twicerun.compare.oracle import ReferenceCache
-from twicerun.errors import BadInput, StepCrashed
+from twicerun.errors import BadInput, StepCrashed, StepTimedOut
 from twicerun.judge.policy import Policy, judge_step
 from twicerun.pipeline import Step
 from twicerun.result import ArtifactOutcome, Comparison, Series
@@ -48,6 +48,8 @@ class Workbench:
     progress: Progress
     steps: int
     janitor: Janitor
+    # --step-timeout: an execution still running after this many seconds is stopped.
+    timeout: float | None = None
 
 
 def run_series(
@@ -119,9 +121,11 @@ def run_series(
                     source_order=source_order_for(k) if source_order_for else None,
                     # Compared (or deduplicated) and pruned at once below.
                     defer_receipt=True,
+                    timeout=bench.timeout,
                 )
             except StepCrashed as exc:
-                if not (raise_is_answer and k > 1):
+                # A run that took longer gave no other answer: never counted as one.
+                if not (raise_is_answer and k > 1) or isinstance(exc.error, StepTimedOut):
                     raise
                 executed += 1
                 comparisons.append(_raised(records.get(reference, step.index), k, exc))

@@ -221,6 +221,10 @@ class ContractChecks:
         where this engine does not tell (DuckDB's `ctx` reads its setting)."""
         return None
 
+    def _interrupt(self) -> None:
+        """Stop the query the step is running, from another thread (--step-timeout); an
+        engine that cannot leaves it to the signal the main thread is sent."""
+
     def __getattr__(self, attribute: str) -> Any:
         # Only reached when nothing else has the name: a step asked for something the
         # contract does not give (ctx.con, ctx.execute), or a typo. Python's own message
@@ -433,6 +437,9 @@ class StepContext(ContractChecks):
             return int(value)
         except (duckdb.Error, TypeError, ValueError):
             return None
+
+    def _interrupt(self) -> None:
+        self._con.interrupt()
 
     def read(self, name: str) -> duckdb.DuckDBPyRelation:
         """Expose the artifact `name` of an earlier step as a view and return a relation over it."""
