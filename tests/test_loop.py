@@ -237,6 +237,38 @@ def test_keep_copies_keeps_the_latest_differing_copy_of_each_step(write_pipeline
     assert (root / "loop" / "5" / "00-source" / "numbers.parquet").exists()
 
 
+@pytest.mark.parametrize("containment", ["--containment", "--no-containment"])
+def test_keep_copies_keeps_the_latest_copy_that_differed_when_later_runs_agree(
+    write_pipeline, twicerun, containment
+):
+    """Runs 2 and 3 differ from run 1, runs 4 and 5 agree with it. Each later run deleted
+    the run before it's copy, so run 3's went when run 4 came, and run 4's and 5's were
+    pruned as identical: --keep-copies kept nothing, and diff said to use --keep-copies."""
+    path = write_pipeline(
+        """
+        import itertools
+
+        _calls = itertools.count(1)
+
+
+        def flaky(ctx):
+            run = next(_calls)
+            ctx.write("numbers", f"SELECT range AS n, {int(run in (2, 3))} AS mark FROM range(10)")
+        """
+    )
+    outcome = twicerun("run", path, containment, "--keep-copies", "--json", "-")
+    assert outcome.json()["steps"][0]["fired"] == 2
+    root = Path(outcome.json()["artifacts"])
+    on_disk = [
+        run
+        for run in range(1, 6)
+        if (root / "loop" / str(run) / "00-flaky" / "numbers.parquet").exists()
+    ]
+    assert on_disk == [1, 3]
+    assert load_receipt(root / "loop" / "3" / "00-flaky").artifacts[0].kept is True
+    assert load_receipt(root / "loop" / "2" / "00-flaky").artifacts[0].kept is False
+
+
 def test_uncontained_readers_of_a_pruned_copy_are_sent_to_run_1s(write_pipeline, twicerun):
     path = write_pipeline(DRIFTING)
     outcome = twicerun("run", path, "--no-containment", "--json", "-")

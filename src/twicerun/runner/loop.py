@@ -153,6 +153,22 @@ def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = si
     return result
 
 
+def _keep_latest_differing(
+    records: Records, kept: dict[int, RunAddress], address: RunAddress, index: int
+) -> None:
+    """--keep-copies, once this run's identical copies are pruned: if a copy of the step is
+    left, it differed, and the one kept before it goes. A run that agreed leaves the earlier
+    one in place; deleting that one whenever a later run came along kept nothing at all
+    where the last run agreed."""
+    receipt = records.get(address, index)
+    if receipt is None or not any(r.kept for r in receipt.artifacts):
+        return
+    earlier = kept.get(index)
+    if earlier is not None and earlier != address:
+        records.discard(earlier, index)
+    kept[index] = address
+
+
 def _unknown_read_hints(pipeline: Pipeline, name: str, index: int) -> list[str]:
     """What the pipeline's source says about an artifact a step read before anything wrote it:
     a later step that writes it (the steps are out of order), or functions imported into the
@@ -204,6 +220,8 @@ def _loop(
     # reused by every later run compared with it.
     caches = {s.index: ReferenceCache(digest_connection) for s in steps}
     worst = WorstComparisons(digest_connection)
+    # --keep-copies: per step, the latest later run whose copy differed from run 1's.
+    kept: dict[int, RunAddress] = {}
     connections.expect(threads, options.runs * len(steps))
     try:
         for run in range(1, options.runs + 1):
@@ -270,8 +288,8 @@ def _loop(
                         records.prune_identical(address, step.index)
                         if not options.keep_copies:
                             records.discard(address, step.index)
-                        elif run > 2:
-                            records.discard(RunAddress(LOOP, run - 1), step.index)
+                        else:
+                            _keep_latest_differing(records, kept, address, step.index)
                 finally:
                     records.flush(address, step.index)
             if run == 1:
@@ -280,12 +298,19 @@ def _loop(
                 # Run run-1 is no longer read by anyone: its state went into this run.
                 for step in steps:
                     records.prune_identical(RunAddress(LOOP, run - 1), step.index)
-                    records.discard(RunAddress(LOOP, run - 1), step.index)
+                    if not options.keep_copies:
+                        records.discard(RunAddress(LOOP, run - 1), step.index)
+                    else:
+                        _keep_latest_differing(records, kept, RunAddress(LOOP, run - 1), step.index)
         if not options.containment:
             for step in steps:
                 records.prune_identical(RunAddress(LOOP, options.runs), step.index)
                 if not options.keep_copies:
                     records.discard(RunAddress(LOOP, options.runs), step.index)
+                else:
+                    _keep_latest_differing(
+                        records, kept, RunAddress(LOOP, options.runs), step.index
+                    )
         for step in steps:
             caches[step.index].clear()
             comparisons[step.index] = worst.attribute(records, step.index, comparisons[step.index])
