@@ -54,32 +54,33 @@ def _columns(value: str, text: str) -> list[str]:
     rest = text.lstrip()
     while rest:
         if rest.startswith('"'):
-            end = 1
-            while True:
-                end = rest.find('"', end)
-                if end == -1:
-                    raise UsageError(
-                        f"--key {value!r}: a quoted column name has no closing double quote; "
-                        f'write a double quote inside one twice, as in "say ""hi"""'
-                    )
-                if rest[end + 1 : end + 2] != '"':
-                    break
-                end += 2
-            names.append(rest[1:end].replace('""', '"'))
-            rest = rest[end + 1 :].lstrip()
+            name, rest = _quoted(value, rest)
             if rest and not rest.startswith(","):
                 raise UsageError(
                     f"--key {value!r}: a quoted column name is followed by {rest.split(',')[0]!r}; "
                     f"put a comma between columns"
                 )
+            names.append(name)
+            rest = rest[1:]  # the comma, if any
         else:
             name, _, rest = rest.partition(",")
             if name.strip():
                 names.append(name.strip())
-            rest = rest.lstrip()
-            continue
-        rest = rest[1:].lstrip()
+        rest = rest.lstrip()
     return names
+
+
+def _quoted(value: str, text: str) -> tuple[str, str]:
+    """The name a double-quoted identifier at the start of `text` holds, and what follows it."""
+    end = 1
+    while (end := text.find('"', end)) != -1:
+        if text[end + 1 : end + 2] != '"':
+            return text[1:end].replace('""', '"'), text[end + 1 :].lstrip()
+        end += 2
+    raise UsageError(
+        f"--key {value!r}: a quoted column name has no closing double quote; "
+        f'write a double quote inside one twice, as in "say ""hi"""'
+    )
 
 
 def written_names(pipeline: Pipeline) -> set[str] | None:
