@@ -486,6 +486,31 @@ def test_the_bisect_names_parallel_order_and_a_cause_that_persists(write_pipelin
     assert "up to 5 times, stopping once the cause was settled" in out
 
 
+def test_a_step_that_raises_at_one_thread_has_no_cause_and_says_where(write_pipeline, twicerun):
+    """The bisect's line for a step that raised there was never checked; it read "no cause:
+    it raised at threads=1: step 0 odd raised in run 1 ...", which says "raised" twice and
+    reads wrong for a step --step-timeout stopped."""
+    path = write_pipeline(
+        """
+        import itertools
+
+        _calls = itertools.count()
+
+
+        def odd(ctx):
+            if ctx.threads == 1:
+                raise RuntimeError("one thread is not enough")
+            ctx.write("a", f"SELECT {next(_calls)} AS mark")
+        """
+    )
+    outcome = twicerun("run", path, "--threads", "2", "--runs", "3")
+    assert outcome.code == 1, outcome.err
+    assert (
+        f"  0 odd  no cause, since at threads=1 step 0 odd raised in run 1 (at {path}:8): "
+        "RuntimeError: one thread is not enough"
+    ) in outcome.out.splitlines()
+
+
 @pytest.mark.parametrize(
     ("differed", "compared", "quiet_runs"),
     [(4, 4, 2), (3, 4, 4), (1, 4, None), (2, 4, None), (9, 9, 2)],

@@ -83,8 +83,8 @@ def cause_section(result: Result) -> list[str]:
         b = s.bisect
         if b.error:
             lines.append(
-                f"  {_n(s, steps)} {ljust(s.name, width)}  no cause: it raised at "
-                f"{at(result.environment, 1)}: {b.error}"
+                f"  {_n(s, steps)} {ljust(s.name, width)}  no cause, since at "
+                f"{at(result.environment, 1)} {b.error}"
             )
             continue
         label = s.cause or Judged.TOLERATED
