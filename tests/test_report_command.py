@@ -167,6 +167,19 @@ def test_an_artifact_of_an_unknown_kind_is_refused(twicerun, tmp_path):
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [("{}", "has no schema field"), ("[1, 2]", "holds a JSON list, not an object")],
+)
+def test_an_artifact_without_a_schema_is_refused_saying_so(twicerun, tmp_path, text, what):
+    # It said "has schema None", Python's word for a field that is not there.
+    path = tmp_path / "other.json"
+    path.write_text(text)
+    outcome = twicerun("report", path)
+    assert outcome.code == 2
+    assert outcome.err.startswith(f"twicerun: {path} {what} and carries no tables")
+
+
 def test_an_artifact_that_carries_its_tables_renders_them_as_they_are(twicerun, tmp_path):
     path = tmp_path / "script.json"
     path.write_text(

@@ -60,8 +60,15 @@ def _load_artifacts(paths: Sequence[str], results: Path) -> list[Artifact]:
         schema = document.get("schema") if isinstance(document, dict) else None
         if not renders(document):
             known = ", ".join(sorted(BUILDERS))
+            what = (
+                f"has schema {schema!r}"
+                if schema is not None
+                else "has no schema field"
+                if isinstance(document, dict)
+                else f"holds a JSON {type(document).__name__}, not an object"
+            )
             raise UsageError(
-                f"{path} has schema {schema!r} and carries no tables, so nothing renders it; "
+                f"{path} {what} and carries no tables, so nothing renders it; "
                 f"known: {known}, or any artifact with a `tables` list"
             )
         artifacts.append(Artifact(str(path), document))
