@@ -210,6 +210,13 @@ def test_a_result_with_an_unknown_schema_is_refused(tmp_path):
         "this Result has schema 'twicerun.result/9', and this twicerun reads "
         "'twicerun.result/1'; use the twicerun that wrote it, or re-run the pipeline"
     )
+    # Without the field it said "(schema None)".
+    path.write_text("{}")
+    with pytest.raises(ResultFormatError) as info:
+        load_result(path)
+    assert str(info.value) == (
+        "not a twicerun Result (no schema field); expected schema 'twicerun.result/1'"
+    )
 
 
 def _flipping(write_pipeline, first: str, second: str):

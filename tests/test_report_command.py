@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from twicerun.github.baseline import BaselineError, parse
 from twicerun.result import Environment, Result, StepResult, load_result
 
 README = """# A project
@@ -169,15 +171,22 @@ def test_an_artifact_of_an_unknown_kind_is_refused(twicerun, tmp_path):
 
 @pytest.mark.parametrize(
     ("text", "what"),
-    [("{}", "has no schema field"), ("[1, 2]", "holds a JSON list, not an object")],
+    [("{}", "no schema field"), ("[1, 2]", "a JSON list, not an object")],
 )
 def test_an_artifact_without_a_schema_is_refused_saying_so(twicerun, tmp_path, text, what):
-    # It said "has schema None", Python's word for a field that is not there.
-    path = tmp_path / "other.json"
+    # It said "has schema None", Python's word for a field that is not there; so did a
+    # file in --results, a result.json that judge reads, and a baseline.
+    path = tmp_path / "results" / "other.json"
+    path.parent.mkdir()
     path.write_text(text)
     outcome = twicerun("report", path)
     assert outcome.code == 2
-    assert outcome.err.startswith(f"twicerun: {path} {what} and carries no tables")
+    assert outcome.err.startswith(f"twicerun: {path} has {what} and carries no tables")
+    outcome = twicerun("report", "--results", path.parent)
+    assert outcome.code == 2
+    assert outcome.err.startswith(f"twicerun: {path} has {what}, which renders no table")
+    with pytest.raises(BaselineError, match=re.escape(f"x is not a twicerun baseline ({what});")):
+        parse(text, "x", "twicerun baseline update")
 
 
 def test_an_artifact_that_carries_its_tables_renders_them_as_they_are(twicerun, tmp_path):

@@ -100,3 +100,15 @@ def _value(hint: Any, value: Any) -> Any:
                 continue
         return _value(options[-1], value)
     return value
+
+
+def schema_said(document: Any) -> str:
+    """What a JSON document says it is, for a sentence that refuses it: `schema 'x/1'`,
+    `no schema field`, or `a JSON list, not an object`; never Python's `None`."""
+    if not isinstance(document, dict):
+        kind = {list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
+            type(document), "number"
+        )
+        return f"a JSON {kind}, not an object"
+    schema = document.get("schema")
+    return "no schema field" if schema is None else f"schema {schema!r}"

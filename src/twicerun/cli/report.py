@@ -13,6 +13,7 @@ from twicerun.errors import UsageError
 from twicerun.render.markers import MarkerError, find_blocks, stale, update
 from twicerun.render.tables import BUILDERS, Artifact, render_tables, renders
 from twicerun.storage.atomic import write_bytes_atomic
+from twicerun.typed import schema_said
 from twicerun.vocabulary.exits import ReportExit
 
 REPORT_EXIT_CODES = epilog(ReportExit)
@@ -40,7 +41,7 @@ def _load_artifacts(paths: Sequence[str], results: Path) -> list[Artifact]:
             schema = document.get("schema") if isinstance(document, dict) else None
             if not renders(document):
                 raise UsageError(
-                    f"{candidate} has schema {schema!r}, which renders no table; move it out "
+                    f"{candidate} has {schema_said(document)}, which renders no table; move it out "
                     f"of {results}/ or name the artifacts to render"
                 )
             # One of each kind, and for Results one per pipeline: the newest.
@@ -57,18 +58,10 @@ def _load_artifacts(paths: Sequence[str], results: Path) -> list[Artifact]:
             raise UsageError(
                 f"{path} is not JSON ({exc}); give the artifact a script wrote"
             ) from exc
-        schema = document.get("schema") if isinstance(document, dict) else None
         if not renders(document):
             known = ", ".join(sorted(BUILDERS))
-            what = (
-                f"has schema {schema!r}"
-                if schema is not None
-                else "has no schema field"
-                if isinstance(document, dict)
-                else f"holds a JSON {type(document).__name__}, not an object"
-            )
             raise UsageError(
-                f"{path} {what} and carries no tables, so nothing renders it; "
+                f"{path} has {schema_said(document)} and carries no tables, so nothing renders it; "
                 f"known: {known}, or any artifact with a `tables` list"
             )
         artifacts.append(Artifact(str(path), document))

@@ -23,6 +23,7 @@ from typing import Any
 
 from twicerun.github.decision import StepTrial, score
 from twicerun.result import Result, StepResult
+from twicerun.typed import schema_said
 from twicerun.vocabulary.loop import Amplifier
 
 SCHEMA = "twicerun.baseline/2"
@@ -307,7 +308,7 @@ def parse(text: str, where: str, create_command: str) -> Baseline:
             + (
                 f"a baseline of an older format ({schema}), which lacks the per-run answers the test needs"
                 if older
-                else f"not a twicerun baseline (schema {schema!r})"
+                else f"not a twicerun baseline ({schema_said(data)})"
             )
             + f"; recreate it with `{create_command}`"
         )

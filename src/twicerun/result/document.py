@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from twicerun.findings import ArtifactOutcome, BoundFigures
-from twicerun.typed import typed
+from twicerun.typed import schema_said, typed
 from twicerun.vocabulary.loop import Amplifier, Cause, Difference, Hint, Judged, Reexecution, Status
 
 SCHEMA = "twicerun.result/1"
@@ -236,7 +236,7 @@ class Result:
         schema = data.get("schema")
         if not isinstance(schema, str) or not schema.startswith(SCHEMA_FAMILY):
             raise ResultFormatError(
-                f"not a twicerun Result (schema {schema!r}); expected {SCHEMA!r}"
+                f"not a twicerun Result ({schema_said(data)}); expected schema {SCHEMA!r}"
             )
         if schema != SCHEMA:
             raise ResultFormatError(
