@@ -166,3 +166,56 @@ def test_spark_is_refused_before_anything_runs(write_pipeline, twicerun, run_dir
     assert outcome.code == 2
     assert outcome.err.startswith("twicerun: --step-timeout 5: not available on Spark")
     assert not run_dir.exists()
+
+
+# Counts its executions in a file beside it, across processes; slow on the one named.
+SLOW_ON = """
+import os, pathlib, time
+
+COUNT = pathlib.Path(__file__).with_name("count")
+
+
+def a(ctx):
+    ctx.write("t", "SELECT 1 AS v")
+
+
+def b(ctx):
+    ctx.read("t")
+    n = int(COUNT.read_text()) + 1 if COUNT.exists() else 1
+    COUNT.write_text(str(n))
+    if n == int(os.environ.get("SLOW_ON", "0")):
+        time.sleep(120)
+    ctx.write("u", "SELECT v FROM t")
+"""
+
+
+@pytest.mark.parametrize(("execution", "where"), [(2, "this process"), (3, "the second process")])
+def test_audit_stops_a_step_that_hangs_in_either_process(
+    write_pipeline, twicerun, monkeypatch, execution, where
+):
+    """b runs once in the ordinary run, once in the audit's first run and once in the
+    second process; the audit verdict of a is printed before the error."""
+    path = write_pipeline(SLOW_ON)
+    monkeypatch.setenv("SLOW_ON", str(execution))
+    # Execution 1 is the ordinary run's; the audit's are 2 (here) and 3 (the other process).
+    outcome = twicerun("audit", path, "--step-timeout", "0.5")
+    assert outcome.code == 3, (where, outcome.err)
+    assert outcome.out.startswith("deterministic")
+    # "before step 1 b raised and stopped the audit" said it raised.
+    assert (
+        f"{path}: deterministic for the steps above, audited before step 1 b stopped the audit ("
+        in outcome.out
+    )
+    assert "step 1 b was stopped in run" in outcome.err
+    assert "it ran longer than --step-timeout 0.5s" in outcome.err
+
+
+def test_reproduce_stops_a_step_that_hangs(write_pipeline, twicerun, run_dir, monkeypatch):
+    path = write_pipeline(SLOW_ON)
+    assert twicerun("run", path, "--runs", "2").code == 0
+    (invocation,) = [p for p in run_dir.iterdir() if p.is_dir()]
+    path.with_name("count").write_text("0")
+    monkeypatch.setenv("SLOW_ON", "1")
+    outcome = twicerun("reproduce", invocation, "--step-timeout", "0.5")
+    assert outcome.code == 3
+    assert "step 1 b was stopped in run 1" in outcome.err

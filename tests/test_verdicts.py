@@ -867,8 +867,8 @@ def test_an_audit_a_step_stops_still_reports_what_it_audited_before(twicerun, wr
     path.with_suffix(".imported").unlink()
     text = twicerun("audit", path, "--step", "fixed", "--step", "broken").out.splitlines()
     assert text[-1].startswith(
-        f"{path}: deterministic for the steps above, audited before step 2 broken raised and "
-        "stopped the audit (1 step audited, two runs each"
+        f"{path}: deterministic for the steps above, audited before step 2 broken stopped the "
+        "audit (1 step audited, two runs each"
     )
 
     # Raising in an audit run, not the ordinary one (the second, in the other process):

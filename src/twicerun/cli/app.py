@@ -83,17 +83,22 @@ class Seconds(click.FloatRange):
         super().__init__(min=0, min_open=True)
 
 
-def step_timeout_option(**extra):
-    """--step-timeout, alike on every verb that runs pipelines."""
+LOOP_TIMEOUT_HELP = (
+    "Stop any one execution of a step that runs longer than this, rather than wait on it: "
+    "in the loop the step crashed (exit 3), in the bisect its cause is left unsettled, under "
+    "an amplifier that amplifier failed (exit 5). A slower run is never counted as a "
+    "different answer. DuckDB only. Default: no limit."
+)
+
+
+def step_timeout_option(help: str = LOOP_TIMEOUT_HELP, **extra):
+    """--step-timeout, alike on every verb that executes steps."""
     return click.option(
         "--step-timeout",
         type=Seconds(),
         default=None,
         metavar="SECONDS",
-        help="Stop any one execution of a step that runs longer than this, rather than wait "
-        "on it: in the loop the step crashed (exit 3), in the bisect its cause is left "
-        "unsettled, under an amplifier that amplifier failed (exit 5). A slower run is never "
-        "counted as a different answer. DuckDB only. Default: no limit.",
+        help=help,
         **extra,
     )
 

@@ -27,6 +27,7 @@ from twicerun.cli.app import (
     epilog,
     parse_seeds,
     seed_option,
+    step_timeout_option,
     write_target,
 )
 from twicerun.errors import BadInput, StepCrashed
@@ -228,9 +229,19 @@ def _later_runs(first: RecordedRun) -> list[RecordedRun]:
     help="The pipeline file to re-execute. Default: the one the run recorded.",
 )
 @click.option("--step", "only", multiple=True, help="Only this step (repeatable).")
+@step_timeout_option(
+    "Stop any one re-execution of a step that runs longer than this, rather than wait on it; "
+    "the command then stops there (exit 3). DuckDB only. Default: no limit."
+)
 @_json_option
 @refusing(ReproduceExit.REFUSED)
-def reproduce(run: str, pipeline_path: Path | None, only: tuple[str, ...], json_path) -> int:
+def reproduce(
+    run: str,
+    pipeline_path: Path | None,
+    only: tuple[str, ...],
+    step_timeout: float | None,
+    json_path,
+) -> int:
     """Re-execute each step of a recorded RUN from the inputs its receipt names, and
     compare what it writes now with what the receipt says it wrote: `REPRODUCED`,
     `DIVERGED` (with the oracle's detail) or `COULD NOT CHECK` (its code or DuckDB
@@ -261,7 +272,7 @@ def reproduce(run: str, pipeline_path: Path | None, only: tuple[str, ...], json_
     con = duckdb.connect()
     try:
         recorded_steps = {s.index: s for s in recorded.steps(con)}
-        with Scratch(threads, "reproduce", pipeline.engine) as scratch:
+        with Scratch(threads, "reproduce", pipeline.engine, timeout=step_timeout) as scratch:
             for step in pipeline.steps:
                 if only and step.name not in only:
                     continue
@@ -325,9 +336,19 @@ def reproduce(run: str, pipeline_path: Path | None, only: tuple[str, ...], json_
     help="DuckDB threads. Default: what DuckDB picks on this machine.",
 )
 @seed_option
+@step_timeout_option(
+    "Stop any one execution of a step that runs longer than this, in either process, rather "
+    "than wait on it: the step crashed (exit 3), after the verdicts of the steps audited "
+    "before it. DuckDB only. Default: no limit."
+)
 @_json_option
 def audit(
-    pipeline: Path, only: tuple[str, ...], threads: int | None, seeds: tuple[str, ...], json_path
+    pipeline: Path,
+    only: tuple[str, ...],
+    threads: int | None,
+    seeds: tuple[str, ...],
+    step_timeout: float | None,
+    json_path,
 ) -> int:
     """Run PIPELINE once so every step has its inputs, then run each step twice more on
     those inputs and say whether it repeated itself: `deterministic` (the same bytes,
@@ -358,7 +379,9 @@ def audit(
     stopped: StepCrashed | None = None
     ran_on: list[Environment] = []
     try:
-        audited = audit_runs(loaded, threads, chosen, progress, instrument=ran_on.append)
+        audited = audit_runs(
+            loaded, threads, chosen, progress, instrument=ran_on.append, timeout=step_timeout
+        )
     except StepCrashed as exc:
         # The verdicts found before the step raised are printed, then the error (exit 3).
         stopped, audited = exc, exc.audited

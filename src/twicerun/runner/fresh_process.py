@@ -25,7 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
-from twicerun.errors import StepCrashed, TwicerunError
+from twicerun.errors import StepCrashed, StepTimedOut, TwicerunError
 from twicerun.storage.context import ArtifactRef
 
 
@@ -51,7 +51,14 @@ class FreshProcess:
     """The parent's side: started at once (it imports while the caller works), asked to
     execute one step at a time, closed (and killed if need be) on exit."""
 
-    def __init__(self, pipeline: Path, seeds: Mapping[str, int], threads: int, under: Path):
+    def __init__(
+        self,
+        pipeline: Path,
+        seeds: Mapping[str, int],
+        threads: int,
+        under: Path,
+        timeout: float | None = None,
+    ):
         """`under` is where its scratch directory goes: the caller's own, which the caller
         removes however this process ended."""
         self.hash_seed = other_hash_seed(os.environ.get("PYTHONHASHSEED"))
@@ -62,6 +69,7 @@ class FreshProcess:
             "seeds": dict(seeds),
             "threads": threads,
             "under": str(under),
+            "timeout": timeout,
         }
         try:
             self._child = subprocess.Popen(
@@ -119,7 +127,11 @@ class FreshProcess:
             c = reply["crashed"]
             # The exception itself stayed in the other process: its type's name and its
             # message are what the report prints of it.
-            error = type(c["type"], (Exception,), {})(c["message"])
+            error = (
+                StepTimedOut(c["seconds"])
+                if c.get("seconds") is not None
+                else type(c["type"], (Exception,), {})(c["message"])
+            )
             raise StepCrashed(
                 index=index, name=name, run=run, error=error, where=c["where"], hint=c["hint"]
             )
@@ -163,7 +175,9 @@ def serve(requests_fd: int, replies_fd: int, config: dict[str, Any]) -> int:
             _send(replies, {"failed": f"{type(exc).__name__}: {exc}"})
             return 1
         steps = {s.index: s for s in pipeline.steps}
-        with Scratch(threads, AUDIT, pipeline.engine, under=Path(config["under"])) as scratch:
+        with Scratch(
+            threads, AUDIT, pipeline.engine, under=Path(config["under"]), timeout=config["timeout"]
+        ) as scratch:
             _send(replies, {"ready": True})
             for line in requests:
                 request = json.loads(line)
@@ -182,6 +196,10 @@ def serve(requests_fd: int, replies_fd: int, config: dict[str, Any]) -> int:
                         "message": str(exc.error),
                         "where": exc.where,
                         "hint": exc.hint,
+                        # Sent so that the parent says it was stopped, not that it raised.
+                        "seconds": (
+                            exc.error.seconds if isinstance(exc.error, StepTimedOut) else None
+                        ),
                     }
                     _send(replies, {"crashed": crashed})
                     continue

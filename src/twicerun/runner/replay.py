@@ -21,7 +21,7 @@ from pathlib import Path
 from twicerun.errors import StepCrashed
 from twicerun.pipeline import Pipeline, Step
 from twicerun.result import Environment
-from twicerun.runner.engines import open_engine
+from twicerun.runner.engines import check_step_timeout, open_engine
 from twicerun.runner.environment import stamp
 from twicerun.runner.execute import execute_step
 from twicerun.runner.fresh_process import FreshProcess
@@ -39,8 +39,15 @@ class Scratch:
     """A throwaway invocation to execute steps in; removed on close."""
 
     def __init__(
-        self, threads: int, purpose: str, engine: str = "duckdb", under: Path | None = None
+        self,
+        threads: int,
+        purpose: str,
+        engine: str = "duckdb",
+        under: Path | None = None,
+        timeout: float | None = None,
     ):
+        check_step_timeout(timeout, engine)
+        self.timeout = timeout
         self.root = Path(tempfile.mkdtemp(prefix="twicerun-scratch-", dir=under))
         self.invocation = Invocation.create(self.root, {"purpose": purpose})
         self.con = open_connection(threads, self.invocation.spill_dir)
@@ -73,6 +80,7 @@ class Scratch:
             digest_connection=self.con,
             connections=self.connections,
             canonical=True,
+            timeout=self.timeout,
         )
         self.records.add(address, receipt)
         return receipt
@@ -189,6 +197,7 @@ def audit_runs(
     steps: Iterable[Step],
     progress: Progress = silent,
     instrument: Callable[[Environment], None] = lambda _env: None,
+    timeout: float | None = None,
 ) -> list[AuditedStep]:
     """One ordinary run so each step has its inputs, then each chosen step twice more,
     one step at a time (a duration is part of the report, and two steps competing for
@@ -206,12 +215,14 @@ def audit_runs(
     """
     chosen = {s.index for s in steps}
     last = max(chosen, default=-1)
-    with Scratch(threads, "audit", pipeline.engine) as scratch:
+    with Scratch(threads, "audit", pipeline.engine, timeout=timeout) as scratch:
         # Started before the ordinary run, so that it imports while that executes, and its
         # scratch files inside this one's, removed with it even if it has to be killed. On
         # Spark both runs stay here: a second process would start a second JVM.
         other = (
-            FreshProcess(pipeline.path, pipeline.seeds, threads, under=scratch.root)
+            FreshProcess(
+                pipeline.path, pipeline.seeds, threads, under=scratch.root, timeout=timeout
+            )
             if pipeline.engine == "duckdb" and chosen
             else None
         )

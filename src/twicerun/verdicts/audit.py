@@ -190,8 +190,9 @@ class AuditReport:
     # The instrument: a verdict holds at this thread count on this DuckDB, not beyond.
     threads: int | None = None
     duckdb: str | None = None
-    # The step that raised and stopped the audit, as "step N name", when one did: the
-    # verdicts are then for the steps audited before it, and the command exits 3.
+    # The step that stopped the audit (it raised, or ran past --step-timeout), as "step N
+    # name", when one did: the verdicts are then for the steps audited before it, and the
+    # command exits 3.
     stopped_at: str | None = None
     schema: str = "twicerun.audit/1"
     # The engine the steps ran on, named in full, when it is not DuckDB (Spark: its version,
@@ -232,7 +233,7 @@ class AuditReport:
         if self.stopped_at:
             out.append(
                 f"{self.pipeline}: {self.verdict} for the steps above, audited before "
-                f"{self.stopped_at} raised and stopped the audit ({said})"
+                f"{self.stopped_at} stopped the audit ({said})"
             )
         else:
             out.append(f"{self.pipeline}: {self.verdict} ({said})")
