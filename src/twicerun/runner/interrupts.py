@@ -109,13 +109,16 @@ GRACE = 0.5
 
 @contextlib.contextmanager
 def deadline(seconds: float | None, stop: Callable[[], None]) -> Iterator[None]:
-    """Stop the code inside once `seconds` have passed. First `stop` (the step's
-    connection's interrupt) is called from a timer thread, which stops a query wherever
-    a signal lands (docs/runs.md has the measurement), and a query it stops comes back
-    as a failed query; `timed_out()` says it was this. Code that does not come back within GRACE (a
-    sleep, a loop in Python) is sent SIGALRM, whose handler raises StepTimedOut where it
-    stands, as Ctrl-C would; only then, since an exception raised at any line can land
-    in cleanup code. Main thread only; elsewhere, and with no `seconds`, nothing is watched."""
+    """Stop the code inside once `seconds` have passed.
+
+    First `stop` (the step's connection's interrupt) is called from a timer thread: it
+    stops a query wherever a signal would land (docs/runs.md has the measurement), and
+    the query comes back as a failed one; `timed_out()` says it was this. Code that has
+    not come back within GRACE (a sleep, a loop in Python) is then sent SIGALRM, whose
+    handler raises StepTimedOut where it stands, as Ctrl-C would; only then, since an
+    exception raised at any line can land in cleanup code. The timer is joined before
+    the block's caller goes on, so nothing of it outlives the step. Main thread only;
+    elsewhere, and with no `seconds`, nothing is watched."""
     global _timed_out, _armed
     _timed_out = None
     if seconds is None or threading.current_thread() is not threading.main_thread():
