@@ -216,6 +216,11 @@ def test_reproduce_stops_a_step_that_hangs(write_pipeline, twicerun, run_dir, mo
     (invocation,) = [p for p in run_dir.iterdir() if p.is_dir()]
     path.with_name("count").write_text("0")
     monkeypatch.setenv("SLOW_ON", "1")
-    outcome = twicerun("reproduce", invocation, "--step-timeout", "0.5")
-    assert outcome.code == 3
-    assert "step 1 b was stopped in run 1" in outcome.err
+    outcome = twicerun("reproduce", invocation, "--step-timeout", "0.5", "--json", "-")
+    assert outcome.code == 4, outcome.err
+    a, b = outcome.json()["steps"]
+    assert a["verdict"] == "REPRODUCED"
+    assert b["verdict"] == "COULD NOT CHECK"
+    assert b["detail"] == (
+        f"it ran longer than --step-timeout 0.5s (at {path}:15), so nothing was compared"
+    )

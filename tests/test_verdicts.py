@@ -457,6 +457,43 @@ def test_reproduce_every_verdict_and_exit(twicerun, write_pipeline, run_dir):
     assert sorted(p.name for p in (noisy / "loop" / "1").iterdir()) == before
 
 
+def test_reproduce_a_step_that_raises_now_is_diverged_and_the_rest_are_checked(
+    twicerun, write_pipeline, run_dir, monkeypatch
+):
+    """It ended the command with exit 3 (refused: a run that cannot be read) and no verdict
+    for any step, the ones before it included."""
+    path = write_pipeline(
+        """
+        import os
+
+
+        def a(ctx):
+            ctx.write("t", "SELECT 1 AS v")
+
+
+        def b(ctx):
+            ctx.read("t")
+            if os.environ.get("BOOM"):
+                raise RuntimeError("boom")
+            ctx.write("u", "SELECT v FROM t")
+
+
+        def c(ctx):
+            ctx.read("t")
+            ctx.write("w", "SELECT v + 1 AS v FROM t")
+        """
+    )
+    recorded = record(twicerun, path, run_dir)
+    monkeypatch.setenv("BOOM", "1")
+    outcome = twicerun("reproduce", recorded, "--json", "-")
+    assert outcome.code == 1, outcome.err
+    steps = outcome.json()["steps"]
+    assert [s["verdict"] for s in steps] == ["REPRODUCED", "DIVERGED", "REPRODUCED"]
+    assert steps[1]["detail"] == (
+        f"it raised (at {path}:11), where the recorded run wrote its artifacts: RuntimeError: boom"
+    )
+
+
 def test_reproduce_could_not_check_changed_code_changed_duckdb_and_a_missing_input(
     twicerun, write_pipeline, run_dir
 ):

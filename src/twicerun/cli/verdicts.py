@@ -30,7 +30,7 @@ from twicerun.cli.app import (
     step_timeout_option,
     write_target,
 )
-from twicerun.errors import BadInput, StepCrashed
+from twicerun.errors import BadInput, StepCrashed, StepTimedOut
 from twicerun.github.commands import neutralize
 from twicerun.pipeline import load_pipeline
 from twicerun.render.evidence import step_evidence
@@ -231,7 +231,8 @@ def _later_runs(first: RecordedRun) -> list[RecordedRun]:
 @click.option("--step", "only", multiple=True, help="Only this step (repeatable).")
 @step_timeout_option(
     "Stop any one re-execution of a step that runs longer than this, rather than wait on it; "
-    "the command then stops there (exit 3). DuckDB only. Default: no limit."
+    "that step is COULD NOT CHECK, and the steps after it are still re-executed. DuckDB only. "
+    "Default: no limit."
 )
 @_json_option
 @refusing(ReproduceExit.REFUSED)
@@ -244,8 +245,8 @@ def reproduce(
 ) -> int:
     """Re-execute each step of a recorded RUN from the inputs its receipt names, and
     compare what it writes now with what the receipt says it wrote: `REPRODUCED`,
-    `DIVERGED` (with the oracle's detail) or `COULD NOT CHECK` (its code or DuckDB
-    changed since, or an input is gone).
+    `DIVERGED` (with the oracle's detail, or the error of a step that raises now) or
+    `COULD NOT CHECK` (its code or DuckDB changed since, or an input is gone).
 
     RUN is named as for `diff`: an invocation directory (its run 1), DIR#k or
     DIR/loop/k. Executions go into a scratch directory that is removed afterwards;
@@ -299,13 +300,19 @@ def reproduce(
                         Replayed(step.index, step.name, Replay.COULD_NOT_CHECK, why)
                     )
                     continue
-                fresh = scratch.execute(
-                    step,
-                    recorded.address,
-                    receipt.threads,
-                    inputs.visible,
-                    state_source=lambda name, _s=inputs.state: _s.get(name),
-                )
+                try:
+                    fresh = scratch.execute(
+                        step,
+                        recorded.address,
+                        receipt.threads,
+                        inputs.visible,
+                        state_source=lambda name, _s=inputs.state: _s.get(name),
+                    )
+                except StepCrashed as exc:
+                    # The receipt says what the step wrote; raising now is not that. But a
+                    # run stopped for time has no answer to compare either way.
+                    report_steps.append(_unfinished(step, exc))
+                    continue
                 outputs = {
                     a.name: (a.canonical_digest, scratch.path(a.file)) for a in fresh.artifacts
                 }
@@ -324,6 +331,25 @@ def reproduce(
     )
     _emit(report.to_dict(), report.lines(), json_path)
     return REPLAY_EXIT[report.worst]
+
+
+def _unfinished(step, exc: StepCrashed) -> Replayed:
+    """The verdict of a re-execution that did not finish."""
+    at = f" (at {exc.where})" if exc.where else ""
+    if isinstance(exc.error, StepTimedOut):
+        return Replayed(
+            step.index,
+            step.name,
+            Replay.COULD_NOT_CHECK,
+            f"{exc.error}{at}, so nothing was compared",
+        )
+    return Replayed(
+        step.index,
+        step.name,
+        Replay.DIVERGED,
+        f"it raised{at}, where the recorded run wrote its artifacts: "
+        f"{type(exc.error).__name__}: {exc.error}",
+    )
 
 
 @cli.command(epilog=epilog(AuditExit))
