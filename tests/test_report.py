@@ -172,6 +172,17 @@ def test_the_report_has_the_documented_shape_exactly():
     )
 
 
+def test_three_runs_are_named_as_a_sentence_names_them():
+    # "runs 2 to 3 read run 1's upstream artifacts".
+    result = a_result(pipeline="p.py", runs=3, seconds=0.1, steps=[])
+    (contained,) = [
+        line for line in render_run(result).splitlines() if line.startswith("contained")
+    ]
+    assert contained.startswith("contained  yes: runs 2 and 3 read run 1's upstream artifacts")
+    four = replace(result, runs=4)
+    assert "yes: runs 2 to 4 read run 1's" in render_run(four)
+
+
 def test_one_clean_comparison_is_singular_in_the_zero_bound_line():
     result = a_result(
         pipeline="p.py",

@@ -401,6 +401,10 @@ def test_localize_one_invocation_clean_and_located(twicerun, write_pipeline, run
         0,
         f"clean: {clean}\n  run 2 agreed with run 1 on every step (2 steps)\n",
     )
+    three = record(twicerun, write_pipeline(STEADY, "steady.py"), run_dir, "--runs", "3")
+    assert twicerun("localize", three).out.splitlines()[1] == (
+        "  runs 2 and 3 agreed with run 1 on every step (2 steps)"
+    )
     noisy = record(twicerun, write_pipeline(LADDER, "ladder.py"), run_dir)
     outcome = twicerun("localize", noisy, "--json", "-")
     assert outcome.code == 1

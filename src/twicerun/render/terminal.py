@@ -29,11 +29,16 @@ def rate(step: StepResult) -> str:
     return f"{step.fired} of {step.compared}"
 
 
+def _later_runs(runs: int) -> str:
+    """Runs 2 to `runs` (three or more in all), as a sentence names them."""
+    return "runs 2 and 3" if runs == 3 else f"runs 2 to {runs}"
+
+
 def _header(result: Result) -> list[str]:
     m = result.comparisons_per_step
     env = result.environment
     if result.contained:
-        later = "run 2 reads" if result.runs == 2 else f"runs 2 to {result.runs} read"
+        later = "run 2 reads" if result.runs == 2 else f"{_later_runs(result.runs)} read"
         contained = (
             f"yes: {later} run 1's upstream artifacts, so a difference "
             f"cannot travel to the steps after it"
@@ -142,7 +147,7 @@ def _step_lines(result: Result) -> list[str]:
         lines.extend(pad + line for line in left_out_lines(s.comparisons))
         if s.cause == Cause.PARALLEL_ORDER and first_run_apart(s):
             lines.append(
-                f"{pad}runs 2 to {result.runs} all wrote the same rows, and only run 1 other "
+                f"{pad}{_later_runs(result.runs)} all wrote the same rows, and only run 1 other "
                 f"ones: a step whose first execution in a process differs from the rest (a "
                 f"module-level cache or counter, a file its first run left) looks like this "
                 f"too, and the re-executions at one thread, all after the first, could not "

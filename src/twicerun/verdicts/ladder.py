@@ -463,7 +463,7 @@ def localize_one(label: str, runs: list[RecordedRun], con: duckdb.DuckDBPyConnec
             unchecked.insert(0, f"the invocation did not complete: its manifest says {outcome}")
         return Located(label, Locating.COULD_NOT_CHECK, unchecked=unchecked)
     # What "clean" covered, so a bare word is not read as more than it checked.
-    later = "run 2" if len(runs) == 2 else f"runs 2 to {len(runs)}"
+    later = {2: "run 2", 3: "runs 2 and 3"}.get(len(runs), f"runs 2 to {len(runs)}")
     steps = f"{len(first)} step{'s' if len(first) != 1 else ''}"
     return Located(
         label, Locating.CLEAN, explanation=f"{later} agreed with run 1 on every step ({steps})"
