@@ -487,14 +487,25 @@ def test_what_a_steps_subprocess_prints_cannot_corrupt_the_json_on_stdout(write_
         assert "from a subprocess" in done.stderr and "straight to descriptor 1" in done.stderr
 
 
+@pytest.mark.parametrize(
+    "move",
+    [
+        "os.chdir({where!r})",
+        # Other ways a step can move the whole process: a file descriptor, or a
+        # contextlib.chdir it never leaves.
+        "os.fchdir(os.open({where!r}, os.O_RDONLY))",
+        "contextlib.chdir({where!r}).__enter__()",
+    ],
+    ids=["chdir", "fchdir", "contextlib"],
+)
 def test_a_step_that_changes_directory_breaks_nothing(
-    write_pipeline, twicerun, tmp_path, monkeypatch
+    write_pipeline, twicerun, tmp_path, monkeypatch, move
 ):
     monkeypatch.chdir(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     path = write_pipeline(
-        f"import os\n\n\ndef a(ctx):\n    os.chdir({str(elsewhere)!r})\n"
+        f"import contextlib, os\n\n\ndef a(ctx):\n    {move.format(where=str(elsewhere))}\n"
         f"    ctx.write('x', 'SELECT 1 AS v')\n\n\n"
         f"def b(ctx):\n    ctx.read('x')\n    ctx.write('y', 'SELECT v + 1 AS v FROM x')\n"
     )
