@@ -130,7 +130,8 @@ def test_a_later_run_that_times_out_under_file_order_is_no_answer(write_pipeline
 
 def test_a_timeout_must_be_positive(write_pipeline, twicerun):
     path = write_pipeline(QUERY_HANG)
-    for value in ["0", "-1"]:
+    # nan was taken, and never stopped anything; inf is no limit, which leaving it out says.
+    for value in ["0", "-1", "nan", "inf"]:
         outcome = twicerun("run", path, "--step-timeout", value)
         assert outcome.code == 2
         assert "--step-timeout" in outcome.err

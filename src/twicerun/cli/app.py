@@ -98,6 +98,7 @@ def step_timeout_option(help: str = LOOP_TIMEOUT_HELP, **extra):
         type=Seconds(),
         default=None,
         metavar="SECONDS",
+        callback=_finite,
         help=help,
         **extra,
     )
