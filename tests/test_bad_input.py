@@ -273,6 +273,12 @@ CASES = [
     Case("run-json-cannot-be-written", [*RUN, "good.py", "--json", "/proc/twicerun-r.json"], 2, "/proc cannot be written to"),
     Case("compare-fail-on-unknown", ["baseline", "compare", "--pipelines", "good.py", "--fail-on", "everything"], 2, "everything"),
     Case("compare-fail-on-empty", ["baseline", "compare", "--pipelines", "good.py", "--fail-on", ""], 2, "--fail-on is empty"),
+    # nan compares false with every bound, so click's ranges took it: the check then ran
+    # with alpha nan, under which no p-value is ever small enough to fail it.
+    Case("compare-alpha-nan", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "b.json", "--alpha", "nan"], 2, "--alpha': nan is not a finite number"),
+    Case("compare-screen-nan", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "b.json", "--screen", "nan"], 2, "--screen': nan is not a finite number"),
+    Case("baseline-alpha-nan", ["baseline", "update", "good.py", "--alpha", "nan"], 2, "--alpha': nan is not a finite number"),
+    Case("step-timeout-nan", ["run", "good.py", "--step-timeout", "nan"], 2, "--step-timeout': nan is not a finite number"),
     Case("compare-fail-on-none-and-new", ["baseline", "compare", "--pipelines", "good.py", "--fail-on", "none,new"], 2, "none means nothing fails the check, which contradicts new"),
     Case("compare-alpha-zero", ["baseline", "compare", "--pipelines", "good.py", "--alpha", "0"], 2, "--alpha"),
     Case("compare-alpha-big", ["baseline", "compare", "--pipelines", "good.py", "--alpha", "1.5"], 2, "--alpha"),

@@ -98,7 +98,7 @@ def step_timeout_option(help: str = LOOP_TIMEOUT_HELP, **extra):
         type=Seconds(),
         default=None,
         metavar="SECONDS",
-        callback=_finite,
+        callback=finite,
         help=help,
         **extra,
     )
@@ -256,7 +256,7 @@ def policy_options(fn):
         "--tolerance-rel",
         type=click.FloatRange(min=0),
         default=None,
-        callback=_finite,
+        callback=finite,
         help="Also tolerate float drift of at most this relative difference.",
     )(fn)
     fn = click.option(
@@ -373,7 +373,8 @@ def emit(result: Result, json_path: str | None, *, retention: bool = True) -> No
         )
 
 
-def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+def finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A float option's callback: click's ranges let nan through, since it compares false."""
     if value is not None and not math.isfinite(value):
         raise click.BadParameter(f"{value} is not a finite number", param=param)
     return value

@@ -25,6 +25,7 @@ from twicerun.cli.app import (
     check_without,
     cli,
     epilog,
+    finite,
     run_dir_option,
     runs_option,
     step_timeout_option,
@@ -338,6 +339,7 @@ def baseline() -> None:
 @click.option(
     "--alpha",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    callback=finite,
     default=DEFAULT_ALPHA,
     show_default=True,
     help="The gate's significance level, to size the baseline for it.",
@@ -579,6 +581,7 @@ def _gate_options(fn):
                 "--alpha",
                 envvar="TWICERUN_ALPHA",
                 type=click.FloatRange(0, 1, min_open=True, max_open=True),
+                callback=finite,
                 default=DEFAULT_ALPHA,
                 show_default=True,
                 help="The most often the check may fail an unchanged pull request, over every "
@@ -596,6 +599,7 @@ def _gate_options(fn):
                 "--screen",
                 envvar="TWICERUN_SCREEN",
                 type=click.FloatRange(0, 1, min_open=True),
+                callback=finite,
                 default=DEFAULT_SCREEN,
                 show_default=True,
                 help="How unusual a step's first trial must look to be re-run (a cost knob: it "
