@@ -818,6 +818,30 @@ def test_every_input_the_action_passes_as_a_variable_is_known_by_its_input_name(
     assert passed == ACTION_INPUTS
 
 
+def test_baseline_compare_reads_the_actions_amplifier_settings_as_the_gate_does(
+    twicerun, write_pipeline, tmp_path, monkeypatch
+):
+    """`baseline compare` is the gate's decision made locally, and read every other
+    setting the action passes as a variable; TWICERUN_AMPLIFY and TWICERUN_WITHOUT it
+    ignored, so a local run measured otherwise than the job it was meant to repeat."""
+    path = write_pipeline("def a(ctx):\n    ctx.write('t', 'SELECT 1 AS v')\n")
+    document = tmp_path / "gate.json"
+
+    def measured() -> dict:
+        twicerun(
+            "baseline", "compare", path, "--baseline", tmp_path / "none.json",
+            "--run-dir", tmp_path / "runs", "--runs", "2", "--json", document,
+        )  # fmt: skip
+        (result,) = json.loads(document.read_text())["results"].values()
+        return result
+
+    monkeypatch.setenv("TWICERUN_WITHOUT", "file-order thread-count")
+    assert measured()["amplifiers_off"] == ["thread count", "file order"]
+    monkeypatch.setenv("TWICERUN_AMPLIFY", "false")
+    monkeypatch.delenv("TWICERUN_WITHOUT")
+    assert measured()["amplified"] is False
+
+
 def test_a_bad_input_value_names_the_action_input_it_came_from(twicerun, monkeypatch):
     # "Invalid value for '--amplify'" sent a workflow's author looking for a flag they
     # never typed.

@@ -743,8 +743,16 @@ def _check_document_target(json_path: Path | None, options: dict, dash: str | No
 @baseline.command("compare", epilog=GATE_EXIT_CODES)
 @click.argument("arguments", metavar="[PIPELINES]...", nargs=-1)
 @_gate_options
-@amplify_option("Stress the steps the loop found quiet, as the baseline did.")
-@without_option("Leave this amplifier out (repeatable), as the baseline did.")
+# Read from the environment as the gate reads them, so that the action's settings, set as
+# variables, reproduce its decision locally (the other options already were).
+@amplify_option(
+    "Stress the steps the loop found quiet, as the baseline did.", envvar="TWICERUN_AMPLIFY"
+)
+@without_option(
+    "Leave this amplifier out (repeatable, or names separated by spaces in "
+    "TWICERUN_WITHOUT), as the baseline did.",
+    envvar="TWICERUN_WITHOUT",
+)
 @click.option(
     "--format",
     "output_format",
