@@ -275,6 +275,41 @@ def test_row_multiplication_keeps_every_key_a_key(tmp_path):
         assert (rows, ids, emails, regions) == (6000, 6000, 6000, 5), name
 
 
+def test_row_multiplication_moves_a_key_near_the_top_of_its_type_below_its_range(tmp_path):
+    """Ids counted down from the largest BIGINT, and dates in the year 9999, could not move
+    up past their range, and the added copy repeated them without a word: a key no
+    longer, where the report said every key stayed one."""
+    source = tmp_path / "top.parquet"
+    CON.execute(
+        f"COPY (SELECT 9223372036854775807 - range AS big, DATE '9999-12-01' + range::INT AS d, "
+        f"range % 7 AS g FROM range(20)) TO '{source}' (FORMAT parquet)"
+    )
+    target = tmp_path / "out.parquet"
+    outcome = multiply_rows(CON, source, target, artifact="top")
+    assert outcome == Applied(
+        "top 20 rows to 40, big and d moved past their ranges in the added copy"
+    )
+    assert CON.execute(
+        f"SELECT count(DISTINCT big), count(DISTINCT d), min(d) >= DATE '1000-01-01' "
+        f"FROM '{target}'"
+    ).fetchone() == (40, 40, True)
+
+
+def test_row_multiplication_says_which_key_it_could_not_move(tmp_path):
+    """A hash spans nearly all of its type, so no copy of it fits beside it: the added copy
+    repeats it, and the detail says so rather than pass it off as a key kept."""
+    source = tmp_path / "hashed.parquet"
+    CON.execute(
+        f"COPY (SELECT hash(range) AS h, range % 7 AS g FROM range(1000)) "
+        f"TO '{source}' (FORMAT parquet)"
+    )
+    outcome = multiply_rows(CON, source, tmp_path / "out.parquet", artifact="hashed")
+    assert outcome == Applied(
+        "hashed 1,000 rows to 2,000, h not moved (it spans too much of its type to move "
+        "past, or is of a type that does not move), so the added copy repeats it"
+    )
+
+
 def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_path):
     """A string key that reads as an integer, an ISO date or a UUID moves as one, a date,
     a timestamp or a UUID moves as itself: with a suffix, a step casting the key raised on

@@ -33,7 +33,7 @@ from twicerun.runner.scoring import listed
 
 FACTOR = 2
 # Shifted dates and timestamps stay within four-digit years, which every reader writes alike.
-_LAST_DAY = datetime.date(9999, 12, 31)
+_FIRST_DAY, _LAST_DAY = datetime.date(1000, 1, 1), datetime.date(9999, 12, 31)
 _YEAR_10000_US = 253_402_300_800_000_000  # epoch_us of 10000-01-01
 # What joins a text key to its copy's number: the first that no value of the column holds.
 _MARKS = ("#", "~", "|", "\u241f")
@@ -64,11 +64,14 @@ def multiply_rows(
     if rows == 0:
         return Declined(f"{artifact} has no rows to multiply")
     # Every key of the input stays a key (base.kept_intact): a step may rely on any of them.
-    shifts = [
-        (keep, shift)
-        for keep in kept_intact(rows, columns)
-        if (shift := _shift(con, source, keep, factor)) is not None
-    ]
+    # One that cannot be moved within its type is said, not left to look like a key.
+    shifts, stuck = [], []
+    for keep in kept_intact(rows, columns):
+        shift = _shift(con, source, keep, factor)
+        if shift is None:
+            stuck.append(sql.shown(keep.name))
+        else:
+            shifts.append((keep, shift))
 
     def replaced(copy: str) -> str:
         # The kept columns' values in copy number `copy` (a literal, or a column).
@@ -107,6 +110,14 @@ def multiply_rows(
         grown += (
             f", {listed(moved)} moved past {'its range' if len(moved) == 1 else 'their ranges'} in the "
             f"added {'copy' if factor == 2 else 'copies'}"
+        )
+    if stuck:
+        one = len(stuck) == 1
+        grown += (
+            f", {listed(stuck)} not moved ({'it spans' if one else 'they span'} too much of "
+            f"{'its type' if one else 'their types'} to move past, or {'is' if one else 'are'} "
+            f"of a type that does not move), so the added "
+            f"{'copy repeats' if factor == 2 else 'copies repeat'} {'it' if one else 'them'}"
         )
     return Applied(grown)
 
@@ -147,9 +158,16 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
             shifted = _ymd_shift(con, as_text, column, scan, last)
             if shifted is not None:
                 return f"CAST({shifted} AS {keep.type})"
-        # Widen to BIGINT and give up the shift where even that would overflow.
-        if low is not None and high + (high - low + 1) * last < 2**63:
-            return f"({column}::BIGINT + {{copy}} * {high - low + 1})"
+        # Widen to BIGINT; a key near its top (ids counted down from the largest BIGINT)
+        # moves below its range instead, and one that spans too much of BIGINT for
+        # either (a hash) cannot move at all.
+        if low is None:
+            return None
+        span = high - low + 1
+        if high + span * last < 2**63:
+            return f"({column}::BIGINT + {{copy}} * {span})"
+        if low - span * last >= -(2**63):
+            return f"({column}::BIGINT - {{copy}} * {span})"
         return None
     if kind == "decimal":
         # An id kept as DECIMAL(18,0), the way databases with one numeric type export
@@ -164,7 +182,7 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
             return None
         return f"CAST({column} + {{copy}} * {span} AS {keep.type})"
     if kind == "date":
-        span = _date_span(con, keep.sql, scan, last)
+        span = _date_span(con, keep.sql, scan, last, down=True)
         return None if span is None else f"({column} + CAST({{copy}} * {span} AS INTEGER))"
     if kind in _TIMESTAMPS:
         # epoch_us takes no TIMESTAMPTZ_NS; as a TIMESTAMPTZ it is the same instant.
@@ -294,13 +312,19 @@ def _other_uuid(column: str) -> str:
     return f"CAST(md5(CAST({column} AS VARCHAR) || '#' || {{copy}}) AS UUID)"
 
 
-def _date_span(con: duckdb.DuckDBPyConnection, value: str, scan: str, last: int) -> int | None:
+def _date_span(
+    con: duckdb.DuckDBPyConnection, value: str, scan: str, last: int, down: bool = False
+) -> int | None:
     """Days from the least date to one past the greatest, when the last copy's dates stay
-    within four-digit years (a date past 9999 is written with five digits)."""
+    within four-digit years (a date past 9999 is written with five digits). With `down`,
+    dates too near the year 9999 for that move back by as much (negative), where the
+    last copy stays at or after the year 1000."""
     low, high = con.execute(f"SELECT min({value}), max({value}) {scan}").fetchone()
     if low is None:
         return None
     span = (high - low).days + 1
-    if high.toordinal() + span * last > _LAST_DAY.toordinal():
-        return None
-    return span
+    if high.toordinal() + span * last <= _LAST_DAY.toordinal():
+        return span
+    if down and low.toordinal() - span * last >= _FIRST_DAY.toordinal():
+        return -span
+    return None
