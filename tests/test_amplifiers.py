@@ -295,17 +295,36 @@ def test_row_multiplication_moves_a_key_near_the_top_of_its_type_below_its_range
     ).fetchone() == (40, 40, True)
 
 
-def test_row_multiplication_says_which_key_it_could_not_move(tmp_path):
-    """A hash spans nearly all of its type, so no copy of it fits beside it: the added copy
-    repeats it, and the detail says so rather than pass it off as a key kept."""
+def test_row_multiplication_keeps_a_hash_key_distinct_by_flipping_its_bits(tmp_path):
+    """A hash spans nearly all of its type, so no shift fits beside it, and the added copy
+    repeated it: a surrogate key made by hashing was a key no longer. The added copy's
+    bits are flipped instead, where no flipped value meets an original."""
     source = tmp_path / "hashed.parquet"
     CON.execute(
         f"COPY (SELECT hash(range) AS h, range % 7 AS g FROM range(1000)) "
         f"TO '{source}' (FORMAT parquet)"
     )
-    outcome = multiply_rows(CON, source, tmp_path / "out.parquet", artifact="hashed")
+    target = tmp_path / "out.parquet"
+    multiply_rows(CON, source, target, artifact="hashed")
+    assert CON.execute(
+        f"SELECT count(DISTINCT h), typeof(any_value(h)) FROM '{target}'"
+    ).fetchone() == (2000, "UBIGINT")
+    assert rows_of(source) == rows_of(target)[:1000]  # the first copy as it was
+
+
+def test_row_multiplication_says_which_key_it_could_not_move(tmp_path):
+    """A BIGINT key from one end of its type to the other, holding each value's flipped
+    partner too, has nowhere to go: the added copy repeats it, and the detail says so
+    rather than pass it off as a key kept."""
+    source = tmp_path / "full.parquet"
+    ends = "(VALUES ((-9223372036854775808)::BIGINT), (9223372036854775807::BIGINT)) t(k)"
+    CON.execute(
+        f"COPY (SELECT k, 1 AS g FROM {ends} UNION ALL "
+        f"SELECT xor(k, 6148914691236517205), 2 FROM {ends}) TO '{source}' (FORMAT parquet)"
+    )
+    outcome = multiply_rows(CON, source, tmp_path / "out.parquet", artifact="full")
     assert outcome == Applied(
-        "hashed 1,000 rows to 2,000, h not moved (it spans too much of its type to move "
+        "full 4 rows to 8, k not moved (it spans too much of its type to move "
         "past, or is of a type that does not move), so the added copy repeats it"
     )
 

@@ -168,7 +168,7 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
             return f"({column}::BIGINT + {{copy}} * {span})"
         if low - span * last >= -(2**63):
             return f"({column}::BIGINT - {{copy}} * {span})"
-        return None
+        return _flipped(con, keep, column, scan, factor)
     if kind == "decimal":
         # An id kept as DECIMAL(18,0), the way databases with one numeric type export
         # them, was not moved, so its copies repeated it. It moves by whole units past its
@@ -303,6 +303,29 @@ def _ymd_shift(
         return None
     moved = f"CAST(strptime(CAST({column} AS VARCHAR), '%Y%m%d') AS DATE)"
     return f"strftime({moved} + CAST({{copy}} * {span} AS INTEGER), '%Y%m%d')"
+
+
+# Bits flipped in a key that spans its whole type (a 64-bit hash), by the type's width.
+_FLIP_BITS = {"tinyint": 8, "smallint": 16, "integer": 32, "bigint": 64, "hugeint": 128}
+
+
+def _flipped(con: duckdb.DuckDBPyConnection, keep, column: str, scan: str, factor: int):
+    """For an integer key no shift fits (a hash over nearly all of its type): the added
+    copy with alternate bits flipped, one-to-one within the type, kept only where no
+    flipped value meets an original, which a join of the column with itself checks (and
+    with a hash's spread, none does). One added copy only; None otherwise."""
+    bits = _FLIP_BITS.get(keep.type.id.removeprefix("u"))
+    if factor != 2 or bits is None:
+        return None
+    mask = int("01" * (bits // 2), 2)  # 0x55...55: under the signed type's top, so it casts
+    flip = f"xor({{}}, CAST({mask} AS {keep.type}))"
+    distinct = f"(SELECT DISTINCT {keep.sql} AS v {scan})"
+    (meets,) = con.execute(
+        f"SELECT count(*) FROM {distinct} a JOIN {distinct} b ON {flip.format('a.v')} = b.v"
+    ).fetchone()
+    if meets:
+        return None
+    return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {flip.format(column)} END"
 
 
 def _other_uuid(column: str) -> str:
