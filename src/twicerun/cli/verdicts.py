@@ -231,8 +231,8 @@ def _later_runs(first: RecordedRun) -> list[RecordedRun]:
 @click.option("--step", "only", multiple=True, help="Only this step (repeatable).")
 @step_timeout_option(
     "Stop any one re-execution of a step that runs longer than this, rather than wait on it; "
-    "that step is COULD NOT CHECK, and the steps after it are still re-executed. DuckDB only. "
-    "Default: no limit."
+    f"that step is {Replay.COULD_NOT_CHECK}, and the steps after it are still re-executed. "
+    "DuckDB only. Default: no limit."
 )
 @_json_option
 @refusing(ReproduceExit.REFUSED)
