@@ -112,7 +112,7 @@ def deadline(seconds: float | None, stop: Callable[[], None]) -> Iterator[None]:
     """Stop the code inside once `seconds` have passed.
 
     First `stop` (the step's connection's interrupt) is called from a timer thread: it
-    stops a query wherever a signal would land (docs/runs.md has the measurement), and
+    stops a query that a signal does not reach (docs/runs.md has the measurement), and
     the query comes back as a failed one; `timed_out()` says it was this. Code that has
     not come back within GRACE (a sleep, a loop in Python) is then sent SIGALRM, whose
     handler raises StepTimedOut where it stands, as Ctrl-C would; only then, since an
