@@ -169,3 +169,90 @@ def test_sigterm_is_an_interrupt_that_exits_143_and_keeps_the_invocation(write_p
         f"twicerun: terminated (SIGTERM); the invocation directory is kept: {run_dir / directory}"
     )
     assert invocations(run_dir) == {directory: "interrupted"}
+
+
+# One query that runs for many minutes, executed as a step executes SQL: no Python code
+# runs until it returns, so a signal's handler cannot run either.
+LONG_QUERY = """
+import os, pathlib
+
+
+def slow(ctx):
+    pathlib.Path(os.environ["STARTED"]).touch()
+    ctx.sql("CREATE TABLE t AS SELECT sum(range) AS s FROM range(1000000000000)")
+    ctx.write("n", "SELECT * FROM t")
+"""
+
+
+@pytest.mark.parametrize(
+    ("verb", "sent", "code"),
+    [("run", "SIGINT", 130), ("run", "SIGTERM", 143), ("audit", "SIGINT", 130)],
+)
+def test_a_signal_stops_a_long_query_at_once_not_when_it_ends(
+    write_pipeline, tmp_path, verb, sent, code
+):
+    """Ctrl-C or SIGTERM while a step's query ran could wait for the query to end (whether
+    a signal reaches a running query at all is shown below), past a container's grace
+    period on a long one, which then kills the process without a word. The query is
+    stopped through its connection as the signal arrives."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = write_pipeline(LONG_QUERY)
+    started, run_dir = tmp_path / "started", tmp_path / "runs"
+    flags = ["--runs", "2", "--no-amplify", "--run-dir", str(run_dir)] if verb == "run" else []
+    process = subprocess.Popen(
+        [sys.executable, "-m", "twicerun", verb, str(path), *flags],
+        env={**os.environ, "STARTED": str(started)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists():
+            assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+            time.sleep(0.05)
+        time.sleep(0.5)  # inside the query
+        process.send_signal(getattr(signal, sent))
+        signalled = time.monotonic()
+        _, err = process.communicate(timeout=120)
+        took = time.monotonic() - signalled
+    finally:
+        process.kill()
+    assert process.returncode == code, err
+    assert took < 10, took
+    if verb == "run":
+        (directory,) = invocations(run_dir)
+        assert invocations(run_dir) == {directory: "interrupted"}
+
+
+def test_a_signal_stops_the_query_registered_as_interruptible():
+    """Run through `execute`, this query does not look at Python's signals: it ran its
+    whole course, 27.7 s, with SIGALRM sent one second in (bench/interrupt.py), and so
+    would it with Ctrl-C. Registered as interruptible, its connection is stopped as the
+    signal arrives, from the thread that reads the wakeup fd."""
+    import os
+    import signal
+    import threading
+    import time
+
+    import duckdb
+
+    from twicerun.runner import interrupts
+
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    kill = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    with (
+        pytest.raises((duckdb.Error, RuntimeError, KeyboardInterrupt)),
+        interrupts.watching(),
+        interrupts.interruptible(con.interrupt),
+    ):
+        kill.start()
+        con.execute("CREATE TABLE t AS SELECT sum(range) AS s FROM range(30000000000)")
+    kill.join()
+    assert time.monotonic() - started < 2.5
+    assert interrupts.requested()

@@ -37,6 +37,7 @@ from twicerun.render.evidence import step_evidence
 from twicerun.render.instrument import engine as engine_named
 from twicerun.render.instrument import is_spark
 from twicerun.result import Environment, ResultFormatError, load_result
+from twicerun.runner import interrupts
 from twicerun.runner.engines import session_time_zone
 from twicerun.runner.environment import default_threads
 from twicerun.runner.generators import drew_unseeded
@@ -273,7 +274,10 @@ def reproduce(
     con = duckdb.connect()
     try:
         recorded_steps = {s.index: s for s in recorded.steps(con)}
-        with Scratch(threads, "reproduce", pipeline.engine, timeout=step_timeout) as scratch:
+        with (
+            interrupts.watching(),
+            Scratch(threads, "reproduce", pipeline.engine, timeout=step_timeout) as scratch,
+        ):
             for step in pipeline.steps:
                 if only and step.name not in only:
                     continue
@@ -405,9 +409,11 @@ def audit(
     stopped: StepCrashed | None = None
     ran_on: list[Environment] = []
     try:
-        audited = audit_runs(
-            loaded, threads, chosen, progress, instrument=ran_on.append, timeout=step_timeout
-        )
+        # Ctrl-C stops a step's query at once, as in `run`, rather than when it ends.
+        with interrupts.watching():
+            audited = audit_runs(
+                loaded, threads, chosen, progress, instrument=ran_on.append, timeout=step_timeout
+            )
     except StepCrashed as exc:
         # The verdicts found before the step raised are printed, then the error (exit 3).
         stopped, audited = exc, exc.audited

@@ -24,7 +24,12 @@ from twicerun.pipeline.loader import line_in, missing_module_advice
 from twicerun.runner.engines import Engine, session_time_zone
 from twicerun.runner.environment import platform_stamp
 from twicerun.runner.generators import generator_states, left_in
-from twicerun.runner.interrupts import deadline, reraise_if_requested, timed_out
+from twicerun.runner.interrupts import (
+    deadline,
+    interruptible,
+    reraise_if_requested,
+    timed_out,
+)
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.layout import Invocation, RunAddress
 from twicerun.storage.receipts import RECEIPT_VERSION, ArtifactRecord, Receipt, save_receipt
@@ -84,7 +89,11 @@ def execute_step(
         try:
             # stdout is twicerun's: the report, or the Result with --json -. What a step
             # prints goes to stderr, where it cannot corrupt a document a script reads.
-            with contextlib.redirect_stdout(sys.stderr), deadline(timeout, ctx._interrupt):
+            with (
+                contextlib.redirect_stdout(sys.stderr),
+                interruptible(ctx._interrupt),
+                deadline(timeout, ctx._interrupt),
+            ):
                 step.call(ctx)
             ended = time.perf_counter()
             generators = left_in(drawn, generator_states())

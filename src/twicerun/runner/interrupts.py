@@ -21,6 +21,7 @@ long crashed, and never counts as an interrupt.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -38,10 +39,42 @@ def _on_signal(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+# What stops the DuckDB work under way (a step's connection's interrupt), for as long as
+# it runs (`interruptible`): a signal's handler runs only once the main thread is back in
+# Python, and a query run through `execute` does not come back for one
+# (bench/interrupt.py), so Ctrl-C waited for the step's query to finish.
+_stops: list[Callable[[], None]] = []
+
+
+@contextlib.contextmanager
+def interruptible(stop: Callable[[], None]) -> Iterator[None]:
+    """Have `stop` called, from another thread, as soon as SIGINT or SIGTERM arrives."""
+    _stops.append(stop)
+    try:
+        yield
+    finally:
+        _stops.remove(stop)
+
+
+def _wake(reader: int, taken: list[int]) -> None:
+    """Read the signal numbers Python's own handler writes to the wakeup fd, from any
+    thread, at once; for the ones `watching` took, note the request and stop what runs."""
+    while data := os.read(reader, 64):
+        for number in data:
+            if number not in taken:
+                continue
+            if number == signal.SIGTERM:
+                _terminated.set()
+            _requested.set()
+            for stop in list(_stops):
+                with contextlib.suppress(Exception):
+                    stop()
+
+
 @contextlib.contextmanager
 def watching() -> Iterator[None]:
-    """Note SIGINT and SIGTERM for the duration (main thread only; elsewhere Python owns
-    no handler)."""
+    """Note SIGINT and SIGTERM for the duration, and stop the DuckDB work under way when
+    one comes (main thread only; elsewhere Python owns no handler)."""
     _requested.clear()
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -51,9 +84,18 @@ def watching() -> Iterator[None]:
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, _on_signal):
         taken.append(signal.SIGTERM)
     previous = {s: signal.signal(s, _on_signal) for s in taken}
+    reader, writer = os.pipe()
+    os.set_blocking(writer, False)
+    earlier_fd = signal.set_wakeup_fd(writer, warn_on_full_buffer=False)
+    waker = threading.Thread(target=_wake, args=(reader, [int(s) for s in taken]), daemon=True)
+    waker.start()
     try:
         yield
     finally:
+        signal.set_wakeup_fd(earlier_fd)
+        os.close(writer)  # the waker reads to the end and returns
+        waker.join()
+        os.close(reader)
         for s, handler in previous.items():
             signal.signal(s, handler)
 
