@@ -34,6 +34,13 @@ def rows_of(path: Path, order: str = "") -> list[tuple]:
     return CON.execute(f"SELECT * FROM read_parquet('{path}') {order}").fetchall()
 
 
+def parquet_of(tmp_path: Path, name: str, select: str) -> Path:
+    """The rows of `select` written to `name` in tmp_path."""
+    path = tmp_path / name
+    CON.execute(f"COPY ({select}) TO '{path}' (FORMAT parquet)")
+    return path
+
+
 # Tie collapse ---------------------------------------------------------------------------
 
 
@@ -279,10 +286,11 @@ def test_row_multiplication_moves_a_key_near_the_top_of_its_type_below_its_range
     """Ids counted down from the largest BIGINT, and dates in the year 9999, could not move
     up past their range, and the added copy repeated them without a word: a key no
     longer, where the report said every key stayed one."""
-    source = tmp_path / "top.parquet"
-    CON.execute(
-        f"COPY (SELECT 9223372036854775807 - range AS big, DATE '9999-12-01' + range::INT AS d, "
-        f"range % 7 AS g FROM range(20)) TO '{source}' (FORMAT parquet)"
+    source = parquet_of(
+        tmp_path,
+        "top.parquet",
+        "SELECT 9223372036854775807 - range AS big, DATE '9999-12-01' + range::INT AS d, "
+        "range % 7 AS g FROM range(20)",
     )
     target = tmp_path / "out.parquet"
     outcome = multiply_rows(CON, source, target, artifact="top")
@@ -299,10 +307,8 @@ def test_row_multiplication_keeps_a_hash_key_distinct_by_flipping_its_bits(tmp_p
     """A hash spans nearly all of its type, so no shift fits beside it, and the added copy
     repeated it: a surrogate key made by hashing was a key no longer. The added copy's
     bits are flipped instead, where no flipped value meets an original."""
-    source = tmp_path / "hashed.parquet"
-    CON.execute(
-        f"COPY (SELECT hash(range) AS h, range % 7 AS g FROM range(1000)) "
-        f"TO '{source}' (FORMAT parquet)"
+    source = parquet_of(
+        tmp_path, "hashed.parquet", "SELECT hash(range) AS h, range % 7 AS g FROM range(1000)"
     )
     target = tmp_path / "out.parquet"
     multiply_rows(CON, source, target, artifact="hashed")
@@ -316,14 +322,12 @@ def test_row_multiplication_says_which_key_it_could_not_move(tmp_path):
     """A BIGINT key from one end of its type to the other, holding each value's flipped
     partner too, has nowhere to go: the added copy repeats it, and the detail says so
     rather than pass it off as a key kept."""
-    source = tmp_path / "full.parquet"
     ends = "(VALUES ((-9223372036854775808)::BIGINT), (9223372036854775807::BIGINT)) t(k)"
-    CON.execute(
-        f"COPY (SELECT k, 1 AS g FROM {ends} UNION ALL "
-        f"SELECT xor(k, 6148914691236517205), 2 FROM {ends}) TO '{source}' (FORMAT parquet)"
+    flipped = f"SELECT xor(k, 6148914691236517205), 2 FROM {ends}"
+    source = parquet_of(
+        tmp_path, "full.parquet", f"SELECT k, 1 AS g FROM {ends} UNION ALL {flipped}"
     )
-    outcome = multiply_rows(CON, source, tmp_path / "out.parquet", artifact="full")
-    assert outcome == Applied(
+    assert multiply_rows(CON, source, tmp_path / "out.parquet", artifact="full") == Applied(
         "full 4 rows to 8, k not moved (it spans too much of its type to move "
         "past, or is of a type that does not move), so the added copy repeats it"
     )

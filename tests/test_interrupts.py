@@ -135,21 +135,20 @@ def slow(ctx):
 """
 
 
-def test_sigterm_is_an_interrupt_that_exits_143_and_keeps_the_invocation(write_pipeline, tmp_path):
-    # `timeout`, `docker stop` and Kubernetes send SIGTERM. It ended the process where it
-    # stood (the shell's 143, no word), leaving the invocation `running` until a later
-    # one reaped it as killed.
+def signalled_in_a_step(path: Path, tmp_path: Path, verb: str, sent: str, settle: float):
+    """Run `verb` on `path` in a process of its own, send it `sent` `settle` seconds after
+    the step wrote the STARTED marker, and return its exit code, its stderr, the seconds
+    it took to exit after the signal, and its run directory."""
     import os
     import signal
     import subprocess
     import sys
     import time
 
-    path = write_pipeline(TERMINATED_IN_QUERY)
     started, run_dir = tmp_path / "started", tmp_path / "runs"
+    flags = ["--runs", "2", "--no-amplify", "--run-dir", str(run_dir)] if verb == "run" else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "twicerun", "run", str(path), "--runs", "2", "--no-amplify",
-         "--run-dir", str(run_dir)],
+        [sys.executable, "-m", "twicerun", verb, str(path), *flags],
         env={**os.environ, "STARTED": str(started)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -158,12 +157,23 @@ def test_sigterm_is_an_interrupt_that_exits_143_and_keeps_the_invocation(write_p
         while not started.exists():
             assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
             time.sleep(0.05)
-        time.sleep(0.3)  # inside a query
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=60)
+        time.sleep(settle)  # inside the query
+        process.send_signal(getattr(signal, sent))
+        signalled = time.monotonic()
+        _, err = process.communicate(timeout=120)
+        took = time.monotonic() - signalled
     finally:
         process.kill()
-    assert process.returncode == 143, err
+    return process.returncode, err, took, run_dir
+
+
+def test_sigterm_is_an_interrupt_that_exits_143_and_keeps_the_invocation(write_pipeline, tmp_path):
+    # `timeout`, `docker stop` and Kubernetes send SIGTERM. It ended the process where it
+    # stood (the shell's 143, no word), leaving the invocation `running` until a later
+    # one reaped it as killed.
+    path = write_pipeline(TERMINATED_IN_QUERY)
+    code, err, _, run_dir = signalled_in_a_step(path, tmp_path, "run", "SIGTERM", 0.3)
+    assert code == 143, err
     (directory,) = invocations(run_dir)
     assert err.strip().splitlines()[-1] == (
         f"twicerun: terminated (SIGTERM); the invocation directory is kept: {run_dir / directory}"
@@ -195,33 +205,9 @@ def test_a_signal_stops_a_long_query_at_once_not_when_it_ends(
     a signal reaches a running query at all is shown below), past a container's grace
     period on a long one, which then kills the process without a word. The query is
     stopped through its connection as the signal arrives."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
     path = write_pipeline(LONG_QUERY)
-    started, run_dir = tmp_path / "started", tmp_path / "runs"
-    flags = ["--runs", "2", "--no-amplify", "--run-dir", str(run_dir)] if verb == "run" else []
-    process = subprocess.Popen(
-        [sys.executable, "-m", "twicerun", verb, str(path), *flags],
-        env={**os.environ, "STARTED": str(started)},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while not started.exists():
-            assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
-            time.sleep(0.05)
-        time.sleep(0.5)  # inside the query
-        process.send_signal(getattr(signal, sent))
-        signalled = time.monotonic()
-        _, err = process.communicate(timeout=120)
-        took = time.monotonic() - signalled
-    finally:
-        process.kill()
-    assert process.returncode == code, err
+    got, err, took, run_dir = signalled_in_a_step(path, tmp_path, verb, sent, 0.5)
+    assert got == code, err
     assert took < 10, took
     if verb == "run":
         (directory,) = invocations(run_dir)
