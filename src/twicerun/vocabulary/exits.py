@@ -116,8 +116,8 @@ MEANINGS: dict[type[IntEnum], dict[int, str]] = {
         RunExit.DIVERGED: "a step gave a different answer on the pipeline's own input",
         RunExit.BAD_INPUT: "bad input: the pipeline, a flag or an artifact name is wrong, "
         "or a column type twicerun does not compare",
-        RunExit.CRASHED: "a step raised in the loop, or twicerun itself failed; the "
-        "invocation directory is kept",
+        RunExit.CRASHED: "a step raised in the loop (or ran past --step-timeout), or "
+        "twicerun itself failed; the invocation directory is kept",
         RunExit.ONLY_AMPLIFIED: "a step gave a different answer only on an input an amplifier built",
         RunExit.AMPLIFIER_FAILED: "an amplifier failed, so a quiet step went without its stress test",
         RunExit.INTERRUPTED: "interrupted (Ctrl-C); the invocation directory is kept",
@@ -184,8 +184,8 @@ MEANINGS: dict[type[IntEnum], dict[int, str]] = {
         AuditExit.NOT_REPRODUCIBLE: "a step is not reproducible: its two audit runs wrote "
         "different rows",
         AuditExit.BAD_INPUT: "bad input: the pipeline or a flag is wrong",
-        AuditExit.CRASHED: "a step raised (the verdicts of the steps audited before it are "
-        "printed first), or twicerun failed",
+        AuditExit.CRASHED: "a step raised or ran past --step-timeout (the verdicts of the "
+        "steps audited before it are printed first), or twicerun failed",
         AuditExit.INTERRUPTED: "interrupted (Ctrl-C); the scratch files are deleted",
         AuditExit.TERMINATED: "terminated (SIGTERM), handled as an interrupt; the scratch files are deleted",
     },
