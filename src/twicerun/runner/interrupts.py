@@ -134,14 +134,6 @@ def reraise_if_requested(exc: BaseException) -> None:
 
 
 _timed_out: StepTimedOut | None = None
-_armed = False
-
-
-def _on_alarm(signum, frame) -> None:
-    # Disarmed once the step is over: an alarm sent as it ended must not land in the
-    # code after it.
-    if _armed and _timed_out is not None:
-        raise _timed_out
 
 
 # How long a step that was told to stop has to come back on its own before its Python
@@ -161,7 +153,7 @@ def deadline(seconds: float | None, stop: Callable[[], None]) -> Iterator[None]:
     exception raised at any line can land in cleanup code. The timer is joined before
     the block's caller goes on, so nothing of it outlives the step. Main thread only;
     elsewhere, and with no `seconds`, nothing is watched."""
-    global _timed_out, _armed
+    global _timed_out
     _timed_out = None
     if seconds is None or threading.current_thread() is not threading.main_thread():
         yield
@@ -177,15 +169,18 @@ def deadline(seconds: float | None, stop: Callable[[], None]) -> Iterator[None]:
         if not finished.wait(GRACE):
             signal.pthread_kill(main, signal.SIGALRM)
 
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    def on_alarm(_signum, _frame) -> None:
+        # Not once the step is over: an alarm sent as it ended must not land after it.
+        if not finished.is_set() and _timed_out is not None:
+            raise _timed_out
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
     timer = threading.Timer(seconds, expire)
     timer.daemon = True
-    _armed = True
     timer.start()
     try:
         yield
     finally:
-        _armed = False
         finished.set()
         timer.cancel()
         # Its signal, if it sent one, is delivered before the handler goes back.

@@ -148,13 +148,19 @@ def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = si
     return result
 
 
-def _keep_latest_differing(
-    records: Records, kept: dict[int, RunAddress], address: RunAddress, index: int
+def _retire(
+    records: Records,
+    kept: dict[int, RunAddress] | None,
+    address: RunAddress,
+    index: int,
 ) -> None:
-    """--keep-copies, once this run's identical copies are pruned: if a copy of the step is
-    left, it differed, and the one kept before it goes. A run that agreed leaves the earlier
-    one in place; deleting that one whenever a later run came along kept nothing at all
-    where the last run agreed."""
+    """A compared copy, its identical artifacts already pruned: what differed goes, unless
+    `kept` (--keep-copies) is keeping each step's latest copy that differed; then the one
+    kept before it goes instead. A run that agreed leaves the earlier one in place:
+    deleting that whenever a later run came along kept nothing where the last run agreed."""
+    if kept is None:
+        records.discard(address, index)
+        return
     receipt = records.get(address, index)
     if receipt is None or not any(r.kept for r in receipt.artifacts):
         return
@@ -216,7 +222,7 @@ def _loop(
     caches = {s.index: ReferenceCache(digest_connection) for s in steps}
     worst = WorstComparisons(digest_connection)
     # --keep-copies: per step, the latest later run whose copy differed from run 1's.
-    kept: dict[int, RunAddress] = {}
+    kept: dict[int, RunAddress] | None = {} if options.keep_copies else None
     connections.expect(threads, options.runs * len(steps))
     try:
         for run in range(1, options.runs + 1):
@@ -281,10 +287,7 @@ def _loop(
                         # differing ones, unless --keep-copies asked to keep the latest
                         # run's to open.
                         records.prune_identical(address, step.index)
-                        if not options.keep_copies:
-                            records.discard(address, step.index)
-                        else:
-                            _keep_latest_differing(records, kept, address, step.index)
+                        _retire(records, kept, address, step.index)
                 finally:
                     records.flush(address, step.index)
             if run == 1:
@@ -293,19 +296,11 @@ def _loop(
                 # Run run-1 is no longer read by anyone: its state went into this run.
                 for step in steps:
                     records.prune_identical(RunAddress(LOOP, run - 1), step.index)
-                    if not options.keep_copies:
-                        records.discard(RunAddress(LOOP, run - 1), step.index)
-                    else:
-                        _keep_latest_differing(records, kept, RunAddress(LOOP, run - 1), step.index)
+                    _retire(records, kept, RunAddress(LOOP, run - 1), step.index)
         if not options.containment:
             for step in steps:
                 records.prune_identical(RunAddress(LOOP, options.runs), step.index)
-                if not options.keep_copies:
-                    records.discard(RunAddress(LOOP, options.runs), step.index)
-                else:
-                    _keep_latest_differing(
-                        records, kept, RunAddress(LOOP, options.runs), step.index
-                    )
+                _retire(records, kept, RunAddress(LOOP, options.runs), step.index)
         for step in steps:
             caches[step.index].clear()
             comparisons[step.index] = worst.attribute(records, step.index, comparisons[step.index])
