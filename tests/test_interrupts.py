@@ -242,3 +242,82 @@ def test_a_signal_stops_the_query_registered_as_interruptible():
     kill.join()
     assert time.monotonic() - started < 2.5
     assert interrupts.requested()
+
+
+@pytest.mark.parametrize("where", ["digests", "oracle"])
+def test_a_signal_stops_twicerun_s_own_query_too(write_pipeline, tmp_path, monkeypatch, where):
+    """Not only a step's query: the digests of an artifact and the oracle's comparison run
+    on twicerun's own connection, and on a large artifact one query there can take
+    minutes. Ctrl-C (or a container's SIGTERM) used to wait for it to end. The slow query
+    is put in front of the real work, so the test needs no large artifact."""
+    import signal
+    import threading
+    import time
+
+    from twicerun.runner import execute, loop
+    from twicerun.runner.loop import LoopOptions, run_pipeline
+
+    # Each is called with twicerun's connection as argument `at`.
+    module, name, at = (execute, "digests", 0) if where == "digests" else (loop, "compare_step", 1)
+    real = getattr(module, name)
+
+    def to_this_thread() -> None:
+        # A process's signal goes to whichever thread the kernel picks; this one, not the
+        # main thread busy in DuckDB, is the case that used to wait (it was a race).
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    def slow_first(*args, **kwargs):
+        threading.Timer(0.5, to_this_thread).start()
+        # Tens of seconds unless stopped through the connection: the query of the test
+        # above, which does not look at Python's signals.
+        args[at].execute("CREATE TEMP TABLE slow AS SELECT sum(range) AS s FROM range(30000000000)")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, slow_first)
+    path = write_pipeline("def a(ctx):\n    ctx.write('x', 'SELECT random() AS v')\n")
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_pipeline(path, LoopOptions(run_dir=tmp_path / "runs", runs=2, amplify=False))
+    assert time.monotonic() - started < 5
+    (directory,) = invocations(tmp_path / "runs")
+    assert invocations(tmp_path / "runs") == {directory: "interrupted"}
+
+
+@pytest.mark.parametrize("verb", ["diff", "localize", "reproduce"])
+def test_a_signal_stops_the_query_of_a_verb_over_recorded_runs(
+    write_pipeline, twicerun, run_dir, monkeypatch, verb
+):
+    """The verbs that read recorded runs compute digests on a connection of their own,
+    and Ctrl-C waited for its query to end too; and where the stopped query's error was
+    not turned into an interrupt, it was printed as an internal error (exit 3)."""
+    import signal
+    import threading
+    import time
+
+    from twicerun.verdicts.recorded import RecordedRun
+
+    path = write_pipeline("def a(ctx):\n    ctx.write('x', 'SELECT random() AS v')\n")
+    assert twicerun("run", path, "--runs", "2").code == 1
+    (name,) = invocations(run_dir)
+    directory = run_dir / name
+    real = RecordedRun.steps
+
+    def to_this_thread() -> None:
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    def slow_first(self, con):
+        threading.Timer(0.5, to_this_thread).start()
+        con.execute("CREATE TEMP TABLE slow AS SELECT sum(range) AS s FROM range(30000000000)")
+        return real(self, con)
+
+    monkeypatch.setattr(RecordedRun, "steps", slow_first)
+    args = {
+        "diff": ("diff", directory, f"{directory}#2"),
+        "localize": ("localize", directory),
+        "reproduce": ("reproduce", directory),
+    }[verb]
+    started = time.monotonic()
+    got = twicerun(*args)
+    assert time.monotonic() - started < 5
+    assert got.code == 130, got.err
+    assert "internal error" not in got.err

@@ -36,13 +36,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.Abort as exc:
-        directory = getattr(exc.__cause__, "directory", None)
-        kept = f"; the invocation directory is kept: {directory}" if directory else ""
-        if interrupts.terminated():
-            click.echo(f"twicerun: terminated (SIGTERM){kept}", err=True)
-            return RunExit.TERMINATED
-        click.echo(f"twicerun: interrupted{kept}", err=True)
-        return RunExit.INTERRUPTED
+        return _interrupted(getattr(exc.__cause__, "directory", None))
     except click.ClickException as exc:
         _name_the_environment(exc)
         exc.show()
@@ -63,6 +57,9 @@ def _main(argv: Sequence[str] | None) -> int:
         click.echo(neutralize(f"twicerun: {exc}"), err=True)
         return RunExit.CRASHED
     except Exception as exc:  # a bug in twicerun: still "crashed", never "diverged"
+        if interrupts.requested():
+            # A query stopped for Ctrl-C fails as a query; the signal says what it was.
+            return _interrupted(getattr(exc, "directory", None))
         if disk_full(exc):
             # Not a bug: the one thing to do is say which disk and what to free.
             click.echo(
@@ -78,6 +75,15 @@ def _main(argv: Sequence[str] | None) -> int:
         return RunExit.CRASHED
     # Each verb returns its own enum; the process gets the integer.
     return value if isinstance(value, int) else RunExit.CLEAN
+
+
+def _interrupted(directory: str | None) -> int:
+    kept = f"; the invocation directory is kept: {directory}" if directory else ""
+    if interrupts.terminated():
+        click.echo(f"twicerun: terminated (SIGTERM){kept}", err=True)
+        return RunExit.TERMINATED
+    click.echo(f"twicerun: interrupted{kept}", err=True)
+    return RunExit.INTERRUPTED
 
 
 def _name_the_environment(exc: click.ClickException) -> None:

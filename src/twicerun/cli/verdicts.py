@@ -8,11 +8,12 @@ refusal is exit 3, not 2, because 2 already means "not comparable"; `main` reads
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -142,11 +143,8 @@ def diff(a: str, b: str, json_path: str | None) -> int:
     """
     _check_json(json_path, "twicerun.diff/")
     left, right = RecordedRun.parse(a), RecordedRun.parse(b)
-    con = duckdb.connect()
-    try:
+    with _reading() as con:
         ladder = diff_runs(left, right, con)
-    finally:
-        con.close()
     _emit(ladder.to_dict(), ladder.lines(), json_path)
     return COMPARING_EXIT[ladder.result]
 
@@ -165,8 +163,7 @@ def localize(a: str, b: str | None, json_path: str | None) -> int:
     input, the code, the instrument) shown beside each step. Runs are named as
     for `diff`.
     """
-    con = duckdb.connect()
-    try:
+    with _reading() as con:
         if b is not None:
             _check_json(json_path, "twicerun.localize/")
             ladder = diff_runs(
@@ -182,10 +179,20 @@ def localize(a: str, b: str | None, json_path: str | None) -> int:
         first = RecordedRun.parse(a)
         runs = [first, *_later_runs(first)]
         located = _how(localize_one(a, runs, con), first)
-    finally:
-        con.close()
     _emit(located.to_dict(), located.lines(), json_path)
     return LOCATING_EXIT[located.result]
+
+
+@contextlib.contextmanager
+def _reading() -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to compare recorded runs on, whose query Ctrl-C stops at once: a query
+    run through `execute` may not look at Python's signals until it ends."""
+    con = duckdb.connect()
+    try:
+        with interrupts.watching(), interrupts.interruptible(con.interrupt):
+            yield con
+    finally:
+        con.close()
 
 
 def _how(located: Located, run: RecordedRun) -> Located:
@@ -271,13 +278,9 @@ def reproduce(
     threads = int(manifest.get("threads") or default_threads())
     progress = Progress(enabled=sys.stderr.isatty())
     report_steps: list[Replayed] = []
-    con = duckdb.connect()
-    try:
+    with _reading() as con:
         recorded_steps = {s.index: s for s in recorded.steps(con)}
-        with (
-            interrupts.watching(),
-            Scratch(threads, "reproduce", pipeline.engine, timeout=step_timeout) as scratch,
-        ):
+        with Scratch(threads, "reproduce", pipeline.engine, timeout=step_timeout) as scratch:
             for step in pipeline.steps:
                 if only and step.name not in only:
                     continue
@@ -326,8 +329,6 @@ def reproduce(
                 )
                 scratch.forget(recorded.address, step)
         progress.clear()
-    finally:
-        con.close()
     report = ReproduceReport(
         run,
         report_steps,

@@ -103,8 +103,10 @@ def watching() -> Iterator[None]:
 @contextlib.contextmanager
 def terminating() -> Iterator[None]:
     """SIGTERM raises KeyboardInterrupt for the duration, noted for `terminated()`; a
-    handler someone else installed (a host program's) is left alone."""
+    handler someone else installed (a host program's) is left alone. A command starts
+    with no request to stop noted, whatever an earlier one in the process saw."""
     _terminated.clear()
+    _requested.clear()
     if (
         threading.current_thread() is not threading.main_thread()
         or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL

@@ -224,6 +224,10 @@ def _loop(
     # --keep-copies: per step, the latest later run whose copy differed from run 1's.
     kept: dict[int, RunAddress] | None = {} if options.keep_copies else None
     connections.expect(threads, options.runs * len(steps))
+    # Ctrl-C stops twicerun's own query too (a digest, the oracle, an amplified input),
+    # which on a large artifact can run for minutes without looking at Python's signals.
+    stack = contextlib.ExitStack()
+    stack.enter_context(interrupts.interruptible(digest_connection.interrupt))
     try:
         for run in range(1, options.runs + 1):
             address = RunAddress(LOOP, run)
@@ -325,6 +329,7 @@ def _loop(
         )
         step_results = _cause_and_amplify(bench, pipeline, step_results, options, threads)
     finally:
+        stack.close()
         connections.shutdown()
         digest_connection.close()
         janitor.shutdown()

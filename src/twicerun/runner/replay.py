@@ -21,6 +21,7 @@ from pathlib import Path
 from twicerun.errors import StepCrashed
 from twicerun.pipeline import Pipeline, Step
 from twicerun.result import Environment
+from twicerun.runner import interrupts
 from twicerun.runner.engines import check_step_timeout, open_engine
 from twicerun.runner.environment import stamp
 from twicerun.runner.execute import execute_step
@@ -103,6 +104,8 @@ class Scratch:
         self._stack = contextlib.ExitStack()
         self._stack.enter_context(steps_print_to_stderr())
         self._stack.callback(self.close)
+        # Ctrl-C stops its digests' and comparisons' queries too, as it does a step's.
+        self._stack.enter_context(interrupts.interruptible(self.con.interrupt))
         return self
 
     def __exit__(self, *exc: object) -> None:
