@@ -763,3 +763,21 @@ def test_an_artifact_written_empty_on_one_side_is_said_plainly(reported):
     assert (
         "        e: run 2 wrote no rows to it and run 1 wrote 1 row, which is missing there\n"
     ) in out
+
+
+def test_columns_that_pair_every_row_together_beat_one_that_pairs_some():
+    """Two columns moved on every row and `id` on none; dropping `id` paired two rows by
+    chance, and the report blamed `id`, the one column the step never changed."""
+    ref = pa.table({"id": [0, 1, 2, 3], "a": [0, 1, 0, 1], "b": [0, 0, 1, 1]})
+    later = pa.table({"id": [0, 1, 2, 3], "a": [1, 0, 2, 3], "b": [1, 0, 2, 3]})
+    a = measure(ref, later).attribution
+    assert (a.chosen_by, a.tied, a.column, a.before, a.after) == (
+        "together",
+        ["a", "b"],
+        None,
+        8,
+        {"id": 4, "a": 6, "b": 8},
+    )
+    assert attribution_line(a) == (
+        "dropping a and b together from the key pairs every row, though no one of them does alone"
+    )

@@ -677,6 +677,13 @@ def attribute_table(
     best = min(after.values())
     if best >= before:
         return _together(con, table, key_names, before, after, invented, left_by)
+    if best > 0:
+        # One column's removal pairs some rows; columns dropped together may pair them all,
+        # and then they are the answer: two columns that moved at random pair a few rows
+        # by chance once a column that never moved is dropped, which named that column.
+        together = _together(con, table, key_names, before, after, invented, left_by)
+        if together.chosen_by == "together":
+            return together
     tied = [name for name, v in after.items() if v == best]
     if len(tied) == 1:
         reordered = _reordered(con, table, key_names, tied, left_by) if best == 0 else []
@@ -688,7 +695,7 @@ def attribute_table(
 
 
 def _together(con, table, key_names, before, after, invented, left_by) -> Attribution:
-    """No one column's removal pairs a row. The key columns on which the unmatched rows
+    """No one column's removal pairs every row. The key columns on which the unmatched rows
     agree, each on its own, are grouped by together; if that pairs every row, the other
     columns are the ones that differ, and they are named together.
 
