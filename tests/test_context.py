@@ -454,6 +454,50 @@ def test_state_the_step_never_writes_gets_a_note(write_pipeline, twicerun):
     assert b["notes"] == []
 
 
+def test_a_step_whose_reruns_on_its_own_state_agree_with_each_other_gets_a_note(
+    write_pipeline, twicerun
+):
+    """An append differs in every later run, and the report's cause line left "state the
+    step appends to" among the guesses, though twicerun knew the step read its own output
+    and that every rerun on it wrote the same rows. Said where it holds, and only there."""
+    path = write_pipeline(
+        "import random\n\n\n"
+        "def append(ctx):\n"
+        "    ctx.state('log', 'SELECT 1 AS v')\n"
+        "    ctx.write('log', 'SELECT * FROM log UNION ALL SELECT 2')\n"
+        "\n\n"
+        "def idempotent(ctx):\n"
+        "    ctx.state('kept', 'SELECT 1 AS v')\n"
+        "    ctx.write('kept', 'SELECT DISTINCT * FROM kept')\n"
+        "\n\n"
+        "def drifts(ctx):\n"
+        "    ctx.state('seen', 'SELECT 1 AS v')\n"
+        "    ctx.write('seen', f'SELECT {random.random()} AS v')\n"
+    )
+    said = (
+        "reads its own earlier log through ctx.state: run 1 started from the initial query "
+        "and every later run from run 1's log, and the later runs all wrote the same rows, "
+        "which run 1 did not: rerunning the step on its own output changes its answer (an "
+        "append, or a MERGE that is not idempotent)"
+    )
+    outcome = twicerun("run", path, "--runs", "3", "--no-amplify", "--json", "-")
+    append, idempotent, drifts = outcome.json()["steps"]
+    assert append["notes"] == [said]
+    assert idempotent["notes"] == []
+    # Later runs that disagree with each other have more going on than the state.
+    assert drifts["fired"] == 2 and not any("ctx.state" in n for n in drifts["notes"])
+    # Uncontained, each run starts from the one before it: no two reruns start alike.
+    outcome = twicerun(
+        "run", path, "--runs", "3", "--no-amplify", "--no-containment", "--json", "-"
+    )
+    assert outcome.json()["steps"][0]["notes"] == []
+    # With one later run, nothing says its answer would repeat.
+    outcome = twicerun("run", path, "--runs", "2", "--no-amplify", "--json", "-")
+    assert outcome.json()["steps"][0]["notes"] == []
+    text = twicerun("run", path, "--runs", "3", "--no-amplify").out
+    assert f"        note: {said}\n" in text
+
+
 def test_what_a_steps_subprocess_prints_cannot_corrupt_the_json_on_stdout(write_pipeline, tmp_path):
     """`print` went to stderr, but descriptor 1 was still stdout: a step that ran a copy
     tool (here `echo`) or wrote with os.write(1, ...) put its words before the Result, and

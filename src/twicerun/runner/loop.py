@@ -52,6 +52,7 @@ from twicerun.storage.layout import (
     Invocation,
     RunAddress,
 )
+from twicerun.storage.receipts import Receipt
 from twicerun.storage.retention import kept_failures, prune, reap
 from twicerun.vocabulary.loop import Amplifier, Status
 
@@ -311,7 +312,10 @@ def _loop(
 
         step_results = [
             score_step(
-                _measured(records, step, comparisons[step.index], options.runs), options.policy
+                _measured(
+                    records, step, comparisons[step.index], options.runs, options.containment
+                ),
+                options.policy,
             )
             for step in steps
         ]
@@ -370,7 +374,24 @@ def _loop(
     return result
 
 
-def _measured(records: Records, step: Step, comparisons: list[Comparison], runs: int) -> StepResult:
+def _rerun_on_own_state(run1: Receipt | None, comparisons: list[Comparison]) -> str | None:
+    """The artifact a step read as its own earlier state, when everything says the state is
+    what changed its answer: contained, run 1 started from the initial query and every later
+    run from run 1's copy, and those later runs (two or more) all wrote the same rows, which
+    run 1 did not. Later runs that disagree among themselves have more going on."""
+    if run1 is None or len(comparisons) < 2:
+        return None
+    written = {a.name for a in run1.artifacts}
+    state = sorted({r.name for r in run1.reads if r.via == "state"} & written)
+    answers = {c.answer for c in comparisons}
+    if not state or any(c.error or not c.fired for c in comparisons) or len(answers) != 1:
+        return None
+    return state[0]
+
+
+def _measured(
+    records: Records, step: Step, comparisons: list[Comparison], runs: int, contained: bool
+) -> StepResult:
     """A step's loop measurements, before any policy has judged them."""
     run1 = records.get(RunAddress(LOOP, 1), step.index)
     receipts = [records.get(RunAddress(LOOP, k), step.index) for k in range(1, runs + 1)]
@@ -385,6 +406,14 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
                 f"ctx.state({name!r}) reads this step's own earlier {name}, but the step "
                 f"writes no {name}, so every run started from the initial query"
             )
+    rerun = _rerun_on_own_state(run1, comparisons) if contained else None
+    if rerun is not None:
+        notes.append(
+            f"reads its own earlier {rerun} through ctx.state: run 1 started from the initial "
+            f"query and every later run from run 1's {rerun}, and the later runs all wrote the "
+            f"same rows, which run 1 did not: rerunning the step on its own output changes its "
+            f"answer (an append, or a MERGE that is not idempotent)"
+        )
     if run1 is not None and run1.threads_set_by_step is not None:
         # Every thread count this report names for the step (the loop's, an amplifier's
         # raised one) was set before the step, which then set its own.
