@@ -458,8 +458,9 @@ def test_a_step_whose_reruns_on_its_own_state_agree_with_each_other_gets_a_note(
     write_pipeline, twicerun
 ):
     """An append differs in every later run, and the report's cause line left "state the
-    step appends to" among the guesses, though twicerun knew the step read its own output
-    and that every rerun on it wrote the same rows. Said where it holds, and only there."""
+    step appends to" among the guesses, though twicerun knew the step read its own output,
+    that every rerun on it wrote the same rows, and that one thread did the same. Said
+    where it holds, and only there."""
     path = write_pipeline(
         "import random\n\n\n"
         "def append(ctx):\n"
@@ -473,19 +474,29 @@ def test_a_step_whose_reruns_on_its_own_state_agree_with_each_other_gets_a_note(
         "def drifts(ctx):\n"
         "    ctx.state('seen', 'SELECT 1 AS v')\n"
         "    ctx.write('seen', f'SELECT {random.random()} AS v')\n"
+        "\n\n"
+        "_first = [True]\n"
+        "\n\n"
+        "def first_in_process(ctx):\n"
+        "    ctx.state('warm', 'SELECT 1 AS v')\n"
+        "    ctx.write('warm', f'SELECT {int(_first[0])} AS v')\n"
+        "    _first[0] = False\n"
     )
     said = (
         "reads its own earlier log through ctx.state: run 1 started from the initial query "
         "and every later run from run 1's log, and the later runs all wrote the same rows, "
-        "which run 1 did not: rerunning the step on its own output changes its answer (an "
-        "append, or a MERGE that is not idempotent)"
+        "which run 1 did not, as did the re-executions at one thread: rerunning the step on "
+        "its own output changes its answer (an append, or a MERGE that is not idempotent)"
     )
     outcome = twicerun("run", path, "--runs", "3", "--no-amplify", "--json", "-")
-    append, idempotent, drifts = outcome.json()["steps"]
+    append, idempotent, drifts, first = outcome.json()["steps"]
     assert append["notes"] == [said]
     assert idempotent["notes"] == []
     # Later runs that disagree with each other have more going on than the state.
     assert drifts["fired"] == 2 and not any("ctx.state" in n for n in drifts["notes"])
+    # Run 1 alone differed, but because it was the process's first execution of the step:
+    # the bisect's run 1, also from the initial query, agrees with the later runs.
+    assert first["fired"] == 2 and first["notes"] == []
     # Uncontained, each run starts from the one before it: no two reruns start alike.
     outcome = twicerun(
         "run", path, "--runs", "3", "--no-amplify", "--no-containment", "--json", "-"

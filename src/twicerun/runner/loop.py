@@ -52,7 +52,6 @@ from twicerun.storage.layout import (
     Invocation,
     RunAddress,
 )
-from twicerun.storage.receipts import Receipt
 from twicerun.storage.retention import kept_failures, prune, reap
 from twicerun.vocabulary.loop import Amplifier, Status
 
@@ -312,10 +311,7 @@ def _loop(
 
         step_results = [
             score_step(
-                _measured(
-                    records, step, comparisons[step.index], options.runs, options.containment
-                ),
-                options.policy,
+                _measured(records, step, comparisons[step.index], options.runs), options.policy
             )
             for step in steps
         ]
@@ -374,24 +370,7 @@ def _loop(
     return result
 
 
-def _rerun_on_own_state(run1: Receipt | None, comparisons: list[Comparison]) -> str | None:
-    """The artifact a step read as its own earlier state, when everything says the state is
-    what changed its answer: contained, run 1 started from the initial query and every later
-    run from run 1's copy, and those later runs (two or more) all wrote the same rows, which
-    run 1 did not. Later runs that disagree among themselves have more going on."""
-    if run1 is None or len(comparisons) < 2:
-        return None
-    written = {a.name for a in run1.artifacts}
-    state = sorted({r.name for r in run1.reads if r.via == "state"} & written)
-    answers = {c.answer for c in comparisons}
-    if not state or any(c.error or not c.fired for c in comparisons) or len(answers) != 1:
-        return None
-    return state[0]
-
-
-def _measured(
-    records: Records, step: Step, comparisons: list[Comparison], runs: int, contained: bool
-) -> StepResult:
+def _measured(records: Records, step: Step, comparisons: list[Comparison], runs: int) -> StepResult:
     """A step's loop measurements, before any policy has judged them."""
     run1 = records.get(RunAddress(LOOP, 1), step.index)
     receipts = [records.get(RunAddress(LOOP, k), step.index) for k in range(1, runs + 1)]
@@ -406,14 +385,6 @@ def _measured(
                 f"ctx.state({name!r}) reads this step's own earlier {name}, but the step "
                 f"writes no {name}, so every run started from the initial query"
             )
-    rerun = _rerun_on_own_state(run1, comparisons) if contained else None
-    if rerun is not None:
-        notes.append(
-            f"reads its own earlier {rerun} through ctx.state: run 1 started from the initial "
-            f"query and every later run from run 1's {rerun}, and the later runs all wrote the "
-            f"same rows, which run 1 did not: rerunning the step on its own output changes its "
-            f"answer (an append, or a MERGE that is not idempotent)"
-        )
     if run1 is not None and run1.threads_set_by_step is not None:
         # Every thread count this report names for the step (the loop's, an amplifier's
         # raised one) was set before the step, which then set its own.
@@ -504,6 +475,20 @@ def _cause_and_amplify(
                 )
             elif measured_difference and threads > 1:
                 result = _bisected(bench, step, options.runs, result, result)
+                rerun = _rerun_on_own_state(bench, result) if options.containment else None
+                if rerun is not None:
+                    result = replace(
+                        result,
+                        notes=[
+                            *result.notes,
+                            f"reads its own earlier {rerun} through ctx.state: run 1 started "
+                            f"from the initial query and every later run from run 1's {rerun}, "
+                            f"and the later runs all wrote the same rows, which run 1 did not, "
+                            f"as did the re-executions at one thread: rerunning the step on its "
+                            f"own output changes its answer (an append, or a MERGE that is not "
+                            f"idempotent)",
+                        ],
+                    )
             elif measured_difference:
                 result = replace(
                     result,
@@ -572,6 +557,29 @@ def _quiet_readers(bench: Workbench, scored: list[StepResult]) -> dict[str, set[
             if read.via == "read":
                 readers.setdefault(read.name, set()).add(result.index)
     return readers
+
+
+def _rerun_on_own_state(bench: Workbench, result: StepResult) -> str | None:
+    """The artifact a step read as its own earlier state, when everything says the state is
+    what changed its answer. Contained, run 1 started from the initial query and every later
+    run from run 1's copy; those later runs (two or more) all wrote the same rows, which run
+    1 did not; and the bisect, whose own run 1 also started from the initial query but was
+    not the process's first execution of the step, saw the same rows again. Later runs that
+    disagree among themselves, or a bisect that does, have more going on."""
+    run1 = bench.records.get(RunAddress(LOOP, 1), result.index)
+    loop, bisected = result.comparisons, result.bisect.comparisons if result.bisect else []
+    if run1 is None or len(loop) < 2 or not bisected:
+        return None
+    written = {a.name for a in run1.artifacts}
+    state = sorted({r.name for r in run1.reads if r.via == "state"} & written)
+    both = [*loop, *bisected]
+    if (
+        not state
+        or any(c.error or not c.differs for c in both)
+        or len({c.answer for c in both}) > 1
+    ):
+        return None
+    return state[0]
 
 
 def _bisected(
