@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from twicerun.storage.layout import Invocation
+from twicerun.storage.layout import Invocation, invocations_with
 from twicerun.storage.retention import prune
 
 QUIET = "def a(ctx):\n    ctx.write('x', 'SELECT 1 AS v')\n"
@@ -64,12 +64,25 @@ def test_a_failed_invocation_is_never_pruned_and_does_not_prune(write_pipeline, 
     assert [outcome_of(run_dir, n) for n in left].count("completed") == 1
 
 
-def test_the_report_mentions_kept_failures(write_pipeline, twicerun, run_dir):
-    twicerun("run", write_pipeline(BROKEN, name="broken.py"), "--runs", "2")
+def test_the_report_names_the_kept_failures(write_pipeline, twicerun, run_dir):
+    """It gave a count, and finding which directories meant opening manifests."""
+    broken = write_pipeline(BROKEN, name="broken.py")
+    twicerun("run", broken, "--runs", "2")
     outcome = twicerun("run", write_pipeline(QUIET, name="quiet.py"), "--runs", "2")
+    (failed,) = [n for n in invocations(run_dir) if outcome_of(run_dir, n) == "failed"]
     assert (
-        "1 directory from failed, interrupted or killed invocations is kept beside this one; "
-        "remove them once read."
+        "1 directory from a failed, interrupted or killed invocation is kept beside this one, "
+        f"{run_dir.resolve() / failed}; remove it once read."
+    ) in outcome.out.splitlines()
+    for _ in range(3):
+        twicerun("run", broken, "--runs", "2")
+    outcome = twicerun("run", write_pipeline(QUIET, name="quiet.py"), "--runs", "2")
+    # The newest three by when they started (names in one second sort by chance).
+    failed = [inv.root.name for inv, _ in invocations_with(run_dir, "failed")]
+    newest = [str(run_dir.resolve() / n) for n in failed[-3:]]
+    assert (
+        "4 directories from failed, interrupted or killed invocations are kept beside this one, "
+        f"{newest[0]}, {newest[1]} and {newest[2]} and 1 older; remove them once read."
     ) in outcome.out.splitlines()
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from twicerun.display import ljust, widest
 from twicerun.render.evidence import (
     bound_lines,
@@ -201,12 +203,26 @@ def _footer(result: Result, retention: bool) -> list[str]:
         n = len(result.pruned)
         lines.append(f"Removed {n} older invocation director{'ies' if n != 1 else 'y'} (--keep).")
     if retention and result.kept_failures:
-        n = len(result.kept_failures)
-        lines.append(
-            f"{n} director{'ies' if n != 1 else 'y'} from failed, interrupted or killed invocations "
-            f"{'are' if n != 1 else 'is'} kept beside this one; remove them once read."
-        )
+        lines.append(_kept_failures(result))
     return lines
+
+
+def _kept_failures(result: Result) -> str:
+    """Which directories failed invocations left: a count alone sent the reader to list the
+    run directory and open manifests to find them."""
+    names = result.kept_failures
+    where = Path(result.artifacts).parent
+    if len(names) == 1:
+        return (
+            f"1 directory from a failed, interrupted or killed invocation is kept beside this "
+            f"one, {where / names[0]}; remove it once read."
+        )
+    shown = [str(where / n) for n in names[-3:]]
+    more = f" and {len(names) - 3} older" if len(names) > 3 else ""
+    return (
+        f"{len(names)} directories from failed, interrupted or killed invocations are kept "
+        f"beside this one, {', '.join(shown[:-1])} and {shown[-1]}{more}; remove them once read."
+    )
 
 
 def render_run(result: Result, *, retention: bool = True) -> str:
