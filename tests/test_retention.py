@@ -82,7 +82,7 @@ def test_the_report_names_the_kept_failures(write_pipeline, twicerun, run_dir):
     newest = [str(run_dir.resolve() / n) for n in failed[-3:]]
     assert (
         "4 directories from failed, interrupted or killed invocations are kept beside this one, "
-        f"{newest[0]}, {newest[1]} and {newest[2]} and 1 older; remove them once read."
+        f"{newest[0]}, {newest[1]} and {newest[2]} (and 1 older); remove them once read."
     ) in outcome.out.splitlines()
 
 

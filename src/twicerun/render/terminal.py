@@ -218,7 +218,7 @@ def _kept_failures(result: Result) -> str:
             f"one, {where / names[0]}; remove it once read."
         )
     shown = [str(where / n) for n in names[-3:]]
-    more = f" and {len(names) - 3} older" if len(names) > 3 else ""
+    more = f" (and {len(names) - 3} older)" if len(names) > 3 else ""
     return (
         f"{len(names)} directories from failed, interrupted or killed invocations are kept "
         f"beside this one, {', '.join(shown[:-1])} and {shown[-1]}{more}; remove them once read."
