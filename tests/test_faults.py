@@ -114,7 +114,10 @@ def test_a_killed_invocation_is_whole_where_it_stopped_and_reaped_by_the_next(
     states = outcomes(run_dir)
     assert states[killed] == "killed"
     assert not list((run_dir / killed).rglob("*.tmp-*"))
-    assert "failed, interrupted or killed invocations is kept" in outcome.out
+    assert (
+        "1 directory from a failed, interrupted or killed invocation is kept beside this one, "
+        f"{run_dir.resolve() / killed}; remove it once read."
+    ) in outcome.out.splitlines()
 
 
 def test_a_live_invocation_is_left_alone(write_pipeline, twicerun, run_dir):
