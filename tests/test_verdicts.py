@@ -413,6 +413,11 @@ def test_localize_one_invocation_clean_and_located(twicerun, write_pipeline, run
     # The later copies were deleted once compared; how they differed comes from the Result.
     assert found["explanation"].startswith("VALUE_DRIFT, in 1 of 1 comparisons with run 1")
     assert found["schema"] == "twicerun.localize/1"
+    # The runs that disagreed are a list in words: it read "runs 2, 3, 4 of 4".
+    four = record(twicerun, write_pipeline(LADDER, "ladder.py"), run_dir, "--runs", "4")
+    assert twicerun("localize", four).out.splitlines()[0] == (
+        f"located: step 1 noisy of {four}: runs 2, 3 and 4 of 4 disagreed with run 1"
+    )
 
 
 def test_localize_two_runs_stops_at_the_first_difference(twicerun, write_pipeline, run_dir):

@@ -1,4 +1,5 @@
-"""How many terminal columns a string takes, and padding to a number of columns.
+"""How text is shown: names listed as a sentence lists them, how many terminal columns a
+string takes, and padding to a number of columns.
 
 A step's name is a Python identifier, so it can be `集計` as well as `total`. `str.ljust`
 and f-string widths count characters, and a terminal shows an East Asian wide or
@@ -9,6 +10,12 @@ padded by characters lines its columns up for ASCII names only.
 from __future__ import annotations
 
 import unicodedata
+
+
+def listed(names: list[str], word: str = "and") -> str:
+    """`a`, `a and b`, `a, b and c` (or `or`): names as a sentence lists them. One for
+    every room, so the runner's details, the reports and the verdicts list alike."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {word} {names[-1]}"
 
 
 def columns(text: str) -> int:

@@ -8,6 +8,7 @@ most moved values; the furthest move is the largest over all comparisons.
 
 from __future__ import annotations
 
+from twicerun.display import listed
 from twicerun.findings import NAMED_TOGETHER, ArtifactFindings, Attribution, Drift
 from twicerun.result import Comparison, StepResult
 from twicerun.sql import shown
@@ -28,12 +29,6 @@ def value(v: float | str | None) -> str:
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
-
-
-def listed(names: list[str], word: str = "and") -> str:
-    """`a`, `a and b`, `a, b and c` (or `or`): names as a sentence lists them. (The runner
-    has its own, for the details it writes: it may not import from here.)"""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {word} {names[-1]}"
 
 
 def _per_artifact(comparisons: list[Comparison]) -> dict[str, list[tuple[int, ArtifactFindings]]]:

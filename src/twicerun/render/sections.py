@@ -3,8 +3,8 @@ means for the steps that carry it, and what was not varied."""
 
 from __future__ import annotations
 
-from twicerun.display import ljust, widest
-from twicerun.render.evidence import listed, plural
+from twicerun.display import listed, ljust, widest
+from twicerun.render.evidence import plural
 from twicerun.render.instrument import at, is_spark, one, single
 from twicerun.result import Result, Series, StepResult
 from twicerun.vocabulary.loop import Amplifier, Cause, Judged, Status

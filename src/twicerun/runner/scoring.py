@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from twicerun.display import listed
 from twicerun.judge.cause import cause, upper_bound
 from twicerun.judge.policy import FIRES, Policy, differing_pairs, judge_step
 from twicerun.judge.status import final_status
@@ -190,8 +191,3 @@ def score(result: Result, policy: Policy) -> Result:
         steps=steps,
         not_varied=not_varied(steps, result.amplified, result.environment, result.amplifiers_off),
     )
-
-
-def listed(names: list[str]) -> str:
-    """`a`, `a and b`, `a, b and c`: names as a sentence lists them."""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

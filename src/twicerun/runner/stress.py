@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
+from twicerun.display import listed
 from twicerun.errors import BadInput
 from twicerun.pipeline import Step
 from twicerun.result import Series
@@ -32,7 +33,6 @@ from twicerun.runner.amplify.file_order import permutation
 from twicerun.runner.amplify.row_multiplication import multiply_rows
 from twicerun.runner.amplify.tie_collapse import Collapse, collapse_ties, plan_collapse
 from twicerun.runner.interrupts import reraise_if_requested
-from twicerun.runner.scoring import listed
 from twicerun.runner.series import Workbench, run_series
 from twicerun.storage.context import SOURCE_COPY, ArtifactRef, source_query
 from twicerun.storage.layout import LOOP, RunAddress, step_dir_name

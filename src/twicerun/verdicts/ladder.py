@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from twicerun.display import ljust, widest
+from twicerun.display import listed, ljust, widest
 from twicerun.storage.context import same_time_zone
 from twicerun.storage.layout import FAILED, INTERRUPTED, KILLED
 from twicerun.verdicts.explain import NOT_ON_DISK, explain
@@ -438,7 +438,7 @@ def localize_one(label: str, runs: list[RecordedRun], con: duckdb.DuckDBPyConnec
                 disagreeing.append((run, other))
         if disagreeing:
             run, other = disagreeing[0]
-            numbers = ", ".join(str(r.address.run) for r, _ in disagreeing)
+            numbers = listed([str(r.address.run) for r, _ in disagreeing])
             inputs = inputs_compared(step, other)
             return Located(
                 label,
@@ -454,7 +454,7 @@ def localize_one(label: str, runs: list[RecordedRun], con: duckdb.DuckDBPyConnec
         for problem, numbers in missing.items():
             unchecked.append(
                 f"step {step.index} {step.name} (run{'s' if len(numbers) > 1 else ''} "
-                f"{', '.join(map(str, numbers))}): {problem}"
+                f"{listed([str(n) for n in numbers])}): {problem}"
             )
     if unchecked:
         outcome = reference.manifest().get("outcome")

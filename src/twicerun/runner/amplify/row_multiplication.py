@@ -16,6 +16,7 @@ import duckdb
 
 from twicerun import sql
 from twicerun.compare.columns import INTEGER_IDS
+from twicerun.display import listed
 from twicerun.runner.amplify.base import (
     COPY,
     POSITION,
@@ -29,7 +30,6 @@ from twicerun.runner.amplify.base import (
     numbered,
 )
 from twicerun.runner.amplify.tie_collapse import Collapse
-from twicerun.runner.scoring import listed
 
 FACTOR = 2
 # Shifted dates and timestamps stay within four-digit years, which every reader writes alike.
