@@ -584,3 +584,31 @@ def test_a_source_is_stressed_on_spark_from_a_copy_spark_reads(
     assert "source raw" in stressed["arrival order"]["detail"]
     assert stressed["arrival order"]["fired"] > 0
     assert step["status"] == "STABLE_ON_THIS_INPUT"
+
+
+def test_a_step_timeout_cancels_a_spark_job(write_pipeline, twicerun, run_dir):
+    """--step-timeout was refused on Spark, since stopping the driver's call leaves the
+    job running; the step's jobs are now cancelled, and the session goes on working."""
+    import time
+
+    path = write_pipeline(
+        """
+        ENGINE = "spark"
+
+
+        def hangs(ctx):
+            # Hours on two cores unless cancelled.
+            ctx.write("n", "SELECT sum(id * 7 % 13) AS s FROM range(100000000000000)")
+        """
+    )
+    started = time.monotonic()
+    outcome = twicerun("run", path, "--runs", "2", "--step-timeout", "3")
+    assert outcome.code == 3, outcome.err
+    assert "step 0 hangs was stopped in run 1" in outcome.err
+    assert "it ran longer than --step-timeout 3s" in outcome.err
+    # Cancelled, not waited on until the signal after the grace.
+    assert time.monotonic() - started < 3 + 8
+    quick = write_pipeline(
+        'ENGINE = "spark"\n\n\ndef a(ctx):\n    ctx.write("x", "SELECT 1 AS v")\n', "quick.py"
+    )
+    assert twicerun("run", quick, "--runs", "2", "--step-timeout", "60").code == 0

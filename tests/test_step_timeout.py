@@ -153,22 +153,6 @@ def test_the_gate_takes_the_timeout_from_the_action_and_fails_a_hang(
     assert "did not finish" in outcome.out
 
 
-def test_spark_is_refused_before_anything_runs(write_pipeline, twicerun, run_dir):
-    path = write_pipeline(
-        """
-        ENGINE = "spark"
-
-
-        def a(ctx):
-            ctx.write("x", "SELECT 1 AS v")
-        """
-    )
-    outcome = twicerun("run", path, "--step-timeout", "5")
-    assert outcome.code == 2
-    assert outcome.err.startswith("twicerun: --step-timeout 5: not available on Spark")
-    assert not run_dir.exists()
-
-
 # Counts its executions in a file beside it, across processes; slow on the one named.
 SLOW_ON = """
 import os, pathlib, time

@@ -87,7 +87,7 @@ LOOP_TIMEOUT_HELP = (
     "Stop any one execution of a step that runs longer than this, rather than wait on it: "
     "in the loop the step crashed (exit 3), in the bisect its cause is left unsettled, under "
     "an amplifier that amplifier failed (exit 5). A slower run is never counted as a "
-    "different answer. DuckDB only. Default: no limit."
+    "different answer. Default: no limit."
 )
 
 

@@ -240,7 +240,7 @@ def _later_runs(first: RecordedRun) -> list[RecordedRun]:
 @step_timeout_option(
     "Stop any one re-execution of a step that runs longer than this, rather than wait on it; "
     f"that step is {Replay.COULD_NOT_CHECK}, and the steps after it are still re-executed. "
-    "DuckDB only. Default: no limit."
+    "Default: no limit."
 )
 @_json_option
 @refusing(ReproduceExit.REFUSED)
@@ -370,7 +370,7 @@ def _unfinished(step, exc: StepCrashed) -> Replayed:
 @step_timeout_option(
     "Stop any one execution of a step that runs longer than this, in either process, rather "
     "than wait on it: the step crashed (exit 3), after the verdicts of the steps audited "
-    "before it. DuckDB only. Default: no limit."
+    "before it. Default: no limit."
 )
 @_json_option
 def audit(

@@ -40,16 +40,6 @@ def check_engine(name: str, master: str | None) -> None:
         )
 
 
-def check_step_timeout(seconds: float | None, engine: str) -> None:
-    """--step-timeout works by stopping the driver's call; on Spark that leaves the job."""
-    if seconds is not None and engine == "spark":
-        raise UsageError(
-            f"--step-timeout {seconds:g}: not available on Spark, where stopping "
-            f"the driver does not stop a job the cluster is running; leave it out, and bound "
-            f"the whole command instead (a CI job's own timeout)"
-        )
-
-
 def session_time_zone(name: str) -> str:
     """The time zone a step's session starts in on this engine, here and now."""
     if name == "spark":

@@ -92,7 +92,7 @@ def execute_step(
             with (
                 contextlib.redirect_stdout(sys.stderr),
                 interruptible(ctx._interrupt),
-                deadline(timeout, ctx._interrupt),
+                deadline(timeout, ctx._interrupt, ctx._stop_grace),
             ):
                 step.call(ctx)
             ended = time.perf_counter()

@@ -138,19 +138,15 @@ def reraise_if_requested(exc: BaseException) -> None:
 _timed_out: StepTimedOut | None = None
 
 
-# How long a step that was told to stop has to come back on its own before its Python
-# code is interrupted too: a query DuckDB stopped returns in milliseconds.
-GRACE = 0.5
-
-
 @contextlib.contextmanager
-def deadline(seconds: float | None, stop: Callable[[], None]) -> Iterator[None]:
+def deadline(seconds: float | None, stop: Callable[[], None], grace: float) -> Iterator[None]:
     """Stop the code inside once `seconds` have passed.
 
-    First `stop` (the step's connection's interrupt) is called from a timer thread: it
-    stops a query that a signal does not reach (docs/runs.md has the measurement), and
-    the query comes back as a failed one; `timed_out()` says it was this. Code that has
-    not come back within GRACE (a sleep, a loop in Python) is then sent SIGALRM, whose
+    First `stop` (the step's engine stopping its query: DuckDB's connection interrupt,
+    Spark's job cancellation) is called from a timer thread: it stops a query that a
+    signal does not reach (docs/runs.md has the measurement), and the query comes back as
+    a failed one; `timed_out()` says it was this. Code that has
+    not come back within `grace` (a sleep, a loop in Python) is then sent SIGALRM, whose
     handler raises StepTimedOut where it stands, as Ctrl-C would; only then, since an
     exception raised at any line can land in cleanup code. The timer is joined before
     the block's caller goes on, so nothing of it outlives the step. Main thread only;
@@ -168,7 +164,7 @@ def deadline(seconds: float | None, stop: Callable[[], None]) -> Iterator[None]:
         _timed_out = StepTimedOut(seconds)
         with contextlib.suppress(Exception):
             stop()
-        if not finished.wait(GRACE):
+        if not finished.wait(grace):
             signal.pthread_kill(main, signal.SIGALRM)
 
     def on_alarm(_signum, _frame) -> None:

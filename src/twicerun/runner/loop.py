@@ -29,7 +29,7 @@ from twicerun.result import Comparison, Result, Series, StepResult
 from twicerun.result.document import SourceFileUsed, SourceUsed
 from twicerun.runner import interrupts
 from twicerun.runner.bisect import bisect
-from twicerun.runner.engines import check_engine, check_step_timeout, open_engine
+from twicerun.runner.engines import check_engine, open_engine
 from twicerun.runner.environment import default_threads, stamp
 from twicerun.runner.execute import execute_step
 from twicerun.runner.generators import drew_unseeded
@@ -92,7 +92,6 @@ def run_pipeline(path: str | Path, options: LoopOptions, progress: Progress = si
         pipeline = load_pipeline(path, options.seeds, options.engine)
     keys = KeyChecker(pipeline, options.keys, options.run_dir)
     keys.check_before_running()
-    check_step_timeout(options.step_timeout, pipeline.engine)
     # Before anything is created on disk: an engine that cannot start here is bad input.
     check_engine(pipeline.engine, options.spark_master)
     threads = options.threads or default_threads()

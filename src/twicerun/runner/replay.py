@@ -22,7 +22,7 @@ from twicerun.errors import StepCrashed
 from twicerun.pipeline import Pipeline, Step
 from twicerun.result import Environment
 from twicerun.runner import interrupts
-from twicerun.runner.engines import check_step_timeout, open_engine
+from twicerun.runner.engines import open_engine
 from twicerun.runner.environment import stamp
 from twicerun.runner.execute import execute_step
 from twicerun.runner.fresh_process import FreshProcess
@@ -47,7 +47,6 @@ class Scratch:
         under: Path | None = None,
         timeout: float | None = None,
     ):
-        check_step_timeout(timeout, engine)
         self.timeout = timeout
         self.root = Path(tempfile.mkdtemp(prefix="twicerun-scratch-", dir=under))
         self.invocation = Invocation.create(self.root, {"purpose": purpose})

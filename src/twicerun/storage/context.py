@@ -221,6 +221,10 @@ class ContractChecks:
         where this engine does not tell (DuckDB's `ctx` reads its setting)."""
         return None
 
+    # How long a step told to stop (`_interrupt`) has to come back on its own before the main
+    # thread is sent a signal: a query DuckDB stopped returns in milliseconds.
+    _stop_grace: float = 0.5
+
     def _interrupt(self) -> None:
         """Stop the query the step is running, from another thread (--step-timeout); an
         engine that cannot leaves it to the signal the main thread is sent."""

@@ -276,9 +276,25 @@ class SparkStepContext(ContractChecks):
 
     OFFERS = (*ContractChecks.OFFERS, "spark")
 
+    # A job Spark cancelled comes back within a fraction of a second in local mode; a signal
+    # landing in the middle of a py4j call could leave its connection with an answer
+    # nobody read, so the signal waits much longer here than on DuckDB.
+    _stop_grace = 10.0
+
     def __init__(self, *, session: Any, **bound: Any):
         super().__init__(**bound)
         self.session = session
+
+    def _interrupt(self) -> None:
+        """Cancel the step's jobs (--step-timeout), on the cluster as well as the driver:
+        steps run one at a time, so every job running is this step's."""
+        try:
+            context = self.session.sparkContext
+        except Exception:
+            # Spark Connect has no SparkContext in the client; the session interrupts its own.
+            self.session.interruptAll()
+            return
+        context.cancelAllJobs()
 
     @property
     def threads(self) -> int:
