@@ -570,7 +570,16 @@ def test_trials_can_be_added_to_a_baseline_but_only_measured_alike(repo, twiceru
         "--output", "baseline.json", "--no-amplify",
     )  # fmt: skip
     assert outcome.code == 2 and "changed since the baseline" in outcome.err
+    # Refused before any trial ran: it used to measure every trial asked for first.
+    assert "trial 1 of 1" not in outcome.err
     assert Path("baseline.json").read_bytes() == before
+    Path("pipelines/other.py").write_text(OTHER)
+    outcome = twicerun(
+        "baseline", "update", "pipelines/other.py", "--add", "--trials", "1",
+        "--output", "baseline.json", "--no-amplify",
+    )  # fmt: skip
+    assert outcome.code == 2 and "trial 1 of 1" not in outcome.err
+    assert "pipelines/other.py is not in the baseline" in outcome.err
 
 
 def test_trials_of_another_twicerun_are_not_added_to_a_baseline(repo, twicerun):
@@ -588,9 +597,11 @@ def test_trials_of_another_twicerun_are_not_added_to_a_baseline(repo, twicerun):
     )  # fmt: skip
     assert outcome.code == 2
     assert (
-        "these trials were measured by another instrument than the baseline's (twicerun 0.2.0 "
-        f"in the baseline, {__version__} now)"
+        "trials measured now would come from another instrument than the baseline's "
+        f"(twicerun 0.2.0 in the baseline, {__version__} now)"
     ) in outcome.err
+    # Known before anything runs, so refused then, not after every trial.
+    assert "trial 1 of 1" not in outcome.err
     assert Path("baseline.json").read_bytes() == before
 
 

@@ -14,8 +14,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import click
+import duckdb
 from click.core import ParameterSource
 
+from twicerun import __version__
 from twicerun.cli.app import (
     THREADS,
     Progress,
@@ -220,6 +222,16 @@ def _failure(key: str, exc: Exception) -> PipelineFailure:
     return PipelineFailure(key, str(exc), crashed=False, line=line)
 
 
+def _shape_now(path: str) -> baseline_module.PipelineShape:
+    """What a baseline records of a pipeline's code, from the file as it is now."""
+    with imports_print_to_stderr():
+        pipeline = load_pipeline(path)
+    return baseline_module.PipelineShape(
+        digest=pipeline.digest,
+        steps=tuple(baseline_module.StepShape(s.name, s.index, s.line) for s in pipeline.steps),
+    )
+
+
 def _run_all(
     keyed: dict[str, str],
     options: LoopOptions,
@@ -409,6 +421,14 @@ def baseline_update(
         without = without or kept
         threads = threads or existing.settings.threads
         policy = existing.settings.policy
+        try:
+            baseline_module.check_addable(
+                existing,
+                {key: _shape_now(path) for key, path in keyed.items()},
+                {"twicerun": __version__, "duckdb": duckdb.__version__},
+            )
+        except BaselineError as exc:
+            raise UsageError(f"--add: {exc}") from exc
     have = len(existing.trials) if existing else 0
     needed = needed_trials(alpha, confirm, len(keyed))
     default = default_trials(alpha, runs, confirm, pipelines=len(keyed))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -216,20 +216,60 @@ def build(trials: Sequence[Mapping[str, Result]], command: str) -> Baseline:
     )
 
 
+def check_addable(
+    baseline: Baseline, shapes: Mapping[str, PipelineShape], instrument: Mapping[str, str]
+) -> None:
+    """What `add` refuses once the trials are in, refused before any runs where it is known
+    then: the pipelines and their code, and the twicerun and DuckDB doing the measuring.
+    (Spark's version is known only once it starts.) Refusing after the trials wasted every
+    minute they took."""
+    for key, shape in shapes.items():
+        _same_pipeline(baseline, key, shape)
+    _every_pipeline(baseline, shapes)
+    moved = [
+        f"{key} {', '.join(sorted(before))} in the baseline, {now} now"
+        for key, now in instrument.items()
+        if (before := {str(t.environment.get(key)) for t in baseline.trials}) != {now}
+    ]
+    if moved:
+        raise BaselineError(
+            f"trials measured now would come from another instrument than the baseline's "
+            f"({'; '.join(moved)}); {_INSTRUMENTS_DO_NOT_MIX}"
+        )
+
+
+_INSTRUMENTS_DO_NOT_MIX = (
+    "what a run measures can change between versions, and trials of different instruments "
+    "do not mix, so recreate the baseline without --add"
+)
+
+
+def _same_pipeline(baseline: Baseline, key: str, shape: PipelineShape) -> None:
+    if key not in baseline.pipelines:
+        raise BaselineError(
+            f"{key} is not in the baseline; adding trials keeps the pipeline set, "
+            f"so recreate the baseline (without --add) to include it"
+        )
+    if shape != baseline.pipelines[key]:
+        raise BaselineError(
+            f"{key} changed since the baseline's trials were measured; trials of "
+            f"different code do not mix, so recreate the baseline without --add"
+        )
+
+
+def _every_pipeline(baseline: Baseline, keys: Iterable[str]) -> None:
+    missing = sorted(set(baseline.pipelines) - set(keys))
+    if missing:
+        raise BaselineError(
+            f"a trial must cover every pipeline of the baseline; {', '.join(missing)} missing"
+        )
+
+
 def add(baseline: Baseline, trials: Sequence[Mapping[str, Result]]) -> Baseline:
     """`baseline` with more trials, refused when they were measured differently."""
     for trial in trials:
         for key, result in trial.items():
-            if key not in baseline.pipelines:
-                raise BaselineError(
-                    f"{key} is not in the baseline; adding trials keeps the pipeline set, "
-                    f"so recreate the baseline (without --add) to include it"
-                )
-            if _shape(result) != baseline.pipelines[key]:
-                raise BaselineError(
-                    f"{key} changed since the baseline's trials were measured; trials of "
-                    f"different code do not mix, so recreate the baseline without --add"
-                )
+            _same_pipeline(baseline, key, _shape(result))
             if settings_of(result) != baseline.settings:
                 raise BaselineError(
                     f"these trials were measured with {_describe(settings_of(result))} and the "
@@ -239,14 +279,9 @@ def add(baseline: Baseline, trials: Sequence[Mapping[str, Result]]) -> Baseline:
             if moved:
                 raise BaselineError(
                     f"these trials were measured by another instrument than the baseline's "
-                    f"({moved}); what a run measures can change between versions, and trials "
-                    f"of different instruments do not mix, so recreate the baseline without --add"
+                    f"({moved}); {_INSTRUMENTS_DO_NOT_MIX}"
                 )
-        missing = sorted(set(baseline.pipelines) - set(trial))
-        if missing:
-            raise BaselineError(
-                f"a trial must cover every pipeline of the baseline; {', '.join(missing)} missing"
-            )
+        _every_pipeline(baseline, trial)
     return Baseline(
         settings=baseline.settings,
         pipelines=baseline.pipelines,
