@@ -98,3 +98,50 @@ def test_a_database_file_a_step_attached_is_let_go_before_the_next_execution(
     )
     outcome = twicerun("run", path, "--runs", "3")
     assert outcome.code == 0, outcome.err
+
+
+DEFAULT_CONNECTION = """
+import duckdb as db
+
+
+def make(ctx):
+    db.sql("CREATE TABLE left_on_the_default AS SELECT 1 AS x")
+    ctx.write("made", "SELECT i % 1000 AS g, (hash(i) % 100000) / 7.0 AS x FROM range(1000000) r(i)")
+
+
+def look(ctx):
+    ctx.read("made")
+    tables = db.sql("SELECT count(*) AS n FROM duckdb_tables()").fetchall()[0][0]
+    threads = db.sql("SELECT current_setting('threads') AS t").fetchall()[0][0]
+    ctx.write("seen", f"SELECT {tables} AS tables, {threads} AS threads")
+
+
+def drifts(ctx):
+    from duckdb import sql
+
+    ctx.read("made")
+    ctx.write("sums", sql("SELECT g, sum(x) AS s FROM made GROUP BY g"))
+"""
+
+
+def test_duckdb_s_default_connection_inside_a_step_is_the_step_s(twicerun, write_pipeline):
+    """`duckdb.sql()` in a step ran on DuckDB's process-wide default connection: what one
+    step left there reached the next, and it ran at DuckDB's thread count, not the run's,
+    so the bisect's one thread never reached it and a parallel-order drift was called
+    PERSISTS_SINGLE_THREADED. Inside a step it is now the step's own connection."""
+    import duckdb
+
+    before = duckdb.default_connection()
+    path = write_pipeline(DEFAULT_CONNECTION)
+    outcome = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-")
+    steps = {s["name"]: s for s in outcome.json()["steps"]}
+    root = Path(outcome.json()["artifacts"])
+    seen = pq.read_table(root / "loop" / "1" / "01-look" / "seen.parquet").to_pylist()
+    assert seen == [{"tables": 0, "threads": 2}]
+    assert steps["drifts"]["fired"] > 0
+    assert steps["drifts"]["cause"] == "PARALLEL_ORDER"
+    # Outside the steps, the process's default connection is the one it was.
+    assert duckdb.default_connection() is before
+    assert not duckdb.sql(
+        "SELECT 1 FROM duckdb_tables() WHERE table_name = 'left_on_the_default'"
+    ).fetchall()

@@ -20,7 +20,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Any
 
 from twicerun.errors import InvalidStep, NoSteps, PipelineError, UsageError
@@ -50,6 +50,9 @@ class Step:
     code_digest: str = ""
     # What the pipeline imported from its own directory, in sys.modules while it runs.
     own: OwnModules | None = field(default=None, compare=False, repr=False)
+    # Whether its code names the duckdb module or something from it (`duckdb.sql`), which
+    # would run on DuckDB's process-wide default connection unless the step's is put there.
+    uses_duckdb_module: bool = False
 
     def call(self, ctx: Any) -> None:
         """Call the step as the contract says: fn(ctx), plus its declared seed."""
@@ -388,6 +391,35 @@ def _refuse_deferred_body(name: str, fn: Callable[..., Any]) -> None:
     )
 
 
+def _names_duckdb(fn: Callable[..., Any]) -> bool:
+    """Whether the step's code (nested functions included) names the duckdb module, under
+    any alias, or a global taken from it (`from duckdb import sql`). Read from the compiled
+    code, not the source, so it costs nothing per execution; a helper module calling
+    `duckdb.sql` for the step is not seen."""
+    inner = _underlying(fn)
+    code = getattr(inner, "__code__", None)
+    found = getattr(inner, "__globals__", {})
+    if code is None:
+        return False
+
+    def names(c: CodeType):
+        yield from c.co_names
+        for const in c.co_consts:
+            if isinstance(const, CodeType):
+                yield from names(const)
+
+    for name in names(code):
+        if name == "duckdb":
+            return True
+        value = found.get(name)
+        where = (
+            value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", "")
+        )
+        if isinstance(where, str) and where.split(".")[0] in ("duckdb", "_duckdb"):
+            return True
+    return False
+
+
 def _make_step(index: int, fn: Callable[..., Any], overrides: dict[str, int]) -> Step:
     name = getattr(fn, "__name__", f"step_{index}")
     declaration = declaration_of(fn)
@@ -444,4 +476,5 @@ def _make_step(index: int, fn: Callable[..., Any], overrides: dict[str, int]) ->
         line=line,
         declaration=declaration,
         seed_value=seed_value,
+        uses_duckdb_module=_names_duckdb(fn),
     )

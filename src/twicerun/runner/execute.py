@@ -91,6 +91,7 @@ def execute_step(
             # prints goes to stderr, where it cannot corrupt a document a script reads.
             with (
                 contextlib.redirect_stdout(sys.stderr),
+                ctx._as_default() if step.uses_duckdb_module else contextlib.nullcontext(),
                 interruptible(ctx._interrupt),
                 deadline(timeout, ctx._interrupt, ctx._stop_grace),
             ):

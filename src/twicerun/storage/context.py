@@ -15,7 +15,7 @@ import os
 import re
 import sys
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -228,6 +228,11 @@ class ContractChecks:
     def _interrupt(self) -> None:
         """Stop the query the step is running, from another thread (--step-timeout); an
         engine that cannot leaves it to the signal the main thread is sent."""
+
+    def _as_default(self) -> contextlib.AbstractContextManager[None]:
+        """For the step's duration, what `duckdb.sql()` runs on; an engine whose steps have
+        no DuckDB connection leaves DuckDB's default alone."""
+        return contextlib.nullcontext()
 
     def __getattr__(self, attribute: str) -> Any:
         # Only reached when nothing else has the name: a step asked for something the
@@ -444,6 +449,19 @@ class StepContext(ContractChecks):
 
     def _interrupt(self) -> None:
         self._con.interrupt()
+
+    @contextlib.contextmanager
+    def _as_default(self) -> Iterator[None]:
+        """The step's own connection as DuckDB's default, so `duckdb.sql()` in the step is
+        isolated and runs at the run's threads as `ctx.sql` does; the process's default is
+        put back after (DuckDB makes one the first time it is asked, in about 27 ms, so
+        only steps whose code names duckdb ask)."""
+        previous = duckdb.default_connection()
+        duckdb.set_default_connection(self._con)
+        try:
+            yield
+        finally:
+            duckdb.set_default_connection(previous)
 
     def read(self, name: str) -> duckdb.DuckDBPyRelation:
         """Expose the artifact `name` of an earlier step as a view and return a relation over it."""
