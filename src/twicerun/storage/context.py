@@ -454,8 +454,8 @@ class StepContext(ContractChecks):
     def _as_default(self) -> Iterator[None]:
         """The step's own connection as DuckDB's default, so `duckdb.sql()` in the step is
         isolated and runs at the run's threads as `ctx.sql` does; the process's default is
-        put back after (DuckDB makes one the first time it is asked, in about 27 ms, so
-        only steps whose code names duckdb ask)."""
+        put back after (DuckDB makes one the first time it is asked, which costs as much as
+        opening a database, so only steps whose code names duckdb ask)."""
         previous = duckdb.default_connection()
         duckdb.set_default_connection(self._con)
         try:
