@@ -121,6 +121,12 @@ def drifts(ctx):
 
     ctx.read("made")
     ctx.write("sums", sql("SELECT g, sum(x) AS s FROM made GROUP BY g"))
+
+
+def holds_a_reader(ctx):
+    # DuckDB 2's .arrow() is a reader that keeps its result open on the step's connection.
+    rows = ctx.read("made").arrow()
+    ctx.write("counted", db.sql("SELECT count(*) AS n FROM rows"))
 """
 
 
@@ -140,6 +146,7 @@ def test_duckdb_s_default_connection_inside_a_step_is_the_step_s(twicerun, write
     assert seen == [{"tables": 0, "threads": 2}]
     assert steps["drifts"]["fired"] > 0
     assert steps["drifts"]["cause"] == "PARALLEL_ORDER"
+    assert steps["holds_a_reader"]["status"] == "NO_DIVERGENCE_OBSERVED"
     # Outside the steps, the process's default connection is the one it was.
     assert duckdb.default_connection() is before
     assert not duckdb.sql(

@@ -452,16 +452,20 @@ class StepContext(ContractChecks):
 
     @contextlib.contextmanager
     def _as_default(self) -> Iterator[None]:
-        """The step's own connection as DuckDB's default, so `duckdb.sql()` in the step is
-        isolated and runs at the run's threads as `ctx.sql` does; the process's default is
-        put back after (DuckDB makes one the first time it is asked, which costs as much as
-        opening a database, so only steps whose code names duckdb ask)."""
+        """A cursor on the step's own database as DuckDB's default, so `duckdb.sql()` in the
+        step is isolated, sees what `ctx.read` made and runs at the run's threads, as
+        `ctx.sql` does; the process's default is put back after (DuckDB makes one the first
+        time it is asked, which costs as much as opening a database, so only steps whose
+        code names duckdb ask). A cursor rather than the step's connection itself: a result
+        the step still holds open there (a `.arrow()` reader) would refuse a second query."""
         previous = duckdb.default_connection()
-        duckdb.set_default_connection(self._con)
+        cursor = self._con.cursor()
+        duckdb.set_default_connection(cursor)
         try:
             yield
         finally:
             duckdb.set_default_connection(previous)
+            cursor.close()
 
     def read(self, name: str) -> duckdb.DuckDBPyRelation:
         """Expose the artifact `name` of an earlier step as a view and return a relation over it."""
