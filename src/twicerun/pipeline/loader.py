@@ -51,7 +51,7 @@ class Step:
     # What the pipeline imported from its own directory, in sys.modules while it runs.
     own: OwnModules | None = field(default=None, compare=False, repr=False)
     # Whether its code names the duckdb module or something from it (`duckdb.sql`), which
-    # would run on DuckDB's process-wide default connection unless the step's is put there.
+    # runs on DuckDB's process-wide default connection, at that connection's thread count.
     uses_duckdb_module: bool = False
 
     def call(self, ctx: Any) -> None:

@@ -91,7 +91,9 @@ def execute_step(
             # prints goes to stderr, where it cannot corrupt a document a script reads.
             with (
                 contextlib.redirect_stdout(sys.stderr),
-                ctx._as_default() if step.uses_duckdb_module else contextlib.nullcontext(),
+                ctx._default_at_run_threads()
+                if step.uses_duckdb_module
+                else contextlib.nullcontext(),
                 interruptible(ctx._interrupt),
                 deadline(timeout, ctx._interrupt, ctx._stop_grace),
             ):

@@ -229,9 +229,9 @@ class ContractChecks:
         """Stop the query the step is running, from another thread (--step-timeout); an
         engine that cannot leaves it to the signal the main thread is sent."""
 
-    def _as_default(self) -> contextlib.AbstractContextManager[None]:
-        """For the step's duration, what `duckdb.sql()` runs on; an engine whose steps have
-        no DuckDB connection leaves DuckDB's default alone."""
+    def _default_at_run_threads(self) -> contextlib.AbstractContextManager[None]:
+        """For the step's duration, DuckDB's default connection (what `duckdb.sql()` runs
+        on) at the run's thread count; an engine whose steps are not DuckDB's leaves it alone."""
         return contextlib.nullcontext()
 
     def __getattr__(self, attribute: str) -> Any:
@@ -451,21 +451,26 @@ class StepContext(ContractChecks):
         self._con.interrupt()
 
     @contextlib.contextmanager
-    def _as_default(self) -> Iterator[None]:
-        """A cursor on the step's own database as DuckDB's default, so `duckdb.sql()` in the
-        step is isolated, sees what `ctx.read` made and runs at the run's threads, as
-        `ctx.sql` does; the process's default is put back after (DuckDB makes one the first
-        time it is asked, which costs as much as opening a database, so only steps whose
-        code names duckdb ask). A cursor rather than the step's connection itself: a result
-        the step still holds open there (a `.arrow()` reader) would refuse a second query."""
-        previous = duckdb.default_connection()
-        cursor = self._con.cursor()
-        duckdb.set_default_connection(cursor)
+    def _default_at_run_threads(self) -> Iterator[None]:
+        """DuckDB's default connection at the run's thread count while the step runs, so a
+        `duckdb.sql()` in the step is measured at the threads the run says, and the bisect's
+        one thread reaches it; the process's count is put back after. The default itself
+        stays the process's: what a pipeline sets up there as it is imported (a lookup
+        table, a relation held in a module variable) is for every step to use. (DuckDB makes
+        a default the first time it is asked, which costs as much as opening a database, so
+        only steps whose code names duckdb ask.)"""
+        default = duckdb.default_connection()
+        try:
+            before = default.execute("SELECT current_setting('threads')").fetchall()[0][0]
+            default.execute(f"SET threads = {int(self._threads)}")
+        except duckdb.Error:
+            yield  # a result the pipeline left open there refuses the SET: leave it be
+            return
         try:
             yield
         finally:
-            duckdb.set_default_connection(previous)
-            cursor.close()
+            with contextlib.suppress(duckdb.Error):
+                default.execute(f"SET threads = {int(before)}")
 
     def read(self, name: str) -> duckdb.DuckDBPyRelation:
         """Expose the artifact `name` of an earlier step as a view and return a relation over it."""
