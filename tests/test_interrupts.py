@@ -244,14 +244,28 @@ def test_a_signal_stops_the_query_registered_as_interruptible():
     assert interrupts.requested()
 
 
+# A query that runs tens of seconds and does not look at Python's signals (the test above).
+IGNORES_SIGNALS = "CREATE TEMP TABLE slow AS SELECT sum(range) AS s FROM range(30000000000)"
+
+
+def sigint_from_another_thread(after: float) -> None:
+    """SIGINT in `after` seconds, taken by a thread other than the main one: a process's
+    signal goes to whichever thread the kernel picks, and that is the case that waited."""
+    import signal
+    import threading
+
+    def to_this_thread() -> None:
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    threading.Timer(after, to_this_thread).start()
+
+
 @pytest.mark.parametrize("where", ["digests", "oracle"])
 def test_a_signal_stops_twicerun_s_own_query_too(write_pipeline, tmp_path, monkeypatch, where):
     """Not only a step's query: the digests of an artifact and the oracle's comparison run
     on twicerun's own connection, and on a large artifact one query there can take
     minutes. Ctrl-C (or a container's SIGTERM) used to wait for it to end. The slow query
     is put in front of the real work, so the test needs no large artifact."""
-    import signal
-    import threading
     import time
 
     from twicerun.runner import execute, loop
@@ -261,16 +275,9 @@ def test_a_signal_stops_twicerun_s_own_query_too(write_pipeline, tmp_path, monke
     module, name, at = (execute, "digests", 0) if where == "digests" else (loop, "compare_step", 1)
     real = getattr(module, name)
 
-    def to_this_thread() -> None:
-        # A process's signal goes to whichever thread the kernel picks; this one, not the
-        # main thread busy in DuckDB, is the case that used to wait (it was a race).
-        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
-
     def slow_first(*args, **kwargs):
-        threading.Timer(0.5, to_this_thread).start()
-        # Tens of seconds unless stopped through the connection: the query of the test
-        # above, which does not look at Python's signals.
-        args[at].execute("CREATE TEMP TABLE slow AS SELECT sum(range) AS s FROM range(30000000000)")
+        sigint_from_another_thread(0.5)
+        args[at].execute(IGNORES_SIGNALS)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(module, name, slow_first)
@@ -290,8 +297,6 @@ def test_a_signal_stops_the_query_of_a_verb_over_recorded_runs(
     """The verbs that read recorded runs compute digests on a connection of their own,
     and Ctrl-C waited for its query to end too; and where the stopped query's error was
     not turned into an interrupt, it was printed as an internal error (exit 3)."""
-    import signal
-    import threading
     import time
 
     from twicerun.verdicts.recorded import RecordedRun
@@ -302,12 +307,9 @@ def test_a_signal_stops_the_query_of_a_verb_over_recorded_runs(
     directory = run_dir / name
     real = RecordedRun.steps
 
-    def to_this_thread() -> None:
-        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
-
     def slow_first(self, con):
-        threading.Timer(0.5, to_this_thread).start()
-        con.execute("CREATE TEMP TABLE slow AS SELECT sum(range) AS s FROM range(30000000000)")
+        sigint_from_another_thread(0.5)
+        con.execute(IGNORES_SIGNALS)
         return real(self, con)
 
     monkeypatch.setattr(RecordedRun, "steps", slow_first)

@@ -226,15 +226,11 @@ def check_addable(
     for key, shape in shapes.items():
         _same_pipeline(baseline, key, shape)
     _every_pipeline(baseline, shapes)
-    moved = [
-        f"{key} {', '.join(sorted(before))} in the baseline, {now} now"
-        for key, now in instrument.items()
-        if (before := {str(t.environment.get(key)) for t in baseline.trials}) != {now}
-    ]
+    moved = _moved(baseline, instrument, instrument)
     if moved:
         raise BaselineError(
             f"trials measured now would come from another instrument than the baseline's "
-            f"({'; '.join(moved)}); {_INSTRUMENTS_DO_NOT_MIX}"
+            f"({moved}); {_INSTRUMENTS_DO_NOT_MIX}"
         )
 
 
@@ -298,9 +294,13 @@ _INSTRUMENT = ("twicerun", "duckdb", "spark")
 def _instrument_moved(baseline: Baseline, result: Result) -> str:
     """How `result` was measured by another twicerun or engine than the baseline's trials,
     in words; "" when alike."""
-    now = asdict(result.environment)
+    return _moved(baseline, asdict(result.environment), _INSTRUMENT)
+
+
+def _moved(baseline: Baseline, now: Mapping[str, Any], keys: Iterable[str]) -> str:
+    """Which of `keys` in the environment `now` differ from the baseline's trials, in words."""
     moved = []
-    for key in _INSTRUMENT:
+    for key in keys:
         before = {str(t.environment.get(key)) for t in baseline.trials}
         if before != {str(now.get(key))}:
             moved.append(f"{key} {', '.join(sorted(before))} in the baseline, {now.get(key)} now")
