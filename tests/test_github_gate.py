@@ -494,8 +494,7 @@ def test_the_comment_calls_not_comparable_steps_that_and_not_worse_one_line_per_
     listed = body.split("**Not comparable with the baseline**\n\n", 1)[1].split("\n\n")[0]
     assert listed.splitlines() == [
         "- `d` in `pipelines/p.py`: not comparable: step added",
-        "- `pipelines/new.py`, 2 steps (`x`, `y`): not comparable: pipeline not in the "
-        "baseline (pipelines\\/new\\.py is in the check but not in the baseline)",
+        "- `pipelines/new.py`, 2 steps (`x`, `y`): not comparable: pipeline not in the baseline",
     ]
     assert worse.startswith("- `a` in `pipelines/p.py`: new divergence")
 
@@ -504,6 +503,21 @@ def test_the_comment_calls_not_comparable_steps_that_and_not_worse_one_line_per_
         "### twicerun: 5 steps could not be compared with the baseline"
     )
     assert "- `pipelines/p.py`, 3 steps (`a`, `b`, `c`): not comparable: pipeline not run" in only
+
+
+def test_a_pipeline_added_or_not_run_is_named_once_in_a_code_span_never_escaped():
+    """The verdict's reason said again what the verdict says, with the pipeline's path as
+    escaped text: `pipelines\\/one\\.py is in the check but not in the baseline`, which is
+    what `baseline compare` printed on a terminal."""
+    trials = [result(("a",), ("b",)) for _ in range(19)]
+    one = result(("z",), pipeline="pipelines/one.py")
+    gate = evaluate({"pipelines/one.py": one}, baseline_of(trials), rerun=never_rerun)
+    body = comment_body(gate, P)
+    listed = body.split("**Not comparable with the baseline**\n\n", 1)[1].split("\n\n")[0]
+    assert listed.splitlines() == [
+        "- `z` in `pipelines/one.py`: not comparable: pipeline not in the baseline",
+        "- `pipelines/p.py`, 2 steps (`a`, `b`): not comparable: pipeline not run",
+    ]
 
 
 def test_a_step_that_stopped_writing_is_not_comparable_never_unchanged():

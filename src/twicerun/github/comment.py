@@ -86,7 +86,8 @@ def _line(d: StepDecision) -> str:
         first = first if len(first) <= ERROR_SHOWN else first[: ERROR_SHOWN - 1] + "…"
         return f"{where}: {d.verdict}" + (f" ({bare(first)})" if first else "")
     if d.verdict in words.NOT_COMPARABLE:
-        return f"{where}: {d.verdict}" + (f" ({bare(d.evidence[0])})" if d.evidence else "")
+        reason = _reason(d.verdict, d.evidence[0] if d.evidence else "")
+        return f"{where}: {d.verdict}" + (f" ({bare(reason)})" if reason else "")
     p = "" if d.p_value is None else f", {_p_phrase(d.p_value)}"
     if d.verdict in words.OF_A_KIND and d.evidence:
         # Its fire counts are no news (it differed on the baseline too); the kind is.
@@ -320,12 +321,21 @@ def _uncompared_lines(decisions: list[StepDecision]) -> list[str]:
         if len(members) == 1 or verdict not in _PIPELINE_WIDE:
             lines += [_line(d) for d in members]
             continue
+        said = _reason(verdict, reason)
         lines.append(
             f"{code(pipeline)}, {plural(len(members), 'step')} "
             f"({some([code(d.name) for d in members])}): {verdict}"
-            + (f" ({bare(reason)})" if reason else "")
+            + (f" ({bare(said)})" if said else "")
         )
     return lines
+
+
+def _reason(verdict: str, evidence: str) -> str:
+    """The reason to print beside a not-comparable verdict. That a pipeline is in the
+    check and not the baseline, or the other way round, is what the verdict says about
+    the pipeline the line starts with: said again in words, the path only came out
+    escaped, `pipelines\\/new\\.py`, which is how a terminal shows it."""
+    return "" if verdict in (words.PIPELINE_ADDED, words.PIPELINE_MISSING) else evidence
 
 
 # Verdicts whose reason belongs to the whole pipeline, not to one of its steps.
