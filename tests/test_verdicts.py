@@ -527,6 +527,68 @@ def test_reproduce_could_not_check_changed_code_changed_duckdb_and_a_missing_inp
     assert outcome.code == 4
 
 
+SEEDED = """
+from twicerun import step
+
+
+def first(ctx):
+    ctx.write("numbers", "SELECT range AS n FROM range(50)")
+
+
+@step(stochastic=True, seed="seed")
+def sample(ctx, seed: int = 7):
+    ctx.read("numbers")
+    ctx.write("picked", f"SELECT n FROM numbers WHERE n % 10 = {seed}")
+
+
+def last(ctx):
+    ctx.read("numbers")
+    ctx.write("total", "SELECT sum(n) AS s FROM numbers")
+"""
+
+
+def test_reproduce_a_run_whose_file_lost_or_renamed_a_step_says_so_never_all_reproduced(
+    twicerun, write_pipeline, run_dir
+):
+    """A seeded step taken out of the file since refused the command with "--seed names
+    sample", a flag nobody gave; and a step taken out or renamed was not listed at all, so
+    the steps left could come out "every step reproduced", exit 0."""
+    path = write_pipeline(SEEDED)
+    run = record(twicerun, path, run_dir)
+    path.write_text(SEEDED.replace("def last(", "def final("))
+    outcome = twicerun("reproduce", run, "--json", "-")
+    assert outcome.code == 4, outcome.err
+    assert [
+        (s["index"], s["name"], s["verdict"], s["detail"]) for s in outcome.json()["steps"]
+    ] == [
+        (0, "first", "REPRODUCED", ""),
+        (1, "sample", "REPRODUCED", ""),
+        (2, "final", "COULD NOT CHECK", "the recorded run's step 2 is last"),
+        (
+            2,
+            "last",
+            "COULD NOT CHECK",
+            f"{path.name} has no step last now, so it was not re-executed",
+        ),
+    ]
+
+    start = SEEDED.index("@step")
+    path.write_text(SEEDED[:start] + SEEDED[SEEDED.index("def last(") :])
+    outcome = twicerun("reproduce", run, "--json", "-")
+    assert outcome.code == 4, outcome.err
+    steps = [(s["name"], s["verdict"]) for s in outcome.json()["steps"]]
+    # `last` is now step 1, where the record has `sample`: neither can be checked.
+    assert steps == [
+        ("first", "REPRODUCED"),
+        ("last", "COULD NOT CHECK"),
+        ("sample", "COULD NOT CHECK"),
+        ("last", "COULD NOT CHECK"),
+    ]
+    # --step names only steps of the file now, so nothing else is listed.
+    only = twicerun("reproduce", run, "--step", "first", "--json", "-")
+    assert only.code == 0 and [s["name"] for s in only.json()["steps"]] == ["first"]
+
+
 def test_a_run_recorded_in_another_time_zone_is_named_not_called_a_divergence(
     write_pipeline, tmp_path
 ):

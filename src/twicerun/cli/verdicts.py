@@ -268,7 +268,9 @@ def reproduce(
     )
     # The engine the recorded run used (older manifests did not say: the pipeline's own).
     with imports_print_to_stderr():
-        pipeline = load_pipeline(source, manifest.get("seeds") or {}, manifest.get("engine"))
+        pipeline = load_pipeline(
+            source, manifest.get("seeds") or {}, manifest.get("engine"), recorded_seeds=True
+        )
     names = {s.name for s in pipeline.steps}
     unknown = [n for n in only if n not in names]
     if unknown:
@@ -289,6 +291,16 @@ def reproduce(
                 )
                 record = recorded_steps.get(step.index)
                 receipt = record.receipt if record and record.name == step.name else None
+                if record is not None and record.name != step.name:
+                    report_steps.append(
+                        Replayed(
+                            step.index,
+                            step.name,
+                            Replay.COULD_NOT_CHECK,
+                            f"the recorded run's step {step.index} is {record.name}",
+                        )
+                    )
+                    continue
                 why = cannot_check(
                     receipt,
                     step.code_digest,
@@ -329,6 +341,8 @@ def reproduce(
                 )
                 scratch.forget(recorded.address, step)
         progress.clear()
+    if not only:
+        report_steps = _with_steps_gone(report_steps, recorded_steps, pipeline)
     report = ReproduceReport(
         run,
         report_steps,
@@ -336,6 +350,24 @@ def reproduce(
     )
     _emit(report.to_dict(), report.lines(), json_path)
     return REPLAY_EXIT[report.worst]
+
+
+def _with_steps_gone(replayed: list[Replayed], recorded: dict, pipeline) -> list[Replayed]:
+    """Every recorded step the pipeline file does not have now (at its index, by its
+    name) as COULD NOT CHECK, in chain order: leaving it out read as "every step
+    reproduced" for a run whose file lost a step since, or had one renamed."""
+    now = {(s.index, s.name) for s in pipeline.steps}
+    gone = [
+        Replayed(
+            r.index,
+            r.name,
+            Replay.COULD_NOT_CHECK,
+            f"{pipeline.path.name} has no step {r.name} now, so it was not re-executed",
+        )
+        for r in recorded.values()
+        if (r.index, r.name) not in now
+    ]
+    return sorted([*replayed, *gone], key=lambda s: s.index)
 
 
 def _unfinished(step, exc: StepCrashed) -> Replayed:

@@ -102,8 +102,14 @@ def load_pipeline(
     path: str | Path,
     seed_overrides: Mapping[str, int] | None = None,
     engine: str | None = None,
+    *,
+    recorded_seeds: bool = False,
 ) -> Pipeline:
-    """Import the file once and return its steps; refuse anything the contract refuses."""
+    """Import the file once and return its steps; refuse anything the contract refuses.
+
+    `recorded_seeds` says the overrides are a recorded run's, not the user's `--seed`: a
+    step the file no longer has, or that no longer declares a seed, keeps its own, since
+    refusing would name a flag nobody gave."""
     source_path = check_pipeline_path(path)
     data = source_path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
@@ -128,7 +134,7 @@ def load_pipeline(
     steps = []
     for index, fn in enumerate(functions):
         steps.append(replace(_make_step(index, fn, overrides), own=own))
-    if overrides:
+    if overrides and not recorded_seeds:
         unknown = ", ".join(sorted(overrides))
         raise UsageError(
             f"--seed names {unknown}, which is no step of {path} that declares a seed; "
