@@ -584,9 +584,56 @@ def test_reproduce_a_run_whose_file_lost_or_renamed_a_step_says_so_never_all_rep
         ("sample", "COULD NOT CHECK"),
         ("last", "COULD NOT CHECK"),
     ]
+    path.write_text(SEEDED + '\n\ndef extra(ctx):\n    ctx.write("e", "SELECT 1 AS x")\n')
+    outcome = twicerun("reproduce", run, "--json", "-")
+    assert outcome.code == 4, outcome.err
+    *same, added = outcome.json()["steps"]
+    assert [s["verdict"] for s in same] == ["REPRODUCED"] * 3
+    assert (added["name"], added["detail"]) == (
+        "extra",
+        "the recorded run has no step 3: the file has more steps now",
+    )
     # --step names only steps of the file now, so nothing else is listed.
     only = twicerun("reproduce", run, "--step", "first", "--json", "-")
     assert only.code == 0 and [s["name"] for s in only.json()["steps"]] == ["first"]
+
+
+def test_reproduce_a_run_that_stopped_says_so_for_the_steps_it_never_reached(
+    twicerun, write_pipeline, run_dir
+):
+    """They said "no receipt to check against", as if a receipt had been lost."""
+    path = write_pipeline(
+        """
+        import itertools
+
+        _calls = itertools.count()
+
+
+        def a(ctx):
+            ctx.write("t", "SELECT 1 AS v")
+
+
+        def b(ctx):
+            ctx.read("t")
+            if next(_calls) == 1:
+                raise RuntimeError("second run")
+            ctx.write("u", "SELECT v FROM t")
+
+
+        def c(ctx):
+            ctx.read("u")
+            ctx.write("w", "SELECT v + 1 AS v FROM u")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2", "--no-amplify")
+    assert outcome.code == 3, outcome.err
+    (invocation,) = _invocations(run_dir)
+    steps = twicerun("reproduce", f"{invocation}#2", "--json", "-").json()["steps"]
+    assert [(s["name"], s["verdict"], s["detail"]) for s in steps] == [
+        ("a", "REPRODUCED", ""),
+        ("b", "COULD NOT CHECK", "it raised when it was recorded"),
+        ("c", "COULD NOT CHECK", "the recorded run stopped before this step"),
+    ]
 
 
 def test_a_run_recorded_in_another_time_zone_is_named_not_called_a_divergence(

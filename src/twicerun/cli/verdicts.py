@@ -311,6 +311,12 @@ def reproduce(
                 )
                 if receipt is None and record is not None and record.why:
                     why = record.why  # why there is none: unreadable, say, naming the value
+                elif record is None:
+                    why = (
+                        "the recorded run stopped before this step"
+                        if recorded.stopped()
+                        else f"the recorded run has no step {step.index}: the file has more steps now"
+                    )
                 inputs = recorded_inputs(recorded.invocation, receipt) if not why else None
                 if inputs is not None and inputs.missing:
                     why = "; ".join(inputs.missing)
