@@ -1026,15 +1026,75 @@ def test_an_audit_a_step_stops_still_reports_what_it_audited_before(twicerun, wr
         "audit (1 step audited, two runs each"
     )
 
-    # Raising in an audit run, not the ordinary one (the second, in the other process):
-    # the steps audited before it stay, and the error is the step's own.
+
+def test_a_step_that_raises_in_one_audit_run_and_writes_in_the_other_is_not_reproducible(
+    twicerun, write_pipeline
+):
+    """It stopped the audit as a crash (exit 3) with no verdict for it or any step after
+    it, though raising once and writing once on the same inputs is the step not repeating
+    itself, which is what an audit is for (a step that iterates over a set of strings
+    and raises under some string hash seeds does this)."""
+    path = write_pipeline(RAISES_LATER)
+    # Raises in the second run, in the other process.
+    outcome = twicerun("audit", path, "--step", "flaky", "--step", "fixed", "--json", "-")
+    assert outcome.code == 1, outcome.err
+    document = outcome.json()
+    assert document["stopped_at"] is None
+    fixed, flaky = document["steps"]
+    assert (flaky["name"], flaky["verdict"]) == ("flaky", "not reproducible")
+    assert flaky["raised"][0] == ""
+    assert flaky["raised"][1].startswith("RuntimeError: the source went away (at ")
+    assert (fixed["name"], fixed["verdict"]) == ("fixed", "deterministic")
     path.with_suffix(".imported").unlink()
-    outcome = twicerun("audit", path, "--step", "fixed", "--step", "flaky", "--json", "-")
+    text = twicerun("audit", path, "--step", "flaky").out
+    assert (
+        "    the second run (in another Python process) raised, where the first wrote its "
+        "artifacts: RuntimeError: the source went away (at "
+    ) in text
+
+    # Raises in the first audit run here (its second execution in this process), and
+    # writes in the other process, where it is the first: not reproducible the other way,
+    # and the step after it is still audited.
+    counted = write_pipeline(COUNTED_RAISE, "counted.py")
+    outcome = twicerun("audit", counted, "--json", "-")
+    assert outcome.code == 1, outcome.err
+    step, after = outcome.json()["steps"]
+    assert step["verdict"] == "not reproducible"
+    assert step["raised"][0].startswith("RuntimeError: second call (at ")
+    assert step["raised"][1] == ""
+    assert (after["name"], after["verdict"], after["raised"]) == (
+        "after",
+        "deterministic",
+        ["", ""],
+    )
+
+    # Raising in both audit runs is no answer to compare: the audit stops there (exit 3).
+    both = write_pipeline(COUNTED_RAISE.replace("== 1", ">= 1 or not _FIRST"), "both.py")
+    outcome = twicerun("audit", both, "--json", "-")
     assert outcome.code == 3
-    assert [s["name"] for s in outcome.json()["steps"]] == ["fixed"]
-    assert outcome.json()["stopped_at"] == "step 1 flaky"
-    assert outcome.err.startswith("twicerun: step 1 flaky raised in run 2 (at ")
-    assert "pipeline.py:17): RuntimeError: the source went away\n" in outcome.err
+    assert outcome.json()["steps"] == [] and outcome.json()["stopped_at"] == "step 0 once"
+    assert outcome.err.startswith("twicerun: step 0 once raised in run 1 (at ")
+
+
+COUNTED_RAISE = """
+import itertools
+from pathlib import Path
+
+_MARK = Path(__file__).with_suffix(".imported")
+_FIRST = not _MARK.exists()
+_MARK.touch()
+_calls = itertools.count()
+
+
+def once(ctx):
+    if next(_calls) == 1:
+        raise RuntimeError("second call")
+    ctx.write("once", "SELECT 1 AS n")
+
+
+def after(ctx):
+    ctx.write("after", "SELECT 2 AS n")
+"""
 
 
 def test_an_audit_says_a_step_reading_its_own_state_was_not_rerun_on_top_of_it(

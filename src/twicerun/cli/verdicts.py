@@ -466,8 +466,9 @@ def audit(
                 a.step.declaration.seed,
                 a.step.seed_value,
                 tuple((r.seconds, r.bytes, r.canonical) for r in a.runs),
-                state=a.runs[0].state,
+                state=a.runs[0].state or a.runs[1].state,
                 drew=drew_unseeded([r.generators for r in a.runs]),
+                raised=(a.runs[0].raised, a.runs[1].raised),
             )
             for a in audited
         ],

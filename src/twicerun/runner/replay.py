@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from twicerun.errors import StepCrashed
+from twicerun.errors import StepCrashed, StepTimedOut
 from twicerun.pipeline import Pipeline, Step
 from twicerun.result import Environment
 from twicerun.runner import interrupts
@@ -173,6 +173,9 @@ class AuditRun:
     state: tuple[str, ...] = ()
     # The state it left the process's random generators in, where it drew from them.
     generators: str | None = None
+    # What it raised ("Type: message (at file:line)"), where this execution raised and the
+    # other wrote; empty where it wrote.
+    raised: str = ""
 
 
 def audit_run(receipt: Receipt, seconds: float) -> AuditRun:
@@ -273,25 +276,43 @@ def _audit_in(
         if step.index not in chosen:
             continue
         inputs = scratch.records.visible(first, step.index)
-        runs = []
+        runs: list[AuditRun] = []
+        raised: list[StepCrashed] = []
         for n in (1, 2):
             progress(ProgressEvent("audit", n + 1, 3, step.index, len(pipeline.steps), step.name))
-            if n == 2 and other is not None:
-                try:
-                    reply = other.execute(step.index, step.name, 2, inputs)
-                except StepCrashed as exc:
-                    exc.audited = found
-                    raise
-                runs.append(AuditRun(**{**reply, "state": tuple(reply["state"])}))
-                continue
-            address = RunAddress(AUDIT, n)
             started = time.perf_counter()
             try:
+                if n == 2 and other is not None:
+                    reply = other.execute(step.index, step.name, 2, inputs)
+                    runs.append(AuditRun(**{**reply, "state": tuple(reply["state"])}))
+                    continue
+                address = RunAddress(AUDIT, n)
                 receipt = scratch.execute(step, address, threads, inputs)
             except StepCrashed as exc:
-                exc.audited = found
-                raise
+                if isinstance(exc.error, StepTimedOut):
+                    exc.audited = found  # a slower run is no answer: the audit stops here
+                    raise
+                raised.append(exc)
+                runs.append(_raised(exc, time.perf_counter() - started))
+                if n == 1 or other is None:
+                    scratch.forget(RunAddress(AUDIT, n), step)
+                continue
             runs.append(audit_run(receipt, time.perf_counter() - started))
             scratch.forget(address, step)
+        if len(raised) == 2:
+            # Both raised: nothing to compare, and the step is broken rather than moving.
+            raised[0].audited = found
+            raise raised[0]
+        # One raised where the other wrote: that is the step not repeating itself.
         found.append(AuditedStep(step, (runs[0], runs[1])))
     return found, crashed
+
+
+def _raised(exc: StepCrashed, seconds: float) -> AuditRun:
+    at = f" (at {exc.where})" if exc.where else ""
+    return AuditRun(
+        seconds=round(seconds, 3),
+        bytes={},
+        canonical={},
+        raised=f"{type(exc.error).__name__}: {exc.error}{at}",
+    )

@@ -56,17 +56,28 @@ class StepAudit:
     # The process-wide random generators it drew from without seeding them (the two runs
     # left them in different states), as "Python's random module"; None where it did not.
     drew: str | None = None
+    # Per audit run, what it raised where the other run wrote ("" where it wrote).
+    raised: tuple[str, str] = ("", "")
 
     @property
     def verdict(self) -> Repeatability:
+        # Raising once and writing once is not repeating itself, whatever it wrote.
+        if any(self.raised):
+            return Repeatability.NOT_REPRODUCIBLE
         # The worst over its artifacts: one artifact that moved is a step that moved.
         return max((a.verdict for a in self.artifacts), default=Repeatability.DETERMINISTIC)
 
     def lines(
-        self, threads: int | None = None, index_width: int = 1, width: int = 0, spark: bool = False
+        self,
+        threads: int | None = None,
+        index_width: int = 1,
+        width: int = 0,
+        spark: bool = False,
+        fresh_process: bool = False,
     ) -> list[str]:
         """The step's verdict line and one row per artifact; the widths line the columns up
-        across the steps of one report. On `spark`, parallelism is partitions."""
+        across the steps of one report. On `spark`, parallelism is partitions; with
+        `fresh_process`, the second run was in another Python process."""
         out = [
             f"{self.verdict!s:<17} {self.index:>{index_width}} {self.name}  "
             f"({self.seconds[0]:.2f}s and {self.seconds[1]:.2f}s)"
@@ -106,7 +117,12 @@ class StepAudit:
                         f"    {'':<{width}}  it drew from {self.drew} without seeding it, "
                         f"which moves its numbers at any thread count"
                     )
-        if not self.artifacts:
+        if any(self.raised):
+            second = "the second run" + (" (in another Python process)" if fresh_process else "")
+            which, other = ("the first run", second) if self.raised[0] else (second, "the first")
+            error = self.raised[0] or self.raised[1]
+            out.append(f"    {which} raised, where {other} wrote its artifacts: {error}")
+        elif not self.artifacts:
             out.append("    it wrote no artifact, so there was nothing to compare")
         if self.state:
             names = ", ".join(self.state)
@@ -141,6 +157,7 @@ class StepAudit:
             "seconds": list(self.seconds),
             "state": list(self.state),
             "drew_unseeded": self.drew,
+            "raised": list(self.raised),
             "artifacts": [
                 {
                     "name": a.name,
@@ -161,6 +178,7 @@ def audit_step(
     runs: tuple[tuple[float, dict[str, str], dict[str, str]], ...],
     state: tuple[str, ...] = (),
     drew: str | None = None,
+    raised: tuple[str, str] = ("", ""),
 ) -> StepAudit:
     """The step's verdict from its two audit runs: (seconds, bytes by name, canonical by name).
     `state` names what it read through ctx.state; `drew`, the random generators it drew
@@ -179,7 +197,7 @@ def audit_step(
                 pair_b[0] == pair_b[1], pair_c[0] == pair_c[1], seed is not None or bool(drew)
             )
         artifacts.append(ArtifactAudit(artifact, found, pair_b, pair_c))
-    return StepAudit(index, name, seed, seed_value, (s1, s2), artifacts, tuple(state), drew)
+    return StepAudit(index, name, seed, seed_value, (s1, s2), artifacts, tuple(state), drew, raised)
 
 
 @dataclass(frozen=True)
@@ -212,7 +230,13 @@ class AuditReport:
         index_width = max((len(str(s.index)) for s in self.steps), default=1)
         width = widest(a.name for s in self.steps for a in s.artifacts)
         for s in self.steps:
-            out += s.lines(self.threads, index_width, width, spark=self.engine is not None)
+            out += s.lines(
+                self.threads,
+                index_width,
+                width,
+                spark=self.engine is not None,
+                fresh_process=self.fresh_process,
+            )
         at = f" at threads={self.threads}" if self.threads else ""
         on = f" on DuckDB {self.duckdb}" if self.duckdb else ""
         if self.engine:

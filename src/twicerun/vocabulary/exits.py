@@ -182,10 +182,11 @@ MEANINGS: dict[type[IntEnum], dict[int, str]] = {
     AuditExit: {
         AuditExit.REPEATS: "every step audited is deterministic or reproducible",
         AuditExit.NOT_REPRODUCIBLE: "a step is not reproducible: its two audit runs wrote "
-        "different rows",
+        "different rows, or one raised where the other wrote",
         AuditExit.BAD_INPUT: "bad input: the pipeline or a flag is wrong",
-        AuditExit.CRASHED: "a step raised or ran past --step-timeout (the verdicts of the "
-        "steps audited before it are printed first), or twicerun failed",
+        AuditExit.CRASHED: "a step raised in the ordinary run or in both audit runs, or ran "
+        "past --step-timeout (the verdicts of the steps audited before it are printed "
+        "first), or twicerun failed",
         AuditExit.INTERRUPTED: "interrupted (Ctrl-C); the scratch files are deleted",
         AuditExit.TERMINATED: "terminated (SIGTERM), handled as an interrupt; the scratch files are deleted",
     },
