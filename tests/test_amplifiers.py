@@ -250,6 +250,34 @@ def test_a_four_column_key_is_looked_for_only_where_no_smaller_one_is(tmp_path):
     assert 2 in counted
 
 
+class _UnhashableType:
+    """A DuckDB column type as DuckDB 1.4.0 has it (1.4.5 and 2.0 made it hashable)."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_looking_for_keys_never_hashes_a_duckdb_type(tmp_path):
+    """On DuckDB 1.4.0, which pyproject allows, every input with a key of two columns
+    failed both amplifiers that look for keys ("unhashable type: DuckDBPyType"): the search
+    for keys of three compared sets of column records, whose hash took in the type."""
+    from dataclasses import replace
+
+    from twicerun.compare.oracle import _Column
+    from twicerun.runner.amplify.base import _joint_keys
+
+    source = tmp_path / "daily.parquet"
+    CON.execute(
+        f"COPY (SELECT t AS tier, DATE '2024-01-01' + d::INTEGER AS day, "
+        f"(hash(t, d) % 7)::INTEGER AS a, (hash(d, t) % 5)::INTEGER AS b "
+        f"FROM range(30) x(t), range(40) y(d)) TO '{source}' (FORMAT parquet)"
+    )
+    rows, columns = column_facts(CON, source)
+    as_on_140 = [replace(c, type=_UnhashableType()) for c in columns]
+    assert _joint_keys(CON, source, rows, as_on_140) == {"tier", "day"}
+    column = as_on_140[0]
+    assert hash(_Column(column.name, column.type, column.cls)) is not None
+
+
 def test_columns_unique_together_by_chance_are_not_taken_for_a_key(tmp_path):
     """Three columns of random codes on 200 rows repeat no combination by chance alone: all
     three were kept as a key, so tie collapse folded nothing and a sort on any of them

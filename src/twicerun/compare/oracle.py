@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -50,7 +50,7 @@ CLOCK_TYPES = TIMESTAMP_IDS | {"time", "time with time zone", "time_ns"}
 @dataclass(frozen=True)
 class _Column:
     name: str
-    type: duckdb.DuckDBPyType
+    type: duckdb.DuckDBPyType = field(hash=False)  # unhashable on DuckDB 1.4.0
     cls: ColumnClass
 
     @property

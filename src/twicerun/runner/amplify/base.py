@@ -6,7 +6,7 @@ import itertools
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
@@ -36,7 +36,9 @@ Outcome = Applied | Declined
 @dataclass(frozen=True)
 class ColumnFacts:
     name: str
-    type: duckdb.DuckDBPyType
+    # Left out of the hash: DuckDB 1.4.0's types are unhashable (1.4.5's are not), and the
+    # name alone tells a table's columns apart.
+    type: duckdb.DuckDBPyType = field(hash=False)
     cls: ColumnClass
     distinct: int
     # Part of a key of two to five columns: no two rows share its values and its partners'.
