@@ -203,7 +203,10 @@ class SparkEngine:
         self._warehouse: str | None = None
         builder = SparkSession.builder.appName("twicerun")
         for key, value in SESSION_SETTINGS.items():
-            builder = builder.config(key, value)
+            # A Connect server's context is its own: a client that sets these gets a
+            # warning on stderr ("Cannot modify the value of the Spark config") per session.
+            if not (self._remote and key in CONTEXT_SETTINGS):
+                builder = builder.config(key, value)
         self._builder = builder
         if self._remote:
             self.master = master
@@ -262,6 +265,13 @@ class SparkEngine:
         # Cached tables live in the application, not the session: drop the step's.
         with contextlib.suppress(Exception):
             ctx.session.catalog.clearCache()
+        if self._remote:
+            # A remote session of its own per execution: released on the server and its
+            # channel closed here. Left to the garbage collector, the channels were closed
+            # at exit, where closing one waits forever: the report was out, and the
+            # process never ended.
+            with contextlib.suppress(Exception):
+                ctx.session.stop()
 
     def shutdown(self) -> None:
         if self._owned:
