@@ -33,7 +33,7 @@ from twicerun.cli.app import (
 )
 from twicerun.errors import BadInput, StepCrashed, StepTimedOut
 from twicerun.github.commands import neutralize
-from twicerun.pipeline import load_pipeline
+from twicerun.pipeline import Pipeline, load_pipeline
 from twicerun.render.evidence import step_evidence
 from twicerun.render.instrument import engine as engine_named
 from twicerun.render.instrument import is_spark
@@ -49,7 +49,7 @@ from twicerun.storage.layout import LOOP, RunAddress
 from twicerun.verdicts.audit import AuditReport, audit_step
 from twicerun.verdicts.ladder import Located, localize_one
 from twicerun.verdicts.ladder import diff as diff_runs
-from twicerun.verdicts.recorded import RecordedRun
+from twicerun.verdicts.recorded import RecordedRun, RecordedStep
 from twicerun.verdicts.reproduce import (
     Replayed,
     ReproduceReport,
@@ -358,7 +358,9 @@ def reproduce(
     return REPLAY_EXIT[report.worst]
 
 
-def _with_steps_gone(replayed: list[Replayed], recorded: dict, pipeline) -> list[Replayed]:
+def _with_steps_gone(
+    replayed: list[Replayed], recorded: dict[int, RecordedStep], pipeline: Pipeline
+) -> list[Replayed]:
     """Every recorded step the pipeline file does not have now (at its index, by its
     name) as COULD NOT CHECK, in chain order: leaving it out read as "every step
     reproduced" for a run whose file lost a step since, or had one renamed."""
