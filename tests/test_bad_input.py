@@ -225,8 +225,10 @@ CASES = [
     Case("run-dir-a-file", [*RUN, "good.py", "--run-dir", "README.md"], 2, "--run-dir"),
     Case("run-dir-under-a-file", [*RUN, "good.py", "--run-dir", "good.py/runs"], 2, "--run-dir"),
     # Where nothing can be created (as no permission or a read-only file system would be):
-    # /proc refuses even root, so the row holds whoever runs the suite.
-    Case("run-dir-cannot-be-created", [*RUN, "good.py", "--run-dir", "/proc/twicerun-runs"], 2, "cannot create an invocation directory in /proc/twicerun-runs"),
+    # /proc refuses even root, so the row holds whoever runs the suite. Root used to be
+    # told only once the invocation directory failed, in other words than everyone else:
+    # the row expected root's, and failed for any other user (a GitHub runner's).
+    Case("run-dir-cannot-be-created", [*RUN, "good.py", "--run-dir", "/proc/twicerun-runs"], 2, "--run-dir /proc/twicerun-runs: /proc cannot be written to; name another path"),
     # Saved runs -----------------------------------------------------------------------
     Case("judge-missing", ["judge", "nowhere"], 2, "nowhere"),
     Case("judge-empty-dir", ["judge", "sub"], 2, "sub"),
