@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,20 @@ REPO = Path(__file__).resolve().parent.parent
 # the suite within seconds of its five-minute budget. pyproject turns xdist's own order
 # off (--no-loadscope-reorder) so that this one holds.
 STARTED_FIRST = ("test_spark.py", "test_action.py", "test_reference_pipeline.py")
+
+
+# What a GitHub runner sets for every step, the suite's own job in ci.yml included: on a
+# pull request, its event, its base branch, and the files a step's summary and outputs
+# go to. A gate under test read those instead of the ones its test gave it, failed where
+# the test expected it to pass, and wrote into the job's real summary. Every test starts
+# without them, and sets what it needs (tests/test_setup.py runs a gate test inside such
+# an environment).
+WORKFLOW_VARIABLES = ("GITHUB_", "RUNNER_", "ACTIONS_", "TWICERUN_")
+
+
+def pytest_configure(config):
+    for name in [n for n in os.environ if n.startswith(WORKFLOW_VARIABLES)]:
+        del os.environ[name]
 
 
 def pytest_collection_modifyitems(items):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -114,3 +115,39 @@ def test_the_suite_starts_at_most_four_workers_however_many_cores():
     addopts = pytest_options["tool"]["pytest"]["ini_options"]["addopts"].split()
     assert addopts[addopts.index("-n") + 1] == "auto"
     assert addopts[addopts.index("--maxprocesses") + 1] == "4"
+
+
+def test_the_suite_passes_inside_a_pull_requests_workflow_and_writes_nothing_there(tmp_path):
+    """ci.yml runs the suite on pull requests, where the runner sets the event, the base
+    branch and the step's summary and output files for every process: three gate tests
+    read them instead of their own, failed, and wrote into the job's summary."""
+    event = tmp_path / "event.json"
+    event.write_text(
+        '{"number": 7, "pull_request": {"number": 7, "head": {"sha": "' + "1" * 40 + '", '
+        '"repo": {"full_name": "o/r"}}, "base": {"ref": "main", "sha": "' + "2" * 40 + '"}}, '
+        '"repository": {"full_name": "o/r"}}'
+    )
+    summary, output = tmp_path / "summary.md", tmp_path / "output.txt"
+    summary.touch()
+    output.touch()
+    runner = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_BASE_REF": "main",
+        "GITHUB_REPOSITORY": "o/r",
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_OUTPUT": str(output),
+        "RUNNER_TEMP": str(tmp_path),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n0", "-q",
+         "tests/test_action.py::test_the_gate_writes_sarif_for_code_scanning"],
+        cwd=REPO,
+        env={**os.environ, **runner},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert summary.read_text() == "" and output.read_text() == ""
