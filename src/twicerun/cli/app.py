@@ -357,15 +357,14 @@ def check_directory_target(path: Path, flag: str) -> None:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         raise UsageError(f"{flag} {path}: {ancestor} is a file, not a directory; name another path")
-    refused = UsageError(f"{flag} {path}: {ancestor} cannot be written to; name another path")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise refused
-    # Permission bits do not say it for root (/proc, a file system that refuses): only
-    # making a directory there does, so that every user gets this sentence, up front.
+    # Made and removed rather than read from the permission bits, which do not say it for
+    # root (/proc, a file system that refuses), so that every user gets this sentence.
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".twicerun-probe-", dir=ancestor))
     except OSError as exc:
-        raise refused from exc
+        raise UsageError(
+            f"{flag} {path}: {ancestor} cannot be written to; name another path"
+        ) from exc
 
 
 def emit(result: Result, json_path: str | None, *, retention: bool = True) -> None:

@@ -291,31 +291,24 @@ def reproduce(
                 )
                 record = recorded_steps.get(step.index)
                 receipt = record.receipt if record and record.name == step.name else None
-                if record is not None and record.name != step.name:
-                    report_steps.append(
-                        Replayed(
-                            step.index,
-                            step.name,
-                            Replay.COULD_NOT_CHECK,
-                            f"the recorded run's step {step.index} is {record.name}",
-                        )
-                    )
-                    continue
-                why = cannot_check(
-                    receipt,
-                    step.code_digest,
-                    duckdb.__version__,
-                    directory=pipeline.path.resolve().parent,
-                    modules_now=step.own.digests() if step.own is not None else None,
-                    time_zone_now=session_time_zone(pipeline.engine),
-                )
-                if receipt is None and record is not None and record.why:
-                    why = record.why  # why there is none: unreadable, say, naming the value
-                elif record is None:
+                if record is None:
                     why = (
                         "the recorded run stopped before this step"
                         if recorded.stopped()
                         else f"the recorded run has no step {step.index}: the file has more steps now"
+                    )
+                elif record.name != step.name:
+                    why = f"the recorded run's step {step.index} is {record.name}"
+                elif receipt is None and record.why:
+                    why = record.why  # why there is none: unreadable, say, naming the value
+                else:
+                    why = cannot_check(
+                        receipt,
+                        step.code_digest,
+                        duckdb.__version__,
+                        directory=pipeline.path.resolve().parent,
+                        modules_now=step.own.digests() if step.own is not None else None,
+                        time_zone_now=session_time_zone(pipeline.engine),
                     )
                 inputs = recorded_inputs(recorded.invocation, receipt) if not why else None
                 if inputs is not None and inputs.missing:
