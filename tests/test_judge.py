@@ -195,6 +195,28 @@ def test_judge_of_a_directory_without_a_completed_invocation_is_bad_input(tmp_pa
     )
 
 
+def test_judge_of_an_invocation_keep_removed_says_so_and_of_a_typo_does_not(
+    write_pipeline, twicerun, run_dir
+):
+    # Both were click's "Directory ... does not exist." before.
+    path = write_pipeline("def one(ctx):\n    ctx.write('one', 'SELECT 1 AS x')\n")
+    twicerun("run", path, "--runs", "2")
+    (gone,) = [p for p in run_dir.iterdir() if (p / "invocation.json").is_file()]
+    twicerun("run", path, "--runs", "2")
+    outcome = twicerun("judge", gone)
+    assert outcome.code == 2
+    assert outcome.err.startswith(
+        f"twicerun: {gone} does not exist: a later `twicerun run` in the same run directory "
+        f"removed it when it completed"
+    )
+    typo = run_dir / "20200101-000000-abcd"
+    outcome = twicerun("judge", typo)
+    assert outcome.code == 2
+    assert outcome.err == (
+        f"twicerun: {typo} does not exist; give an invocation or run directory\n"
+    )
+
+
 def test_judge_of_a_directory_of_failed_invocations_says_they_are_there(
     write_pipeline, twicerun, run_dir
 ):

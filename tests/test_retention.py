@@ -37,6 +37,24 @@ def test_the_default_keeps_only_the_newest_completed_invocation(write_pipeline, 
     assert outcome_of(run_dir, left[0]) == "completed"
 
 
+def test_the_newest_invocation_remembers_what_retention_removed_before_it(
+    write_pipeline, twicerun, run_dir
+):
+    """So a verb given a removed invocation's name can say --keep took it, even after the
+    invocation that removed it was removed in turn."""
+    path = write_pipeline(QUIET)
+    names = []
+    for _ in range(3):
+        assert twicerun("run", path, "--runs", "2").code == 0
+        names.append(invocations(run_dir)[-1])
+    manifest = json.loads((run_dir / names[-1] / "invocation.json").read_text())
+    assert manifest["removed"] == names[:2]
+    # An invocation that removed nothing records nothing.
+    assert twicerun("run", path, "--runs", "2", "--keep", "0").code == 0
+    kept = invocations(run_dir)[-1]
+    assert "removed" not in json.loads((run_dir / kept / "invocation.json").read_text())
+
+
 def test_keep_n_keeps_n_and_keep_0_keeps_everything(write_pipeline, twicerun, run_dir):
     path = write_pipeline(QUIET)
     for _ in range(3):

@@ -359,6 +359,42 @@ def test_an_invocation_named_as_ls_shows_it_is_refused_with_the_path_to_give(
     )
 
 
+KEEP_REMOVED = (
+    "a later `twicerun run` in the same run directory removed it when it completed, since each "
+    "one keeps only the newest completed invocations there (--keep, 1 by default); record a "
+    "run you mean to compare later with --keep 0, or in a --run-dir of its own"
+)
+
+
+@pytest.mark.parametrize("verb", ["diff", "localize", "reproduce"])
+def test_a_run_that_keep_removed_is_refused_saying_so_and_a_typo_is_not(
+    twicerun, write_pipeline, run_dir, monkeypatch, verb
+):
+    """Yesterday's run, recorded at the default --keep 1, is gone once today's completes in
+    the same run directory; the verbs said only "does not exist", and the user was left to
+    wonder whether they had mistyped it."""
+    path = write_pipeline(STEADY)
+    twicerun("run", path, "--runs", "2")
+    (yesterday,) = _invocations(run_dir)
+    for _ in range(2):  # the record survives the invocation that made it being removed
+        assert twicerun("run", path, "--runs", "2").code == 0
+    assert not yesterday.exists()
+    args = {"diff": [yesterday, run_dir], "localize": [yesterday], "reproduce": [yesterday]}
+    outcome = twicerun(verb, *args[verb])
+    assert outcome.code == 3
+    assert outcome.err == f"twicerun: refused: {yesterday} does not exist: {KEEP_REMOVED}\n"
+    # Named as `ls .twicerun` shows it, from the directory that holds .twicerun.
+    monkeypatch.chdir(run_dir.parent)
+    outcome = twicerun(verb, *[yesterday.name, *args[verb][1:]])
+    assert outcome.err == f"twicerun: refused: {yesterday.name} does not exist: {KEEP_REMOVED}\n"
+    # A name no invocation ever had is a plain miss.
+    typo = run_dir / "20200101-000000-abcd"
+    outcome = twicerun(verb, *[typo, *args[verb][1:]])
+    assert outcome.err == (
+        f"twicerun: refused: {typo} does not exist; give a recorded invocation directory\n"
+    )
+
+
 def test_a_run_named_by_its_directory_on_disk_is_that_run_and_a_path_deeper_says_what_to_give(
     twicerun, write_pipeline, run_dir
 ):

@@ -176,7 +176,8 @@ def run(
 
 
 @cli.command(epilog=RUN_EXIT_CODES)
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+# Not exists=True: a directory --keep removed is told apart from a typo (resolve_invocation).
+@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @policy_options
 @result_json_option(
     "Also write the re-scored Result here ('-' for stdout, which replaces the report)."

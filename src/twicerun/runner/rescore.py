@@ -28,6 +28,7 @@ from twicerun.storage.layout import (
     invocations_with,
 )
 from twicerun.storage.receipts import Receipt, load_receipt
+from twicerun.storage.retention import REMOVED_BY_KEEP, removed_since
 
 
 def resolve_invocation(path: Path) -> Invocation:
@@ -50,6 +51,10 @@ def resolve_invocation(path: Path) -> Invocation:
             f"{path} holds no completed invocation to judge{stopped}; run `twicerun run "
             f"PIPELINE` first"
         )
+    if not path.exists():
+        if removed_since(path):
+            raise UsageError(f"{path} does not exist: {REMOVED_BY_KEEP}")
+        raise UsageError(f"{path} does not exist; give an invocation or run directory")
     raise UsageError(f"{path} is not an invocation directory (no {MANIFEST_NAME} in it)")
 
 

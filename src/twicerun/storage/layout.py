@@ -36,6 +36,9 @@ MANIFEST_NAME = "invocation.json"
 RESULT_NAME = "result.json"
 LOOP = "loop"
 MANIFEST_SCHEMA = "twicerun.invocation/1"
+# How an invocation directory is named (_new_directory_in): the start, to the second, then a
+# random suffix; so names sort by when they started, to the second.
+INVOCATION_NAME = re.compile(r"(\d{8}-\d{6})-[0-9a-f]+")
 
 RUNNING = "running"
 COMPLETED = "completed"

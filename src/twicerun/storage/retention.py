@@ -19,6 +19,7 @@ from twicerun.storage.layout import (
     COMPLETED,
     FAILED,
     INTERRUPTED,
+    INVOCATION_NAME,
     KILLED,
     RUNNING,
     Invocation,
@@ -26,21 +27,33 @@ from twicerun.storage.layout import (
 )
 from twicerun.storage.processes import alive
 
+# The manifest field in which an invocation that pruned names what it removed, and what
+# the invocations it removed had named, so that a verb given a name retention took can say
+# so; the newest this many, to bound the manifest.
+REMOVED = "removed"
+REMEMBERED = 200
+# What a verb says of a name removed_since recognises.
+REMOVED_BY_KEEP = (
+    "a later `twicerun run` in the same run directory removed it when it completed, since each "
+    "one keeps only the newest completed invocations there (--keep, 1 by default); record a "
+    "run you mean to compare later with --keep 0, or in a --run-dir of its own"
+)
+
 
 def prune(run_dir: Path, keep: int, current: Invocation) -> list[str]:
     """Remove all but the newest `keep` completed invocations; `keep=0` keeps everything.
 
-    Returns the names of the directories removed.
+    Returns the names of the directories removed, and records them in `current`'s manifest.
     """
     if keep <= 0:
         return []
     _finish_removals(run_dir)
     # Oldest first; an unreadable manifest is not ours to judge, so not ours to delete.
-    completed = [invocation for invocation, _ in invocations_with(run_dir, COMPLETED)]
-    survivors = {inv.root.resolve() for inv in completed[-keep:]}
+    completed = invocations_with(run_dir, COMPLETED)
+    survivors = {inv.root.resolve() for inv, _ in completed[-keep:]}
     survivors.add(current.root.resolve())
-    removed = []
-    for invocation in completed:
+    removed, history = [], []
+    for invocation, manifest in completed:
         name = invocation.root.name
         if invocation.root.resolve() in survivors:
             continue
@@ -53,13 +66,19 @@ def prune(run_dir: Path, keep: int, current: Invocation) -> list[str]:
             continue
         with contextlib.suppress(OSError):
             shutil.rmtree(doomed)
+        history.extend(_remembered(manifest))
         removed.append(name)
+    if removed:
+        # Only a message depends on this record, never a removal: failing to write it loses
+        # nothing the run measured.
+        with contextlib.suppress(OSError, ValueError):
+            current.update_manifest(**{REMOVED: (history + removed)[-REMEMBERED:]})
     return removed
 
 
 # What a removal renames an invocation directory to (layout names them
 # YYYYMMDD-HHMMSS-xxxx); a look-alike of the user's own is left alone.
-_REMOVING = re.compile(r"\.removing-\d{8}-\d{6}-[0-9a-f]+")
+_REMOVING = re.compile(r"\.removing-" + INVOCATION_NAME.pattern)
 
 
 def _finish_removals(run_dir: Path) -> None:
@@ -70,6 +89,24 @@ def _finish_removals(run_dir: Path) -> None:
             if _REMOVING.fullmatch(path.name) and path.is_dir() and not path.is_symlink():
                 with contextlib.suppress(OSError):
                     shutil.rmtree(path)
+
+
+def removed_since(path: Path) -> bool:
+    """Whether `path`, not there now, names an invocation that --keep removed from the run
+    directory it was in: a completed invocation there remembers removing it."""
+    if INVOCATION_NAME.fullmatch(path.name) is None:
+        return False
+    return any(
+        path.name in _remembered(manifest)
+        for _, manifest in invocations_with(path.parent, COMPLETED)
+    )
+
+
+def _remembered(manifest: dict) -> list[str]:
+    names = manifest.get(REMOVED)
+    if not isinstance(names, list):
+        return []
+    return [n for n in names if isinstance(n, str)]
 
 
 def kept_failures(run_dir: Path) -> list[str]:

@@ -32,6 +32,7 @@ from twicerun.storage.layout import (
     invocations_with,
 )
 from twicerun.storage.receipts import RECEIPT_NAME, RECEIPT_VERSION, Receipt, load_receipt
+from twicerun.storage.retention import REMOVED_BY_KEEP, removed_since
 
 _STEP_DIR = re.compile(r"(\d+)-(.*)\Z")
 
@@ -150,6 +151,10 @@ class RecordedRun:
                     f"{where} does not exist here; the invocation of that name is "
                     f"{beside}, so give {beside}{'#' + run if run else ''}"
                 )
+            if removed_since(path) or (
+                not path.is_absolute() and path.parent == Path() and removed_since(beside)
+            ):
+                raise UsageError(f"{where} does not exist: {REMOVED_BY_KEEP}")
             raise UsageError(f"{where} does not exist; give a recorded invocation directory")
         address = RunAddress(LOOP, run_number)
         if not (invocation.root / address.series / str(run_number)).is_dir():
