@@ -46,12 +46,14 @@ def test_the_newest_invocation_remembers_what_retention_removed_before_it(
     names = []
     for _ in range(3):
         assert twicerun("run", path, "--runs", "2").code == 0
-        names.append(invocations(run_dir)[-1])
+        (newest,) = invocations(run_dir)
+        names.append(newest)
     manifest = json.loads((run_dir / names[-1] / "invocation.json").read_text())
     assert manifest["removed"] == names[:2]
-    # An invocation that removed nothing records nothing.
+    # An invocation that removed nothing records nothing. (Names sort by the second they
+    # started, then at random, so the new one is told apart by what was there before.)
     assert twicerun("run", path, "--runs", "2", "--keep", "0").code == 0
-    kept = invocations(run_dir)[-1]
+    (kept,) = set(invocations(run_dir)) - {names[-1]}
     assert "removed" not in json.loads((run_dir / kept / "invocation.json").read_text())
 
 
