@@ -183,6 +183,42 @@ def test_a_step_that_raises_is_named_with_its_line_and_the_directory_is_kept(
     assert (kept / "loop" / "1" / "00-fine" / "x.parquet").exists()
 
 
+CRASHES_WHEN_TOLD = """
+import pathlib
+
+
+def fine(ctx):
+    ctx.write("x", "SELECT 1 AS v")
+
+
+def broken(ctx):
+    ctx.read("x")
+    if pathlib.Path({toggle!r}).exists():
+        raise ValueError("told to crash")
+    ctx.write("y", "SELECT v FROM x")
+"""
+
+
+def test_a_run_that_crashes_writes_no_result_and_leaves_an_earlier_one_as_it_was(
+    write_pipeline, twicerun, tmp_path
+):
+    # A script reading `--json` learns of the crash from the exit code and stderr: stdout
+    # stays empty and a Result from an earlier run at that path keeps its bytes, rather
+    # than being replaced by a document that would describe half a loop.
+    toggle = tmp_path / "crash"
+    path = write_pipeline(CRASHES_WHEN_TOLD.format(toggle=str(toggle)))
+    earlier = tmp_path / "result.json"
+    assert twicerun("run", path, "--runs", "2", "--json", earlier).code == 0
+    before = earlier.read_bytes()
+    assert [s["name"] for s in json.loads(before)["steps"]] == ["fine", "broken"]
+    toggle.touch()
+    for target in ("-", earlier):
+        outcome = twicerun("run", path, "--runs", "2", "--json", target)
+        assert outcome.code == 3, outcome.err
+        assert outcome.out == ""
+        assert "ValueError: told to crash" in outcome.err
+    assert earlier.read_bytes() == before
+
 @pytest.mark.parametrize(
     ("call", "line"),
     [

@@ -84,7 +84,9 @@ from twicerun.vocabulary.loop import Amplifier
     "all). Failed, interrupted and live ones are never removed.",
 )
 @result_json_option(
-    "Also write the Result document here ('-' for stdout, which replaces the report)."
+    "Also write the Result document here ('-' for stdout, which replaces the report). "
+    "A run that stops before its report (exit 2, 3, 130 or 143) writes none and leaves "
+    "FILE as it was; why it stopped is on stderr."
 )
 @seed_option
 @click.option(
