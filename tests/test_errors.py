@@ -219,6 +219,7 @@ def test_a_run_that_crashes_writes_no_result_and_leaves_an_earlier_one_as_it_was
         assert "ValueError: told to crash" in outcome.err
     assert earlier.read_bytes() == before
 
+
 @pytest.mark.parametrize(
     ("call", "line"),
     [
