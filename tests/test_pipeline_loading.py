@@ -157,6 +157,28 @@ def test_a_partial_or_a_callable_object_has_a_line_and_a_code_digest_that_follow
     assert body[0] == digests[0] and body[1] != digests[1]
 
 
+def test_a_partial_or_a_callable_object_is_named_after_what_it_binds(write_pipeline):
+    # They have no __name__, and were reported as step_1, step_2: nothing a reader wrote.
+    path = write_pipeline(BOUND)
+    assert [s.name for s in load_pipeline(path).steps] == ["scaled", "Doubler"]
+    path.write_text(
+        BOUND.replace(
+            "STEPS = [functools.partial(scaled, factor=2), Doubler(2)]",
+            "STEPS = [scaled, functools.partial(scaled, factor=2), "
+            "functools.partial(functools.partial(scaled), factor=3), Doubler(2), Doubler(3)]",
+        )
+    )
+    # Where the name is taken, by the function itself or another binding of it, the
+    # position tells them apart, so one function can be several steps.
+    assert [s.name for s in load_pipeline(path).steps] == [
+        "scaled",
+        "scaled_1",
+        "scaled_2",
+        "Doubler_3",
+        "Doubler_4",
+    ]
+
+
 def test_a_seeded_step_gets_its_default_unless_overridden(write_pipeline):
     path = write_pipeline(
         """

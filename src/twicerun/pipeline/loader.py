@@ -17,7 +17,8 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import CodeType, ModuleType
@@ -132,8 +133,8 @@ def load_pipeline(
 
     overrides = dict(seed_overrides or {})
     steps = []
-    for index, fn in enumerate(functions):
-        steps.append(replace(_make_step(index, fn, overrides), own=own))
+    for index, (fn, name) in enumerate(zip(functions, step_names(functions), strict=True)):
+        steps.append(replace(_make_step(index, name, fn, overrides), own=own))
     if overrides and not recorded_seeds:
         unknown = ", ".join(sorted(overrides))
         raise UsageError(
@@ -266,14 +267,14 @@ def _listed_steps(module: ModuleType, path: Path) -> list[Callable[..., Any]]:
         raise PipelineError(
             f"STEPS in {path} is a {type(listed).__name__}; make it a list of step functions"
         )
-    seen: dict[str, int] = {}
     for position, item in enumerate(listed):
         if not callable(item):
             raise PipelineError(
                 f"STEPS in {path} holds {item!r} ({type(item).__name__}) at position "
                 f"{position}; every entry must be a step function"
             )
-        name = getattr(item, "__name__", repr(item))
+    seen: dict[str, int] = {}
+    for position, name in enumerate(step_names(listed)):
         if name in seen:
             raise PipelineError(
                 f"STEPS in {path} lists {name} at positions {seen[name]} and {position}; "
@@ -281,6 +282,28 @@ def _listed_steps(module: ModuleType, path: Path) -> list[Callable[..., Any]]:
             )
         seen[name] = position
     return list(listed)
+
+
+def _bound_name(fn: Any) -> str:
+    """What a step without a name of its own is called after: the function a
+    `functools.partial` binds, or a callable object's class."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def step_names(functions: Sequence[Callable[..., Any]]) -> list[str]:
+    """Each step's name: a function's own name; a partial or a callable object, which has
+    none, the name of what it binds (`load` for `partial(load, table="orders")`), with
+    its position added (`load_2`) when another step is called that too, as several
+    partials of one function are."""
+    own = [getattr(fn, "__name__", None) for fn in functions]
+    derived = [name or _bound_name(fn) for name, fn in zip(own, functions, strict=True)]
+    counts = Counter(derived)
+    return [
+        name if mine is not None or counts[name] == 1 else f"{name}_{index}"
+        for index, (mine, name) in enumerate(zip(own, derived, strict=True))
+    ]
 
 
 def _discovered_steps(module: ModuleType, path: Path) -> list[Callable[..., Any]]:
@@ -426,8 +449,7 @@ def _names_duckdb(fn: Callable[..., Any]) -> bool:
     return False
 
 
-def _make_step(index: int, fn: Callable[..., Any], overrides: dict[str, int]) -> Step:
-    name = getattr(fn, "__name__", f"step_{index}")
+def _make_step(index: int, name: str, fn: Callable[..., Any], overrides: dict[str, int]) -> Step:
     declaration = declaration_of(fn)
     refuse_var_positional(fn)
     _refuse_deferred_body(name, fn)
