@@ -144,3 +144,41 @@ def test_duckdb_s_default_connection_runs_at_the_run_s_threads(twicerun, write_p
     assert steps["drifts"]["fired"] > 0
     assert steps["drifts"]["cause"] == "PARALLEL_ORDER"
     assert duckdb.sql("SELECT current_setting('threads')").fetchall() == before
+
+
+ARROW_POOL = """
+import pyarrow as pa
+
+LOG = {log!r}
+
+
+def noisy(ctx):
+    with open(LOG, "a") as log:
+        log.write(f"{{ctx.threads}} {{pa.cpu_count()}}\\n")
+    ctx.write("drawn", "SELECT random() AS r")
+
+
+def quiet(ctx):
+    with open(LOG, "a") as log:
+        log.write(f"{{ctx.threads}} {{pa.cpu_count()}}\\n")
+    ctx.write("fixed", "SELECT 1 AS one")
+"""
+
+
+def test_pyarrow_s_compute_runs_at_each_execution_s_threads(twicerun, write_pipeline, tmp_path):
+    """A step may group or sum in pyarrow (`Table.group_by`), whose pool is the machine's
+    cores whatever DuckDB was told: the bisect's one thread did not reach it, and a step
+    whose sums drifted with that pool's order was called PERSISTS_SINGLE_THREADED. Every
+    execution now sets the pool to its own count (the loop's, the bisect's one, an
+    amplifier's raised count) and puts the process's back after."""
+    import pyarrow as pa
+
+    before = pa.cpu_count()
+    log = tmp_path / "threads.log"
+    path = write_pipeline(ARROW_POOL.format(log=str(log)))
+    outcome = twicerun("run", path, "--runs", "3", "--threads", "3", "--amplify")
+    assert outcome.code == 1, outcome.err
+    seen = [tuple(map(int, line.split())) for line in log.read_text().splitlines()]
+    assert all(threads == pool for threads, pool in seen), seen
+    assert {threads for threads, _ in seen} >= {1, 3, 6}
+    assert pa.cpu_count() == before

@@ -12,10 +12,11 @@ import re
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from twicerun.compare.digest import Digests, digests
 from twicerun.errors import BadInput, ContractError, StepCrashed, StepTimedOut, UnsupportedColumn
@@ -34,6 +35,25 @@ from twicerun.storage.context import ArtifactRef
 from twicerun.storage.layout import Invocation, RunAddress
 from twicerun.storage.receipts import RECEIPT_VERSION, ArtifactRecord, Receipt, save_receipt
 from twicerun.storage.space import disk_full, full_disk_advice
+
+
+@contextlib.contextmanager
+def _arrow_at(threads: int) -> Iterator[None]:
+    """pyarrow's compute at the execution's thread count while the step runs, put back
+    after. A step may group or sum in pyarrow (`Table.group_by`) as well as in SQL, and
+    pyarrow's pool is the machine's cores whatever DuckDB was told: the bisect's one
+    thread would not reach it, and a step whose order comes from that pool was reported
+    as still differing at one thread (PERSISTS_SINGLE_THREADED), not PARALLEL_ORDER.
+    Setting it costs well under a microsecond, so every execution does."""
+    before = pa.cpu_count()
+    if before == threads:
+        yield
+        return
+    pa.set_cpu_count(threads)
+    try:
+        yield
+    finally:
+        pa.set_cpu_count(before)
 
 
 def execute_step(
@@ -94,6 +114,7 @@ def execute_step(
                 ctx._default_at_run_threads()
                 if step.uses_duckdb_module
                 else contextlib.nullcontext(),
+                _arrow_at(threads),
                 interruptible(ctx._interrupt),
                 deadline(timeout, ctx._interrupt, ctx._stop_grace),
             ):
