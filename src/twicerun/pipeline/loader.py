@@ -287,8 +287,7 @@ def _listed_steps(module: ModuleType, path: Path) -> list[Callable[..., Any]]:
 def _bound_name(fn: Any) -> str:
     """What a step without a name of its own is called after: the function a
     `functools.partial` binds, or a callable object's class."""
-    while isinstance(fn, functools.partial):
-        fn = fn.func
+    fn = _unbound(fn)
     return getattr(fn, "__name__", None) or type(fn).__name__
 
 
@@ -339,11 +338,17 @@ def _imported_ctx_functions(module: ModuleType, path: Path) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _unbound(fn: Any) -> Any:
+    """What a `functools.partial` (or a partial of one) binds; anything else as it is."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return fn
+
+
 def _underlying(fn: Callable[..., Any]) -> Any:
     """The function whose body a step runs: through `functools.partial` to the function it
     binds, and from a callable object to its class's `__call__`."""
-    while isinstance(fn, functools.partial):
-        fn = fn.func
+    fn = _unbound(fn)
     if not inspect.isroutine(fn) and callable(fn):
         return type(fn).__call__
     return fn

@@ -46,9 +46,6 @@ def _arrow_at(threads: int) -> Iterator[None]:
     as still differing at one thread (PERSISTS_SINGLE_THREADED), not PARALLEL_ORDER.
     Setting it costs well under a microsecond, so every execution does."""
     before = pa.cpu_count()
-    if before == threads:
-        yield
-        return
     pa.set_cpu_count(threads)
     try:
         yield
