@@ -1419,3 +1419,18 @@ def test_a_diff_whose_copy_was_deleted_names_the_run_that_kept_one(
     newest = _invocations(run_dir)[-1]
     plain = twicerun("diff", str(newest), f"{newest}#2").out
     assert "`twicerun run --keep-copies` keeps the latest" in plain
+
+
+def test_audit_in_a_directory_holding_a_file_named_like_the_standard_library(
+    twicerun, write_pipeline, tmp_path, monkeypatch
+):
+    """The second process was started with `python -c`, which puts the working directory
+    first on its path: in a project holding a `types.py` (or `random.py`, `copy.py`...), it
+    imported that in place of the standard module and died before its first step, so
+    `twicerun audit` failed where `twicerun run` of the same pipeline passed."""
+    write_pipeline("Point = tuple\n", name="types.py")
+    path = write_pipeline(STEADY)
+    monkeypatch.chdir(tmp_path)
+    outcome = twicerun("audit", path.name, "--step", "second")
+    assert outcome.code == 0, outcome.err
+    assert outcome.out.splitlines()[0].startswith("deterministic     1 second")

@@ -75,6 +75,10 @@ class FreshProcess:
             self._child = subprocess.Popen(
                 [
                     sys.executable,
+                    # -P: `-c` would put the working directory first on the path, and a
+                    # `types.py` or `random.py` there would stand in for the standard one.
+                    # The pipeline's own directory is put there while it is imported.
+                    "-P",
                     "-c",
                     _ENTRY,
                     str(requests_read),
