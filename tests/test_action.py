@@ -745,6 +745,9 @@ def test_a_cached_venv_whose_interpreter_is_gone_is_rebuilt_and_runs_the_check(w
     (workspace / "requirements.txt").write_text("./shopday\n")
     pipeline = workspace / "pipelines" / "orders.py"
     pipeline.write_text("import shopday  # noqa: F401\n" + pipeline.read_text())
+    # `python -m venv` from the repository's root imported this in place of the standard
+    # module (the warm path's test above has the story).
+    (workspace / "types.py").write_text("raise SystemExit('imported from the repository')\n")
     run = run_action(
         REPO / "action.yml",
         inputs={"amplify": "false", "comment": "false", "requirements": "requirements.txt"},
@@ -763,6 +766,22 @@ def test_a_cached_venv_whose_interpreter_is_gone_is_rebuilt_and_runs_the_check(w
     assert (venv / "bin" / "python").resolve().exists()
     gate = steps["Run twicerun"]
     assert gate.code == 1, gate.stdout + gate.stderr  # the rebuilt twicerun measured the regression
+    assert "new divergence" in gate.stdout
+
+
+def test_a_repository_with_a_types_py_at_its_root_is_still_gated(workspace, tmp_path):
+    """The action's own Python ran from the repository's root as `python -` and `-c`,
+    which put that directory first on the path: a repository holding a `types.py` or
+    `random.py` there had it imported in place of the standard module, the fingerprint
+    died, and the check never ran. Every interpreter the action starts now leaves the
+    working directory off its path (-P)."""
+    for name in ("types.py", "random.py", "enum.py"):
+        (workspace / name).write_text("raise SystemExit('imported from the repository')\n")
+    steps = run_warm(workspace, tmp_path, amplify="false")
+    for name in ("Fingerprint this twicerun", "Install twicerun from the action's checkout"):
+        assert steps[name].code == 0, steps[name].stdout + steps[name].stderr
+    gate = steps["Run twicerun"]
+    assert gate.code == 1, gate.stdout + gate.stderr
     assert "new divergence" in gate.stdout
 
 
