@@ -612,3 +612,55 @@ def test_a_step_timeout_cancels_a_spark_job(write_pipeline, twicerun, run_dir):
         'ENGINE = "spark"\n\n\ndef a(ctx):\n    ctx.write("x", "SELECT 1 AS v")\n', "quick.py"
     )
     assert twicerun("run", quick, "--runs", "2", "--step-timeout", "60").code == 0
+
+
+def test_audit_takes_the_engine_and_the_master_as_run_does(write_pipeline, twicerun):
+    """Only `run` took --engine and --spark-master: a DuckDB pipeline could not be audited on
+    Spark, nor a Spark one on a cluster."""
+    path = write_pipeline('def a(ctx):\n    ctx.write("a", "SELECT id FROM range(10)")\n')
+    document = path.parent / "audit.json"
+    outcome = twicerun("audit", path, "--engine", "spark", "--threads", "2", "--json", document)
+    assert outcome.code == 0, outcome.err
+    assert json.loads(document.read_text())["engine"].startswith("Spark ")
+    refused = twicerun("audit", path, "--spark-master", "spark://example:7077")
+    assert refused.code == 2
+    assert "this pipeline runs on DuckDB, which has no master" in refused.err
+
+
+def test_reproduce_goes_back_to_the_cluster_a_run_recorded_or_where_it_is_told(
+    write_pipeline, twicerun, run_dir, monkeypatch
+):
+    """reproduce re-executed a cluster's run in local mode without a word; it now goes to the
+    master the run recorded, says so when that is out of reach, and --spark-master sends it
+    elsewhere."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    assert twicerun("run", write_pipeline(CONTRACT), "--runs", "2").code == 1
+    (invocation,) = [p.parent for p in run_dir.glob("*/invocation.json")]
+    manifest = invocation / "invocation.json"
+    recorded = json.loads(manifest.read_text())
+    assert recorded["spark_master"] == "local[2]"
+    manifest.write_text(json.dumps({**recorded, "spark_master": "spark://127.0.0.1:1"}))
+
+    started_on: list[str] = []
+
+    def down(builder):
+        started_on.append(builder._options.get("spark.master"))
+        raise RuntimeError("An error occurred while calling x.\n: java.io.IOException: refused")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(SparkContext, "_active_spark_context", None)
+        patched.setattr(SparkSession.Builder, "getOrCreate", down)
+        outcome = twicerun("reproduce", str(invocation), "--step", "grouped")
+    assert outcome.code == 3, outcome.out
+    assert started_on == ["spark://127.0.0.1:1"]
+    assert outcome.err.splitlines()[0] == (
+        "twicerun: refused: Spark did not start on spark://127.0.0.1:1 (RuntimeError: "
+        "java.io.IOException: "
+        f"refused), the cluster {invocation} ran on; check that it is running and reachable "
+        "from this machine, or pass --spark-master local[2] to re-execute its steps here"
+    )
+    here = twicerun("reproduce", str(invocation), "--step", "grouped", "--spark-master", "local[2]")
+    assert here.code == 0, here.out + here.err
+    assert "grouped  REPRODUCED" in here.out

@@ -1434,3 +1434,18 @@ def test_audit_in_a_directory_holding_a_file_named_like_the_standard_library(
     outcome = twicerun("audit", path.name, "--step", "second")
     assert outcome.code == 0, outcome.err
     assert outcome.out.splitlines()[0].startswith("deterministic     1 second")
+
+
+def test_reproduce_refuses_a_master_for_a_run_that_ran_on_duckdb(write_pipeline, twicerun, run_dir):
+    path = write_pipeline(
+        'def a(ctx):\n    ctx.write("a", "SELECT range AS id FROM range(10)")\n', "d.py"
+    )
+    assert twicerun("run", path, "--runs", "2").code == 0
+    (invocation,) = [p.parent for p in run_dir.glob("*/invocation.json")]
+    outcome = twicerun("reproduce", str(invocation), "--spark-master", "spark://example:7077")
+    assert outcome.code == 3
+    assert outcome.err.splitlines()[0] == (
+        f"twicerun: refused: --spark-master spark://example:7077: {invocation} ran on DuckDB, "
+        "which has "
+        "no master, and reproduce re-executes a run on the engine it ran on"
+    )

@@ -145,6 +145,28 @@ seed_option = click.option(
 )
 
 
+ENGINE_HELP = (
+    "Run the steps on this engine instead of the one the pipeline declares "
+    "(ENGINE = ...; DuckDB when it declares none). Spark needs pip install 'twicerun[spark]' "
+    "and Java 17+."
+)
+SPARK_MASTER_HELP = (
+    "For a Spark pipeline: the cluster to run on (spark://..., yarn, k8s://..., or "
+    "sc://... for Spark Connect), with the run directory on a path both sides read. "
+    "Default: local[THREADS], started and stopped by twicerun."
+)
+
+
+def engine_option(help: str = ENGINE_HELP):
+    """--engine for a verb that executes a pipeline's steps."""
+    return click.option("--engine", type=click.Choice(["duckdb", "spark"]), default=None, help=help)
+
+
+def spark_master_option(help: str = SPARK_MASTER_HELP):
+    """--spark-master for a verb that executes a Spark pipeline's steps."""
+    return click.option("--spark-master", metavar="URL", default=None, help=help)
+
+
 def result_json_option(help: str):
     """--json for a verb that writes a Result: a file, or '-' for stdout."""
     return click.option(

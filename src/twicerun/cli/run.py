@@ -18,12 +18,14 @@ from twicerun.cli.app import (
     check_without,
     cli,
     emit,
+    engine_option,
     exit_code,
     parse_seeds,
     policy_options,
     result_json_option,
     run_dir_option,
     seed_option,
+    spark_master_option,
     step_timeout_option,
     without_option,
 )
@@ -51,22 +53,8 @@ from twicerun.vocabulary.loop import Amplifier
     help="DuckDB threads for every step (on Spark: shuffle partitions and the partitions "
     "each artifact is read into). Default: what DuckDB picks on this machine.",
 )
-@click.option(
-    "--engine",
-    type=click.Choice(["duckdb", "spark"]),
-    default=None,
-    help="Run the steps on this engine instead of the one the pipeline declares "
-    "(ENGINE = ...; DuckDB when it declares none). Spark needs pip install 'twicerun[spark]' "
-    "and Java 17+.",
-)
-@click.option(
-    "--spark-master",
-    metavar="URL",
-    default=None,
-    help="For a Spark pipeline: the cluster to run on (spark://..., yarn, k8s://..., or "
-    "sc://... for Spark Connect), with the run directory on a path both sides read. "
-    "Default: local[THREADS], started and stopped by twicerun.",
-)
+@engine_option()
+@spark_master_option()
 @click.option(
     "--containment/--no-containment",
     default=True,

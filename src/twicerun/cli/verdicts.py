@@ -25,13 +25,15 @@ from twicerun.cli.app import (
     Progress,
     check_json_target,
     cli,
+    engine_option,
     epilog,
     parse_seeds,
     seed_option,
+    spark_master_option,
     step_timeout_option,
     write_target,
 )
-from twicerun.errors import BadInput, StepCrashed, StepTimedOut
+from twicerun.errors import BadInput, EngineUnavailable, StepCrashed, StepTimedOut, UsageError
 from twicerun.github.commands import neutralize
 from twicerun.pipeline import Pipeline, load_pipeline
 from twicerun.render.evidence import step_evidence
@@ -39,7 +41,7 @@ from twicerun.render.instrument import engine as engine_named
 from twicerun.render.instrument import is_spark
 from twicerun.result import Environment, ResultFormatError, load_result
 from twicerun.runner import interrupts
-from twicerun.runner.engines import session_time_zone
+from twicerun.runner.engines import check_engine, session_time_zone
 from twicerun.runner.environment import default_threads
 from twicerun.runner.generators import drew_unseeded
 from twicerun.runner.progress import ProgressEvent
@@ -227,6 +229,21 @@ def _later_runs(first: RecordedRun) -> list[RecordedRun]:
     ]
 
 
+def _reproduce_master(run: str, engine: str, recorded: str | None, given: str | None) -> str | None:
+    """Where a recorded run's steps are re-executed: `given`, or else the cluster the run
+    ran on. A run in local mode is re-executed in local mode (None), at its threads."""
+    if given is not None:
+        if engine != "spark":
+            raise UsageError(
+                f"--spark-master {given}: {run} ran on DuckDB, which has no master, and "
+                f"reproduce re-executes a run on the engine it ran on"
+            )
+        return given
+    if engine == "spark" and recorded and not recorded.startswith("local"):
+        return recorded
+    return None
+
+
 @cli.command(epilog=epilog(ReproduceExit))
 @click.argument("run")
 @click.option(
@@ -242,6 +259,11 @@ def _later_runs(first: RecordedRun) -> list[RecordedRun]:
     f"that step is {Replay.COULD_NOT_CHECK}, and the steps after it are still re-executed. "
     "Default: no limit."
 )
+@spark_master_option(
+    "For a run recorded on Spark: the cluster to re-execute on (spark://..., yarn, "
+    "k8s://..., or sc://... for Spark Connect). Default: the cluster the run recorded, or "
+    "local mode where it ran in local mode; local[N] re-executes a cluster's run here."
+)
 @_json_option
 @refusing(ReproduceExit.REFUSED)
 def reproduce(
@@ -249,6 +271,7 @@ def reproduce(
     pipeline_path: Path | None,
     only: tuple[str, ...],
     step_timeout: float | None,
+    spark_master: str | None,
     json_path,
 ) -> int:
     """Re-execute each step of a recorded RUN from the inputs its receipt names, and
@@ -278,11 +301,25 @@ def reproduce(
             f"--step {unknown[0]}: {source} has no such step; its steps are {', '.join(names)}"
         )
     threads = int(manifest.get("threads") or default_threads())
+    master = _reproduce_master(run, pipeline.engine, manifest.get("spark_master"), spark_master)
     progress = Progress(enabled=sys.stderr.isatty())
     report_steps: list[Replayed] = []
     with _reading() as con:
         recorded_steps = {s.index: s for s in recorded.steps(con)}
-        with Scratch(threads, "reproduce", pipeline.engine, timeout=step_timeout) as scratch:
+        try:
+            scratch_space = Scratch(
+                threads, "reproduce", pipeline.engine, timeout=step_timeout, master=master
+            )
+        except EngineUnavailable as exc:
+            failed = getattr(exc, "failed", None)
+            if spark_master is None and master is not None and failed:
+                raise EngineUnavailable(
+                    f"{failed}, the cluster {run} ran on; check that it is running and "
+                    f"reachable from this machine, or pass --spark-master local[{threads}] to "
+                    f"re-execute its steps here"
+                ) from exc
+            raise
+        with scratch_space as scratch:
             for step in pipeline.steps:
                 if only and step.name not in only:
                     continue
@@ -397,8 +434,11 @@ def _unfinished(step, exc: StepCrashed) -> Replayed:
     "--threads",
     type=click.IntRange(min=1),
     default=None,
-    help="DuckDB threads. Default: what DuckDB picks on this machine.",
+    help="DuckDB threads (on Spark: shuffle partitions and the partitions each artifact is "
+    "read into). Default: what DuckDB picks on this machine.",
 )
+@engine_option()
+@spark_master_option()
 @seed_option
 @step_timeout_option(
     "Stop any one execution of a step that runs longer than this, in either process, rather "
@@ -410,6 +450,8 @@ def audit(
     pipeline: Path,
     only: tuple[str, ...],
     threads: int | None,
+    engine: str | None,
+    spark_master: str | None,
     seeds: tuple[str, ...],
     step_timeout: float | None,
     json_path,
@@ -429,7 +471,8 @@ def audit(
     """
     _check_json(json_path, "twicerun.audit/")
     with imports_print_to_stderr():
-        loaded = load_pipeline(pipeline, parse_seeds(seeds))
+        loaded = load_pipeline(pipeline, parse_seeds(seeds), engine)
+    check_engine(loaded.engine, spark_master)
     names = [s.name for s in loaded.steps]
     unknown = [n for n in only if n not in names]
     if unknown:
@@ -446,7 +489,13 @@ def audit(
         # Ctrl-C stops a step's query at once, as in `run`, rather than when it ends.
         with interrupts.watching():
             audited = audit_runs(
-                loaded, threads, chosen, progress, instrument=ran_on.append, timeout=step_timeout
+                loaded,
+                threads,
+                chosen,
+                progress,
+                instrument=ran_on.append,
+                timeout=step_timeout,
+                master=spark_master,
             )
     except StepCrashed as exc:
         # The verdicts found before the step raised are printed, then the error (exit 3).

@@ -46,13 +46,14 @@ class Scratch:
         engine: str = "duckdb",
         under: Path | None = None,
         timeout: float | None = None,
+        master: str | None = None,
     ):
         self.timeout = timeout
         self.root = Path(tempfile.mkdtemp(prefix="twicerun-scratch-", dir=under))
         self.invocation = Invocation.create(self.root, {"purpose": purpose})
         self.con = open_connection(threads, self.invocation.spill_dir)
         try:
-            self.connections = open_engine(engine, threads, self.invocation.spill_dir)
+            self.connections = open_engine(engine, threads, self.invocation.spill_dir, master)
         except BaseException:
             self.con.close()
             shutil.rmtree(self.root, ignore_errors=True)
@@ -203,6 +204,7 @@ def audit_runs(
     progress: Progress = silent,
     instrument: Callable[[Environment], None] = lambda _env: None,
     timeout: float | None = None,
+    master: str | None = None,
 ) -> list[AuditedStep]:
     """One ordinary run so each step has its inputs, then each chosen step twice more,
     one step at a time (a duration is part of the report, and two steps competing for
@@ -220,7 +222,7 @@ def audit_runs(
     """
     chosen = {s.index for s in steps}
     last = max(chosen, default=-1)
-    with Scratch(threads, "audit", pipeline.engine, timeout=timeout) as scratch:
+    with Scratch(threads, "audit", pipeline.engine, timeout=timeout, master=master) as scratch:
         # Started before the ordinary run, so that it imports while that executes, and its
         # scratch files inside this one's, removed with it even if it has to be killed. On
         # Spark both runs stay here: a second process would start a second JVM.

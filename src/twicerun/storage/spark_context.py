@@ -183,11 +183,14 @@ def _starting(master: str | None) -> Iterator[None]:
                 f"Spark did not start on {where}: {reason[:300].rstrip('. ')}; Spark Connect's client "
                 f"needs pyspark's connect extra, pip install 'pyspark[connect]'"
             ) from exc
-        raise EngineUnavailable(
-            f"Spark did not start on {where} ({type(exc).__name__}: {reason[:300]}); check that "
-            f"the master is running and reachable from this machine"
+        failed = f"Spark did not start on {where} ({type(exc).__name__}: {reason[:300]})"
+        error = EngineUnavailable(
+            f"{failed}; check that the master is running and reachable from this machine"
             + (", or leave out --spark-master to run in local mode" if master else "")
-        ) from exc
+        )
+        # The sentence without its advice, for a caller whose master came from elsewhere.
+        error.failed = failed
+        raise error from exc
 
 
 class SparkEngine:
