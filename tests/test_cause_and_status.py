@@ -1031,3 +1031,23 @@ def test_a_step_whose_first_execution_alone_differs_is_not_passed_off_as_thread_
         "counter, a file its first run left) looks like this too, and the re-executions at "
         "one thread, all after the first, could not tell the two apart"
     )
+
+
+def test_a_report_at_one_thread_without_the_thread_amplifier_says_parallel_order_was_not_varied(
+    write_pipeline, twicerun
+):
+    """DuckDB picks one thread on a one-core machine (a small CI container): every run then
+    orders its work the same way, and with the thread-count amplifier off a step summing
+    floats in any order came out NO_DIVERGENCE_OBSERVED while the report's list of what was
+    not varied left the thread count out."""
+    path = write_pipeline(INPUTS)
+    said = (
+        "the thread count: every run was at threads=1, where no step can show a difference "
+        "that comes from the order of parallel work (--threads 2 or more varies it, and so "
+        "does the thread-count amplifier)"
+    )
+    for flags in (["--no-amplify"], ["--amplify", "--without", "thread-count"]):
+        last = twicerun("run", path, "--threads", "1", *flags).out.splitlines()[-1]
+        assert said in last, (flags, last)
+    assert said not in twicerun("run", path, "--threads", "1", "--amplify").out
+    assert said not in twicerun("run", path, "--threads", "2", "--no-amplify").out

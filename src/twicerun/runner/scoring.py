@@ -170,6 +170,15 @@ def not_varied(
     axes = [*ALWAYS_NOT_VARIED, PROCESS.format("" if spark else AUDIT_VARIES_IT)]
     if environment is not None:
         axes += engine_not_varied(environment.engine, environment.spark_master)
+    threads_off = not amplified or str(Amplifier.THREAD_COUNT) in off
+    if environment is not None and environment.threads == 1 and threads_off:
+        # One thread orders a run's work the same way every time, and nothing else here
+        # changes how many share it.
+        axes.append(
+            f"the thread count: every run was at {'partitions' if spark else 'threads'}=1, "
+            f"where no step can show a difference that comes from the order of parallel work "
+            f"(--threads 2 or more varies it, and so does the thread-count amplifier)"
+        )
     if not amplified:
         axes.append("every amplifier (--no-amplify)")
     elif off:
