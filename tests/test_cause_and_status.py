@@ -1051,3 +1051,34 @@ def test_a_report_at_one_thread_without_the_thread_amplifier_says_parallel_order
         assert said in last, (flags, last)
     assert said not in twicerun("run", path, "--threads", "1", "--amplify").out
     assert said not in twicerun("run", path, "--threads", "2", "--no-amplify").out
+
+
+def test_a_step_that_sets_its_own_thread_count_gets_no_cause_from_the_bisect(
+    write_pipeline, twicerun
+):
+    """The bisect re-executes at one thread, and a step that runs `SET threads = 3` undoes
+    that: it differed there as in the loop, and was labelled PERSISTS_SINGLE_THREADED,
+    "one thread did not stop it", of a step that never ran at one thread."""
+    path = write_pipeline(
+        """
+        import itertools
+
+        _calls = itertools.count()
+
+
+        def counted(ctx):
+            ctx.sql("SET threads = 3")
+            ctx.write("counted", f"SELECT {next(_calls)} AS n")
+        """
+    )
+    document = twicerun("run", path, "--json", "-").json()
+    (step,) = document["steps"]
+    assert step["status"] == "DIVERGENT"
+    assert step["cause"] is None
+    assert step["bisect"]["error"] == (
+        "the step set threads=3 itself, so threads=1 was never in force"
+    )
+    assert (
+        "  0 counted  no cause, since at threads=1 the step set threads=3 itself, so "
+        "threads=1 was never in force"
+    ) in twicerun("run", path).out.splitlines()

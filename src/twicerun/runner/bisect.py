@@ -37,6 +37,8 @@ def bisect(bench: Workbench, step: Step, runs: int, differed: int, compared: int
         runs=runs,
         inputs_for=lambda _run: inputs,
         stop=enough(differed, compared),
+        # A step that sets its own thread count never ran at one: no cause either way.
+        holds_threads=True,
     )
 
 

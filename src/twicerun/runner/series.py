@@ -69,12 +69,15 @@ def run_series(
     stop: Callable[[list[Comparison]], str | None] | None = None,
     threads_for: Callable[[int], int] | None = None,
     attribute: bool = False,
+    holds_threads: bool = False,
 ) -> Series:
     """`source_order_for(run)` gives the order each ctx.source list is read in on that run.
     With `raise_is_answer`, a later run that raises where run 1 did not is a comparison
     that fired (rows became an error) rather than a failed series. With `attribute`, the
     comparison that left the most rows unmatched is attributed as the loop's are: an
-    amplifier's series can be the only evidence a step has."""
+    amplifier's series can be the only evidence a step has. With `holds_threads`, the
+    series is only evidence at its own thread count, so a step that sets another one
+    itself ends it with that as its error."""
     records = bench.records
     reference = RunAddress(label, 1)
     loop_reference = RunAddress(LOOP, 1)
@@ -95,6 +98,7 @@ def run_series(
     started = time.perf_counter()
     executed = 0
     rows_read = 0
+    overridden: str | None = None
     try:
         k = 1
         while k <= target:
@@ -170,6 +174,12 @@ def run_series(
                     records.prune_identical(address, step.index, against=reference)
             finally:
                 records.flush(address, step.index)
+            if holds_threads and receipt.threads_set_by_step is not None:
+                overridden = (
+                    f"the step set threads={receipt.threads_set_by_step} itself, so "
+                    f"threads={threads} was never in force"
+                )
+                break
             if k == target < runs and _fires(comparisons, rows_read, bench.policy):
                 target = _escalate(bench, threads, threads_for, target, runs)
             if stop is not None and k > 1 and k < target:
@@ -184,7 +194,7 @@ def run_series(
     except (StepCrashed, BadInput) as exc:
         error = str(exc)  # a crash under stress is a finding of the series, not of the run
     else:
-        error = None
+        error = overridden
     finally:
         if worst:
             worst.drop()
