@@ -239,9 +239,9 @@ def _reproduce_master(run: str, engine: str, recorded: str | None, given: str | 
                 f"reproduce re-executes a run on the engine it ran on"
             )
         return given
-    if engine == "spark" and recorded and not recorded.startswith("local"):
-        return recorded
-    return None
+    # local-cluster[...] is executors in processes of their own, so it is gone back to.
+    in_process = recorded is None or recorded == "local" or recorded.startswith("local[")
+    return recorded if engine == "spark" and not in_process else None
 
 
 @cli.command(epilog=epilog(ReproduceExit))
