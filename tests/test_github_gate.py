@@ -973,6 +973,20 @@ def test_a_step_found_by_the_loop_in_some_trials_and_the_amplifiers_in_others_ch
     assert f"    bar [{', '.join(['75'] * 10 + ['25'] * 9 + ['0'])}]" in lines
 
 
+def test_a_step_the_loop_found_on_the_baseline_and_only_the_amplifiers_now_charts_both():
+    """Every baseline trial differed in the loop, so none was amplified, and now only the
+    amplifiers found it: the chart of amplifier comparisons drew nineteen zeros for
+    trials that differed every time, beside this run's count."""
+    trials = [result(("a", SPLIT)) for _ in range(19)]
+    gate = evaluate({P: result(("a", STEADY, (10, 12)))}, baseline_of(trials), rerun=never_rerun)
+    lines = comment_body(gate, "pipelines/*.py").splitlines()
+    assert (
+        "    title \"a: comparisons that differed, the amplifiers' where the "
+        "loop's agreed, baseline trials then this run\""
+    ) in lines
+    assert f"    bar [{', '.join(['75'] * 19 + ['83'])}]" in lines
+
+
 def test_a_joint_probe_counts_once_not_once_per_member():
     """A joint probe's runs are recorded under each of its four members; the gate summed
     them per member and said "16 of 16" for a probe that compared four times."""

@@ -355,8 +355,9 @@ def _chart(d: StepDecision) -> str:
     elif d.outside_bound_by_trial:
         values = d.outside_bound_by_trial
         what, axis, top = "trials whose floats moved past the reassociation bound", "of 1", 1
-    elif d.stress_only():
+    elif d.stress_only() and not any(d.baseline_fired_by_trial):
         # Every loop bar would be zero: draw the amplifier comparisons that decided it.
+        # (A baseline whose loop differed was not amplified: its share is drawn below.)
         values = [*d.baseline_stress_fired_by_trial, d.now_stress_fired, *d.confirm_stress_fired]
         what = "amplifier comparisons that differed"
         top = max([*values, *d.confirm_stress_compared, d.now_stress_compared, 1])
