@@ -206,8 +206,8 @@ def test_judge_of_an_invocation_keep_removed_says_so_and_of_a_typo_does_not(
     outcome = twicerun("judge", gone)
     assert outcome.code == 2
     assert outcome.err.startswith(
-        f"twicerun: {gone} does not exist: a later `twicerun run` in the same run directory "
-        f"removed it when it completed"
+        f"twicerun: {gone} does not exist: a later `twicerun run` of the same pipeline in the "
+        f"same run directory removed it when it completed"
     )
     typo = run_dir / "20200101-000000-abcd"
     outcome = twicerun("judge", typo)

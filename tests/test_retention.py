@@ -37,6 +37,23 @@ def test_the_default_keeps_only_the_newest_completed_invocation(write_pipeline, 
     assert outcome_of(run_dir, left[0]) == "completed"
 
 
+def test_keep_counts_the_invocations_of_the_same_pipeline_only(write_pipeline, twicerun, run_dir):
+    """--keep counted every invocation in the run directory together, so running a second
+    pipeline removed the first one's run (the gate, which runs each pipeline in turn,
+    left only the last one's), and `twicerun diff` of it said --keep had taken it."""
+    first = write_pipeline(QUIET, "first.py")
+    second = write_pipeline(QUIET, "second.py")
+    assert twicerun("run", first, "--runs", "2").code == 0
+    (kept,) = invocations(run_dir)
+    for _ in range(2):
+        assert twicerun("run", second, "--runs", "2").code == 0
+    left = invocations(run_dir)
+    assert kept in left and len(left) == 2
+    assert twicerun("diff", str(run_dir / kept), f"{run_dir / kept}#2").code == 0
+    assert twicerun("run", first, "--runs", "2").code == 0
+    assert kept not in invocations(run_dir) and len(invocations(run_dir)) == 2
+
+
 def test_the_newest_invocation_remembers_what_retention_removed_before_it(
     write_pipeline, twicerun, run_dir
 ):

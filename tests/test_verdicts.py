@@ -360,9 +360,10 @@ def test_an_invocation_named_as_ls_shows_it_is_refused_with_the_path_to_give(
 
 
 KEEP_REMOVED = (
-    "a later `twicerun run` in the same run directory removed it when it completed, since each "
-    "one keeps only the newest completed invocations there (--keep, 1 by default); record a "
-    "run you mean to compare later with --keep 0, or in a --run-dir of its own"
+    "a later `twicerun run` of the same pipeline in the same run directory removed it when it "
+    "completed, since each one keeps only that pipeline's newest completed invocations there "
+    "(--keep, 1 by default); record a run you mean to compare later with --keep 0, or in a "
+    "--run-dir of its own"
 )
 
 

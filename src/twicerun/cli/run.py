@@ -68,8 +68,9 @@ from twicerun.vocabulary.loop import Amplifier
     type=click.IntRange(min=0),
     default=1,
     show_default=True,
-    help="Completed invocation directories to keep after a successful invocation (0 keeps "
-    "all). Failed, interrupted and live ones are never removed.",
+    help="Completed invocation directories of this pipeline to keep after a successful "
+    "invocation (0 keeps all). Other pipelines' invocations in the run directory, and "
+    "failed, interrupted and live ones, are never removed.",
 )
 @result_json_option(
     "Also write the Result document here ('-' for stdout, which replaces the report). "

@@ -34,22 +34,31 @@ REMOVED = "removed"
 REMEMBERED = 200
 # What a verb says of a name removed_since recognises.
 REMOVED_BY_KEEP = (
-    "a later `twicerun run` in the same run directory removed it when it completed, since each "
-    "one keeps only the newest completed invocations there (--keep, 1 by default); record a "
-    "run you mean to compare later with --keep 0, or in a --run-dir of its own"
+    "a later `twicerun run` of the same pipeline in the same run directory removed it when it "
+    "completed, since each one keeps only that pipeline's newest completed invocations there "
+    "(--keep, 1 by default); record a run you mean to compare later with --keep 0, or in a "
+    "--run-dir of its own"
 )
 
 
 def prune(run_dir: Path, keep: int, current: Invocation) -> list[str]:
-    """Remove all but the newest `keep` completed invocations; `keep=0` keeps everything.
+    """Remove all but the newest `keep` completed invocations of `current`'s pipeline;
+    `keep=0` keeps everything. Another pipeline's invocations are its own to prune: the
+    gate runs several pipelines into one run directory in turn, and a user may too.
 
     Returns the names of the directories removed, and records them in `current`'s manifest.
     """
     if keep <= 0:
         return []
     _finish_removals(run_dir)
-    # Oldest first; an unreadable manifest is not ours to judge, so not ours to delete.
-    completed = invocations_with(run_dir, COMPLETED)
+    pipeline = _pipeline_of(current.manifest())
+    # Oldest first; an unreadable manifest is not ours to judge, so not ours to delete, and
+    # one that names no pipeline (or another) is not this pipeline's.
+    completed = [
+        (invocation, manifest)
+        for invocation, manifest in invocations_with(run_dir, COMPLETED)
+        if pipeline is not None and _pipeline_of(manifest) == pipeline
+    ]
     survivors = {inv.root.resolve() for inv, _ in completed[-keep:]}
     survivors.add(current.root.resolve())
     removed, history = [], []
@@ -100,6 +109,13 @@ def removed_since(path: Path) -> bool:
         path.name in _remembered(manifest)
         for _, manifest in invocations_with(path.parent, COMPLETED)
     )
+
+
+def _pipeline_of(manifest: dict) -> str | None:
+    """The pipeline file an invocation ran, resolved as it was then (as given, in a
+    manifest that did not resolve it)."""
+    path = manifest.get("pipeline_resolved") or manifest.get("pipeline")
+    return path if isinstance(path, str) else None
 
 
 def _remembered(manifest: dict) -> list[str]:
