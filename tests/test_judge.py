@@ -315,3 +315,26 @@ def test_judge_does_not_report_the_runs_retention_as_its_own(write_pipeline, twi
     assert judged.out.splitlines()[-2].startswith("0 of 1 step diverged")
     # The re-scored document still records what the run's retention did.
     assert len(twicerun("judge", run_dir, "--json", "-").json()["pruned"]) == 1
+
+
+def test_a_window_sum_has_no_average_term_count_to_be_outside_of():
+    """A running total writes a row per row read, so rows read over output rows is 1, and
+    the report printed "n = 1 terms per output value, ..., OUTSIDE" under a deciding line
+    that said inside, of a sum that added up to a million terms per value."""
+    from twicerun.judge.bound import figures
+    from twicerun.render.evidence import bound_lines
+    from twicerun.result import StepResult
+
+    def lines(output_rows: int) -> list[str]:
+        b = figures("running", "total", "double", 1.02e-14, 1_000_000, output_rows)
+        return bound_lines(StepResult(1, "running", 1, 4, 4, None, bounds=[b]))
+
+    window = lines(1_000_000)
+    assert window[1].endswith(", inside") and window[1].startswith("    n = 1,000,000 rows read")
+    assert window[2] == (
+        "    terms per output value: none to average, since running has as many rows as the "
+        "step read or more (a window, or a value per row)"
+    )
+    assert "OUTSIDE" not in "\n".join(window)
+    grouped = lines(50)
+    assert grouped[2].startswith("    n = 20,000 terms per output value, bound ")

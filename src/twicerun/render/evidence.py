@@ -321,13 +321,23 @@ def bound_lines(step: StepResult) -> list[str]:
         lines.append(
             f"{step.index} {step.name}, {b.artifact}.{b.column}: observed {b.observed:.3g}"
         )
-        for n, bound, headroom, clears, label in (
-            (b.n_loose, b.bound_loose, b.headroom_loose, b.clears_loose, "rows read"),
-            (b.n_tight, b.bound_tight, b.headroom_tight, b.clears_tight, "terms per output value"),
-        ):
+        counts = [(b.n_loose, b.bound_loose, b.headroom_loose, b.clears_loose, "rows read")]
+        if b.n_tight > 1 or b.n_loose <= 1:
+            counts.append((b.n_tight, b.bound_tight, b.headroom_tight, b.clears_tight, TIGHT_LABEL))
+        for n, bound, headroom, clears, label in counts:
             room = f"headroom {headroom:,.0f}x" if headroom is not None else "no drift to measure"
             lines.append(
                 f"    n = {number(n)} {label}, bound {bound:.3g}, {room}, "
                 f"{'inside' if clears else 'OUTSIDE'}"
             )
+        if len(counts) == 1:
+            # One row out per row in: a running total sums many terms into each value, and
+            # an average of one says nothing of them, nor is a bound of one term a verdict.
+            lines.append(
+                f"    {TIGHT_LABEL}: none to average, since {b.artifact} has as many rows as "
+                f"the step read or more (a window, or a value per row)"
+            )
     return lines
+
+
+TIGHT_LABEL = "terms per output value"
