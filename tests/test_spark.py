@@ -664,3 +664,36 @@ def test_reproduce_goes_back_to_the_cluster_a_run_recorded_or_where_it_is_told(
     here = twicerun("reproduce", str(invocation), "--step", "grouped", "--spark-master", "local[2]")
     assert here.code == 0, here.out + here.err
     assert "grouped  REPRODUCED" in here.out
+
+
+UDF = """
+ENGINE = "spark"
+
+from pyspark.sql import functions as F
+
+
+def make(ctx):
+    ctx.write("a", "SELECT id FROM range(10)")
+
+
+def plus_one(ctx):
+    ctx.write("b", ctx.read("a").select(F.udf(lambda x: x + 1, "long")("id").alias("y")))
+"""
+
+
+def test_python_workers_started_from_a_directory_holding_a_types_py_still_run(tmp_path):
+    """Spark starts a Python worker with `python -m pyspark.daemon` in the working directory,
+    which -m puts first on the worker's path: from a project whose root holds a `types.py`
+    (or `random.py`, `copy.py`...) every step with a Python UDF failed before running, on a
+    pipeline that ran anywhere else. In a process of its own, since the context the other
+    tests share was not started by twicerun."""
+    (tmp_path / "types.py").write_text("raise SystemExit('imported from the project')\n")
+    (tmp_path / "p.py").write_text(UDF)
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("twicerun")), "run", "p.py", "--runs", "2",
+         "--no-amplify", "--run-dir", str(tmp_path / "runs")],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "0 of 2 steps diverged" in done.stdout

@@ -230,6 +230,12 @@ class SparkEngine:
                 # runs Python on the workers fails. Local workers can run this one.
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             if self._owned:
+                # Python workers start as `python -m pyspark.daemon` in this process's working
+                # directory, which -m puts first on their path: a project whose root holds a
+                # types.py or random.py had it imported in place of the standard one, and
+                # every Python UDF failed. Nothing a worker runs is imported from there: a
+                # pipeline's own code is pickled by value.
+                builder = builder.config("spark.executorEnv.PYTHONSAFEPATH", "1")
                 # Spark's default warehouse is ./spark-warehouse, made in whatever directory
                 # twicerun was started from; nothing here keeps tables in it.
                 self._warehouse = tempfile.mkdtemp(prefix="twicerun-spark-warehouse-")
