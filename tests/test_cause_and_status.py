@@ -325,7 +325,10 @@ def test_a_joint_probe_that_shows_a_difference_is_split_into_its_members(
     assert amplifiers["thread count"]["probed_with"] == []
     assert amplifiers["arrival order"]["fired"] > 0
     assert amplifiers["thread count"]["fired"] == 0
-    assert amplifiers["thread count"]["detail"] == "threads raised to 4 from the 2 in the loop"
+    assert amplifiers["thread count"]["detail"] == (
+        "threads raised to 4 from the 2 in the loop; but the step set threads=1 itself, so "
+        "threads=4 was never in force"
+    )
     # Its second run already differed (the rows arrive in another order); like any probe
     # that fires it continued to the full count, which is what is reported should no
     # member move the step on its own (it is not reported here: one did).
@@ -1082,3 +1085,30 @@ def test_a_step_that_sets_its_own_thread_count_gets_no_cause_from_the_bisect(
         "  0 counted  no cause, since at threads=1 the step set threads=3 itself, so "
         "threads=1 was never in force"
     ) in twicerun("run", path).out.splitlines()
+
+
+def test_an_amplifier_whose_raised_thread_count_a_step_undid_says_so(write_pipeline, twicerun):
+    """A step that runs `SET threads = 2` at a loop of 2 has no note in the loop, where the
+    count it set was the count it was given; under the thread-count amplifier it undid the
+    raised count, and the report said "threads raised to 4" and "varied: thread count"."""
+    path = write_pipeline(
+        """
+        def base(ctx):
+            ctx.write("base", "SELECT range AS id, range % 7 AS g FROM range(1000)")
+
+
+        def pinned(ctx):
+            ctx.read("base")
+            ctx.sql("SET threads = 2")
+            ctx.write("counts", "SELECT g, count(*) AS n FROM base GROUP BY g")
+        """
+    )
+    outcome = twicerun("run", path, "--threads", "2", "--amplify", "--json", "-")
+    step = by_name(outcome.json())["pinned"]
+    assert not step["notes"]
+    (threads,) = [a for a in step["amplifiers"] if a["kind"] == "thread count"]
+    assert threads["detail"].endswith(
+        "; but the step set threads=2 itself, so threads=4 was never in force"
+    )
+    base = by_name(outcome.json())["base"]
+    assert "never in force" not in " ".join(a["detail"] or "" for a in base["amplifiers"])

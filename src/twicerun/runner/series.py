@@ -174,12 +174,18 @@ def run_series(
                     records.prune_identical(address, step.index, against=reference)
             finally:
                 records.flush(address, step.index)
-            if holds_threads and receipt.threads_set_by_step is not None:
-                overridden = (
+            if receipt.threads_set_by_step is not None:
+                own = (
                     f"the step set threads={receipt.threads_set_by_step} itself, so "
-                    f"threads={threads} was never in force"
+                    f"threads={receipt.threads} was never in force"
                 )
-                break
+                if holds_threads:
+                    overridden = own
+                    break
+                # Said in the detail, or an amplifier's raised count reads as varied when
+                # the step pinned it (to the loop's count, where the loop had no note).
+                if detail and own not in detail:
+                    detail = f"{detail}; but {own}"
             if k == target < runs and _fires(comparisons, rows_read, bench.policy):
                 target = _escalate(bench, threads, threads_for, target, runs)
             if stop is not None and k > 1 and k < target:
