@@ -146,6 +146,56 @@ def test_duckdb_s_default_connection_runs_at_the_run_s_threads(twicerun, write_p
     assert duckdb.sql("SELECT current_setting('threads')").fetchall() == before
 
 
+HELPED = """
+import duckdb
+
+import queries
+from queries import threads_now
+
+
+def _threads_seen():
+    return duckdb.sql("SELECT current_setting('threads')").fetchall()[0][0]
+
+
+def same_file(ctx):
+    ctx.write("same_file", f"SELECT {_threads_seen()} AS t")
+
+
+def own_module(ctx):
+    ctx.write("own_module", f"SELECT {queries.threads_now()} AS t, {threads_now()} AS u")
+"""
+
+QUERIES = """
+import duckdb
+
+
+def threads_now():
+    return duckdb.sql("SELECT current_setting('threads')").fetchall()[0][0]
+"""
+
+
+def test_a_helper_that_calls_duckdb_sql_for_the_step_runs_at_the_run_s_threads(
+    twicerun, write_pipeline
+):
+    """Only a step whose own code named duckdb had the default connection set to its thread
+    count, so a helper function beside it in the file, or in a module of the pipeline's
+    directory, ran `duckdb.sql` at DuckDB's own count, and the bisect's one thread never
+    reached it."""
+    import duckdb
+
+    default = duckdb.sql("SELECT current_setting('threads')").fetchall()[0][0]
+    threads = 1 if default != 1 else 3
+    write_pipeline(QUERIES, "queries.py")
+    path = write_pipeline(HELPED)
+    outcome = twicerun("run", path, "--runs", "2", "--threads", str(threads), "--json", "-")
+    assert outcome.code == 0, outcome.err
+    root = Path(outcome.json()["artifacts"])
+    same = pq.read_table(root / "loop" / "1" / "00-same_file" / "same_file.parquet")
+    own = pq.read_table(root / "loop" / "1" / "01-own_module" / "own_module.parquet")
+    assert same.to_pylist() == [{"t": threads}]
+    assert own.to_pylist() == [{"t": threads, "u": threads}]
+
+
 ARROW_POOL = """
 import pyarrow as pa
 

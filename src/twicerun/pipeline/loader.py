@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import CodeType, ModuleType
+from types import CodeType, FunctionType, ModuleType
 from typing import Any
 
 from twicerun.errors import InvalidStep, NoSteps, PipelineError, UsageError
@@ -30,7 +30,7 @@ from twicerun.pipeline.declarations import (
     declaration_of,
     refuse_var_positional,
 )
-from twicerun.pipeline.own_modules import OwnModules
+from twicerun.pipeline.own_modules import OwnModules, found_in
 
 _DEF_LINE = re.compile(r"^\s*(async\s+)?def\s")
 
@@ -134,7 +134,7 @@ def load_pipeline(
     overrides = dict(seed_overrides or {})
     steps = []
     for index, (fn, name) in enumerate(zip(functions, step_names(functions), strict=True)):
-        steps.append(replace(_make_step(index, name, fn, overrides), own=own))
+        steps.append(replace(_make_step(index, name, fn, overrides, own.directory), own=own))
     if overrides and not recorded_seeds:
         unknown = ", ".join(sorted(overrides))
         raise UsageError(
@@ -425,16 +425,13 @@ def _refuse_deferred_body(name: str, fn: Callable[..., Any]) -> None:
     )
 
 
-def _names_duckdb(fn: Callable[..., Any]) -> bool:
+def _names_duckdb(fn: Callable[..., Any], directory: Path | None = None) -> bool:
     """Whether the step's code (nested functions included) names the duckdb module, under
-    any alias, or a global taken from it (`from duckdb import sql`). Read from the compiled
-    code, not the source, so it costs nothing per execution; a helper module calling
-    `duckdb.sql` for the step is not seen."""
-    inner = _underlying(fn)
-    code = getattr(inner, "__code__", None)
-    found = getattr(inner, "__globals__", {})
-    if code is None:
-        return False
+    any alias, or a global taken from it (`from duckdb import sql`), itself or through a
+    helper it calls: a function of the pipeline file, or a function or module of the
+    pipeline's `directory`. Read from the compiled code, not the source, so it costs nothing
+    per execution; a helper reached some other way (a method, a callback) is not seen."""
+    seen: set[int] = set()
 
     def names(c: CodeType):
         yield from c.co_names
@@ -442,19 +439,57 @@ def _names_duckdb(fn: Callable[..., Any]) -> bool:
             if isinstance(const, CodeType):
                 yield from names(const)
 
-    for name in names(code):
-        if name == "duckdb":
-            return True
-        value = found.get(name)
-        where = (
-            value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", "")
-        )
-        if isinstance(where, str) and where.split(".")[0] in ("duckdb", "_duckdb"):
-            return True
-    return False
+    def own(value: Any) -> bool:
+        if directory is None:
+            return False
+        if isinstance(value, ModuleType):
+            name, file = value.__name__, getattr(value, "__file__", None)
+        else:
+            code = getattr(value, "__code__", None)
+            name, file = getattr(value, "__module__", ""), code and code.co_filename
+        return isinstance(name, str) and found_in(directory, name, file) is not None
+
+    def reaches(f: Any) -> bool:
+        code = getattr(f, "__code__", None)
+        found = getattr(f, "__globals__", {})
+        if code is None or id(code) in seen:
+            return False
+        seen.add(id(code))
+        for name in names(code):
+            if name == "duckdb":
+                return True
+            value = found.get(name)
+            if _from_duckdb(value):
+                return True
+            if isinstance(value, FunctionType) and (value.__globals__ is found or own(value)):
+                if reaches(value):
+                    return True
+            elif isinstance(value, ModuleType) and own(value):
+                defined = vars(value)
+                if any(
+                    _from_duckdb(v)
+                    or (isinstance(v, FunctionType) and v.__globals__ is defined and reaches(v))
+                    for v in list(defined.values())
+                ):
+                    return True
+        return False
+
+    return reaches(_underlying(fn))
 
 
-def _make_step(index: int, name: str, fn: Callable[..., Any], overrides: dict[str, int]) -> Step:
+def _from_duckdb(value: Any) -> bool:
+    """The duckdb module, or something taken from it."""
+    where = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", "")
+    return isinstance(where, str) and where.split(".")[0] in ("duckdb", "_duckdb")
+
+
+def _make_step(
+    index: int,
+    name: str,
+    fn: Callable[..., Any],
+    overrides: dict[str, int],
+    directory: Path | None = None,
+) -> Step:
     declaration = declaration_of(fn)
     refuse_var_positional(fn)
     _refuse_deferred_body(name, fn)
@@ -509,5 +544,5 @@ def _make_step(index: int, name: str, fn: Callable[..., Any], overrides: dict[st
         line=line,
         declaration=declaration,
         seed_value=seed_value,
-        uses_duckdb_module=_names_duckdb(fn),
+        uses_duckdb_module=_names_duckdb(fn, directory),
     )
