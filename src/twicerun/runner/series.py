@@ -98,7 +98,8 @@ def run_series(
     started = time.perf_counter()
     executed = 0
     rows_read = 0
-    overridden: str | None = None
+    # (the count a step set itself, the count it was given), from its first execution that did
+    pinned: tuple[int, int] | None = None
     try:
         k = 1
         while k <= target:
@@ -174,18 +175,10 @@ def run_series(
                     records.prune_identical(address, step.index, against=reference)
             finally:
                 records.flush(address, step.index)
-            if receipt.threads_set_by_step is not None:
-                own = (
-                    f"the step set threads={receipt.threads_set_by_step} itself, so "
-                    f"threads={receipt.threads} was never in force"
-                )
+            if receipt.threads_set_by_step is not None and pinned is None:
+                pinned = (receipt.threads_set_by_step, receipt.threads)
                 if holds_threads:
-                    overridden = own
                     break
-                # Said in the detail, or an amplifier's raised count reads as varied when
-                # the step pinned it (to the loop's count, where the loop had no note).
-                if detail and own not in detail:
-                    detail = f"{detail}; but {own}"
             if k == target < runs and _fires(comparisons, rows_read, bench.policy):
                 target = _escalate(bench, threads, threads_for, target, runs)
             if stop is not None and k > 1 and k < target:
@@ -200,12 +193,20 @@ def run_series(
     except (StepCrashed, BadInput) as exc:
         error = str(exc)  # a crash under stress is a finding of the series, not of the run
     else:
-        error = overridden
+        error = None
     finally:
         if worst:
             worst.drop()
         cache.clear()
         _discard_artifacts(bench, label)
+    if pinned is not None:
+        own = f"the step set threads={pinned[0]} itself, so threads={pinned[1]} was never in force"
+        if holds_threads:
+            error = error or own
+        elif detail:
+            # Or an amplifier's raised count reads as varied when the step pinned it (to the
+            # loop's count, where the loop had no note).
+            detail = f"{detail}; but {own}"
     return Series(
         kind=kind,
         threads=threads,
