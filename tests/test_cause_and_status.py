@@ -327,7 +327,7 @@ def test_a_joint_probe_that_shows_a_difference_is_split_into_its_members(
     assert amplifiers["thread count"]["fired"] == 0
     assert amplifiers["thread count"]["detail"] == (
         "threads raised to 4 from the 2 in the loop; but the step set threads=1 itself, so "
-        "threads=4 was never in force"
+        "threads=4 held at most until it did"
     )
     # Its second run already differed (the rows arrive in another order); like any probe
     # that fires it continued to the full count, which is what is reported should no
@@ -1079,11 +1079,11 @@ def test_a_step_that_sets_its_own_thread_count_gets_no_cause_from_the_bisect(
     assert step["status"] == "DIVERGENT"
     assert step["cause"] is None
     assert step["bisect"]["error"] == (
-        "the step set threads=3 itself, so threads=1 was never in force"
+        "the step set threads=3 itself, so threads=1 held at most until it did"
     )
     assert (
         "  0 counted  no cause, since at threads=1 the step set threads=3 itself, so "
-        "threads=1 was never in force"
+        "threads=1 held at most until it did"
     ) in twicerun("run", path).out.splitlines()
 
 
@@ -1108,7 +1108,7 @@ def test_an_amplifier_whose_raised_thread_count_a_step_undid_says_so(write_pipel
     assert not step["notes"]
     (threads,) = [a for a in step["amplifiers"] if a["kind"] == "thread count"]
     assert threads["detail"].endswith(
-        "; but the step set threads=2 itself, so threads=4 was never in force"
+        "; but the step set threads=2 itself, so threads=4 held at most until it did"
     )
     base = by_name(outcome.json())["base"]
-    assert "never in force" not in " ".join(a["detail"] or "" for a in base["amplifiers"])
+    assert "held at most until" not in " ".join(a["detail"] or "" for a in base["amplifiers"])

@@ -183,6 +183,36 @@ def test_a_step_that_raises_is_named_with_its_line_and_the_directory_is_kept(
     assert (kept / "loop" / "1" / "00-fine" / "x.parquet").exists()
 
 
+def test_a_step_that_raises_only_in_a_later_run_is_called_a_failure_that_changes(
+    write_pipeline, twicerun, run_dir
+):
+    """Run 1 went through and run 2 raised: the crash is itself an answer that changes from
+    run to run. The report named the step and the error and nothing else, as if the step
+    failed every time."""
+    path = write_pipeline(
+        """
+        import itertools
+
+        _calls = itertools.count()
+
+
+        def flaky(ctx):
+            if next(_calls) == 1:
+                raise TimeoutError("the service did not answer")
+            ctx.write("x", "SELECT 1 AS v")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "3")
+    kept = only_invocation(run_dir)
+    assert outcome.code == 3
+    assert outcome.err == (
+        f"twicerun: step 0 flaky raised in run 2 (at {path}:8): TimeoutError: the service did "
+        "not answer\ntwicerun: it ran to the end in run 1 and raised in run 2, so whether this "
+        "step fails changes from run to run; look for what it depends on that a rerun changes "
+        f"(a service, a clock, a file, a race)\ntwicerun: the invocation directory is kept: {kept}\n"
+    )
+
+
 CRASHES_WHEN_TOLD = """
 import pathlib
 

@@ -32,7 +32,7 @@ from twicerun.runner.interrupts import (
     timed_out,
 )
 from twicerun.storage.context import ArtifactRef
-from twicerun.storage.layout import Invocation, RunAddress
+from twicerun.storage.layout import LOOP, Invocation, RunAddress
 from twicerun.storage.receipts import RECEIPT_VERSION, ArtifactRecord, Receipt, save_receipt
 from twicerun.storage.space import disk_full, full_disk_advice
 
@@ -51,6 +51,21 @@ def _arrow_at(threads: int) -> Iterator[None]:
         yield
     finally:
         pa.set_cpu_count(before)
+
+
+def _raised_only_later(address: RunAddress, reference: Receipt | None) -> str:
+    """A step that ran to the end in run 1 and raised in a later run of the loop: the
+    crash is itself an answer that changes from run to run, and the user should hear it
+    as such, not as a bug that would fail every run."""
+    if address.series != LOOP or address.run == 1 or reference is None:
+        return ""
+    if reference.outcome != "ok":
+        return ""
+    return (
+        f"it ran to the end in run 1 and raised in run {address.run}, so whether this step "
+        "fails changes from run to run; look for what it depends on that a rerun changes "
+        "(a service, a clock, a file, a race)"
+    )
 
 
 def execute_step(
@@ -160,6 +175,7 @@ def execute_step(
                 if disk_full(exc)
                 else missing_module_advice(exc)
                 or unread_artifact_hint(exc, visible, {r.name for r in ctx.output.reads})
+                or _raised_only_later(address, reference)
             ),
         ) from exc
 

@@ -200,7 +200,11 @@ def run_series(
         cache.clear()
         _discard_artifacts(bench, label)
     if pinned is not None:
-        own = f"the step set threads={pinned[0]} itself, so threads={pinned[1]} was never in force"
+        # Only the count left at the end is known: what ran before the SET had the given one.
+        own = (
+            f"the step set threads={pinned[0]} itself, so threads={pinned[1]} held at most "
+            "until it did"
+        )
         if holds_threads:
             error = error or own
         elif detail:
