@@ -237,6 +237,12 @@ def test_a_missing_baseline_names_the_command_and_still_reports(workspace, tmp_p
         "and commit it"
     ) in gate.stdout
     assert "| `pipelines/orders.py` | `drifts` | no baseline |" in summary.read_text()
+    # The command to run is a code span in the summary and the comment; escaped with the
+    # rest of the sentence, it showed as words between two literal backticks.
+    assert (
+        "; create one with `twicerun baseline update pipelines/orders.py --output "
+        ".github/twicerun-baseline.json` and commit it\n"
+    ) in summary.read_text()
     # The log's last line used to read "0 regressions" above a check that failed.
     assert re.fullmatch(
         r"twicerun: check failed \(exit 2\): no baseline to compare with "

@@ -1141,6 +1141,30 @@ def test_bare_text_renders_as_exactly_itself(text):
     assert rendered == f"<p>{escaped.replace(chr(34), '&quot;')}</p>\n"
 
 
+@settings(max_examples=300, deadline=None)
+@given(MARKDOWN_TEXT, MARKDOWN_TEXT, MARKDOWN_TEXT)
+@example("no baseline at a/b.json;", "twicerun baseline update p.py", "and commit it")
+@example("a", "`x` *y*", "<b>")
+def test_a_sentence_shows_its_backticked_spans_as_code_and_nothing_as_other_markup(
+    before, span, after
+):
+    """twicerun's sentences name commands between backticks; `sentence` renders those as
+    code and the words around them as themselves, whatever a path or name inside holds."""
+    from twicerun.render.markdown import sentence
+
+    rendered = (
+        MarkdownIt("commonmark", {"html": True})
+        .enable("table")
+        .render(sentence(f"{before} `{span}` {after}"))
+    )
+    assert set(re.findall(r"</?([A-Za-z][A-Za-z0-9]*)", rendered)) <= {"p", "code"}
+    assert rendered.startswith("<p>") and rendered.endswith("</p>\n")
+    # Where no other backtick pairs with those around the span, the span is what shows.
+    if "`" not in before + span + after and span.strip() and span == " ".join(span.split()):
+        inside = span.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        assert f"<code>{inside.replace(chr(34), '&quot;')}</code>" in rendered
+
+
 def test_the_summary_reads_back_as_text_for_a_terminal():
     """`baseline compare --format text` (the default on a terminal): the same document,
     without escapes, pipes or chart source; exact bytes."""
@@ -1171,7 +1195,7 @@ def test_the_summary_reads_back_as_text_for_a_terminal():
         "twicerun 0.1.0, DuckDB 2.0.1 at threads=2, 5 runs, policy strict; alpha 0.05 "
         "family-wise, 3 confirmation trials for a suspect pipeline. With 5 baseline trials, "
         "a step that newly gives one of two answers at random on each run fails this check "
-        "77 percent of the time; 9 trials reach 90 percent (twicerun baseline update --add).\n"
+        "77 percent of the time; 9 trials reach 90 percent (`twicerun baseline update --add`).\n"
     )
     # A GitHub alert in a block quote, and outside text that was escaped for Markdown.
     assert markdown_to_text("> [!WARNING]\n> **Careful:** `a|b` and x\\_y\n") == (

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from twicerun.render.evidence import plural
-from twicerun.render.markdown import bare, code, table
+from twicerun.render.markdown import bare, code, sentence, table
 from twicerun.vocabulary import gate as words
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ def render(
         parts.append(_bullets(title, [_line(d) for d in unfinished], budget // 4, cut_from))
         said = said[1:]
     if baseline_error:
-        parts.append(f"### twicerun: {said[0]}\n\n{bare(baseline_error)}")
+        parts.append(f"### twicerun: {said[0]}\n\n{sentence(baseline_error)}")
     elif said:
         parts.append(f"### twicerun: {said[0]}")
     # The lists share half the budget, so that however many steps changed, the

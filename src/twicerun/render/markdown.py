@@ -11,6 +11,8 @@ artifact names, values, error messages) goes through `code` or `plain` first:
   punctuation that starts no markup where it stands (twicerun's own vocabulary,
   version stamps), so a terminal shows `FLOAT_DRIFT`, not `FLOAT\\_DRIFT`;
   anything else goes through `plain`.
+- `sentence` is `bare` for a sentence of twicerun's own that names a command or
+  a path between backticks: each of those is a `code` span.
 - `plain` escapes every ASCII punctuation character with a backslash (which
   CommonMark defines as literal for all of them) after turning &, < and > into
   entities, so no emphasis, link, HTML tag, comment or table cell can start.
@@ -58,14 +60,43 @@ def bare(text: object) -> str:
     return plain(flat)
 
 
+_SPAN = re.compile(r"`([^`]+)`")
+
+
+def sentence(text: object) -> str:
+    """A sentence of twicerun's own that names a command or a path between backticks
+    (`twicerun baseline update ...`): each such span as `code`, the words around it as
+    `bare`. Escaping it whole showed the backticks as characters and the command as
+    words; what is inside a span still cannot break out of it."""
+    flat = _one_line(str(text))
+    out, at = [], 0
+    for m in _SPAN.finditer(flat):
+        out += [_words(flat[at : m.start()]), code(m.group(1), cell=False)]
+        at = m.end()
+    out.append(_words(flat[at:]))
+    return "".join(out)
+
+
+def _words(text: str) -> str:
+    """`bare`, keeping the spaces at either end that join it to a code span."""
+    if not text.strip():
+        return text
+    lead = text[: len(text) - len(text.lstrip())]
+    trail = text[len(text.rstrip()) :]
+    return f"{lead}{bare(text)}{trail}"
+
+
 def cell(text: object) -> str:
     """Text twicerun wrote itself, made safe for a table cell: one line, pipes escaped."""
     return _one_line(str(text)).replace("|", "\\|")
 
 
-def code(text: object) -> str:
-    """An identifier in a code span that no content can break out of."""
-    body = _one_line(str(text)).replace("|", "\\|")
+def code(text: object, *, cell: bool = True) -> str:
+    """An identifier in a code span that no content can break out of; `cell=False` for
+    one in a paragraph, where a pipe splits nothing and its backslash would show."""
+    body = _one_line(str(text))
+    if cell:
+        body = body.replace("|", "\\|")
     longest = max((len(m) for m in _BACKTICKS.findall(body)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if body.startswith("`") or body.endswith("`") or not body.strip() else ""

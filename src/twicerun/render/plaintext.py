@@ -74,7 +74,10 @@ def markdown_to_text(markdown: str) -> str:
 def _inline(token: Token) -> str:
     parts = []
     for child in token.children or []:
-        if child.type in ("text", "code_inline"):
+        if child.type == "code_inline" and " " in child.content.strip():
+            # A command to run: without its backticks it reads as part of the sentence.
+            parts.append(f"`{child.content}`")
+        elif child.type in ("text", "code_inline"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             parts.append(" ")
