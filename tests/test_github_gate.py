@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import example, given, settings
@@ -1340,6 +1341,22 @@ def test_every_baseline_update_can_write_is_read_back_as_it_was(baseline):
     from twicerun.github.baseline import parse
 
     assert parse(baseline.to_json(), "b.json", "recreate") == baseline
+
+
+@given(baselines())
+@settings(max_examples=10, deadline=None)
+def test_a_baseline_saved_with_a_byte_order_mark_is_read_as_without_one(baseline):
+    """Notepad and some Windows editors put a BOM in front of UTF-8 on saving; the baseline
+    was refused as "not JSON" and the advice was to run every trial again."""
+    import tempfile
+
+    from twicerun.github.baseline import load
+
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "twicerun-baseline.json"
+        path.write_text(baseline.to_json(), encoding="utf-8-sig")
+        assert path.read_bytes().startswith(b"\xef\xbb\xbf")
+        assert load(path, "recreate") == baseline
 
 
 # A gate document read back (the fork flow posts from one a fork's run wrote) ----------

@@ -328,9 +328,12 @@ def _shape(result: Result) -> PipelineShape:
 
 
 def parse(text: str, where: str, create_command: str) -> Baseline:
-    """A Baseline from its JSON text, or one sentence saying why not and what to run."""
+    """A Baseline from its JSON text, or one sentence saying why not and what to run.
+
+    A byte order mark in front is set aside: an editor on Windows adds one on saving,
+    and refusing the file for it sent the user to rerun every trial of the baseline."""
     try:
-        data = json.loads(text)
+        data = json.loads(text.removeprefix("\ufeff"))
     except ValueError as exc:
         raise BaselineError(
             f"the baseline {where} is not JSON ({exc}); recreate it with `{create_command}`"
