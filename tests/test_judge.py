@@ -338,3 +338,53 @@ def test_a_window_sum_has_no_average_term_count_to_be_outside_of():
     assert "OUTSIDE" not in "\n".join(window)
     grouped = lines(50)
     assert grouped[2].startswith("    n = 20,000 terms per output value, bound ")
+
+
+def test_a_wide_artifact_describes_five_moved_columns_and_counts_the_rest_on_one_line():
+    """A feature table of 400 float columns that drifted printed two lines per column,
+    800 lines under one step, and three more per column in the bound section."""
+    from twicerun.findings import ArtifactFindings, Drift
+    from twicerun.judge.bound import figures
+    from twicerun.render.evidence import bound_lines, step_evidence
+    from twicerun.result import ArtifactOutcome, Comparison, StepResult
+    from twicerun.vocabulary.loop import Difference, Presence, SettledBy
+
+    def drift(k: int) -> Drift:
+        return Drift(
+            column=f"s{k}", type="DOUBLE", unit="rows", moved=40 + k, compared=50,
+            max_ulps=k + 1, max_relative=(k + 1) * 1e-16, reference_value=1.5,
+            later_value=1.5000000000000002, shown_relative=(k + 1) * 1e-16,
+        )  # fmt: skip
+
+    findings = ArtifactFindings(
+        artifact="sums", presence=Presence.BOTH, classes=[Difference.VALUE_DRIFT],
+        reference_rows=50, later_rows=50, key=["g"], paired=50,
+        drift=[drift(k) for k in range(12)],
+    )  # fmt: skip
+    outcome = ArtifactOutcome(
+        name="sums", presence=Presence.BOTH, settled_by=SettledBy.ORACLE, differs=True,
+        reference_rows=50, later_rows=50, findings=findings,
+    )  # fmt: skip
+    step = StepResult(
+        1, "agg", 1, 1, 1, None, comparisons=[Comparison(run=2, fired=True, artifacts=[outcome])],
+        bounds=[figures("sums", f"s{k}", "double", (k + 1) * 1e-16, 400_000, 50) for k in range(12)]
+        + [figures("sums", "spread", "double", 1e-3, 400_000, 50)],
+    )  # fmt: skip
+    lines = step_evidence(step)
+    assert len(lines) == 11
+    assert (
+        lines[-2]
+        == "furthest move in this comparison: s4, 5 ulps and 5e-16 relative, 1.5 against 1.5000000000000002"
+    )
+    assert lines[-1] == (
+        "sums: 7 more columns moved too (s5, s6, s7 and 4 more); the furthest move among them "
+        "in this comparison: s11, 12 ulps and 1.2e-15 relative"
+    )
+    bounds = bound_lines(step)
+    # The column outside the bound is among those shown, though it is the last one written.
+    assert bounds[0] == "1 agg, sums.spread: observed 0.001"
+    assert bounds[-1] == (
+        "1 agg: 8 more columns, every one inside at the rows-read n; the least headroom "
+        "74,015x, on sums.s11"
+    )
+    assert len(bounds) == 5 * 3 + 1

@@ -557,7 +557,13 @@ def _measure_with_floats(
         )
         + f" FROM {ROWS}"
     ).fetchone()
-    drift = [_leaf_drift(con, i, leaf, int(identical[i] or 0)) for i, leaf in enumerate(leaf_list)]
+    measured = _scalar_drifts(con, leaf_list)
+    drift = [
+        _drift_of(leaf, measured[i], int(identical[i] or 0))
+        if i in measured
+        else _leaf_drift(con, i, leaf, int(identical[i] or 0))
+        for i, leaf in enumerate(leaf_list)
+    ]
     return groups, drift
 
 
@@ -585,43 +591,71 @@ def _imbalance_totals(
     }
 
 
-def _leaf_drift(con: duckdb.DuckDBPyConnection, i: int, leaf: Leaf, identical: int) -> Drift:
-    t = leaf.type_id
-    if leaf.is_list:
-        source = (
-            f"(SELECT {floats.float_of_bits('a', t)} AS a, {floats.float_of_bits('b', t)} AS b "
-            f"FROM (SELECT unnest(a{i}) AS a, unnest(b{i}) AS b FROM {PAIRS}))"
-        )
-    else:
-        source = f"(SELECT a{i} AS a, b{i} AS b FROM {PAIRS})"
-    # Each distance is computed once per pair in a subquery: the expressions are
-    # large, and repeating them in every aggregate doubled the planning time.
-    row = con.execute(
-        f"""
-        SELECT count(*),
+# What _leaf_drift's query and _scalar_drifts' return per leaf: compared, moved, the
+# furthest ulps and relative move, the furthest pair, pairs without a ulp distance, and
+# the pair to show when only those moved.
+_DRIFT_AGGREGATES = """count(*),
                count(*) FILTER (WHERE mv),
                max(u) FILTER (WHERE mv),
                max(rl) FILTER (WHERE mv),
                -- The furthest pair, its bits breaking ties so the same pair is shown
                -- every time; a pair without a ulp distance (a NaN) only when no other moved.
-               arg_max({{'a': ba, 'b': bb, 'r': rl}}, {{'u': u, 'a': ba, 'b': bb}})
+               arg_max({'a': ba, 'b': bb, 'r': rl}, {'u': u, 'a': ba, 'b': bb})
                    FILTER (WHERE mv AND u IS NOT NULL),
                count(*) FILTER (WHERE mv AND u IS NULL),
-               arg_max({{'a': ba, 'b': bb, 'r': rl}}, {{'a': ba, 'b': bb}}) FILTER (WHERE mv AND u IS NULL)
-        FROM (
-            SELECT a, b, {floats.moved("a", "b", t)} AS mv, {floats.ulps("a", "b", t)} AS u,
+               arg_max({'a': ba, 'b': bb, 'r': rl}, {'a': ba, 'b': bb}) FILTER (WHERE mv AND u IS NULL)"""
+
+
+def _distances(t: str, source: str, carried: str = "") -> str:
+    """Each pair of `source` (columns a and b) with whether it moved and how far.
+
+    Each distance is computed once per pair here: the expressions are large, and
+    repeating them in every aggregate doubled the planning time."""
+    return f"""
+            SELECT {carried}a, b, {floats.moved("a", "b", t)} AS mv, {floats.ulps("a", "b", t)} AS u,
                    {floats.relative("a", "b")} AS rl,
                    -- The pair leaves SQL as its bits: DuckDB drops the sign of -0.0
                    -- when it builds a list or struct of doubles.
                    {floats.bits("a", t)} AS ba, {floats.bits("b", t)} AS bb
-            FROM {source}
-        )
-        """
-    ).fetchone()
-    compared, moved_n, max_ulps, max_rel, at, incomparable, odd = row
-    at = at if at is not None else odd
+            FROM {source}"""
+
+
+def _scalar_drifts(con: duckdb.DuckDBPyConnection, leaf_list: Sequence[Leaf]) -> dict[int, tuple]:
+    """The drift aggregates of every scalar leaf, one query per float type: the leaves'
+    pairs stacked into one column pair (UNPIVOT, NULL pairs kept) and grouped by leaf.
+
+    One query per leaf planned its large expressions once per leaf, about 3 ms each,
+    which on an artifact of 400 float columns was a second per comparison; planned once,
+    the same figures come from one query in a few tens of milliseconds."""
+    by_type: dict[str, list[int]] = {}
+    for i, leaf in enumerate(leaf_list):
+        if not leaf.is_list:
+            by_type.setdefault(leaf.type_id, []).append(i)
+    measured: dict[int, tuple] = {}
+    for t, indexes in by_type.items():
+        pairs = ", ".join(f"(a{i}, b{i}) AS '{i}'" for i in indexes)
+        stacked = f"(FROM {PAIRS} UNPIVOT INCLUDE NULLS ((a, b) FOR __leaf IN ({pairs})))"
+        rows = con.execute(
+            f"SELECT __leaf::INTEGER, {_DRIFT_AGGREGATES} "
+            f"FROM ({_distances(t, stacked, carried='__leaf, ')}) GROUP BY __leaf"
+        ).fetchall()
+        measured.update({row[0]: tuple(row[1:]) for row in rows})
+        # No pairs at all: the figures one query over no rows gives.
+        for i in indexes:
+            measured.setdefault(i, (0, 0, None, None, None, 0, None))
+    return measured
+
+
+def _leaf_drift(con: duckdb.DuckDBPyConnection, i: int, leaf: Leaf, identical: int) -> Drift:
+    """A list leaf's drift: its pairs are the lists' elements, unnested."""
+    t = leaf.type_id
+    source = (
+        f"(SELECT {floats.float_of_bits('a', t)} AS a, {floats.float_of_bits('b', t)} AS b "
+        f"FROM (SELECT unnest(a{i}) AS a, unnest(b{i}) AS b FROM {PAIRS}))"
+    )
+    row = con.execute(f"SELECT {_DRIFT_AGGREGATES} FROM ({_distances(t, source)})").fetchone()
     lists_moved = lists_reordered = 0
-    if leaf.is_list and moved_n:
+    if row[1]:
         # A list that only changed its order (a list() over rows that arrived in
         # another order) moves nearly every position by a huge ulp count; say so.
         # The lists here are bits already, so equal means equal to the bit.
@@ -629,6 +663,15 @@ def _leaf_drift(con: duckdb.DuckDBPyConnection, i: int, leaf: Leaf, identical: i
             f"SELECT count(*), count(*) FILTER (WHERE list_sort(a{i}) IS NOT DISTINCT FROM "
             f"list_sort(b{i})) FROM {PAIRS} WHERE a{i} IS DISTINCT FROM b{i}"
         ).fetchone()
+    return _drift_of(leaf, row, identical, lists_moved, lists_reordered)
+
+
+def _drift_of(
+    leaf: Leaf, row: tuple, identical: int, lists_moved: int = 0, lists_reordered: int = 0
+) -> Drift:
+    t = leaf.type_id
+    compared, moved_n, max_ulps, max_rel, at, incomparable, odd = row
+    at = at if at is not None else odd
     return Drift(
         column=leaf.path,
         type=t,

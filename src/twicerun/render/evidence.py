@@ -272,7 +272,9 @@ def _drift_lines(
         for d in f.drift:
             if d.moved:
                 columns.setdefault(d.column, []).append(d)
-    for column, drifts in columns.items():
+    over = f"over {plural(comparisons, 'comparison')}" if comparisons > 1 else "in this comparison"
+    rest = list(columns.items())[COLUMNS_SHOWN:]
+    for column, drifts in list(columns.items())[:COLUMNS_SHOWN]:
         most = max(drifts, key=lambda d: d.moved)
         lines.append(
             f"{name}: {number(most.moved)} of {number(most.compared)} paired "
@@ -281,11 +283,6 @@ def _drift_lines(
         measured = [d for d in drifts if d.max_ulps is not None]
         if measured:
             far = max(measured, key=lambda d: d.max_ulps)
-            over = (
-                f"over {plural(comparisons, 'comparison')}"
-                if comparisons > 1
-                else "in this comparison"
-            )
             lines.append(
                 f"furthest move {over}: {column}, {plural(far.max_ulps, 'ulp')} and "
                 f"{far.relative_phrase(3)}, {value(far.reference_value)} against "
@@ -312,12 +309,47 @@ def _drift_lines(
                 f"{name}: {plural(odd, 'value')} of {column} moved to or from NaN or NULL, "
                 f"which no ulp count describes"
             )
+    if rest:
+        lines.append(_more_columns_line(name, rest, over))
     return lines
+
+
+# Float columns described one by one, per artifact and per step's bounds; a wide artifact
+# (hundreds of float columns, as feature tables have) printed two lines for every one.
+COLUMNS_SHOWN = 5
+
+
+def _more_columns_line(name: str, rest: list[tuple[str, list[Drift]]], over: str) -> str:
+    """One line for the moved columns past the first COLUMNS_SHOWN: how many, which,
+    and the furthest move among them."""
+    names = [column for column, _ in rest]
+    said = f"{name}: {plural(len(names), 'more column')} moved too ({_some(names)})"
+    measured = [(c, d) for c, ds in rest for d in ds if d.max_ulps is not None]
+    if not measured:
+        return said
+    column, far = max(measured, key=lambda cd: cd[1].max_ulps)
+    return (
+        f"{said}; the furthest move among them {over}: {column}, "
+        f"{plural(far.max_ulps, 'ulp')} and {far.relative_phrase(3)}"
+    )
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    if len(names) <= shown:
+        return listed(names)
+    return f"{', '.join(names[:shown])} and {len(names) - shown:,} more"
 
 
 def bound_lines(step: StepResult) -> list[str]:
     lines: list[str] = []
-    for b in step.bounds:
+    # Past COLUMNS_SHOWN, the columns outside the bound come first, since they decide,
+    # and the rest are counted on one line.
+    ordered = (
+        sorted(step.bounds, key=lambda b: b.clears_loose)
+        if len(step.bounds) > COLUMNS_SHOWN
+        else step.bounds
+    )
+    for b in ordered[:COLUMNS_SHOWN]:
         lines.append(
             f"{step.index} {step.name}, {b.artifact}.{b.column}: observed {b.observed:.3g}"
         )
@@ -337,6 +369,26 @@ def bound_lines(step: StepResult) -> list[str]:
                 f"    {TIGHT_LABEL}: none to average, since {b.artifact} has as many rows as "
                 f"the step read or more (a window, or a value per row)"
             )
+    rest = ordered[COLUMNS_SHOWN:]
+    if rest:
+        outside = sum(1 for b in rest if not b.clears_loose)
+        measured = [b for b in rest if b.headroom_loose is not None]
+        least = min(measured, key=lambda b: b.headroom_loose) if measured else None
+        lines.append(
+            f"{step.index} {step.name}: {plural(len(rest), 'more column')}, "
+            + (
+                f"{number(len(rest) - outside)} inside and {number(outside)} OUTSIDE"
+                if outside
+                else "every one inside"
+            )
+            + " at the rows-read n"
+            + (
+                f"; the least headroom {least.headroom_loose:,.0f}x, on "
+                f"{least.artifact}.{least.column}"
+                if least is not None
+                else ""
+            )
+        )
     return lines
 
 

@@ -52,6 +52,12 @@ class ColumnFacts:
 Facts = tuple[int, list[ColumnFacts]]
 
 
+# Distinct counts per query. One query over every column of a 400-column artifact took
+# 5.4 s where queries of 32 columns each took 0.42 s (DuckDB plans and runs many DISTINCT
+# aggregates in one query far more slowly than a few); on narrow artifacts it is the same.
+DISTINCT_PER_QUERY = 32
+
+
 def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> Facts:
     """Row count, and each column's class and exact count of distinct non-NULL values.
 
@@ -60,13 +66,19 @@ def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> Facts:
     """
     relation = con.sql(f"SELECT * FROM {sql.parquet(source)}")
     names, types = relation.columns, relation.types
-    counts = ", ".join(f"count(DISTINCT {sql.identifier(n)})" for n in names)
-    row = con.execute(f"SELECT count(*), {counts} FROM {sql.parquet(source)}").fetchone()
+    (rows,) = con.execute(f"SELECT count(*) FROM {sql.parquet(source)}").fetchone()
+    distinct: list[int] = []
+    for start in range(0, len(names), DISTINCT_PER_QUERY):
+        counts = ", ".join(
+            f"count(DISTINCT {sql.identifier(n)})"
+            for n in names[start : start + DISTINCT_PER_QUERY]
+        )
+        distinct += con.execute(f"SELECT {counts} FROM {sql.parquet(source)}").fetchone()
     facts = [
         ColumnFacts(n, t, classify(n, t).cls, int(d))
-        for n, t, d in zip(names, types, row[1:], strict=True)
+        for n, t, d in zip(names, types, distinct, strict=True)
     ]
-    rows = int(row[0])
+    rows = int(rows)
     joint = _joint_keys(con, source, rows, facts)
     return rows, [replace(c, joint=True) if c.name in joint else c for c in facts]
 
