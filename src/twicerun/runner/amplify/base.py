@@ -52,9 +52,9 @@ class ColumnFacts:
 Facts = tuple[int, list[ColumnFacts]]
 
 
-# Distinct counts per query. One query over every column of a 400-column artifact took
-# 5.4 s where queries of 32 columns each took 0.42 s (DuckDB plans and runs many DISTINCT
-# aggregates in one query far more slowly than a few); on narrow artifacts it is the same.
+# Distinct counts per query: DuckDB runs a query of hundreds of DISTINCT aggregates far
+# more slowly than the same aggregates a few dozen at a time (bench/pipelines/wide.py,
+# docs/comparison.md); on a narrow artifact it makes no difference.
 DISTINCT_PER_QUERY = 32
 
 
