@@ -66,19 +66,21 @@ def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> Facts:
     """
     relation = con.sql(f"SELECT * FROM {sql.parquet(source)}")
     names, types = relation.columns, relation.types
-    (rows,) = con.execute(f"SELECT count(*) FROM {sql.parquet(source)}").fetchone()
-    distinct: list[int] = []
-    for start in range(0, len(names), DISTINCT_PER_QUERY):
-        counts = ", ".join(
+    # The row count rides with the first batch of distinct counts.
+    counted: list[int] = []
+    for start in range(0, max(len(names), 1), DISTINCT_PER_QUERY):
+        counts = [
             f"count(DISTINCT {sql.identifier(n)})"
             for n in names[start : start + DISTINCT_PER_QUERY]
-        )
-        distinct += con.execute(f"SELECT {counts} FROM {sql.parquet(source)}").fetchone()
+        ]
+        if start == 0:
+            counts.insert(0, "count(*)")
+        counted += con.execute(f"SELECT {', '.join(counts)} FROM {sql.parquet(source)}").fetchone()
+    rows, distinct = int(counted[0]), counted[1:]
     facts = [
         ColumnFacts(n, t, classify(n, t).cls, int(d))
         for n, t, d in zip(names, types, distinct, strict=True)
     ]
-    rows = int(rows)
     joint = _joint_keys(con, source, rows, facts)
     return rows, [replace(c, joint=True) if c.name in joint else c for c in facts]
 
