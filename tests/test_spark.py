@@ -407,52 +407,6 @@ def test_a_context_twicerun_starts_draws_no_progress_bar_over_its_own_lines():
         engine.shutdown()  # leaves the suite's context, which it did not start, running
 
 
-def test_a_context_twicerun_starts_runs_its_workers_on_twicerun_s_own_python(
-    write_pipeline, tmp_path
-):
-    """Spark starts Python workers with whatever `python3` is first on PATH unless told
-    otherwise; from a venv that was not activated that is another interpreter, and a
-    step that ran Python on the workers failed with PYTHON_VERSION_MISMATCH. Here the
-    python3 on PATH cannot run at all, and the step still runs."""
-    decoy = tmp_path / "decoy"
-    decoy.mkdir()
-    (decoy / "python3").write_text(
-        "#!/bin/sh\necho 'not the python twicerun runs on' >&2\nexit 1\n"
-    )
-    (decoy / "python3").chmod(0o755)
-    path = write_pipeline(
-        """
-        ENGINE = "spark"
-
-
-        def on_the_workers(ctx):
-            import sys
-
-            rdd = ctx.spark.sparkContext.parallelize([0], 1)
-            (version,) = rdd.map(lambda _: "%d.%d" % sys.version_info[:2]).collect()
-            ctx.write("where", ctx.spark.createDataFrame([(version,)], "version STRING"))
-        """
-    )
-    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
-    env["PATH"] = f"{decoy}{os.pathsep}{env['PATH']}"
-    done = subprocess.run(
-        [sys.executable, "-m", "twicerun", "run", str(path), "--runs", "2", "--no-amplify",
-         "--threads", "1", "--run-dir", str(tmp_path / "runs")],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    # The JVM twicerun starts logs errors only from its first line: Spark's default profile
-    # printed half a dozen WARN lines, and how to change the level, above the report.
-    noise = [
-        line
-        for line in done.stderr.splitlines()
-        if " WARN " in line or "log4j" in line or "log level" in line
-    ]
-    assert noise == []
-    (where,) = (tmp_path / "runs").glob("*/loop/1/*on_the_workers/where.parquet")
-    assert pq.read_table(where).to_pylist() == [{"version": "{}.{}".format(*sys.version_info[:2])}]
-
-
 def test_a_source_glob_reads_the_same_files_on_spark_as_on_duckdb(
     write_pipeline, twicerun, tmp_path
 ):
@@ -666,7 +620,7 @@ def test_reproduce_goes_back_to_the_cluster_a_run_recorded_or_where_it_is_told(
     assert "grouped  REPRODUCED" in here.out
 
 
-UDF = """
+ON_THE_WORKERS = """
 ENGINE = "spark"
 
 from pyspark.sql import functions as F
@@ -678,22 +632,57 @@ def make(ctx):
 
 def plus_one(ctx):
     ctx.write("b", ctx.read("a").select(F.udf(lambda x: x + 1, "long")("id").alias("y")))
+
+
+def on_the_workers(ctx):
+    import sys
+
+    rdd = ctx.spark.sparkContext.parallelize([0], 1)
+    (version,) = rdd.map(lambda _: "%d.%d" % sys.version_info[:2]).collect()
+    ctx.write("where", ctx.spark.createDataFrame([(version,)], "version STRING"))
 """
 
 
-def test_python_workers_started_from_a_directory_holding_a_types_py_still_run(tmp_path):
-    """Spark starts a Python worker with `python -m pyspark.daemon` in the working directory,
-    which -m puts first on the worker's path: from a project whose root holds a `types.py`
-    (or `random.py`, `copy.py`...) every step with a Python UDF failed before running, on a
-    pipeline that ran anywhere else. In a process of its own, since the context the other
-    tests share was not started by twicerun."""
-    (tmp_path / "types.py").write_text("raise SystemExit('imported from the project')\n")
-    (tmp_path / "p.py").write_text(UDF)
+def test_a_context_twicerun_starts_runs_its_workers_on_its_own_python_from_anywhere(tmp_path):
+    """Two ways Spark's Python workers went wrong in a context twicerun starts; one process
+    of its own for both, since the context the other tests share was not started by
+    twicerun, and a JVM takes seconds to start.
+
+    - Spark starts workers with whatever `python3` is first on PATH unless told otherwise;
+      from a venv that was not activated that is another interpreter, and a step that ran
+      Python on the workers failed with PYTHON_VERSION_MISMATCH. Here the python3 on PATH
+      cannot run at all.
+    - A worker starts as `python -m pyspark.daemon` in the working directory, which -m puts
+      first on the worker's path: from a project whose root holds a `types.py` (or
+      `random.py`, `copy.py`...) every step with a Python UDF failed before running, on a
+      pipeline that ran anywhere else. Here the working directory holds one."""
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    (decoy / "python3").write_text(
+        "#!/bin/sh\necho 'not the python twicerun runs on' >&2\nexit 1\n"
+    )
+    (decoy / "python3").chmod(0o755)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "types.py").write_text("raise SystemExit('imported from the project')\n")
+    (project / "p.py").write_text(ON_THE_WORKERS)
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
+    env["PATH"] = f"{decoy}{os.pathsep}{env['PATH']}"
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
     done = subprocess.run(
         [str(Path(sys.executable).with_name("twicerun")), "run", "p.py", "--runs", "2",
-         "--no-amplify", "--run-dir", str(tmp_path / "runs")],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
-        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+         "--no-amplify", "--threads", "1", "--run-dir", str(tmp_path / "runs")],
+        env=env, capture_output=True, text=True, timeout=300, cwd=project,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "0 of 2 steps diverged" in done.stdout
+    assert "0 of 3 steps diverged" in done.stdout
+    # The JVM twicerun starts logs errors only from its first line: Spark's default profile
+    # printed half a dozen WARN lines, and how to change the level, above the report.
+    noise = [
+        line
+        for line in done.stderr.splitlines()
+        if " WARN " in line or "log4j" in line or "log level" in line
+    ]
+    assert noise == []
+    (where,) = (tmp_path / "runs").glob("*/loop/1/*on_the_workers/where.parquet")
+    assert pq.read_table(where).to_pylist() == [{"version": "{}.{}".format(*sys.version_info[:2])}]
