@@ -18,6 +18,14 @@ def listed(names: list[str], word: str = "and") -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {word} {names[-1]}"
 
 
+def some(names, shown: int = 5) -> str:
+    """The first `shown` names, and how many more: a list that may run to hundreds (a
+    gate's steps, a wide artifact's columns) kept to one line."""
+    if len(names) <= shown:
+        return ", ".join(names)
+    return f"{', '.join(names[:shown])} and {len(names) - shown:,} more"
+
+
 def columns(text: str) -> int:
     """The columns `text` takes in a terminal: two for a wide or full-width character,
     none for a combining mark, one for anything else."""

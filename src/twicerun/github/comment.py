@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from twicerun.display import some
 from twicerun.render.evidence import plural
 from twicerun.render.markdown import bare, code, sentence, table
 from twicerun.vocabulary import gate as words
@@ -299,13 +300,6 @@ def _counted(worse: int, uncompared: int, otherwise: str | None = None) -> list[
             f"with the baseline"
         )
     return said
-
-
-def some(names: Sequence[str], shown: int = 5) -> str:
-    """The first `shown` names, and how many more."""
-    if len(names) <= shown:
-        return ", ".join(names)
-    return f"{', '.join(names[:shown])} and {len(names) - shown} more"
 
 
 def _uncompared_lines(decisions: list[StepDecision]) -> list[str]:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from twicerun.display import some
 from twicerun.github.baseline import (
     Baseline,
     StepRecord,
@@ -24,7 +25,7 @@ from twicerun.github.baseline import (
     settings_of,
 )
 from twicerun.github.commands import Annotation
-from twicerun.github.comment import BUDGET, headlines, render, some
+from twicerun.github.comment import BUDGET, headlines, render
 from twicerun.github.decision import (
     DEFAULT_ALPHA,
     DEFAULT_CONFIRM,

@@ -8,7 +8,7 @@ most moved values; the furthest move is the largest over all comparisons.
 
 from __future__ import annotations
 
-from twicerun.display import listed
+from twicerun.display import listed, some
 from twicerun.findings import NAMED_TOGETHER, ArtifactFindings, Attribution, Drift
 from twicerun.result import Comparison, StepResult
 from twicerun.sql import shown
@@ -323,7 +323,7 @@ def _more_columns_line(name: str, rest: list[tuple[str, list[Drift]]], over: str
     """One line for the moved columns past the first COLUMNS_SHOWN: how many, which,
     and the furthest move among them."""
     names = [column for column, _ in rest]
-    said = f"{name}: {plural(len(names), 'more column')} moved too ({_some(names)})"
+    said = f"{name}: {plural(len(names), 'more column')} moved too ({some(names, 3)})"
     measured = [(c, d) for c, ds in rest for d in ds if d.max_ulps is not None]
     if not measured:
         return said
@@ -332,12 +332,6 @@ def _more_columns_line(name: str, rest: list[tuple[str, list[Drift]]], over: str
         f"{said}; the furthest move among them {over}: {column}, "
         f"{plural(far.max_ulps, 'ulp')} and {far.relative_phrase(3)}"
     )
-
-
-def _some(names: list[str], shown: int = 3) -> str:
-    if len(names) <= shown:
-        return listed(names)
-    return f"{', '.join(names[:shown])} and {len(names) - shown:,} more"
 
 
 def bound_lines(step: StepResult) -> list[str]:
