@@ -55,6 +55,46 @@ def test_write_takes_the_arrow_stream_a_relation_gives(tmp_path):
     assert rows(tmp_path / "out" / "batches.parquet") == [(7,)]
 
 
+class ArrowStreamFrame:
+    """A DataFrame of another library, as twicerun sees one: not pyarrow, exporting its
+    rows through the Arrow C stream interface (pandas 2.2 and later, and polars, do)."""
+
+    def __init__(self, table: pa.Table):
+        self._table = table
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self._table.__arrow_c_stream__(requested_schema)
+
+
+def test_write_takes_a_dataframe_that_exports_an_arrow_stream(tmp_path):
+    """A pandas or polars DataFrame was refused ("data must be ..., got DataFrame"), though
+    DuckDB scans one in a query and a step that builds one writes it most naturally."""
+    ctx = make_ctx(tmp_path)
+    frame = ArrowStreamFrame(
+        pa.table({"id": [3, 1, 2], "tags": [["a"], [], ["b", "c"]], "v": [0.5, None, 2.0]})
+    )
+    ctx.write("frame", frame)
+    written = pq.read_table(tmp_path / "out" / "frame.parquet")
+    # The rows, their order and their types as the frame held them.
+    assert written.to_pydict() == {
+        "id": [3, 1, 2],
+        "tags": [["a"], [], ["b", "c"]],
+        "v": [0.5, None, 2.0],
+    }
+    assert written.schema.field("id").type == pa.int64()
+    assert list(ctx.output.written) == ["frame"]
+    # Nothing of the scan is left in the step's catalog for a later query to meet.
+    assert ctx.sql("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchall() == [(0,)]
+
+
+def test_a_dataframe_without_columns_is_refused_in_one_sentence(tmp_path):
+    ctx = make_ctx(tmp_path)
+    with pytest.raises(ContractError) as refused:
+        ctx.write("empty", ArrowStreamFrame(pa.table({})))
+    assert "has no columns, and an artifact needs at least one" in str(refused.value)
+    assert not (tmp_path / "out" / "empty.parquet").exists()
+
+
 def test_sql_returns_a_relation_for_a_query_and_none_for_a_statement(tmp_path):
     ctx = make_ctx(tmp_path)
     assert ctx.sql("CREATE TABLE t AS SELECT 1 AS a") is None

@@ -116,7 +116,8 @@ def temporaries(root: Path) -> list[str]:
                 ctx.write("x", [1, 2, 3])
             """,
             "ctx.write('x', data) in step 0 a: data must be a SQL query string, a DuckDB "
-            "relation, or a pyarrow Table or RecordBatchReader, got list",
+            "relation, a pyarrow Table or RecordBatchReader, or a DataFrame (pandas, polars), "
+            "got list",
         ),
         (
             # DuckDB's "must have at least one column" made this a step that crashed (exit 3).

@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -686,3 +687,32 @@ def test_a_context_twicerun_starts_runs_its_workers_on_its_own_python_from_anywh
     assert noise == []
     (where,) = (tmp_path / "runs").glob("*/loop/1/*on_the_workers/where.parquet")
     assert pq.read_table(where).to_pylist() == [{"version": "{}.{}".format(*sys.version_info[:2])}]
+
+
+def test_a_pandas_or_arrow_frame_written_on_spark_is_refused_with_how_to_make_it_a_spark_one(
+    spark, tmp_path
+):
+    """It read "must be ... a DataFrame, got DataFrame" to a step holding pandas' DataFrame."""
+    from twicerun.errors import ContractError
+    from twicerun.storage.spark_context import SparkStepContext
+
+    ctx = SparkStepContext(
+        session=spark,
+        threads=2,
+        step_index=1,
+        step_name="step",
+        out_dir=tmp_path / "out",
+        visible={},
+        state_source=lambda name: None,
+        owners={},
+    )
+    with pytest.raises(ContractError) as refused:
+        ctx.write("t", pa.table({"a": [1]}))
+    assert str(refused.value) == (
+        "ctx.write('t', data) in step 1 step: data must be a Spark SQL query string or a Spark "
+        "DataFrame, got pyarrow.Table; make it a Spark one first, ctx.spark.createDataFrame(df)"
+    )
+    with pytest.raises(ContractError) as refused:
+        ctx.write("t", {"a": [1]})
+    assert str(refused.value).endswith("or a Spark DataFrame, got dict")
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())

@@ -539,8 +539,8 @@ class StepContext(ContractChecks):
         return handed_out(self._con.table(name))
 
     def write(self, name: str, data: Any) -> None:
-        """Make `data` (a SQL query, a DuckDB relation, or a pyarrow Table or RecordBatchReader)
-        this step's artifact."""
+        """Make `data` (a SQL query, a DuckDB relation, a pyarrow Table or RecordBatchReader, or
+        a DataFrame) this step's artifact."""
         final = self._check_write(name, "DuckDB")
         frame = sys._getframe(1)  # whose names a query in `data` may use
         # No fsync: an artifact is atomic against readers and against this process
@@ -626,33 +626,52 @@ class StepContext(ContractChecks):
                 data = data.project(", ".join(projection(data.columns, casts)))
             with self._exactly(name, casts):
                 data.to_parquet(str(target))
-        elif _is_arrow(data):
-            if hasattr(data, "read_all"):
+        elif _is_arrow(data) or _is_frame(data):
+            if _is_arrow(data) and hasattr(data, "read_all"):
                 # A RecordBatchReader, which is what DuckDB's `rel.arrow()` returns: it
                 # streams from this connection's open result, so scanning it from the same
                 # connection is refused ("connection has an open result"). Read it first.
                 data = data.read_all()
-            if not data.schema.names:
-                # DuckDB's own word for it reads like a crash of the step's code.
-                raise ContractError(
-                    f"ctx.write({name!r}, data) in step {self._index} {self._name}: the pyarrow "
-                    f"table has no columns, and an artifact needs at least one; write the "
-                    f"columns it should hold (or a count, `SELECT count(*) AS n ...`)"
-                )
+            if _is_arrow(data) and not data.schema.names:
+                raise self._no_columns(name, "pyarrow table")
+            # A DataFrame (pandas, polars, anything exporting an Arrow stream) is scanned
+            # by DuckDB itself, as `con.register` scans it: a DuckDB user's expectation,
+            # so a pandas index is left out as DuckDB leaves it out.
             view = f"__twicerun_arrow_{name}"
-            self._con.register(view, data)
             try:
-                self._con.execute(
-                    f'COPY (SELECT * FROM "{view}") TO {destination} (FORMAT parquet)'
-                )
+                self._con.register(view, data)
+            except duckdb.Error as exc:
+                if "at least one column" in str(exc):
+                    raise self._no_columns(name, type(data).__name__) from exc
+                raise ContractError(
+                    f"ctx.write({name!r}, data) in step {self._index} {self._name}: DuckDB "
+                    f"cannot read this {type(data).__name__} ({str(exc).splitlines()[0]}); "
+                    f"write it as a pyarrow Table instead"
+                ) from exc
+            try:
+                scan = self._con.sql(f'SELECT * FROM "{view}"')
+                casts = exact_casts(scan.columns, scan.types)
+                columns = ", ".join(projection(scan.columns, casts)) if casts else "*"
+                with self._exactly(name, casts):
+                    self._con.execute(
+                        f'COPY (SELECT {columns} FROM "{view}") TO {destination} (FORMAT parquet)'
+                    )
             finally:
                 self._con.unregister(view)
         else:
             raise ContractError(
                 f"ctx.write({name!r}, data) in step {self._index} {self._name}: data must be a SQL "
-                f"query string, a DuckDB relation, or a pyarrow Table or RecordBatchReader, got "
-                f"{type(data).__name__}"
+                f"query string, a DuckDB relation, a pyarrow Table or RecordBatchReader, or a "
+                f"DataFrame (pandas, polars), got {type(data).__name__}"
             )
+
+    def _no_columns(self, name: str, what: str) -> ContractError:
+        # DuckDB's own word for it reads like a crash of the step's code.
+        return ContractError(
+            f"ctx.write({name!r}, data) in step {self._index} {self._name}: the {what} has no "
+            f"columns, and an artifact needs at least one; write the columns it should hold "
+            f"(or a count, `SELECT count(*) AS n ...`)"
+        )
 
     @contextlib.contextmanager
     def _exactly(self, name: str, casts: dict[str, str]):
@@ -799,6 +818,16 @@ class _Statement:
 def _is_arrow(data: Any) -> bool:
     module = type(data).__module__ or ""
     return module.startswith("pyarrow") and hasattr(data, "schema")
+
+
+def _is_frame(data: Any) -> bool:
+    """A DataFrame DuckDB can scan: one exporting an Arrow stream (pandas 2.2 and later,
+    polars, and others), or a pandas or polars one from before they did."""
+    kind = type(data)
+    if hasattr(kind, "__arrow_c_stream__"):
+        return True
+    root = (kind.__module__ or "").split(".")[0]
+    return root in ("pandas", "polars") and kind.__name__ == "DataFrame"
 
 
 # s3://, gs://, https://, hdfs://...: a scheme of two letters or more, so `C:/` is not one.

@@ -423,9 +423,19 @@ class SparkStepContext(ContractChecks):
         elif type(data).__module__.startswith("pyspark.sql"):
             frame = data
         else:
+            kind = type(data)
+            root = (kind.__module__ or "").split(".")[0]
+            got = f"{root}.{kind.__name__}" if root not in ("", "builtins") else kind.__name__
+            # "must be a DataFrame, got DataFrame" said nothing to a step holding pandas'.
+            made = {"pandas": "df", "pyarrow": "df", "polars": "df.to_arrow()"}.get(root)
+            if made is None and hasattr(kind, "__arrow_c_stream__"):
+                made = "pyarrow.table(df)"
+            advice = (
+                f"; make it a Spark one first, ctx.spark.createDataFrame({made})" if made else ""
+            )
             raise ContractError(
                 f"ctx.write({name!r}, data) in step {self._index} {self._name}: data must be a "
-                f"Spark SQL query string or a DataFrame, got {type(data).__name__}"
+                f"Spark SQL query string or a Spark DataFrame, got {got}{advice}"
             )
         # Spark writes a directory of part files; twicerun's artifacts are one file.
         # The parts are joined in their written order through a temporary name, so no
