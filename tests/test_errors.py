@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -377,6 +378,29 @@ def test_a_step_importing_a_module_that_is_not_installed_is_told_where_to_instal
         f"twicerun: twicerun runs the pipeline in {sys.executable}; install what the pipeline "
         f"imports there: {sys.executable} -m pip install no_such_package"
     )
+
+
+def test_the_install_line_still_works_from_a_directory_holding_a_file_named_as_a_standard_module(
+    write_pipeline, twicerun, tmp_path, monkeypatch
+):
+    """From a project whose root holds a `types.py`, `python -m pip` imported that file
+    instead of the standard module and failed, so the advice itself did not work."""
+    (tmp_path / "types.py").write_text("REVIEWED = True\n")
+    monkeypatch.chdir(tmp_path)
+    path = write_pipeline("def a(ctx):\n    import no_such_package\n")
+    outcome = twicerun("run", path)
+    assert outcome.code == 3
+    advice = f"{sys.executable} -P -m pip install no_such_package"
+    assert outcome.err.splitlines()[1].endswith(f"imports there: {advice}")
+    # The line as printed runs pip from here, where the one without -P cannot start.
+    started = subprocess.run(
+        [sys.executable, "-P", "-m", "pip", "--version"], cwd=tmp_path, capture_output=True
+    )
+    assert started.returncode == 0, started.stderr
+    unsafe = subprocess.run(
+        [sys.executable, "-m", "pip", "--version"], cwd=tmp_path, capture_output=True
+    )
+    assert unsafe.returncode != 0
 
 
 def test_a_missing_pipeline_file_is_bad_input(tmp_path, twicerun):

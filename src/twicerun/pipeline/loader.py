@@ -182,8 +182,19 @@ def missing_module_advice(exc: BaseException) -> str:
         )
     return (
         f"twicerun runs the pipeline in {sys.executable}; install what the pipeline imports "
-        f"there: {sys.executable} -m pip install {package}"
+        f"there: {sys.executable}{_safe_path_flag()} -m pip install {package}"
     )
+
+
+def _safe_path_flag() -> str:
+    """` -P` where the working directory holds a file named as a standard module
+    (`types.py`, `email.py`): `python -m pip` puts that directory first on sys.path, so
+    pip would import the file instead and fail before installing anything."""
+    try:
+        shadows = any(p.stem in sys.stdlib_module_names for p in Path.cwd().glob("*.py"))
+    except OSError:
+        return ""
+    return " -P" if shadows else ""
 
 
 def _in_the_actions_venv() -> bool:
