@@ -361,6 +361,26 @@ def test_row_multiplication_says_which_key_it_could_not_move(tmp_path):
     )
 
 
+def test_row_multiplication_repeats_a_json_key_rather_than_write_what_is_not_json(tmp_path):
+    """A JSON column with a value per row is a key, and was suffixed like other text:
+    `{"k": 0}#1` is no JSON, so writing the stressed input raised and row multiplication
+    failed on a step that had done nothing wrong."""
+    source = parquet_of(
+        tmp_path,
+        "docs.parquet",
+        "SELECT i % 3 AS g, ('{\"k\": ' || i || '}')::JSON AS doc FROM range(6) t(i)",
+    )
+    target = tmp_path / "out.parquet"
+    assert multiply_rows(CON, source, target, artifact="docs") == Applied(
+        "docs 6 rows to 12, doc not moved (it spans too much of its type to move "
+        "past, or is of a type that does not move), so the added copy repeats it"
+    )
+    assert CON.execute(
+        f"SELECT count(*), bool_and(json_valid(doc)), any_value(typeof(doc)) "
+        f"FROM read_parquet('{target}')"
+    ).fetchone() == (12, True, "JSON")
+
+
 def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_path):
     """A string key that reads as an integer, an ISO date or a UUID moves as one, a date,
     a timestamp or a UUID moves as itself: with a suffix, a step casting the key raised on
