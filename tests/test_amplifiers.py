@@ -381,6 +381,28 @@ def test_row_multiplication_repeats_a_json_key_rather_than_write_what_is_not_jso
     ).fetchone() == (12, True, "JSON")
 
 
+def test_row_multiplication_keeps_a_blob_key_distinct_and_a_hash_key_at_its_length(tmp_path):
+    """A BLOB key (a Data Vault hash key, `unhex(md5(...))`) was repeated by the added copy,
+    so a correct step relying on it met duplicates no production input holds."""
+    source = parquet_of(
+        tmp_path,
+        "hubs.parquet",
+        "SELECT unhex(md5(i::VARCHAR)) AS hash_key, unhex(sha256(i::VARCHAR)) AS sha_key, "
+        "CAST(repeat('x', 1 + i) AS BLOB) AS code, i % 3 AS g FROM range(50) t(i)",
+    )
+    target = tmp_path / "out.parquet"
+    assert multiply_rows(CON, source, target, artifact="hubs") == Applied(
+        "hubs 50 rows to 100, hash_key, sha_key and code moved past their ranges in the added copy"
+    )
+    scan = f"FROM read_parquet('{target}')"
+    assert CON.execute(
+        f"SELECT count(*), count(DISTINCT hash_key), count(DISTINCT sha_key), "
+        f"count(DISTINCT code), min(octet_length(hash_key)), max(octet_length(hash_key)), "
+        f"min(octet_length(sha_key)), max(octet_length(sha_key)) {scan}"
+    ).fetchone() == (100, 100, 100, 100, 16, 16, 32, 32)
+    assert rows_of(source) == rows_of(target)[:50]  # the first copy as it was
+
+
 def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_path):
     """A string key that reads as an integer, an ISO date or a UUID moves as one, a date,
     a timestamp or a UUID moves as itself: with a suffix, a step casting the key raised on

@@ -207,6 +207,8 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         return f"({column} + to_microseconds(CAST({{copy}} AS BIGINT) * {high - low + 1}))"
     if kind == "uuid":
         return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {_other_uuid(column)} END"
+    if kind == "blob":
+        return _other_blob(con, keep, column, scan)
     if kind != "varchar" or str(keep.type) == "JSON":
         # JSON is text to DuckDB, but a suffix (`{"k": 1}#1`) is no JSON: the stressed
         # input failed to write, and the amplifier with it, on correct code.
@@ -335,6 +337,29 @@ def _other_uuid(column: str) -> str:
     value and the copy's number, cast back to a UUID, so a step that parses it still can.
     Two copies meet with the odds of an MD5 collision."""
     return f"CAST(md5(CAST({column} AS VARCHAR) || '#' || {{copy}}) AS UUID)"
+
+
+def _other_blob(con: duckdb.DuckDBPyConnection, keep, column: str, scan: str) -> str | None:
+    """Another byte string for each copy of a BLOB key. Hash keys are BLOBs of one length
+    (16 bytes of MD5, 20 of SHA-1, 32 of SHA-256), and a step may check that length: each
+    copy holds MD5s of the value and the copy's number, cut to that length, so two meet with
+    the odds of a collision of at least 8 bytes. A BLOB of other lengths keeps its bytes and
+    gains a zero byte and the copy's number, which no value of the column ends in."""
+    low, high, clash = con.execute(
+        f"SELECT min(octet_length({keep.sql})), max(octet_length({keep.sql})), "
+        f"count(*) FILTER (WHERE regexp_matches(hex({keep.sql}), '00(3[0-9])+$')) {scan}"
+    ).fetchone()
+    if low is None:
+        return None
+    if low == high and low >= 8:
+        salted = f"hex({column}) || '#' || {{copy}}"
+        parts = " || ".join(f"md5({salted} || ':{k}')" for k in range(-(-low // 16)))
+        other = f"unhex(left({parts}, {2 * low}))"
+    elif not clash:
+        other = f"{column} || unhex('00') || CAST(CAST({{copy}} AS VARCHAR) AS BLOB)"
+    else:
+        return None
+    return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {other} END"
 
 
 def _date_span(
