@@ -347,6 +347,62 @@ def test_each_pipeline_imports_its_own_helper_module(tmp_path, twicerun, run_dir
     assert str(tmp_path / "stock") not in sys.path
 
 
+def test_a_pipeline_inside_a_package_imports_from_it_as_python_m_would(
+    tmp_path, twicerun, run_dir, monkeypatch
+):
+    """`etl/daily.py` beside `etl/__init__.py` and `etl/common.py`: both `from etl.common
+    import ...` and `from .common import ...` raised ModuleNotFoundError (or "no known
+    parent package"), and the advice was to pip install etl, someone else's package."""
+    import sys
+
+    import pyarrow.parquet as pq
+
+    package = tmp_path / "repo" / "etl"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "common.py").write_text("QUERY = 'SELECT 42 AS answer'\n")
+    (package / "absolute.py").write_text(
+        "from etl.common import QUERY\n\ndef load(ctx):\n    ctx.write('t', QUERY)\n"
+    )
+    (package / "relative.py").write_text(
+        "from .common import QUERY\n\ndef load(ctx):\n    ctx.write('t', QUERY)\n"
+    )
+    monkeypatch.chdir(tmp_path)  # neither the package nor its root
+    for name in ("absolute", "relative"):
+        outcome = twicerun("run", package / f"{name}.py", "--runs", "2", "--keep", "0")
+        assert outcome.code == 0, outcome.err
+        newest = sorted(run_dir.iterdir(), key=lambda p: p.stat().st_mtime)[-1]
+        assert pq.read_table(newest / "loop" / "1" / "00-load" / "t.parquet").to_pylist() == [
+            {"answer": 42}
+        ]
+        # The package's module is part of the step's code, as a helper beside it is.
+        receipt = (newest / "loop" / "1" / "00-load" / "receipt.json").read_text()
+        assert '"common.py"' in receipt
+    assert "etl" not in sys.modules and "etl.common" not in sys.modules
+    assert str(tmp_path / "repo") not in sys.path
+
+
+def test_a_teams_own_module_out_of_pythons_reach_is_not_sent_to_pip(
+    tmp_path, twicerun, monkeypatch
+):
+    """`pipelines/daily.py` importing the repository's `mylib/` was told to run
+    `pip install mylib`, which installs whatever a stranger published under that name."""
+    (tmp_path / "mylib").mkdir()
+    (tmp_path / "mylib" / "__init__.py").write_text("")
+    (tmp_path / "pipelines").mkdir()
+    path = tmp_path / "pipelines" / "daily.py"
+    path.write_text("import mylib\n\ndef a(ctx):\n    ctx.write('t', 'SELECT 1 AS v')\n")
+    monkeypatch.chdir(tmp_path)
+    outcome = twicerun("run", "pipelines/daily.py")
+    assert outcome.code == 2
+    assert outcome.err == (
+        "twicerun: could not import pipelines/daily.py:1: ModuleNotFoundError: No module named "
+        "'mylib' (mylib is in the working directory, which Python does not search when it "
+        "imports the pipeline; put it on the path (PYTHONPATH=.) or install the project "
+        "that holds it (pip install -e))\n"
+    )
+
+
 def test_a_file_that_is_not_python_says_a_pipeline_is_a_python_file(tmp_path):
     """`twicerun run README.md` said only that line 10 had an unterminated string."""
     notes = tmp_path / "README.md"

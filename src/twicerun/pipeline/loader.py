@@ -167,13 +167,24 @@ def check_pipeline_path(path: str | Path) -> Path:
     return source_path
 
 
-def missing_module_advice(exc: BaseException) -> str:
+def missing_module_advice(exc: BaseException, pipeline: Path | None = None) -> str:
     """Where to install a module a pipeline imports that is not there: the Python twicerun
-    runs in, which is not always the one the pipeline was written against."""
+    runs in, which is not always the one the pipeline was written against. Or, where the
+    module is the team's own, in a directory Python does not search, how to let it."""
     name = getattr(exc, "name", None)
     if not isinstance(exc, ModuleNotFoundError) or not name:
         return ""
     package = name.partition(".")[0]
+    holder = _local_holder(package, pipeline)
+    if holder is not None:
+        # "pip install" of a name a team gave its own code installs a stranger's package.
+        shown = _shown_path(holder)
+        where = "the working directory" if shown == "." else shown
+        return (
+            f"{package} is in {where}, which Python does not search when it imports the "
+            f"pipeline; put it on the path (PYTHONPATH={shown}) or install the project that "
+            f"holds it (pip install -e)"
+        )
     if _in_the_actions_venv():
         # Nobody can pip install into the action's venv between its steps: it has an input.
         return (
@@ -184,6 +195,30 @@ def missing_module_advice(exc: BaseException) -> str:
         f"twicerun runs the pipeline in {sys.executable}; install what the pipeline imports "
         f"there: {sys.executable}{_safe_path_flag()} -m pip install {package}"
     )
+
+
+def _local_holder(package: str, pipeline: Path | None) -> Path | None:
+    """The directory holding `package` (a package directory or a module file), among the
+    working directory and those above the pipeline; None where there is none."""
+    places = [Path.cwd()]
+    if pipeline is not None:
+        places += list(Path(pipeline).resolve().parent.parents)
+    for place in places:
+        try:
+            if (place / package / "__init__.py").is_file() or (place / f"{package}.py").is_file():
+                return place
+        except OSError:
+            continue
+    return None
+
+
+def _shown_path(path: Path) -> str:
+    """`path` relative to the working directory where it is the working directory or below
+    it (`.`, `src`), absolute otherwise."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
 
 
 def _safe_path_flag() -> str:
@@ -228,6 +263,9 @@ def _nearby(path: Path) -> str:
 def _import(path: Path, digest: str, own: OwnModules) -> ModuleType:
     stem = re.sub(r"\W", "_", path.stem)
     module_name = f"_twicerun_pipeline_{stem}_{digest[:12]}"
+    if own.package:
+        # A module of its package, so that `from .common import q` finds `etl.common`.
+        module_name = f"{own.package}.{module_name}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise PipelineError(f"could not import {path}: Python does not recognise it as a module")
@@ -246,7 +284,7 @@ def _import(path: Path, digest: str, own: OwnModules) -> ModuleType:
     except Exception as exc:
         del sys.modules[module_name]
         where = _line_in(exc, path)
-        advice = missing_module_advice(exc)
+        advice = missing_module_advice(exc, path)
         raise PipelineError(
             f"could not import {path}{where}: {type(exc).__name__}: {exc}"
             + (f" ({advice})" if advice else "")

@@ -12,6 +12,13 @@ So each pipeline keeps what it imported from its directory, and those modules ar
 `sys.modules`, with the directory on `sys.path`, only while it is imported and while
 one of its steps runs. What is installed (anything found through another `sys.path`
 entry, a virtualenv under the directory included) is shared as Python shares it.
+
+A pipeline inside a package (`etl/daily.py` beside `etl/__init__.py`) imports its
+package's modules as `python -m etl.daily` would (`from etl.common import q`, or
+`from .common import q`): the first directory above it that is no package (the package's
+root) is on `sys.path` too, after the pipeline's own, and what it finds there is the
+pipeline's own as well. Before, both forms raised ModuleNotFoundError, and the advice was
+to pip install the team's own package.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.machinery
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +38,7 @@ class OwnModules:
 
     def __init__(self, directory: Path):
         self.directory = directory.resolve()
+        self.package, self.root = package_of(self.directory)
         self._modules: dict[str, ModuleType] = {}
         self._digests: dict[str, str] = {}
         # The pipeline file itself, once imported (under a name only this process knows).
@@ -45,32 +54,62 @@ class OwnModules:
     def active(self) -> Iterator[None]:
         """The directory first on `sys.path` and this pipeline's modules in `sys.modules`;
         afterwards, whatever it imported from the directory is taken back out."""
-        entry = str(self.directory)
+        entries = [str(d) for d in self.directories]
         displaced = {name: sys.modules[name] for name in self._modules if name in sys.modules}
         sys.modules.update(self._modules)
         before = set(sys.modules)
-        sys.path.insert(0, entry)
+        sys.path[0:0] = entries
         by_value = _by_value([*self._modules.values(), *filter(None, [self.pipeline])])
-        later = _ByValueOnImport.install(self.directory, by_value)
+        later = _ByValueOnImport.install(self.directories, by_value)
         try:
             yield
         finally:
             later.close()
             by_value.close()
-            with contextlib.suppress(ValueError):
-                sys.path.remove(entry)
+            for entry in entries:
+                with contextlib.suppress(ValueError):
+                    sys.path.remove(entry)
             for name in set(sys.modules) - before:
                 module = sys.modules[name]
-                relative = self._found_here(name, module)
-                if relative is not None:
+                found = self._found_here(name, module)
+                if found is not None:
                     self._modules[name] = module
-                    self._digests[relative] = file_digest(self.directory / relative)
+                    # Relative to the pipeline's directory: `../common.py` for its package's.
+                    relative = Path(os.path.relpath(found, self.directory)).as_posix()
+                    self._digests[relative] = file_digest(found)
             for name in self._modules:
                 sys.modules.pop(name, None)
             sys.modules.update(displaced)
 
-    def _found_here(self, name: str, module: ModuleType) -> str | None:
-        return found_in(self.directory, name, getattr(module, "__file__", None))
+    @property
+    def directories(self) -> tuple[Path, ...]:
+        """Where the pipeline's own modules are found: its directory, then its package's
+        root when it lies in a package."""
+        return (self.directory,) if self.root is None else (self.directory, self.root)
+
+    def _found_here(self, name: str, module: ModuleType) -> Path | None:
+        return found_in_any(self.directories, name, getattr(module, "__file__", None))
+
+
+def package_of(directory: Path) -> tuple[str, Path | None]:
+    """The dotted package a directory is (`etl.jobs` for `root/etl/jobs`, each holding an
+    `__init__.py`) and the first directory above it that is no package; ("", None) for a
+    directory that is no package."""
+    parts: list[str] = []
+    at = directory
+    while (at / "__init__.py").is_file() and at.parent != at and at.name.isidentifier():
+        parts.append(at.name)
+        at = at.parent
+    return (".".join(reversed(parts)), at) if parts else ("", None)
+
+
+def found_in_any(directories: tuple[Path, ...], name: str, file: str | None) -> Path | None:
+    """The module's file when `name` was found through one of `directories` (below)."""
+    for directory in directories:
+        relative = found_in(directory, name, file)
+        if relative is not None:
+            return directory / relative
+    return None
 
 
 def found_in(directory: Path, name: str, file: str | None) -> str | None:
@@ -134,16 +173,18 @@ class _ByValueOnImport:
     ran from the pipeline's directory. Found as Python's own path finder finds it; only its
     loader is wrapped, to register the module once it has run."""
 
-    def __init__(self, directory: Path, stack: contextlib.ExitStack):
-        self._directory = directory
+    def __init__(self, directories: tuple[Path, ...], stack: contextlib.ExitStack):
+        self._directories = directories
         self._stack = stack
 
     @classmethod
-    def install(cls, directory: Path, stack: contextlib.ExitStack) -> contextlib.ExitStack:
+    def install(
+        cls, directories: tuple[Path, ...], stack: contextlib.ExitStack
+    ) -> contextlib.ExitStack:
         installed = contextlib.ExitStack()
         if _spark_pickler() is None:
             return installed  # only Spark pickles a step's functions
-        finder = cls(directory, stack)
+        finder = cls(directories, stack)
         # Just before Python's path finder, which it asks: built-in and frozen modules
         # still come first, as they do without it.
         at = next(
@@ -160,7 +201,7 @@ class _ByValueOnImport:
         spec = importlib.machinery.PathFinder.find_spec(name, path, target)
         if spec is None or spec.loader is None or not spec.has_location:
             return None
-        if found_in(self._directory, name, spec.origin) is None:
+        if found_in_any(self._directories, name, spec.origin) is None:
             return None
         spec.loader = _RegisteringLoader(spec.loader, lambda m: _register_by_value(m, self._stack))
         return spec

@@ -173,7 +173,7 @@ def execute_step(
             hint=(
                 full_disk_advice()
                 if disk_full(exc)
-                else missing_module_advice(exc)
+                else missing_module_advice(exc, Path(step.file) if step.file else None)
                 or unread_artifact_hint(exc, visible, {r.name for r in ctx.output.reads})
                 or _raised_only_later(address, reference)
             ),
