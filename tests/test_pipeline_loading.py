@@ -401,6 +401,12 @@ def test_a_teams_own_module_out_of_pythons_reach_is_not_sent_to_pip(
         "imports the pipeline; put it on the path (PYTHONPATH=.) or install the project "
         "that holds it (pip install -e))\n"
     )
+    # The same from a src/ layout, which packaging guides teach.
+    (tmp_path / "src").mkdir()
+    (tmp_path / "mylib").rename(tmp_path / "src" / "mylib")
+    outcome = twicerun("run", "pipelines/daily.py")
+    assert "(mylib is in src, which Python does not search" in outcome.err
+    assert "PYTHONPATH=src)" in outcome.err
 
 
 def test_a_file_that_is_not_python_says_a_pipeline_is_a_python_file(tmp_path):

@@ -199,11 +199,12 @@ def missing_module_advice(exc: BaseException, pipeline: Path | None = None) -> s
 
 def _local_holder(package: str, pipeline: Path | None) -> Path | None:
     """The directory holding `package` (a package directory or a module file), among the
-    working directory and those above the pipeline; None where there is none."""
+    working directory and those above the pipeline, or their `src/` (the layout packaging
+    guides teach); None where there is none."""
     places = [Path.cwd()]
     if pipeline is not None:
         places += list(Path(pipeline).resolve().parent.parents)
-    for place in places:
+    for place in [p for base in places for p in (base, base / "src")]:
         try:
             if (place / package / "__init__.py").is_file() or (place / f"{package}.py").is_file():
                 return place
