@@ -401,6 +401,18 @@ def test_a_teams_own_module_out_of_pythons_reach_is_not_sent_to_pip(
         "imports the pipeline; put it on the path (PYTHONPATH=.) or install the project "
         "that holds it (pip install -e))\n"
     )
+    # A module missing inside a package Python did find: neither advice would help.
+    (tmp_path / "pipelines" / "mylib").mkdir()
+    (tmp_path / "pipelines" / "mylib" / "__init__.py").write_text("")
+    path.write_text("import mylib.absent\n\ndef a(ctx):\n    ctx.write('t', 'SELECT 1 AS v')\n")
+    outcome = twicerun("run", "pipelines/daily.py")
+    assert outcome.err == (
+        "twicerun: could not import pipelines/daily.py:1: ModuleNotFoundError: No module named "
+        "'mylib.absent'\n"
+    )
+    (tmp_path / "pipelines" / "mylib" / "__init__.py").unlink()
+    (tmp_path / "pipelines" / "mylib").rmdir()
+    path.write_text("import mylib\n\ndef a(ctx):\n    ctx.write('t', 'SELECT 1 AS v')\n")
     # The same from a src/ layout, which packaging guides teach.
     (tmp_path / "src").mkdir()
     (tmp_path / "mylib").rename(tmp_path / "src" / "mylib")

@@ -176,6 +176,10 @@ def missing_module_advice(exc: BaseException, pipeline: Path | None = None) -> s
         return ""
     package = name.partition(".")[0]
     holder = _local_holder(package, pipeline)
+    if name != package and (holder is not None or package in sys.modules):
+        # The package was found and a module inside it was not: installing the package,
+        # or pointing Python at it, would change nothing.
+        return ""
     if holder is not None:
         # "pip install" of a name a team gave its own code installs a stranger's package.
         shown = _shown_path(holder)
