@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import duckdb
@@ -760,6 +761,102 @@ def test_a_helper_module_edited_since_the_run_is_named_not_called_a_divergence(
     receipt_path(after, 1, 0).write_text(json.dumps(data))
     (step,) = twicerun("reproduce", after, "--json", "-").json()["steps"]
     assert step["verdict"] == "COULD NOT CHECK" and "written by an older twicerun" in step["detail"]
+
+
+USES_FROM_ITS_FILE = """
+CUTOFF = {cutoff}
+REGIONS = {{"north", "south", "east"}}
+
+
+def query(n):
+    return f"SELECT range AS i FROM range({{n}}) WHERE range < {{len(REGIONS)}} * 100"
+
+
+def make(table, n):
+    def load(ctx):
+        ctx.write(table, query(n))
+
+    load.__name__ = f"load_{{table}}"
+    return load
+
+
+def constant(ctx):
+    ctx.write("c", f"SELECT range AS i FROM range({{CUTOFF}})")
+
+
+def untouched(ctx):
+    ctx.write("u", "SELECT 1 AS v")
+
+
+STEPS = [constant, make("m", {made}), untouched]
+"""
+
+
+def test_a_constant_a_function_or_a_closure_of_the_pipeline_file_edited_is_named(
+    twicerun, write_pipeline, run_dir
+):
+    """A step that reads a constant of its file, or was made by a factory there, had a code
+    digest of its own source only: after the constant (or the factory's argument) was
+    edited, reproduce called it DIVERGED and diff "diverged with identical inputs", as if
+    the step had stopped repeating itself."""
+    path = write_pipeline(USES_FROM_ITS_FILE.format(cutoff=10, made=5))
+    before = record(twicerun, path, run_dir)
+    receipt = json.loads(receipt_path(before, 1, 1).read_text())
+    assert sorted(receipt["uses"]) == ["REGIONS", "n", "query", "table"]
+    assert json.loads(receipt_path(before, 1, 2).read_text())["uses"] == {}
+    assert twicerun("reproduce", before).code == 0
+
+    path.write_text(textwrap.dedent(USES_FROM_ITS_FILE.format(cutoff=12, made=7)))
+    outcome = twicerun("reproduce", before, "--json", "-")
+    assert outcome.code == 4, outcome.out
+    steps = {s["name"]: s for s in outcome.json()["steps"]}
+    assert steps["constant"]["verdict"] == "COULD NOT CHECK"
+    assert steps["constant"]["detail"] == (
+        "CUTOFF, which it uses from the pipeline file, has changed since it was recorded"
+    )
+    assert steps["load_m"]["detail"] == (
+        "n, which it uses from the pipeline file, has changed since it was recorded"
+    )
+    assert steps["untouched"]["verdict"] == "REPRODUCED"
+
+    after = record(twicerun, path, run_dir)
+    steps = {s["name"]: s for s in twicerun("diff", before, after, "--json", "-").json()["steps"]}
+    assert steps["constant"]["verdict"] == "FIRST DIFFERENCE"
+    assert any(
+        c.startswith("what it uses from the pipeline file (CUTOFF ")
+        for c in steps["constant"]["instrument"]
+    )
+    assert steps["untouched"]["instrument"] == []
+
+    # A receipt from before twicerun recorded them cannot vouch for them.
+    data = json.loads(receipt_path(after, 1, 0).read_text())
+    del data["uses"]
+    receipt_path(after, 1, 0).write_text(json.dumps(data))
+    steps = {s["name"]: s for s in twicerun("reproduce", after, "--json", "-").json()["steps"]}
+    assert steps["constant"]["detail"] == (
+        "its receipt records no digest of CUTOFF, which it uses from the pipeline file "
+        "(written by an older twicerun)"
+    )
+
+
+def test_what_a_step_uses_is_named_alike_in_every_process():
+    """A set of strings iterates in an order that follows the string hash seed, which
+    `audit` and every new process change: its digest must not."""
+    code = (
+        "from twicerun.pipeline.uses import canonical; "
+        "print(canonical({'north', 'south', 'east', 'west', ('a', frozenset({'x', 'y'}))}))"
+    )
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3", "4")
+    }
+    assert len(seen) == 1
 
 
 @pytest.mark.parametrize(

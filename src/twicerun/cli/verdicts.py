@@ -346,6 +346,7 @@ def reproduce(
                         directory=pipeline.path.resolve().parent,
                         modules_now=step.own.digests() if step.own is not None else None,
                         time_zone_now=session_time_zone(pipeline.engine),
+                        uses_now=step.uses,
                     )
                 inputs = recorded_inputs(recorded.invocation, receipt) if not why else None
                 if inputs is not None and inputs.missing:

@@ -31,6 +31,7 @@ from twicerun.pipeline.declarations import (
     refuse_var_positional,
 )
 from twicerun.pipeline.own_modules import OwnModules, found_in
+from twicerun.pipeline.uses import step_uses
 
 _DEF_LINE = re.compile(r"^\s*(async\s+)?def\s")
 
@@ -54,6 +55,9 @@ class Step:
     # Whether its code names the duckdb module or something from it (`duckdb.sql`), which
     # runs on DuckDB's process-wide default connection, at that connection's thread count.
     uses_duckdb_module: bool = False
+    # What it uses from its own file besides its source (constants, the file's functions,
+    # its closure's values), by name and digest: part of its code (pipeline/uses.py).
+    uses: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def call(self, ctx: Any) -> None:
         """Call the step as the contract says: fn(ctx), plus its declared seed."""
@@ -599,4 +603,5 @@ def _make_step(
         declaration=declaration,
         seed_value=seed_value,
         uses_duckdb_module=_names_duckdb(fn, directory),
+        uses=step_uses(_underlying(fn)),
     )

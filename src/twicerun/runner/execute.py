@@ -242,6 +242,7 @@ def _receipt(
         duckdb=duckdb.__version__,
         platform=platform_stamp(),
         modules=step.own.digests() if step.own is not None else {},
+        uses=dict(step.uses),
         time_zone=session_time_zone(engine.name),
         **ended,
     )

@@ -110,6 +110,10 @@ class Receipt:
     # the SHA-256 each had: code the step may call, beside its own. None: not recorded (a
     # receipt from before twicerun recorded them); {}: the pipeline imported none.
     modules: dict[str, str] | None = None
+    # What the step uses from its pipeline file besides its own source (constants, the
+    # file's functions and classes, its closure's values), by name, with the SHA-256 of
+    # each: None when not recorded (an older twicerun); {}: it uses none.
+    uses: dict[str, str] | None = None
     # The time zone the step's session started in (DuckDB's TimeZone, the machine's; on
     # Spark the session's, which twicerun sets): None when not recorded (an older twicerun).
     time_zone: str | None = None

@@ -135,14 +135,18 @@ def instrument_changes(a: RecordedStep, b: RecordedStep) -> list[str]:
     modules = _modules_changed(a.receipt.modules, b.receipt.modules)
     if modules:
         changes.append(f"modules beside the pipeline ({modules})")
+    uses = _modules_changed(a.receipt.uses, b.receipt.uses)
+    if uses:
+        changes.append(f"what it uses from the pipeline file ({uses})")
     if a.recorded_by and b.recorded_by and a.recorded_by != b.recorded_by:
         changes.append(f"twicerun ({a.recorded_by} against {b.recorded_by})")
     return changes
 
 
 def _modules_changed(left: dict[str, str] | None, right: dict[str, str] | None) -> str:
-    """Which modules the pipeline imported from its directory differ between two receipts:
-    a helper edited between the runs changes what the step computes, as its own code does."""
+    """Which modules the pipeline imported from its directory (or which names the step uses
+    from its file) differ between two receipts: a helper edited between the runs changes
+    what the step computes, as its own code does."""
     if left is None or right is None:
         return ""  # an older receipt: not recorded, so not claimed either way
     parts = []

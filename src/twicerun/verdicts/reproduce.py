@@ -14,7 +14,7 @@ from typing import Any
 
 import duckdb
 
-from twicerun.display import ljust, widest
+from twicerun.display import listed, ljust, some, widest
 from twicerun.storage.context import same_time_zone
 from twicerun.storage.receipts import RECEIPT_VERSION, Receipt
 from twicerun.verdicts.explain import AGAINST_RECORD, explain
@@ -88,6 +88,10 @@ def twicerun_change(recorded_by: str, now: str) -> list[str]:
     return []
 
 
+def _few(names: list[str]) -> str:
+    return listed(names) if len(names) <= 5 else some(names)
+
+
 def cannot_check(
     receipt: Receipt | None,
     code_digest: str,
@@ -95,11 +99,14 @@ def cannot_check(
     directory: Path | None = None,
     modules_now: dict[str, str] | None = None,
     time_zone_now: str | None = None,
+    uses_now: dict[str, str] | None = None,
 ) -> str:
     """Why re-executing this step would not test its record, or "".
 
     `directory` is the pipeline's, and `modules_now` what it imports from there at its
-    top level now: a helper beside the pipeline that changed is the step's code changing."""
+    top level now: a helper beside the pipeline that changed is the step's code changing.
+    `uses_now` is what the step uses from its own file now (pipeline/uses.py): a constant
+    or a function of the file that changed is too."""
     if receipt is None:
         return "no receipt to check against"
     if receipt.version > RECEIPT_VERSION:
@@ -130,6 +137,25 @@ def cannot_check(
                 f"{', '.join(changed)}, which the pipeline imports from its directory, "
                 f"{'has' if len(changed) == 1 else 'have'} changed since it was recorded"
             )
+    # After the modules beside it: a value imported from helpers.py is named there first.
+    if uses_now is not None:
+        if receipt.uses is None:
+            if uses_now:
+                return (
+                    f"its receipt records no digest of {_few(sorted(uses_now))}, which it "
+                    f"uses from the pipeline file (written by an older twicerun)"
+                )
+        else:
+            changed = sorted(
+                name
+                for name in set(receipt.uses) | set(uses_now)
+                if receipt.uses.get(name) != uses_now.get(name)
+            )
+            if changed:
+                return (
+                    f"{_few(changed)}, which it uses from the pipeline file, "
+                    f"{'has' if len(changed) == 1 else 'have'} changed since it was recorded"
+                )
     if not receipt.duckdb:
         return "its receipt records no DuckDB version (written by an older twicerun)"
     if receipt.duckdb != duckdb_version:

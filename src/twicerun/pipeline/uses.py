@@ -1,0 +1,137 @@
+"""What a step uses from its own pipeline file besides its own source, by name and digest.
+
+A step's code digest is its function as written. A constant the function reads
+(`CUTOFF = 10` at the top of the file), a function of the file it calls, a class of
+the file it builds, or a value its closure holds (a step made in a loop by a factory)
+change what it computes without changing a character of it: `diff` said "diverged
+with identical inputs" and `reproduce` DIVERGED, as if the step had stopped repeating
+itself, when the pipeline had been edited. Each of them is recorded by name, so a
+verdict can say which one changed.
+
+Only what the file itself defines is recorded: modules beside the pipeline have
+digests of their own (`OwnModules`), and what is installed is the instrument, not the
+pipeline. A value is recorded when it is plain data (numbers, text, bytes, dates,
+paths, and lists, tuples, dicts and sets of them, up to `BUDGET` items); anything else
+(a connection, an object of an installed class) is left out, since its repr says
+nothing stable about it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import enum
+import hashlib
+import inspect
+import marshal
+import pathlib
+from collections.abc import Iterator
+from types import CodeType, FunctionType
+from typing import Any
+
+# Items of plain data read per value before it counts as too large to record: a lookup
+# table built at import is read once per invocation, and a million items would be slow.
+BUDGET = 10_000
+
+_SCALARS = (type(None), bool, int, float, complex, str, bytes)
+_REPR = (datetime.date, datetime.time, datetime.timedelta, decimal.Decimal, pathlib.PurePath)
+
+
+def step_uses(fn: Any) -> dict[str, str]:
+    """Name to SHA-256 of what `fn` (the function a step runs) reads from its own file:
+    globals and closure values that are plain data, and functions and classes the file
+    defines, followed into the functions it calls there."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return {}
+    home = code.co_filename
+    found: dict[str, str] = {}
+    seen: set[int] = {id(code)}
+
+    def visit(f: FunctionType) -> None:
+        namespace = getattr(f, "__globals__", {})
+        for name in _names(f.__code__):
+            # `__file__` and the like say where the file is, which moves with a checkout,
+            # not what the step computes.
+            if name in namespace and name not in found and not name.startswith("__"):
+                _record(name, namespace[name])
+        cells = getattr(f, "__closure__", None) or ()
+        for name, cell in zip(f.__code__.co_freevars, cells, strict=False):
+            try:
+                value = cell.cell_contents
+            except ValueError:  # a cell not yet filled
+                continue
+            if name not in found:
+                _record(name, value)
+
+    def _record(name: str, value: Any) -> None:
+        if isinstance(value, FunctionType):
+            inner = value.__code__
+            if inner.co_filename != home or id(inner) in seen:
+                return
+            seen.add(id(inner))
+            found[name] = _digest(_source(value))
+            visit(value)
+        elif isinstance(value, type):
+            if getattr(value, "__module__", None) != getattr(fn, "__module__", None):
+                return
+            try:
+                found[name] = _digest(inspect.getsource(value).encode("utf-8"))
+            except (OSError, TypeError):
+                return
+        else:
+            text = canonical(value)
+            if text is not None:
+                found[name] = _digest(text.encode("utf-8"))
+
+    visit(fn)
+    return dict(sorted(found.items()))
+
+
+def canonical(value: Any) -> str | None:
+    """A text of `value` that is the same in every process while the value is: a set's
+    items sorted (its order follows the string hash seed, which differs per process);
+    None for anything that is not plain data, or too large to read."""
+    budget = [BUDGET]
+
+    def text(v: Any, depth: int) -> str | None:
+        budget[0] -= 1
+        if budget[0] < 0 or depth > 32:
+            return None
+        if isinstance(v, enum.Enum):
+            return f"{type(v).__qualname__}.{v.name}"
+        if isinstance(v, _SCALARS + _REPR):
+            return repr(v)
+        if isinstance(v, (list, tuple)):
+            parts = [text(x, depth + 1) for x in v]
+            return None if None in parts else f"{type(v).__name__}[{', '.join(parts)}]"
+        if isinstance(v, dict):
+            pairs = [(text(k, depth + 1), text(x, depth + 1)) for k, x in v.items()]
+            if any(k is None or x is None for k, x in pairs):
+                return None
+            return "dict{" + ", ".join(f"{k}: {x}" for k, x in pairs) + "}"
+        if isinstance(v, (set, frozenset)):
+            parts = [text(x, depth + 1) for x in v]
+            return None if None in parts else f"{type(v).__name__}{{{', '.join(sorted(parts))}}}"
+        return None
+
+    return text(value, 0)
+
+
+def _names(code: CodeType) -> Iterator[str]:
+    """Every global and attribute name the code, and code nested in it, mentions."""
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            yield from _names(const)
+
+
+def _source(f: FunctionType) -> bytes:
+    try:
+        return inspect.getsource(f).encode("utf-8")
+    except (OSError, TypeError):
+        return marshal.dumps(f.__code__)
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
