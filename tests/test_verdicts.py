@@ -839,6 +839,20 @@ def test_a_constant_a_function_or_a_closure_of_the_pipeline_file_edited_is_named
     )
 
 
+def test_a_path_beside_the_pipeline_is_named_from_there_so_a_moved_checkout_is_the_same():
+    from twicerun.pipeline.uses import canonical
+
+    base = "/home/ci/work/repo/pipelines"
+    here = canonical(Path(base) / "data" / "orders.csv", base)
+    assert here == canonical(
+        Path("/tmp/elsewhere/pipelines/data/orders.csv"), "/tmp/elsewhere/pipelines"
+    )
+    assert canonical(base + "/data", base) == canonical("/x/data", "/x")
+    # Anything else is itself: another directory, or text that only starts alike.
+    assert canonical(Path("/etc/data"), base) == repr(Path("/etc/data"))
+    assert canonical(base + "-old/data", base) == repr(base + "-old/data")
+
+
 def test_what_a_step_uses_is_named_alike_in_every_process():
     """A set of strings iterates in an order that follows the string hash seed, which
     `audit` and every new process change: its digest must not."""

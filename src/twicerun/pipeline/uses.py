@@ -45,6 +45,7 @@ def step_uses(fn: Any) -> dict[str, str]:
     if code is None:
         return {}
     home = code.co_filename
+    base = str(pathlib.Path(home).resolve().parent)
     found: dict[str, str] = {}
     seen: set[int] = {id(code)}
 
@@ -80,7 +81,7 @@ def step_uses(fn: Any) -> dict[str, str]:
             except (OSError, TypeError):
                 return
         else:
-            text = canonical(value)
+            text = canonical(value, base)
             if text is not None:
                 found[name] = _digest(text.encode("utf-8"))
 
@@ -88,10 +89,12 @@ def step_uses(fn: Any) -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
-def canonical(value: Any) -> str | None:
+def canonical(value: Any, base: str = "") -> str | None:
     """A text of `value` that is the same in every process while the value is: a set's
-    items sorted (its order follows the string hash seed, which differs per process);
-    None for anything that is not plain data, or too large to read."""
+    items sorted (its order follows the string hash seed, which differs per process), and
+    a path (or text) starting with `base`, the pipeline's directory, written from there,
+    since `Path(__file__).parent / "data"` moves with the checkout without changing what
+    the step computes; None for anything that is not plain data, or too large to read."""
     budget = [BUDGET]
 
     def text(v: Any, depth: int) -> str | None:
@@ -100,6 +103,10 @@ def canonical(value: Any) -> str | None:
             return None
         if isinstance(v, enum.Enum):
             return f"{type(v).__qualname__}.{v.name}"
+        if base and isinstance(v, (str, pathlib.PurePath)):
+            shown = str(v)
+            if shown == base or shown.startswith(base + "/"):
+                return f"{type(v).__name__}(<pipeline directory>{shown[len(base) :]!r})"
         if isinstance(v, _SCALARS + _REPR):
             return repr(v)
         if isinstance(v, (list, tuple)):
