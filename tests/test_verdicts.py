@@ -839,6 +839,86 @@ def test_a_constant_a_function_or_a_closure_of_the_pipeline_file_edited_is_named
     )
 
 
+SQL_IN_FILES = """
+from pathlib import Path
+
+MODELS = Path(__file__).parent / "models"
+
+
+def orders(ctx):
+    ctx.write("orders", (MODELS / "orders.sql").read_text())
+
+
+def listed(ctx):
+    ctx.source("raw", str(Path(__file__).parent / "raw.csv"))
+    ctx.write("raw_copy", "SELECT * FROM raw")
+
+
+def counted(ctx):
+    ctx.read("orders")
+    ctx.write("n", "SELECT count(*) AS n FROM orders")
+"""
+
+
+def test_a_file_beside_the_pipeline_that_a_step_reads_and_was_edited_is_named(
+    twicerun, write_pipeline, run_dir, tmp_path
+):
+    """SQL kept in a .sql file and read when the step runs: after the file was edited,
+    reproduce called the step DIVERGED and diff said it diverged with identical inputs."""
+    (tmp_path / "models").mkdir()
+    sql = tmp_path / "models" / "orders.sql"
+    sql.write_text("SELECT range AS id FROM range(10)\n")
+    (tmp_path / "raw.csv").write_text("a,b\n1,2\n")
+    path = write_pipeline(SQL_IN_FILES)
+    before = record(twicerun, path, run_dir)
+    recorded = json.loads(receipt_path(before, 1, 0).read_text())["opened"]
+    assert list(recorded) == ["models/orders.sql"]
+    # A file named through ctx.source has a record of its own; nothing else was opened.
+    assert json.loads(receipt_path(before, 1, 1).read_text())["opened"] == {}
+    assert json.loads(receipt_path(before, 1, 2).read_text())["opened"] == {}
+    assert twicerun("reproduce", before).code == 0
+
+    sql.write_text("SELECT range AS id FROM range(12)\n")
+    steps = {s["name"]: s for s in twicerun("reproduce", before, "--json", "-").json()["steps"]}
+    assert steps["orders"]["verdict"] == "COULD NOT CHECK"
+    assert steps["orders"]["detail"] == (
+        "models/orders.sql, which it read beside the pipeline, has changed since it was recorded"
+    )
+    assert steps["counted"]["verdict"] == "REPRODUCED"
+
+    after = record(twicerun, path, run_dir)
+    steps = {s["name"]: s for s in twicerun("diff", before, after, "--json", "-").json()["steps"]}
+    assert any(
+        c.startswith("files it read beside the pipeline (models/orders.sql ")
+        for c in steps["orders"]["instrument"]
+    )
+
+    sql.unlink()
+    steps = {s["name"]: s for s in twicerun("reproduce", after, "--json", "-").json()["steps"]}
+    assert steps["orders"]["detail"] == (
+        "models/orders.sql, which it read beside the pipeline when it was recorded, is gone"
+    )
+
+
+def test_only_reads_of_data_beside_the_pipeline_are_recorded(tmp_path):
+    from twicerun.runner.opened import recording
+
+    pipeline_dir, run_dir = tmp_path / "repo", tmp_path / "repo" / ".twicerun"
+    (pipeline_dir / "__pycache__").mkdir(parents=True)
+    run_dir.mkdir()
+    for name in ("q.sql", "helper.py", "out.txt", "__pycache__/x.pyc", ".twicerun/r.json"):
+        (pipeline_dir / name).write_text("x")
+    (tmp_path / "elsewhere.sql").write_text("x")
+    with recording((pipeline_dir,), run_dir) as seen:
+        for name in ("q.sql", "helper.py", "__pycache__/x.pyc", ".twicerun/r.json"):
+            (pipeline_dir / name).read_bytes()
+        (pipeline_dir / "out.txt").write_text("written, not read")
+        (tmp_path / "elsewhere.sql").read_text()
+    with open(pipeline_dir / "q.sql") as f:  # after the step: not its read
+        f.read()
+    assert seen.paths == {str(pipeline_dir / "q.sql")}
+
+
 def test_a_path_beside_the_pipeline_is_named_from_there_so_a_moved_checkout_is_the_same():
     from twicerun.pipeline.uses import canonical
 

@@ -31,6 +31,7 @@ from twicerun.runner.interrupts import (
     reraise_if_requested,
     timed_out,
 )
+from twicerun.runner.opened import Recording, recording
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.layout import LOOP, Invocation, RunAddress
 from twicerun.storage.receipts import RECEIPT_VERSION, ArtifactRecord, Receipt, save_receipt
@@ -117,6 +118,13 @@ def execute_step(
     cwd = invocation.working_directory
     ended = None
     drawn = generator_states()
+    # Files beside the pipeline the step opens itself (SQL kept in .sql files): part of
+    # what it computes, for the verdicts to name (runner/opened.py).
+    reads_beside = (
+        recording(step.own.directories, invocation.root.parent)
+        if step.own is not None
+        else contextlib.nullcontext()
+    )
     try:
         try:
             # stdout is twicerun's: the report, or the Result with --json -. What a step
@@ -129,6 +137,7 @@ def execute_step(
                 _arrow_at(threads),
                 interruptible(ctx._interrupt),
                 deadline(timeout, ctx._interrupt, ctx._stop_grace),
+                reads_beside as beside,
             ):
                 step.call(ctx)
             ended = time.perf_counter()
@@ -217,10 +226,20 @@ def execute_step(
         sql_writes_outside_ctx=ctx.output.sql_writes_outside_ctx,
         threads_set_by_step=threads_set_by_step,
         generators=generators,
+        opened=_opened(beside, step, ctx),
     )
     if not defer_receipt:
         save_receipt(out_dir, receipt)
     return receipt
+
+
+def _opened(beside: Recording | None, step: Step, ctx) -> dict[str, str] | None:
+    """The files beside the pipeline the step opened for reading, with their digests;
+    None where nothing was recorded (a step without a pipeline directory)."""
+    if beside is None or step.own is None:
+        return None
+    named = {os.path.abspath(f.path) for source in ctx.output.sources for f in source.files}
+    return beside.digests(step.own.directory, named)
 
 
 def _receipt(

@@ -114,6 +114,10 @@ class Receipt:
     # file's functions and classes, its closure's values), by name, with the SHA-256 of
     # each: None when not recorded (an older twicerun); {}: it uses none.
     uses: dict[str, str] | None = None
+    # Files beside the pipeline the step opened for reading while it ran, outside ctx (SQL
+    # kept in .sql files), by path relative to the pipeline's directory, with the SHA-256
+    # each had: None when not recorded (an older twicerun, or a failed execution).
+    opened: dict[str, str] | None = None
     # The time zone the step's session started in (DuckDB's TimeZone, the machine's; on
     # Spark the session's, which twicerun sets): None when not recorded (an older twicerun).
     time_zone: str | None = None

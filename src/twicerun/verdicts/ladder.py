@@ -138,6 +138,9 @@ def instrument_changes(a: RecordedStep, b: RecordedStep) -> list[str]:
     uses = _modules_changed(a.receipt.uses, b.receipt.uses)
     if uses:
         changes.append(f"what it uses from the pipeline file ({uses})")
+    opened = _modules_changed(a.receipt.opened, b.receipt.opened)
+    if opened:
+        changes.append(f"files it read beside the pipeline ({opened})")
     if a.recorded_by and b.recorded_by and a.recorded_by != b.recorded_by:
         changes.append(f"twicerun ({a.recorded_by} against {b.recorded_by})")
     return changes

@@ -156,6 +156,22 @@ def cannot_check(
                     f"{_few(changed)}, which it uses from the pipeline file, "
                     f"{'has' if len(changed) == 1 else 'have'} changed since it was recorded"
                 )
+    if directory is not None and receipt.opened:
+        gone = [rel for rel in sorted(receipt.opened) if not (directory / rel).is_file()]
+        changed = [
+            rel
+            for rel, digest in sorted(receipt.opened.items())
+            if rel not in gone and _sha256(directory / rel) != digest
+        ]
+        if gone or changed:
+            named = gone or changed
+            return (
+                f"{_few(named)}, which it read beside the pipeline when it was recorded, "
+                f"{'is' if len(named) == 1 else 'are'} gone"
+                if gone
+                else f"{_few(named)}, which it read beside the pipeline, "
+                f"{'has' if len(named) == 1 else 'have'} changed since it was recorded"
+            )
     if not receipt.duckdb:
         return "its receipt records no DuckDB version (written by an older twicerun)"
     if receipt.duckdb != duckdb_version:

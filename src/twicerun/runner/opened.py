@@ -1,0 +1,109 @@
+"""Files a step opens for reading beside its pipeline while it runs, outside ctx.
+
+SQL kept in `.sql` files and read when the step runs (`(MODELS / "orders.sql")
+.read_text()`), or a config file read there, is what the step computes as much as its
+code: edited after a run, `reproduce` re-executed the step and called it DIVERGED, and
+`diff` said it "diverged with identical inputs", as if the step had stopped repeating
+itself. Each such file is recorded with its digest in the receipt, so a verdict can
+name the file instead.
+
+Python reports every `open` to audit hooks (PEP 578); one hook, installed the first
+time a step is recorded, notes the files opened for reading under the pipeline's
+directory (or its package's root) while a step runs. Code is left to the module
+digests, twicerun's own run directory to the receipts, and files a step names through
+`ctx.source` to their own record. A read from C++ (DuckDB's `read_csv` inside a
+query, pyarrow's readers) raises no such event and is not seen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+_CODE = (".py", ".pyc", ".pyo", ".so", ".pyd")
+_WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+_recordings: list[Recording] = []
+_installed = False
+# (path, size, mtime_ns) -> digest: a file read by every execution is hashed once.
+_digests: dict[tuple[str, int, int], str] = {}
+
+
+class Recording:
+    """The files opened for reading under `roots`, and not under `skip`, so far."""
+
+    def __init__(self, roots: tuple[Path, ...], skip: Path):
+        self._roots = tuple(os.path.join(str(r), "") for r in roots)
+        self._skip = os.path.join(str(skip), "")
+        self.paths: set[str] = set()
+
+    def consider(self, path: Any, mode: Any, flags: Any) -> None:
+        if isinstance(path, int):
+            return  # a descriptor already open
+        path = os.fsdecode(os.fspath(path))
+        if isinstance(mode, str):
+            if any(c in mode for c in "wax+"):
+                return
+        elif isinstance(flags, int) and flags & _WRITES:
+            return
+        full = os.path.abspath(path)
+        if not full.startswith(self._roots) or full.startswith(self._skip):
+            return
+        if full.endswith(_CODE) or f"{os.sep}__pycache__{os.sep}" in full:
+            return
+        if f"{os.sep}site-packages{os.sep}" in full:
+            return
+        self.paths.add(full)
+
+    def digests(self, directory: Path, sources: set[str]) -> dict[str, str]:
+        """Each file read, relative to `directory`, with its SHA-256; files named through
+        ctx.source are left to their own record."""
+        found = {}
+        for full in sorted(self.paths - sources):
+            try:
+                stat = os.stat(full)
+            except OSError:
+                continue  # read, then removed by the step: nothing to vouch for
+            key = (full, stat.st_size, stat.st_mtime_ns)
+            digest = _digests.get(key)
+            if digest is None:
+                try:
+                    with open(full, "rb") as f:
+                        digest = hashlib.file_digest(f, "sha256").hexdigest()
+                except OSError:
+                    continue
+                _digests[key] = digest
+            found[Path(os.path.relpath(full, directory)).as_posix()] = digest
+        return found
+
+
+def _hook(event: str, args: tuple) -> None:
+    # Called for every audited event in the process, whatever runs: it must be cheap
+    # when nothing is recorded, and never raise.
+    if event != "open" or not _recordings:
+        return
+    try:
+        path, mode, flags = (*args, None, None, None)[:3]
+        for recording in _recordings:
+            recording.consider(path, mode, flags)
+    except Exception:
+        return
+
+
+@contextlib.contextmanager
+def recording(roots: tuple[Path, ...], skip: Path) -> Iterator[Recording]:
+    """Record what is opened for reading under `roots` (not under `skip`) meanwhile."""
+    global _installed
+    if not _installed:
+        sys.addaudithook(_hook)
+        _installed = True
+    current = Recording(roots, skip)
+    _recordings.append(current)
+    try:
+        yield current
+    finally:
+        _recordings.remove(current)
