@@ -266,6 +266,43 @@ def test_a_read_behind_ctx_in_a_write_query_is_noted_without_blaming_ctx_sql(
     )
 
 
+def test_a_file_of_rows_a_step_opens_itself_is_noted_with_ctx_source_as_the_way(
+    write_pipeline, twicerun, tmp_path
+):
+    """A CSV beside the pipeline read with Python's csv module (or pandas) was read behind
+    twicerun's back with no word: its rows not counted, no amplifier varying them."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "prices.csv").write_text("sku,price\na,1\nb,2\n")
+    (tmp_path / "query.sql").write_text("SELECT 1 AS v")
+    path = write_pipeline(
+        """
+        import csv
+        from pathlib import Path
+
+        HERE = Path(__file__).parent
+
+
+        def load(ctx):
+            import pyarrow as pa
+
+            with open(HERE / "data" / "prices.csv", newline="") as f:
+                rows = list(csv.DictReader(f))
+            ctx.write("prices", pa.Table.from_pylist(rows))
+
+
+        def templated(ctx):
+            ctx.write("v", (HERE / "query.sql").read_text())
+        """
+    )
+    steps = twicerun("run", path, "--runs", "2", "--json", "-").json()["steps"]
+    assert steps[0]["notes"] == [
+        "opens data/prices.csv itself, outside ctx.source, so its rows are not counted and no "
+        "amplifier varies it; read it through ctx.source(name, files) instead"
+    ]
+    # SQL kept in a file is code, recorded for the verdicts, and no rows to read otherwise.
+    assert steps[1]["notes"] == []
+
+
 def test_a_pipeline_written_for_another_runner_runs_unchanged(write_pipeline, twicerun):
     # No twicerun import, a STEPS list, and only the ctx methods of the contract.
     path = write_pipeline(

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from twicerun.compare.oracle import ReferenceCache
+from twicerun.display import some
 from twicerun.errors import TwicerunError, UnknownArtifact, UsageError
 from twicerun.judge.cause import CONFIDENCE
 from twicerun.judge.policy import Policy
@@ -34,6 +35,7 @@ from twicerun.runner.environment import default_threads, stamp
 from twicerun.runner.execute import execute_step
 from twicerun.runner.generators import drew_unseeded
 from twicerun.runner.keys import KeyChecker
+from twicerun.runner.opened import DATA_SUFFIXES
 from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
 from twicerun.runner.scoring import not_varied, score_step, thread_count_fired
@@ -405,6 +407,15 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
             # Caught in ctx.sql and in the query handed to ctx.write alike.
             "reads rows in its SQL that ctx.read and ctx.source do not see, so they are not "
             "counted or contained: " + run1.sql_outside_ctx[0]
+        )
+    data = (
+        sorted(f for f in (run1.opened or {}) if f.lower().endswith(DATA_SUFFIXES)) if run1 else []
+    )
+    if data:
+        notes.append(
+            f"opens {some(data)} itself, outside ctx.source, so {'its' if len(data) == 1 else 'their'} "
+            f"rows are not counted and no amplifier varies {'it' if len(data) == 1 else 'them'}; "
+            f"read {'it' if len(data) == 1 else 'them'} through ctx.source(name, files) instead"
         )
     if run1 is not None and run1.sql_writes_outside_ctx:
         notes.append(

@@ -26,6 +26,22 @@ from pathlib import Path
 from typing import Any
 
 _CODE = (".py", ".pyc", ".pyo", ".so", ".pyd")
+# Files of rows, which the run report says a step should read through ctx.source.
+DATA_SUFFIXES = (
+    ".csv",
+    ".tsv",
+    ".parquet",
+    ".jsonl",
+    ".ndjson",
+    ".feather",
+    ".arrow",
+    ".orc",
+    ".avro",
+    ".xlsx",
+    ".csv.gz",
+    ".tsv.gz",
+    ".jsonl.gz",
+)
 _WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _recordings: list[Recording] = []
 _installed = False
