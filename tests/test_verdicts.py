@@ -933,6 +933,23 @@ def test_a_path_beside_the_pipeline_is_named_from_there_so_a_moved_checkout_is_t
     assert canonical(base + "-old/data", base) == repr(base + "-old/data")
 
 
+def test_a_value_that_raises_when_looked_at_is_left_out_of_what_a_step_uses():
+    from twicerun.pipeline.uses import step_uses
+
+    class Proxy:
+        @property
+        def __class__(self):
+            raise RuntimeError("lazy")
+
+    PROXY = Proxy()
+    LIMIT = 3
+
+    def step(ctx):
+        return PROXY, LIMIT
+
+    assert list(step_uses(step)) == ["LIMIT"]
+
+
 def test_what_a_step_uses_is_named_alike_in_every_process():
     """A set of strings iterates in an order that follows the string hash seed, which
     `audit` and every new process change: its digest must not."""

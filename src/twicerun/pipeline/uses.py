@@ -55,7 +55,7 @@ def step_uses(fn: Any) -> dict[str, str]:
             # `__file__` and the like say where the file is, which moves with a checkout,
             # not what the step computes.
             if name in namespace and name not in found and not name.startswith("__"):
-                _record(name, namespace[name])
+                _safely(name, namespace[name])
         cells = getattr(f, "__closure__", None) or ()
         for name, cell in zip(f.__code__.co_freevars, cells, strict=False):
             try:
@@ -63,7 +63,15 @@ def step_uses(fn: Any) -> dict[str, str]:
             except ValueError:  # a cell not yet filled
                 continue
             if name not in found:
-                _record(name, value)
+                _safely(name, value)
+
+    def _safely(name: str, value: Any) -> None:
+        # A value whose class misbehaves (a lazy proxy that raises on a look) is left out
+        # rather than fail the import of a pipeline that runs fine.
+        try:
+            _record(name, value)
+        except Exception:
+            found.pop(name, None)
 
     def _record(name: str, value: Any) -> None:
         if isinstance(value, FunctionType):
