@@ -195,12 +195,26 @@ def test_audit_stops_a_step_that_hangs_in_either_process(
     assert "it ran longer than --step-timeout 0.5s" in outcome.err
 
 
-def test_reproduce_stops_a_step_that_hangs(write_pipeline, twicerun, run_dir, monkeypatch):
-    path = write_pipeline(SLOW_ON)
+# The same, counting in a file away from the pipeline, named by a variable that holds
+# the same value when the run is recorded and when it is reproduced: a file beside the
+# pipeline that the step reads, or a variable that changed, would be named by reproduce
+# as what changed (docs/verdicts.md), and the step would not be re-executed at all.
+SLOW_ON_ELSEWHERE = SLOW_ON.replace(
+    'pathlib.Path(__file__).with_name("count")', 'pathlib.Path(os.environ["COUNT_FILE"])'
+)
+
+
+def test_reproduce_stops_a_step_that_hangs(
+    write_pipeline, twicerun, run_dir, monkeypatch, tmp_path_factory
+):
+    path = write_pipeline(SLOW_ON_ELSEWHERE)
+    count = tmp_path_factory.mktemp("elsewhere") / "count"
+    monkeypatch.setenv("COUNT_FILE", str(count))
+    monkeypatch.setenv("SLOW_ON", "1")
+    count.write_text("100")  # the recorded run's executions are the 101st and 102nd
     assert twicerun("run", path, "--runs", "2").code == 0
     (invocation,) = [p for p in run_dir.iterdir() if p.is_dir()]
-    path.with_name("count").write_text("0")
-    monkeypatch.setenv("SLOW_ON", "1")
+    count.write_text("0")
     outcome = twicerun("reproduce", invocation, "--step-timeout", "0.5", "--json", "-")
     assert outcome.code == 4, outcome.err
     a, b = outcome.json()["steps"]

@@ -505,13 +505,16 @@ def test_reproduce_every_verdict_and_exit(twicerun, write_pipeline, run_dir):
 
 
 def test_reproduce_a_step_that_raises_now_is_diverged_and_the_rest_are_checked(
-    twicerun, write_pipeline, run_dir, monkeypatch
+    twicerun, write_pipeline, run_dir, tmp_path
 ):
     """It ended the command with exit 3 (refused: a run that cannot be read) and no verdict
     for any step, the ones before it included."""
+    # What makes b raise now is something no receipt records (a file's existence), as
+    # a service that went down would be; a variable it reads would be named instead.
+    marker = tmp_path / "boom"
     path = write_pipeline(
-        """
-        import os
+        f"""
+        from pathlib import Path
 
 
         def a(ctx):
@@ -520,7 +523,7 @@ def test_reproduce_a_step_that_raises_now_is_diverged_and_the_rest_are_checked(
 
         def b(ctx):
             ctx.read("t")
-            if os.environ.get("BOOM"):
+            if Path({str(marker)!r}).exists():
                 raise RuntimeError("boom")
             ctx.write("u", "SELECT v FROM t")
 
@@ -531,7 +534,7 @@ def test_reproduce_a_step_that_raises_now_is_diverged_and_the_rest_are_checked(
         """
     )
     recorded = record(twicerun, path, run_dir)
-    monkeypatch.setenv("BOOM", "1")
+    marker.write_text("")
     outcome = twicerun("reproduce", recorded, "--json", "-")
     assert outcome.code == 1, outcome.err
     steps = outcome.json()["steps"]
@@ -917,6 +920,64 @@ def test_only_reads_of_data_beside_the_pipeline_are_recorded(tmp_path):
     with open(pipeline_dir / "q.sql") as f:  # after the step: not its read
         f.read()
     assert seen.paths == {str(pipeline_dir / "q.sql")}
+
+
+FROM_THE_ENVIRONMENT = """
+import os
+import tempfile
+
+
+def daily(ctx):
+    day = os.environ.get("RUN_DATE", "2026-01-01")
+    ctx.write("d", f"SELECT DATE '{day}' AS day")
+
+
+def settings_of_a_library(ctx):
+    tempfile.gettempdir()  # reads TMPDIR and the like, for itself
+    ctx.write("x", "SELECT 1 AS v")
+
+
+def copies_it(ctx):
+    env = {**os.environ}
+    ctx.write("n", f"SELECT {len(env) > 0} AS any")
+"""
+
+
+def test_an_environment_variable_a_step_reads_and_that_changed_is_named(
+    twicerun, write_pipeline, run_dir, monkeypatch
+):
+    """A scheduled job takes its date from the environment: run again with another date,
+    reproduce called the step DIVERGED and diff said it diverged with identical inputs."""
+    monkeypatch.setenv("RUN_DATE", "2026-03-01")
+    for name in [f"TWICERUN_FILLER_{i}" for i in range(40)]:
+        monkeypatch.setenv(name, "x")
+    path = write_pipeline(FROM_THE_ENVIRONMENT)
+    before = record(twicerun, path, run_dir)
+    receipt = receipt_path(before, 1, 0).read_text()
+    assert list(json.loads(receipt)["environment"]) == ["RUN_DATE"]
+    assert "2026-03-01" not in receipt  # a digest, never the value
+    # What a library reads for itself is not the step's, and a copy of the whole
+    # environment (for a subprocess, say) is no list of settings.
+    assert json.loads(receipt_path(before, 1, 1).read_text())["environment"] == {}
+    assert json.loads(receipt_path(before, 1, 2).read_text())["environment"] is None
+    assert twicerun("reproduce", before).code == 0
+
+    monkeypatch.setenv("RUN_DATE", "2026-03-02")
+    steps = {s["name"]: s for s in twicerun("reproduce", before, "--json", "-").json()["steps"]}
+    assert steps["daily"]["verdict"] == "COULD NOT CHECK"
+    assert steps["daily"]["detail"] == (
+        "RUN_DATE, which it read from the environment, has another value now"
+    )
+    assert steps["settings_of_a_library"]["verdict"] == "REPRODUCED"
+    after = record(twicerun, path, run_dir)
+    steps = {s["name"]: s for s in twicerun("diff", before, after, "--json", "-").json()["steps"]}
+    assert any(
+        c.startswith("environment variables it read (RUN_DATE ")
+        for c in steps["daily"]["instrument"]
+    )
+    monkeypatch.delenv("RUN_DATE")
+    steps = {s["name"]: s for s in twicerun("reproduce", before, "--json", "-").json()["steps"]}
+    assert steps["daily"]["detail"] == "RUN_DATE, which it read from the environment, is unset now"
 
 
 def test_a_path_beside_the_pipeline_is_named_from_there_so_a_moved_checkout_is_the_same():

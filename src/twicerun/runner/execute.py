@@ -23,6 +23,7 @@ from twicerun.errors import BadInput, ContractError, StepCrashed, StepTimedOut, 
 from twicerun.pipeline import Step
 from twicerun.pipeline.loader import line_in, missing_module_advice
 from twicerun.runner.engines import Engine, session_time_zone
+from twicerun.runner.environ_read import reading_environment
 from twicerun.runner.environment import platform_stamp
 from twicerun.runner.generators import generator_states, left_in
 from twicerun.runner.interrupts import (
@@ -125,6 +126,12 @@ def execute_step(
         if step.own is not None
         else contextlib.nullcontext()
     )
+    # And the environment variables its code reads (runner/environ_read.py).
+    environment = (
+        reading_environment(step.own.directories)
+        if step.own is not None
+        else contextlib.nullcontext()
+    )
     try:
         try:
             # stdout is twicerun's: the report, or the Result with --json -. What a step
@@ -138,6 +145,7 @@ def execute_step(
                 interruptible(ctx._interrupt),
                 deadline(timeout, ctx._interrupt, ctx._stop_grace),
                 reads_beside as beside,
+                environment as variables,
             ):
                 step.call(ctx)
             ended = time.perf_counter()
@@ -227,6 +235,7 @@ def execute_step(
         threads_set_by_step=threads_set_by_step,
         generators=generators,
         opened=_opened(beside, step, ctx),
+        environment=variables.recorded() if variables is not None else None,
     )
     if not defer_receipt:
         save_receipt(out_dir, receipt)

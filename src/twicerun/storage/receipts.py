@@ -8,6 +8,7 @@ from which run, how long it took and how it ended.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,11 @@ class Receipt:
     # kept in .sql files), by path relative to the pipeline's directory, with the SHA-256
     # each had: None when not recorded (an older twicerun, or a failed execution).
     opened: dict[str, str] | None = None
+    # Environment variables the step's own code read while it ran, by name, with the
+    # SHA-256 of each value ("" where unset; never the value, which may be a secret):
+    # None when not recorded (an older twicerun, a failed execution, or a step that read
+    # so many it copied the environment).
+    environment: dict[str, str] | None = None
     # The time zone the step's session started in (DuckDB's TimeZone, the machine's; on
     # Spark the session's, which twicerun sets): None when not recorded (an older twicerun).
     time_zone: str | None = None
@@ -163,3 +169,11 @@ def load_receipt(step_dir: Path) -> Receipt | None:
     if not path.exists():
         return None
     return Receipt.from_dict(read_json(path))
+
+
+def value_digest(value: str | None) -> str:
+    """What a receipt records of an environment variable: "" where it is not set, the
+    SHA-256 of its value otherwise (never the value, which may be a secret)."""
+    if value is None:
+        return ""
+    return hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()

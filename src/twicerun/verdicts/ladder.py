@@ -141,6 +141,9 @@ def instrument_changes(a: RecordedStep, b: RecordedStep) -> list[str]:
     opened = _modules_changed(a.receipt.opened, b.receipt.opened)
     if opened:
         changes.append(f"files it read beside the pipeline ({opened})")
+    environment = _modules_changed(a.receipt.environment, b.receipt.environment)
+    if environment:
+        changes.append(f"environment variables it read ({environment})")
     if a.recorded_by and b.recorded_by and a.recorded_by != b.recorded_by:
         changes.append(f"twicerun ({a.recorded_by} against {b.recorded_by})")
     return changes

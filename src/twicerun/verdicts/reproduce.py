@@ -8,6 +8,7 @@ NOT CHECK: re-executing it would answer a question about other code.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import duckdb
 
 from twicerun.display import listed, ljust, some, widest
 from twicerun.storage.context import same_time_zone
-from twicerun.storage.receipts import RECEIPT_VERSION, Receipt
+from twicerun.storage.receipts import RECEIPT_VERSION, Receipt, value_digest
 from twicerun.verdicts.explain import AGAINST_RECORD, explain
 from twicerun.verdicts.recorded import Output
 from twicerun.vocabulary.ladder import Replay
@@ -171,6 +172,28 @@ def cannot_check(
                 if gone
                 else f"{_few(named)}, which it read beside the pipeline, "
                 f"{'has' if len(named) == 1 else 'have'} changed since it was recorded"
+            )
+    if receipt.environment:
+        other = [
+            name
+            for name, digest in sorted(receipt.environment.items())
+            if value_digest(os.environ.get(name)) != digest
+        ]
+        if len(other) == 1:
+            (name,) = other
+            now = os.environ.get(name)
+            how = (
+                "is unset now"
+                if now is None
+                else "is set now, and was unset when it was recorded"
+                if receipt.environment[name] == ""
+                else "has another value now"
+            )
+            return f"{name}, which it read from the environment, {how}"
+        if other:
+            return (
+                f"{_few(other)}, which it read from the environment, differ now (set, unset "
+                f"or given other values since it was recorded)"
             )
     if not receipt.duckdb:
         return "its receipt records no DuckDB version (written by an older twicerun)"
