@@ -940,6 +940,11 @@ def settings_of_a_library(ctx):
 def copies_it(ctx):
     env = {**os.environ}
     ctx.write("n", f"SELECT {len(env) > 0} AS any")
+
+
+def sets_its_own(ctx):
+    os.environ["TWICERUN_TEST_SET_BY_THE_STEP"] = "on"
+    ctx.write("o", f"SELECT '{os.environ['TWICERUN_TEST_SET_BY_THE_STEP']}' AS v")
 """
 
 
@@ -949,6 +954,7 @@ def test_an_environment_variable_a_step_reads_and_that_changed_is_named(
     """A scheduled job takes its date from the environment: run again with another date,
     reproduce called the step DIVERGED and diff said it diverged with identical inputs."""
     monkeypatch.setenv("RUN_DATE", "2026-03-01")
+    monkeypatch.delenv("TWICERUN_TEST_SET_BY_THE_STEP", raising=False)  # gone afterwards
     for name in [f"TWICERUN_FILLER_{i}" for i in range(40)]:
         monkeypatch.setenv(name, "x")
     path = write_pipeline(FROM_THE_ENVIRONMENT)
@@ -960,6 +966,8 @@ def test_an_environment_variable_a_step_reads_and_that_changed_is_named(
     # environment (for a subprocess, say) is no list of settings.
     assert json.loads(receipt_path(before, 1, 1).read_text())["environment"] == {}
     assert json.loads(receipt_path(before, 1, 2).read_text())["environment"] is None
+    # A variable the step set itself was unset when it began, as it is for reproduce.
+    os.environ.pop("TWICERUN_TEST_SET_BY_THE_STEP")
     assert twicerun("reproduce", before).code == 0
 
     monkeypatch.setenv("RUN_DATE", "2026-03-02")

@@ -38,11 +38,14 @@ def _machinery(filename: str) -> bool:
 class EnvironmentReads:
     """What the code under `roots` read from `os.environ` so far: name to digest."""
 
-    def __init__(self, roots: tuple[Path, ...]):
+    def __init__(self, roots: tuple[Path, ...], start: dict[str, str]):
         self._roots = tuple(os.path.join(str(r), "") for r in roots)
+        # The environment as the step found it: a variable the step sets and then reads
+        # came from the step, not from outside, and reproduce would find it unset.
+        self._start = start
         self.read: dict[str, str] = {}
 
-    def note(self, key: Any, value: str | None) -> None:
+    def note(self, key: Any) -> None:
         if not isinstance(key, str) or key in self.read:
             return
         frame = sys._getframe(1)
@@ -52,7 +55,7 @@ class EnvironmentReads:
             return
         where = os.path.abspath(frame.f_code.co_filename)
         if where.startswith(self._roots) and f"{os.sep}site-packages{os.sep}" not in where:
-            self.read[key] = value_digest(value)
+            self.read[key] = value_digest(self._start.get(key))
 
     def recorded(self) -> dict[str, str] | None:
         """The reads, or None where the step copied the whole environment."""
@@ -63,19 +66,13 @@ class EnvironmentReads:
 def reading_environment(roots: tuple[Path, ...]) -> Iterator[EnvironmentReads]:
     """Note what the code under `roots` reads from os.environ meanwhile (its `[]`, `get`,
     `in` and `os.getenv` all go through `__getitem__`)."""
-    reads = EnvironmentReads(roots)
+    reads = EnvironmentReads(roots, dict(os.environ))
     original = _ENVIRON.__getitem__
 
     def __getitem__(self, key):
-        try:
-            value = original(self, key)
-        except KeyError:
-            if self is os.environ:
-                _quietly(reads.note, key, None)
-            raise
         if self is os.environ:
-            _quietly(reads.note, key, value)
-        return value
+            _quietly(reads.note, key)
+        return original(self, key)
 
     _ENVIRON.__getitem__ = __getitem__
     try:
@@ -84,7 +81,7 @@ def reading_environment(roots: tuple[Path, ...]) -> Iterator[EnvironmentReads]:
         _ENVIRON.__getitem__ = original
 
 
-def _quietly(note, key: Any, value: str | None) -> None:
+def _quietly(note, key: Any) -> None:
     # Reading the environment must behave exactly as it would without twicerun.
     with contextlib.suppress(Exception):
-        note(key, value)
+        note(key)
