@@ -917,9 +917,13 @@ def test_only_reads_of_data_beside_the_pipeline_are_recorded(tmp_path):
             (pipeline_dir / name).read_bytes()
         (pipeline_dir / "out.txt").write_text("written, not read")
         (tmp_path / "elsewhere.sql").read_text()
+        (pipeline_dir / "cache.json").write_text("{}")  # its own, read back: no input
+        (pipeline_dir / "cache.json").read_text()
     with open(pipeline_dir / "q.sql") as f:  # after the step: not its read
         f.read()
-    assert seen.paths == {str(pipeline_dir / "q.sql")}
+    assert seen.digests(pipeline_dir, set()) == {
+        "q.sql": "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"
+    }
 
 
 FROM_THE_ENVIRONMENT = """

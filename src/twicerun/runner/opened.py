@@ -56,17 +56,21 @@ class Recording:
         self._roots = tuple(os.path.join(str(r), "") for r in roots)
         self._skip = os.path.join(str(skip), "")
         self.paths: set[str] = set()
+        # Files the step wrote itself: reading one back is no input from outside, and
+        # reproduce, which runs the step again, would find it rewritten or gone.
+        self.written: set[str] = set()
 
     def consider(self, path: Any, mode: Any, flags: Any) -> None:
         if isinstance(path, int):
             return  # a descriptor already open
-        path = os.fsdecode(os.fspath(path))
+        full = os.path.abspath(os.fsdecode(os.fspath(path)))
         if isinstance(mode, str):
             if any(c in mode for c in "wax+"):
+                self.written.add(full)
                 return
         elif isinstance(flags, int) and flags & _WRITES:
+            self.written.add(full)
             return
-        full = os.path.abspath(path)
         if not full.startswith(self._roots) or full.startswith(self._skip):
             return
         if full.endswith(_CODE) or f"{os.sep}__pycache__{os.sep}" in full:
@@ -79,7 +83,7 @@ class Recording:
         """Each file read, relative to `directory`, with its SHA-256; files named through
         ctx.source are left to their own record."""
         found = {}
-        for full in sorted(self.paths - sources):
+        for full in sorted(self.paths - sources - self.written):
             try:
                 stat = os.stat(full)
             except OSError:
