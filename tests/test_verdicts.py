@@ -70,6 +70,11 @@ def record(twicerun, path, run_dir, *extra) -> Path:
     return _invocations(run_dir)[-1]
 
 
+def by_step(outcome) -> dict[str, dict]:
+    """A verb's --json steps, by step name."""
+    return {s["name"]: s for s in outcome.json()["steps"]}
+
+
 def receipt_path(invocation: Path, run: int, index: int) -> Path:
     (step,) = (invocation / "loop" / str(run)).glob(f"{index:02d}-*")
     return step / RECEIPT_NAME
@@ -823,7 +828,7 @@ def test_a_constant_a_function_or_a_closure_of_the_pipeline_file_edited_is_named
     assert steps["untouched"]["verdict"] == "REPRODUCED"
 
     after = record(twicerun, path, run_dir)
-    steps = {s["name"]: s for s in twicerun("diff", before, after, "--json", "-").json()["steps"]}
+    steps = by_step(twicerun("diff", before, after, "--json", "-"))
     assert steps["constant"]["verdict"] == "FIRST DIFFERENCE"
     assert any(
         c.startswith("what it uses from the pipeline file (CUTOFF ")
@@ -835,11 +840,25 @@ def test_a_constant_a_function_or_a_closure_of_the_pipeline_file_edited_is_named
     data = json.loads(receipt_path(after, 1, 0).read_text())
     del data["uses"]
     receipt_path(after, 1, 0).write_text(json.dumps(data))
-    steps = {s["name"]: s for s in twicerun("reproduce", after, "--json", "-").json()["steps"]}
+    steps = by_step(twicerun("reproduce", after, "--json", "-"))
     assert steps["constant"]["detail"] == (
         "its receipt records no digest of CUTOFF, which it uses from the pipeline file "
         "(written by an older twicerun)"
     )
+
+
+def named_not_blamed(twicerun, path, run_dir, before, steps, detail, instrument) -> Path:
+    """After an edit outside the step's code: reproduce says what changed (COULD NOT CHECK)
+    of the first step and re-executes the second, and a run recorded now is told apart
+    from `before` by diff with the same thing named. Returns that run."""
+    changed, untouched = steps
+    found = by_step(twicerun("reproduce", before, "--json", "-"))
+    assert (found[changed]["verdict"], found[changed]["detail"]) == ("COULD NOT CHECK", detail)
+    assert found[untouched]["verdict"] == "REPRODUCED"
+    after = record(twicerun, path, run_dir)
+    found = by_step(twicerun("diff", before, after, "--json", "-"))
+    assert any(c.startswith(instrument) for c in found[changed]["instrument"])
+    return after
 
 
 SQL_IN_FILES = """
@@ -882,22 +901,18 @@ def test_a_file_beside_the_pipeline_that_a_step_reads_and_was_edited_is_named(
     assert twicerun("reproduce", before).code == 0
 
     sql.write_text("SELECT range AS id FROM range(12)\n")
-    steps = {s["name"]: s for s in twicerun("reproduce", before, "--json", "-").json()["steps"]}
-    assert steps["orders"]["verdict"] == "COULD NOT CHECK"
-    assert steps["orders"]["detail"] == (
-        "models/orders.sql, which it read beside the pipeline, has changed since it was recorded"
-    )
-    assert steps["counted"]["verdict"] == "REPRODUCED"
-
-    after = record(twicerun, path, run_dir)
-    steps = {s["name"]: s for s in twicerun("diff", before, after, "--json", "-").json()["steps"]}
-    assert any(
-        c.startswith("files it read beside the pipeline (models/orders.sql ")
-        for c in steps["orders"]["instrument"]
+    after = named_not_blamed(
+        twicerun,
+        path,
+        run_dir,
+        before,
+        ("orders", "counted"),
+        "models/orders.sql, which it read beside the pipeline, has changed since it was recorded",
+        "files it read beside the pipeline (models/orders.sql ",
     )
 
     sql.unlink()
-    steps = {s["name"]: s for s in twicerun("reproduce", after, "--json", "-").json()["steps"]}
+    steps = by_step(twicerun("reproduce", after, "--json", "-"))
     assert steps["orders"]["detail"] == (
         "models/orders.sql, which it read beside the pipeline when it was recorded, is gone"
     )
@@ -975,20 +990,17 @@ def test_an_environment_variable_a_step_reads_and_that_changed_is_named(
     assert twicerun("reproduce", before).code == 0
 
     monkeypatch.setenv("RUN_DATE", "2026-03-02")
-    steps = {s["name"]: s for s in twicerun("reproduce", before, "--json", "-").json()["steps"]}
-    assert steps["daily"]["verdict"] == "COULD NOT CHECK"
-    assert steps["daily"]["detail"] == (
-        "RUN_DATE, which it read from the environment, has another value now"
-    )
-    assert steps["settings_of_a_library"]["verdict"] == "REPRODUCED"
-    after = record(twicerun, path, run_dir)
-    steps = {s["name"]: s for s in twicerun("diff", before, after, "--json", "-").json()["steps"]}
-    assert any(
-        c.startswith("environment variables it read (RUN_DATE ")
-        for c in steps["daily"]["instrument"]
+    named_not_blamed(
+        twicerun,
+        path,
+        run_dir,
+        before,
+        ("daily", "settings_of_a_library"),
+        "RUN_DATE, which it read from the environment, has another value now",
+        "environment variables it read (RUN_DATE ",
     )
     monkeypatch.delenv("RUN_DATE")
-    steps = {s["name"]: s for s in twicerun("reproduce", before, "--json", "-").json()["steps"]}
+    steps = by_step(twicerun("reproduce", before, "--json", "-"))
     assert steps["daily"]["detail"] == "RUN_DATE, which it read from the environment, is unset now"
 
 

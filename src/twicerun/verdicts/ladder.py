@@ -31,6 +31,16 @@ INSTRUMENT = (
 )
 
 
+# What a receipt keeps, by name and digest, of what the step's code reached beyond itself:
+# (field, what to call it).
+REACHED = (
+    ("modules", "modules beside the pipeline"),
+    ("uses", "what it uses from the pipeline file"),
+    ("opened", "files it read beside the pipeline"),
+    ("environment", "environment variables it read"),
+)
+
+
 @dataclass(frozen=True)
 class StepVerdict:
     index: int
@@ -132,27 +142,19 @@ def instrument_changes(a: RecordedStep, b: RecordedStep) -> list[str]:
                 changes.append(f"{shown} ({str(left)[:12]} against {str(right)[:12]})")
             else:
                 changes.append(f"{shown} ({left} against {right})")
-    modules = _modules_changed(a.receipt.modules, b.receipt.modules)
-    if modules:
-        changes.append(f"modules beside the pipeline ({modules})")
-    uses = _modules_changed(a.receipt.uses, b.receipt.uses)
-    if uses:
-        changes.append(f"what it uses from the pipeline file ({uses})")
-    opened = _modules_changed(a.receipt.opened, b.receipt.opened)
-    if opened:
-        changes.append(f"files it read beside the pipeline ({opened})")
-    environment = _modules_changed(a.receipt.environment, b.receipt.environment)
-    if environment:
-        changes.append(f"environment variables it read ({environment})")
+    for name, shown in REACHED:
+        changed = _digests_changed(getattr(a.receipt, name), getattr(b.receipt, name))
+        if changed:
+            changes.append(f"{shown} ({changed})")
     if a.recorded_by and b.recorded_by and a.recorded_by != b.recorded_by:
         changes.append(f"twicerun ({a.recorded_by} against {b.recorded_by})")
     return changes
 
 
-def _modules_changed(left: dict[str, str] | None, right: dict[str, str] | None) -> str:
-    """Which modules the pipeline imported from its directory (or which names the step uses
-    from its file) differ between two receipts: a helper edited between the runs changes
-    what the step computes, as its own code does."""
+def _digests_changed(left: dict[str, str] | None, right: dict[str, str] | None) -> str:
+    """Which of what the step reached beyond its own code (REACHED) differ between two
+    receipts: a helper edited between the runs changes what the step computes, as its own
+    code does."""
     if left is None or right is None:
         return ""  # an older receipt: not recorded, so not claimed either way
     parts = []
