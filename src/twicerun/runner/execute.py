@@ -245,7 +245,7 @@ def execute_step(
 def _opened(beside: Recording | None, step: Step, ctx) -> dict[str, str] | None:
     """The files beside the pipeline the step opened for reading, with their digests;
     None where nothing was recorded (a step without a pipeline directory)."""
-    if beside is None or step.own is None:
+    if beside is None or step.own is None:  # one is None exactly when the other is
         return None
     named = {os.path.abspath(f.path) for source in ctx.output.sources for f in source.files}
     return beside.digests(step.own.directory, named)

@@ -412,10 +412,10 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
         sorted(f for f in (run1.opened or {}) if f.lower().endswith(DATA_SUFFIXES)) if run1 else []
     )
     if data:
+        its, it = ("its", "it") if len(data) == 1 else ("their", "them")
         notes.append(
-            f"opens {some(data)} itself, outside ctx.source, so {'its' if len(data) == 1 else 'their'} "
-            f"rows are not counted and no amplifier varies {'it' if len(data) == 1 else 'them'}; "
-            f"read {'it' if len(data) == 1 else 'them'} through ctx.source(name, files) instead"
+            f"opens {some(data)} itself, outside ctx.source, so {its} rows are not counted and "
+            f"no amplifier varies {it}; read {it} through ctx.source(name, files) instead"
         )
     if run1 is not None and run1.sql_writes_outside_ctx:
         notes.append(

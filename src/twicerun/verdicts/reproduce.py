@@ -9,6 +9,7 @@ NOT CHECK: re-executing it would answer a question about other code.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,84 @@ def _few(names: list[str]) -> str:
     return listed(names) if len(names) <= 5 else some(names)
 
 
+def _differ(recorded: dict[str, str], now: Callable[[str], str | None]) -> list[str]:
+    """The names whose digest now is not the recorded one."""
+    return [name for name, digest in sorted(recorded.items()) if now(name) != digest]
+
+
+def _changed_since(names: list[str], which: str) -> str:
+    return (
+        f"{_few(names)}, {which}, {'has' if len(names) == 1 else 'have'} changed since it "
+        f"was recorded"
+    )
+
+
+def _reached_changed(
+    receipt: Receipt,
+    directory: Path | None,
+    modules_now: dict[str, str] | None,
+    uses_now: dict[str, str] | None,
+) -> str:
+    """What the step reached beyond its own code that is not as recorded, named: the modules
+    beside the pipeline, what it uses from its file, files it read beside it, and the
+    environment variables it read (the receipt's REACHED fields), or ""."""
+
+    def on_disk(rel: str) -> str | None:
+        path = directory / rel
+        return _sha256(path) if path.is_file() else None
+
+    if directory is not None:
+        if receipt.modules is None and modules_now:
+            return (
+                f"its receipt records no digest of {', '.join(sorted(modules_now))}, which the "
+                f"pipeline imports from its directory (written by an older twicerun)"
+            )
+        changed = _differ(receipt.modules or {}, on_disk)
+        if changed:
+            return _changed_since(changed, "which the pipeline imports from its directory")
+    # After the modules beside it: a value imported from helpers.py is named there first.
+    if uses_now is not None:
+        if receipt.uses is None:
+            if uses_now:
+                return (
+                    f"its receipt records no digest of {_few(sorted(uses_now))}, which it "
+                    f"uses from the pipeline file (written by an older twicerun)"
+                )
+        else:
+            added = [name for name in sorted(uses_now) if name not in receipt.uses]
+            changed = sorted(_differ(receipt.uses, uses_now.get) + added)
+            if changed:
+                return _changed_since(changed, "which it uses from the pipeline file")
+    if directory is not None and receipt.opened:
+        gone = [rel for rel in sorted(receipt.opened) if on_disk(rel) is None]
+        if gone:
+            return (
+                f"{_few(gone)}, which it read beside the pipeline when it was recorded, "
+                f"{'is' if len(gone) == 1 else 'are'} gone"
+            )
+        changed = _differ(receipt.opened, on_disk)
+        if changed:
+            return _changed_since(changed, "which it read beside the pipeline")
+    if receipt.environment:
+        other = _differ(receipt.environment, lambda name: value_digest(os.environ.get(name)))
+        if len(other) == 1:
+            (name,) = other
+            how = (
+                "is unset now"
+                if name not in os.environ
+                else "is set now, and was unset when it was recorded"
+                if receipt.environment[name] == ""
+                else "has another value now"
+            )
+            return f"{name}, which it read from the environment, {how}"
+        if other:
+            return (
+                f"{_few(other)}, which it read from the environment, differ now (set, unset "
+                f"or given other values since it was recorded)"
+            )
+    return ""
+
+
 def cannot_check(
     receipt: Receipt | None,
     code_digest: str,
@@ -122,79 +201,9 @@ def cannot_check(
         return "its receipt records no code digest (written by an older twicerun)"
     if receipt.code_digest != code_digest:
         return "its code changed since it was recorded"
-    if directory is not None:
-        if receipt.modules is None and modules_now:
-            return (
-                f"its receipt records no digest of {', '.join(sorted(modules_now))}, which the "
-                f"pipeline imports from its directory (written by an older twicerun)"
-            )
-        changed = [
-            rel
-            for rel, digest in sorted((receipt.modules or {}).items())
-            if not (directory / rel).is_file() or _sha256(directory / rel) != digest
-        ]
-        if changed:
-            return (
-                f"{', '.join(changed)}, which the pipeline imports from its directory, "
-                f"{'has' if len(changed) == 1 else 'have'} changed since it was recorded"
-            )
-    # After the modules beside it: a value imported from helpers.py is named there first.
-    if uses_now is not None:
-        if receipt.uses is None:
-            if uses_now:
-                return (
-                    f"its receipt records no digest of {_few(sorted(uses_now))}, which it "
-                    f"uses from the pipeline file (written by an older twicerun)"
-                )
-        else:
-            changed = sorted(
-                name
-                for name in set(receipt.uses) | set(uses_now)
-                if receipt.uses.get(name) != uses_now.get(name)
-            )
-            if changed:
-                return (
-                    f"{_few(changed)}, which it uses from the pipeline file, "
-                    f"{'has' if len(changed) == 1 else 'have'} changed since it was recorded"
-                )
-    if directory is not None and receipt.opened:
-        gone = [rel for rel in sorted(receipt.opened) if not (directory / rel).is_file()]
-        changed = [
-            rel
-            for rel, digest in sorted(receipt.opened.items())
-            if rel not in gone and _sha256(directory / rel) != digest
-        ]
-        if gone or changed:
-            named = gone or changed
-            return (
-                f"{_few(named)}, which it read beside the pipeline when it was recorded, "
-                f"{'is' if len(named) == 1 else 'are'} gone"
-                if gone
-                else f"{_few(named)}, which it read beside the pipeline, "
-                f"{'has' if len(named) == 1 else 'have'} changed since it was recorded"
-            )
-    if receipt.environment:
-        other = [
-            name
-            for name, digest in sorted(receipt.environment.items())
-            if value_digest(os.environ.get(name)) != digest
-        ]
-        if len(other) == 1:
-            (name,) = other
-            now = os.environ.get(name)
-            how = (
-                "is unset now"
-                if now is None
-                else "is set now, and was unset when it was recorded"
-                if receipt.environment[name] == ""
-                else "has another value now"
-            )
-            return f"{name}, which it read from the environment, {how}"
-        if other:
-            return (
-                f"{_few(other)}, which it read from the environment, differ now (set, unset "
-                f"or given other values since it was recorded)"
-            )
+    reached = _reached_changed(receipt, directory, modules_now, uses_now)
+    if reached:
+        return reached
     if not receipt.duckdb:
         return "its receipt records no DuckDB version (written by an older twicerun)"
     if receipt.duckdb != duckdb_version:
