@@ -29,6 +29,7 @@ from twicerun.render.markdown import cell, code  # noqa: E402
 from twicerun.render.tables import Artifact, Table, carry, stamp  # noqa: E402
 from twicerun.runner.environment import default_threads  # noqa: E402
 from twicerun.runner.environment import stamp as instrument  # noqa: E402
+from twicerun.verdicts.ladder import inputs_note  # noqa: E402
 
 SCHEMA = "twicerun.verdicts/1"
 
@@ -93,9 +94,8 @@ def tables(path: str, d: dict) -> list[dict]:
                     part
                     for part in (
                         s["explanation"],
-                        "diverged with identical inputs"
+                        inputs_note(s["inputs"], s["verdict"], s["instrument"])
                         if s["inputs"] == "identical"
-                        and s["verdict"] in ("FIRST DIFFERENCE", "downstream")
                         else "",
                         "; ".join(s["instrument"]),
                     )

@@ -835,6 +835,14 @@ def test_a_constant_a_function_or_a_closure_of_the_pipeline_file_edited_is_named
         for c in steps["constant"]["instrument"]
     )
     assert steps["untouched"]["instrument"] == []
+    # In words, the step is not said to have diverged on its own: with nothing it read
+    # differing, the line names what produced it instead.
+    lines = twicerun("diff", before, after).out.splitlines()
+    at = next(i for i, line in enumerate(lines) if " constant " in line)
+    assert lines[at + 1] == "       c: ROW_EXTRA; 2 rows only in the second (of 10 and 12)"
+    assert lines[at + 2] == "       nothing it read differs, but what produced it does"
+    assert lines[at + 3].startswith("       produced differently: what it uses from the pipe")
+    assert "diverged with identical inputs" not in "\n".join(lines)
 
     # A receipt from before twicerun recorded them cannot vouch for them.
     data = json.loads(receipt_path(after, 1, 0).read_text())

@@ -98,19 +98,32 @@ class Ladder:
                 out.append(f"       {s.why}")
             if s.explanation:
                 out.append(f"       {s.explanation}")
-            if s.inputs == "identical" and s.rung in (Rung.FIRST_DIFFERENCE, Rung.DOWNSTREAM):
-                out.append("       diverged with identical inputs")
-            elif s.inputs == "identical" and s.rung is Rung.RECONVERGED:
-                # Reconverged by its place in the chain; without this line a step beside
-                # the difference read as one that recovered from it.
-                out.append("       by position only: nothing it read differs")
-            elif s.inputs.startswith("differ"):
-                out.append(f"       its inputs {s.inputs}")
+            note = inputs_note(s.inputs, s.rung, s.instrument)
+            if note:
+                out.append(f"       {note}")
             if s.instrument:
                 out.append(f"       produced differently: {'; '.join(s.instrument)}")
         if self.stopped_at_first:
             out.append("  (stopped at the first difference)")
         return out
+
+
+def inputs_note(inputs: str, rung: Rung | str, instrument: list[str]) -> str:
+    """What a step's inputs say about its rung, in the words diff prints and the README's
+    table renders from a diff document."""
+    if inputs == "identical" and rung in (Rung.FIRST_DIFFERENCE, Rung.DOWNSTREAM):
+        if instrument:
+            # "diverged with identical inputs" alone read as a step that stopped repeating
+            # itself, beside the line naming what was produced differently.
+            return "nothing it read differs, but what produced it does"
+        return "diverged with identical inputs"
+    if inputs == "identical" and rung == Rung.RECONVERGED:
+        # Reconverged by its place in the chain; without this line a step beside the
+        # difference read as one that recovered from it.
+        return "by position only: nothing it read differs"
+    if inputs.startswith("differ"):
+        return f"its inputs {inputs}"
+    return ""
 
 
 def instrument_changes(a: RecordedStep, b: RecordedStep) -> list[str]:
