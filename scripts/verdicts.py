@@ -96,6 +96,7 @@ def tables(path: str, d: dict) -> list[dict]:
                         s["explanation"],
                         inputs_note(s["inputs"], s["verdict"], s["instrument"])
                         if s["inputs"] == "identical"
+                        and s["verdict"] in ("FIRST DIFFERENCE", "downstream")
                         else "",
                         "; ".join(s["instrument"]),
                     )
