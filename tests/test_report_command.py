@@ -216,6 +216,21 @@ def test_an_artifact_that_carries_its_tables_renders_them_as_they_are(twicerun, 
     )
 
 
+def test_a_carried_table_whose_alignment_cannot_be_drawn_is_refused_naming_it(twicerun, tmp_path):
+    """An alignment `report` has no mark for ("l") ended in an internal error."""
+    path = tmp_path / "script.json"
+    table = {"name": "mine", "stamp": "s", "headers": ["a", "b"], "rows": [["1", "2"]]}
+    path.write_text(json.dumps({"schema": "x/1", "tables": [{**table, "align": ["l", "r"]}]}))
+    outcome = twicerun("report", path)
+    assert outcome.code == 2, outcome.err
+    assert outcome.err.startswith(f"twicerun: {path} says it is x/1 but has the wrong shape")
+    assert "table mine's align is ['l', 'r'], where each of its 2 columns takes one of" in (
+        outcome.err
+    )
+    path.write_text(json.dumps({"schema": "x/1", "tables": [{**table, "align": ["left"]}]}))
+    assert twicerun("report", path).code == 2
+
+
 def _readme_with_a_stale_block(tmp_path, twicerun):
     result = tmp_path / "r.json"
     pipeline = tmp_path / "p.py"

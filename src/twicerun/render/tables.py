@@ -160,16 +160,28 @@ def carried(artifact: Artifact) -> list[Table]:
     script that measured it: rendered as they are, so the package names no fixture."""
     found = []
     for t in artifact.document.get("tables") or []:
+        headers = [str(h) for h in t["headers"]]
+        align = [str(a) for a in t.get("align") or []]
+        # Checked here, where a bad shape is reported as the artifact's, rather than when
+        # the table is drawn, which failed with an internal error.
+        if align and (len(align) != len(headers) or not set(align) <= ALIGNMENTS):
+            raise ValueError(
+                f"table {t['name']}'s align is {align}, where each of its {len(headers)} "
+                f"columns takes one of {', '.join(sorted(ALIGNMENTS))}"
+            )
         found.append(
             Table(
                 name=str(t["name"]),
                 stamp=str(t["stamp"]),
-                headers=[str(h) for h in t["headers"]],
+                headers=headers,
                 rows=[[_pipes(str(c)) for c in row] for row in t["rows"]],
-                align=[str(a) for a in t.get("align", [])],
+                align=align,
             )
         )
     return found
+
+
+ALIGNMENTS = frozenset({"left", "right", "center"})
 
 
 def _pipes(cell: str) -> str:
