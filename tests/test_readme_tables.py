@@ -86,6 +86,10 @@ def _builder(schema: str):
         from bench.overlap import tables
 
         return tables
+    if schema == "twicerun.bench-race/1":
+        from bench.race import tables
+
+        return tables
     if schema == "twicerun.verdicts/1":
         return _script("verdicts").tables
     if schema == "twicerun.tlc/1":
