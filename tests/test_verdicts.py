@@ -1305,8 +1305,8 @@ def test_an_audit_never_calls_a_step_that_drew_unseeded_deterministic(twicerun, 
     )  # fmt: skip
     text = twicerun("audit", path, "--threads", "1").out
     assert (
-        "though it drew from Python's random module without seeding it, so nothing held it "
-        "still: the runs agreed, not because the step cannot change"
+        "though it drew from Python's random module without seeding it in the step, so nothing "
+        "held it still: the runs agreed, not because the step cannot change"
     ) in text
 
 

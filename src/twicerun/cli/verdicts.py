@@ -466,9 +466,9 @@ def audit(
     second run of each happens in another Python process, under a string hash seed
     of its own, so a step that iterates over a set of strings is seen to move. The
     audit runs go to scratch files that are deleted whatever happens and recorded
-    nowhere. A step
-    that declares a seed is never called deterministic, nor is one that drew from
-    Python's random module (or numpy's global generator) without seeding it.
+    nowhere. A step that declares a seed is never called deterministic, nor is one
+    that drew from Python's random module (or numpy's global generator) without
+    seeding it in the step.
     """
     _check_json(json_path, "twicerun.audit/")
     with imports_print_to_stderr():

@@ -406,8 +406,8 @@ def _drawn(s: StepResult) -> list[str]:
     if not s.drew_unseeded or not (s.fired or any(a.fired for a in s.stress)):
         return []
     return [
-        f"it drew from {s.drew_unseeded} without seeding it, which moves its numbers at any "
-        f"thread count"
+        f"it drew from {s.drew_unseeded} without seeding it in the step, which moves its "
+        f"numbers at any thread count"
     ]
 
 

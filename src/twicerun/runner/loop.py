@@ -398,9 +398,10 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
     unseeded = drew_unseeded(left)
     if unseeded:
         notes.append(
-            f"drew from {unseeded} without seeding it: its runs left it in states of their "
-            f"own, so they drew other numbers, at any thread count; seed it from a declared "
-            f"seed (@step(stochastic=True, seed=...)), or derive values with hash()"
+            f"drew from {unseeded} without seeding it in the step: its runs left it in states "
+            f"of their own, so they drew other numbers, at any thread count (a seed set once, "
+            f"at import, only fixes where run 1 starts); seed it from a declared seed "
+            f"(@step(stochastic=True, seed=...)), or derive values with hash()"
         )
     if run1 is not None and run1.sql_outside_ctx:
         notes.append(

@@ -99,7 +99,7 @@ class StepAudit:
                 elif self.drew:
                     out.append(
                         f"    {'':<{width}}  though it drew from {self.drew} without seeding "
-                        f"it, so nothing held it still: the runs agreed, not because the step "
+                        f"it in the step, so nothing held it still: the runs agreed, not because the step "
                         f"cannot change"
                     )
             elif a.canonical[0] == a.canonical[1]:
@@ -114,8 +114,8 @@ class StepAudit:
                     out.append(f"    {'':<{width}}  {self._moved_anyway(threads, spark)}")
                 if self.drew:
                     out.append(
-                        f"    {'':<{width}}  it drew from {self.drew} without seeding it, "
-                        f"which moves its numbers at any thread count"
+                        f"    {'':<{width}}  it drew from {self.drew} without seeding it in the "
+                        f"step, which moves its numbers at any thread count"
                     )
         if any(self.raised):
             second = "the second run" + (" (in another Python process)" if fresh_process else "")
