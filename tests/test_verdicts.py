@@ -1310,6 +1310,22 @@ def test_an_audit_never_calls_a_step_that_drew_unseeded_deterministic(twicerun, 
     ) in text
 
 
+def test_an_audit_of_a_step_drawing_after_a_seed_set_at_import_is_not_reproducible(
+    twicerun, write_pipeline
+):
+    """docs/verdicts.md says a random.seed(42) at the top of the file holds nothing still for
+    the audit: its first run draws after the ordinary run in the same process, its second
+    in a process that imported the file afresh."""
+    path = write_pipeline(
+        "import random\n\nrandom.seed(42)\n\n\n"
+        'def draws(ctx):\n    ctx.write("drawn", f"SELECT {random.random()} AS v")\n'
+    )
+    step = twicerun("audit", path, "--threads", "1", "--json", "-").json()["steps"][0]
+    assert (step["verdict"], step["drew_unseeded"]) == (
+        "not reproducible", "Python's random module",
+    )  # fmt: skip
+
+
 def test_audit_holds_a_seed_where_told_as_run_does(twicerun, write_pipeline):
     path = write_pipeline(AUDITED)
     outcome = twicerun("audit", path, "--step", "held", "--seed", "held=11", "--threads", "1")
