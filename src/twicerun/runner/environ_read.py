@@ -62,23 +62,44 @@ class EnvironmentReads:
         return None if len(self.read) > COPIED else dict(sorted(self.read.items()))
 
 
+# The reads of the step running now, if one is: steps run one at a time.
+_active: EnvironmentReads | None = None
+
+
+def _install() -> None:
+    """Put the noting `__getitem__` on os.environ's class, once per process, and leave it.
+
+    Replacing and restoring it around every execution changed the class twice per
+    execution. On CPython 3.13.0, after 500 such executions (1,000 changes to the class),
+    `os.environ.get` went on calling the original `__getitem__`, so nothing a later step
+    read was recorded; 3.11 and 3.12 did not do this. The suite's run on 3.13.0 showed it,
+    and tests/test_environ_read.py keeps the class changed once."""
+    if getattr(_ENVIRON.__getitem__, "_twicerun_notes", False):
+        return
+    original = _ENVIRON.__getitem__
+
+    def __getitem__(self, key):
+        reads = _active
+        if reads is not None and self is os.environ:
+            _quietly(reads.note, key)
+        return original(self, key)
+
+    __getitem__._twicerun_notes = True  # type: ignore[attr-defined]
+    _ENVIRON.__getitem__ = __getitem__
+
+
 @contextlib.contextmanager
 def reading_environment(roots: tuple[Path, ...]) -> Iterator[EnvironmentReads]:
     """Note what the code under `roots` reads from os.environ meanwhile (its `[]`, `get`,
     `in` and `os.getenv` all go through `__getitem__`)."""
+    global _active
+    _install()
     reads = EnvironmentReads(roots, dict(os.environ))
-    original = _ENVIRON.__getitem__
-
-    def __getitem__(self, key):
-        if self is os.environ:
-            _quietly(reads.note, key)
-        return original(self, key)
-
-    _ENVIRON.__getitem__ = __getitem__
+    outer, _active = _active, reads
     try:
         yield reads
     finally:
-        _ENVIRON.__getitem__ = original
+        _active = outer
 
 
 def _quietly(note, key: Any) -> None:
