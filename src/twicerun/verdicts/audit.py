@@ -99,8 +99,8 @@ class StepAudit:
                 elif self.drew:
                     out.append(
                         f"    {'':<{width}}  though it drew from {self.drew} without seeding "
-                        f"it in the step, so nothing held it still: the runs agreed, not because the step "
-                        f"cannot change"
+                        f"it in the step, so nothing held it still: the runs agreed, not "
+                        f"because the step cannot change"
                     )
             elif a.canonical[0] == a.canonical[1]:
                 out.append(
