@@ -103,15 +103,18 @@ def code(text: object, *, cell: bool = True) -> str:
     return f"{fence}{pad}{body}{pad}{fence}"
 
 
+# A column's alignment, as its mark in a GFM table's delimiter row.
+ALIGNMENT_MARKS = {"left": "---", "right": "--:", "center": ":-:"}
+
+
 def table(
     headers: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str] | None = None
 ) -> str:
     """A GFM table. Cells are used as given: escape outside text before it gets here."""
     align = list(align or ["left"] * len(headers))
-    marks = {"left": "---", "right": "--:", "center": ":-:"}
     lines = [
         "| " + " | ".join(headers) + " |",
-        "|" + "|".join(marks[a] for a in align) + "|",
+        "|" + "|".join(ALIGNMENT_MARKS[a] for a in align) + "|",
     ]
     for row in rows:
         cells = [str(c).replace("\n", " ") for c in row]

@@ -20,7 +20,7 @@ from typing import Any
 from twicerun.display import ljust, widest
 from twicerun.errors import UsageError
 from twicerun.render.instrument import engine
-from twicerun.render.markdown import bare, code
+from twicerun.render.markdown import ALIGNMENT_MARKS, bare, code
 from twicerun.render.markdown import table as markdown_table
 from twicerun.render.markers import NAME_GAP
 from twicerun.render.sections import shown_classes
@@ -164,10 +164,10 @@ def carried(artifact: Artifact) -> list[Table]:
         align = [str(a) for a in t.get("align") or []]
         # Checked here, where a bad shape is reported as the artifact's, rather than when
         # the table is drawn, which failed with an internal error.
-        if align and (len(align) != len(headers) or not set(align) <= ALIGNMENTS):
+        if align and (len(align) != len(headers) or not set(align) <= ALIGNMENT_MARKS.keys()):
             raise ValueError(
                 f"table {t['name']}'s align is {align}, where each of its {len(headers)} "
-                f"columns takes one of {', '.join(sorted(ALIGNMENTS))}"
+                f"columns takes one of {', '.join(sorted(ALIGNMENT_MARKS))}"
             )
         found.append(
             Table(
@@ -179,9 +179,6 @@ def carried(artifact: Artifact) -> list[Table]:
             )
         )
     return found
-
-
-ALIGNMENTS = frozenset({"left", "right", "center"})
 
 
 def _pipes(cell: str) -> str:
