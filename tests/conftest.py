@@ -14,13 +14,28 @@ from twicerun.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 
-# The files whose tests take longest together, started first. xdist hands a worker one
-# file at a time (--dist loadfile, so a file's fixtures are built once), by default the
-# files with the most tests first; the Spark tests are few but take over two minutes on
-# one worker, and started last they ran alone while the other worker sat idle, which put
-# the suite within seconds of its five-minute budget. pyproject turns xdist's own order
-# off (--no-loadscope-reorder) so that this one holds.
-STARTED_FIRST = ("test_spark.py", "test_action.py", "test_reference_pipeline.py")
+# The files whose tests take longest together, started first and longest first. xdist
+# hands a worker one file at a time (--dist loadfile, so a file's fixtures are built once),
+# by default the files with the most tests first; the Spark tests are few but take a
+# minute and a half on one worker, and started last they ran alone while the other worker
+# sat idle, which put the suite within seconds of its five-minute budget. pyproject turns
+# xdist's own order off (--no-loadscope-reorder) so that this one holds. Longest first
+# keeps a long file from being the last one handed out: with only three named,
+# test_verdicts.py (44 s) came up near the end of the alphabet, and a simulation of the
+# two workers over `pytest --durations=0`'s per-file sums (503 s of tests on 2 cores,
+# 2026-12-05) had one worker finish 29 s after the other, against 3 s in this order.
+STARTED_FIRST = (
+    "test_spark.py",
+    "test_gate_cli.py",
+    "test_action.py",
+    "test_verdicts.py",
+    "test_cause_and_status.py",
+    "test_reference_pipeline.py",
+    "test_oracle.py",
+    "test_loop.py",
+    "test_pre_commit_hook.py",
+    "test_step_timeout.py",
+)
 
 
 # What a GitHub runner sets for every step, the suite's own job in ci.yml included: on a
