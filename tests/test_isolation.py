@@ -232,3 +232,107 @@ def test_pyarrow_s_compute_runs_at_each_execution_s_threads(twicerun, write_pipe
     assert all(threads == pool for threads, pool in seen), seen
     assert {threads for threads, _ in seen} >= {1, 3, 6}
     assert pa.cpu_count() == before
+
+
+# A step that makes a table on DuckDB's default connection: fine in a pipeline run once
+# per process, and there again for every later run of twicerun, which are all in one.
+MAKES_ON_THE_DEFAULT = """
+import duckdb
+
+
+def make(ctx):
+    ctx.write("base", "SELECT i AS id, i % 7 AS g FROM range(1000) t(i)")
+
+
+def staged(ctx):
+    base = ctx.read("base").arrow()
+    duckdb.sql("{make}")
+    duckdb.sql("INSERT INTO {table} SELECT * FROM base")
+    ctx.write("staged", duckdb.sql("SELECT g, count(*) AS n FROM {table} GROUP BY g").arrow())
+"""
+
+
+@pytest.fixture
+def default_table(request):
+    """A table name no other test uses on the default connection, which the tests of one
+    worker share, dropped again after the test."""
+    import duckdb
+
+    name = f"staging_{abs(hash(request.node.nodeid)) % 10**8}"
+    yield name
+    duckdb.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_a_table_run_1_made_on_the_default_connection_is_named_when_run_2_finds_it(
+    twicerun, write_pipeline, run_dir, default_table
+):
+    """Run 2 raised "already exists" and the report said the step's failing changes from
+    run to run, to look at a service, a clock, a file or a race: none of which it was."""
+    make = f"CREATE TABLE {default_table} (id BIGINT, g BIGINT)"
+    path = write_pipeline(MAKES_ON_THE_DEFAULT.format(make=make, table=default_table))
+    outcome = twicerun("run", path, "--runs", "2")
+    (kept,) = [p for p in run_dir.iterdir() if (p / "invocation.json").exists()]
+    assert outcome.code == 3
+    assert outcome.err == (
+        f"twicerun: step 1 staged raised in run 2 (at {path}:10): CatalogException: Catalog "
+        f'Error: Table with name "{default_table}" already exists!\ntwicerun: it ran to the '
+        "end in run 1 and raised in run 2: its code runs SQL on DuckDB's default connection "
+        "(duckdb.sql() and the like), which is the process's, and every run of twicerun is in "
+        "one process, so what an earlier execution made there was still there; ctx.sql runs "
+        "it on the step's own connection, which starts empty every time\ntwicerun: the "
+        f"invocation directory is kept: {kept}\n"
+    )
+
+
+def test_a_table_a_step_fills_on_the_default_connection_is_named_beside_its_cause(
+    twicerun, write_pipeline, default_table
+):
+    """Made if missing and filled every time, the table grew run by run and the step
+    differed at one thread: PERSISTS_SINGLE_THREADED, with nothing saying where to look.
+    What the pipeline set up there as it was imported is not named (`lookup`)."""
+    make = f"CREATE TABLE IF NOT EXISTS {default_table} (id BIGINT, g BIGINT)"
+    source = MAKES_ON_THE_DEFAULT.format(make=make, table=default_table)
+    source = source.replace(
+        "import duckdb\n",
+        'import duckdb\n\nduckdb.sql("CREATE OR REPLACE TABLE lookup AS SELECT 1 AS k")\n',
+    )
+    path = write_pipeline(source)
+    outcome = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-")
+    staged = outcome.json()["steps"][1]
+    assert (staged["status"], staged["cause"]) == ("DIVERGENT", "PERSISTS_SINGLE_THREADED")
+    assert staged["notes"] == [
+        "its code runs SQL on DuckDB's default connection (duckdb.sql() and the like), which "
+        f"is the process's, and since the pipeline was imported the steps have made table "
+        f"{default_table} there; every run of twicerun is in one process, so each execution "
+        "finds what the earlier ones left (a table a step inserts into grows run by run), and "
+        "ctx.sql runs on the step's own connection, which starts empty every time"
+    ]
+    # A step that differed for another reason, with nothing made there, gets no such note.
+    assert outcome.json()["steps"][0]["notes"] == []
+
+
+def test_an_audit_names_what_the_steps_made_on_the_default_connection(
+    twicerun, write_pipeline, default_table
+):
+    """Its first run shares the default connection with the ordinary run before it, its
+    second starts in a process of its own: that is why the two differ."""
+    import duckdb
+
+    make = f"CREATE TABLE IF NOT EXISTS {default_table} (id BIGINT, g BIGINT)"
+    path = write_pipeline(MAKES_ON_THE_DEFAULT.format(make=make, table=default_table))
+    document = twicerun("audit", path, "--json", "-").json()
+    make_step, staged = document["steps"]
+    assert staged["verdict"] == "not reproducible"
+    assert staged["default_connection"] == [f"table {default_table}"]
+    assert make_step["default_connection"] == []
+    # Made before the pipeline was imported, it is the process's and not the steps'.
+    assert twicerun("audit", path, "--json", "-").json()["steps"][1]["default_connection"] == []
+    duckdb.sql(f"DROP TABLE {default_table}")
+    text = twicerun("audit", path).out
+    assert (
+        f"    its code runs SQL on DuckDB's default connection (duckdb.sql() and the like), "
+        f"which is the process's, and the steps have made table {default_table} there since "
+        f"the pipeline was imported: the first run found it as the ordinary run before it "
+        f"left it, and the second, in a process of its own, as the pipeline's import left "
+        f"it; ctx.sql runs on the step's own connection, which starts empty every time\n"
+    ) in text

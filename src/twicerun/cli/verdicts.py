@@ -40,7 +40,7 @@ from twicerun.render.evidence import step_evidence
 from twicerun.render.instrument import engine as engine_named
 from twicerun.render.instrument import is_spark
 from twicerun.result import Environment, ResultFormatError, load_result
-from twicerun.runner import interrupts
+from twicerun.runner import default_connection, interrupts
 from twicerun.runner.engines import check_engine, session_time_zone
 from twicerun.runner.environment import default_threads
 from twicerun.runner.generators import drew_unseeded
@@ -481,6 +481,10 @@ def audit(
             f"--step {unknown[0]}: {pipeline} has no such step; its steps are {', '.join(names)}"
         )
     chosen = [s for s in loaded.steps if not only or s.name in only]
+    # What the pipeline set up on DuckDB's default connection as it was imported, to tell
+    # from what the steps leave there.
+    names_duckdb = any(s.uses_duckdb_module for s in loaded.steps)
+    at_import = default_connection.holds() if names_duckdb else frozenset()
     progress = Progress(enabled=sys.stderr.isatty())
     started = time.monotonic()
     threads = threads or default_threads()
@@ -502,6 +506,7 @@ def audit(
         # The verdicts found before the step raised are printed, then the error (exit 3).
         stopped, audited = exc, exc.audited
     progress.clear()
+    made = tuple(sorted(default_connection.holds() - at_import)) if names_duckdb else ()
     report = AuditReport(
         str(pipeline),
         [
@@ -514,6 +519,7 @@ def audit(
                 state=a.runs[0].state or a.runs[1].state,
                 drew=drew_unseeded([r.generators for r in a.runs]),
                 raised=(a.runs[0].raised, a.runs[1].raised),
+                default_connection=made if a.step.uses_duckdb_module else (),
             )
             for a in audited
         ],

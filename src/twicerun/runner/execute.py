@@ -22,6 +22,7 @@ from twicerun.compare.digest import Digests, digests
 from twicerun.errors import BadInput, ContractError, StepCrashed, StepTimedOut, UnsupportedColumn
 from twicerun.pipeline import Step
 from twicerun.pipeline.loader import line_in, missing_module_advice
+from twicerun.runner.default_connection import already_exists
 from twicerun.runner.engines import Engine, session_time_zone
 from twicerun.runner.environ_read import reading_environment
 from twicerun.runner.environment import platform_stamp
@@ -55,14 +56,26 @@ def _arrow_at(threads: int) -> Iterator[None]:
         pa.set_cpu_count(before)
 
 
-def _raised_only_later(address: RunAddress, reference: Receipt | None) -> str:
+def _raised_only_later(
+    address: RunAddress, reference: Receipt | None, step: Step, exc: BaseException
+) -> str:
     """A step that ran to the end in run 1 and raised in a later run of the loop: the
     crash is itself an answer that changes from run to run, and the user should hear it
-    as such, not as a bug that would fail every run."""
+    as such, not as a bug that would fail every run. Unless what it made on DuckDB's
+    default connection in run 1 was still there: that is twicerun running every run in
+    one process, and a service, a clock or a race is the wrong place to look."""
     if address.series != LOOP or address.run == 1 or reference is None:
         return ""
     if reference.outcome != "ok":
         return ""
+    if step.uses_duckdb_module and already_exists(exc):
+        return (
+            f"it ran to the end in run 1 and raised in run {address.run}: its code runs SQL "
+            "on DuckDB's default connection (duckdb.sql() and the like), which is the "
+            "process's, and every run of twicerun is in one process, so what an earlier "
+            "execution made there was still there; ctx.sql runs it on the step's own "
+            "connection, which starts empty every time"
+        )
     return (
         f"it ran to the end in run 1 and raised in run {address.run}, so whether this step "
         "fails changes from run to run; look for what it depends on that a rerun changes "
@@ -192,7 +205,7 @@ def execute_step(
                 if disk_full(exc)
                 else missing_module_advice(exc, Path(step.file) if step.file else None)
                 or unread_artifact_hint(exc, visible, {r.name for r in ctx.output.reads})
-                or _raised_only_later(address, reference)
+                or _raised_only_later(address, reference, step, exc)
             ),
         ) from exc
 

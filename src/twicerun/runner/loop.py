@@ -28,7 +28,7 @@ from twicerun.pipeline import Pipeline, Step, load_pipeline
 from twicerun.pipeline.writes import literal_writes
 from twicerun.result import Comparison, Result, Series, StepResult
 from twicerun.result.document import SourceFileUsed, SourceUsed
-from twicerun.runner import interrupts
+from twicerun.runner import default_connection, interrupts
 from twicerun.runner.bisect import bisect
 from twicerun.runner.engines import check_engine, open_engine
 from twicerun.runner.environment import default_threads, stamp
@@ -55,7 +55,7 @@ from twicerun.storage.layout import (
     RunAddress,
 )
 from twicerun.storage.retention import kept_failures, prune, reap
-from twicerun.vocabulary.loop import Amplifier, Status
+from twicerun.vocabulary.loop import Amplifier, Cause, Status
 
 DEFAULT_RUNS = 5
 DEFAULT_RUN_DIR = Path(".twicerun")
@@ -212,6 +212,11 @@ def _loop(
     janitor = Janitor()
     records = Records(invocation, reference, janitor)
     steps = pipeline.steps
+    # What the pipeline set up on DuckDB's default connection as it was imported, so that
+    # what the steps leave there later can be told from it.
+    at_import = (
+        default_connection.holds() if any(s.uses_duckdb_module for s in steps) else frozenset()
+    )
     comparisons: dict[int, list[Comparison]] = {s.index: [] for s in steps}
     digest_connection = open_connection(threads, invocation.spill_dir)
     connections = open_engine(pipeline.engine, threads, invocation.spill_dir, options.spark_master)
@@ -328,7 +333,9 @@ def _loop(
             janitor=janitor,
             timeout=options.step_timeout,
         )
-        step_results = _cause_and_amplify(bench, pipeline, step_results, options, threads)
+        step_results = _cause_and_amplify(
+            bench, pipeline, step_results, options, threads, at_import
+        )
     finally:
         stack.close()
         connections.shutdown()
@@ -458,8 +465,10 @@ def _cause_and_amplify(
     scored: list[StepResult],
     options: LoopOptions,
     threads: int,
+    at_import: frozenset[str] = frozenset(),
 ) -> list[StepResult]:
-    """Bisect every step whose loop measured a difference; amplify every quiet one."""
+    """Bisect every step whose loop measured a difference; amplify every quiet one.
+    `at_import` is what DuckDB's default connection held before the first step ran."""
     by_index = {s.index: s for s in pipeline.steps}
     stressed = Stressed(bench)
     # Which quiet steps still to amplify read each artifact: once none does, its
@@ -529,7 +538,10 @@ def _cause_and_amplify(
                     if not readers[name]:
                         stressed.forget(name)
                         del readers[name]
-            final.append(score_step(result, options.policy))
+            result = score_step(result, options.policy)
+            if result.cause is Cause.PERSISTS_SINGLE_THREADED or (threads == 1 and result.fired):
+                result = _left_on_default_connection(step, result, at_import)
+            final.append(result)
     finally:
         discard_directory(bench, AMPLIFIED_DIR)
     return final
@@ -591,6 +603,33 @@ def _rerun_on_own_state(bench: Workbench, result: StepResult) -> str | None:
     ):
         return None
     return state[0]
+
+
+def _left_on_default_connection(
+    step: Step, result: StepResult, at_import: frozenset[str]
+) -> StepResult:
+    """`result` with a note naming what the steps made on DuckDB's default connection since
+    the pipeline was imported, when this step's code runs SQL there and one thread did not
+    stop it differing. A pipeline run once per process never finds those objects again;
+    every run of twicerun does, and a step that inserts into a table of its own there
+    changes its answer run by run."""
+    if not step.uses_duckdb_module:
+        return result
+    made = sorted(default_connection.holds() - at_import)
+    if not made:
+        return result
+    return replace(
+        result,
+        notes=[
+            *result.notes,
+            f"its code runs SQL on DuckDB's default connection (duckdb.sql() and the like), "
+            f"which is the process's, and since the pipeline was imported the steps have "
+            f"made {some(made)} there; every run of twicerun is in one process, so each "
+            f"execution finds what the earlier ones left (a table a step inserts into grows "
+            f"run by run), and ctx.sql runs on the step's own connection, which starts empty "
+            f"every time",
+        ],
+    )
 
 
 def _bisected(

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from twicerun.display import ljust, widest
+from twicerun.display import ljust, some, widest
 from twicerun.vocabulary.audit import Repeatability
 
 
@@ -58,6 +58,10 @@ class StepAudit:
     drew: str | None = None
     # Per audit run, what it raised where the other run wrote ("" where it wrote).
     raised: tuple[str, str] = ("", "")
+    # What the steps made on DuckDB's default connection (duckdb.sql()), which is the
+    # process's, since the pipeline was imported, when this step's code runs SQL there:
+    # the first audit run found those, and the second, in a process of its own, did not.
+    default_connection: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> Repeatability:
@@ -124,6 +128,21 @@ class StepAudit:
             out.append(f"    {which} raised, where {other} wrote its artifacts: {error}")
         elif not self.artifacts:
             out.append("    it wrote no artifact, so there was nothing to compare")
+        if self.default_connection and self.verdict is Repeatability.NOT_REPRODUCIBLE:
+            found = (
+                "the first run found it as the ordinary run before it left it, and the second, "
+                "in a process of its own, as the pipeline's import left it"
+                if fresh_process
+                else "both runs were in this one, and each found it as the executions before "
+                "it left it"
+            )
+            out.append(
+                f"    its code runs SQL on DuckDB's default connection (duckdb.sql() and the "
+                f"like), which is the process's, and the steps have made "
+                f"{some(list(self.default_connection))} there since the pipeline was imported: "
+                f"{found}; ctx.sql runs on the step's own connection, which starts empty every "
+                f"time"
+            )
         if self.state:
             names = ", ".join(self.state)
             out.append(
@@ -158,6 +177,7 @@ class StepAudit:
             "state": list(self.state),
             "drew_unseeded": self.drew,
             "raised": list(self.raised),
+            "default_connection": list(self.default_connection),
             "artifacts": [
                 {
                     "name": a.name,
@@ -179,11 +199,13 @@ def audit_step(
     state: tuple[str, ...] = (),
     drew: str | None = None,
     raised: tuple[str, str] = ("", ""),
+    default_connection: tuple[str, ...] = (),
 ) -> StepAudit:
     """The step's verdict from its two audit runs: (seconds, bytes by name, canonical by name).
     `state` names what it read through ctx.state; `drew`, the random generators it drew
     from unseeded. Like a held seed, that draw is why equal bytes do not make it
-    deterministic: they matched by chance."""
+    deterministic: they matched by chance. `default_connection` names what the steps made
+    on DuckDB's default connection, where this step's code runs SQL, before its runs."""
     (s1, b1, c1), (s2, b2, c2) = runs
     artifacts = []
     for artifact in sorted(set(b1) | set(b2)):
@@ -197,7 +219,18 @@ def audit_step(
                 pair_b[0] == pair_b[1], pair_c[0] == pair_c[1], seed is not None or bool(drew)
             )
         artifacts.append(ArtifactAudit(artifact, found, pair_b, pair_c))
-    return StepAudit(index, name, seed, seed_value, (s1, s2), artifacts, tuple(state), drew, raised)
+    return StepAudit(
+        index,
+        name,
+        seed,
+        seed_value,
+        (s1, s2),
+        artifacts,
+        tuple(state),
+        drew,
+        raised,
+        default_connection,
+    )
 
 
 @dataclass(frozen=True)

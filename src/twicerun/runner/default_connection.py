@@ -1,0 +1,38 @@
+"""What steps leave on DuckDB's default connection, which is the process's and not a step's.
+
+`duckdb.sql()` and its kin run on one connection per process, made the first time it is
+asked for. A pipeline run once per process never meets what an earlier run left there;
+twicerun runs every run of an invocation in one process, so a table one execution made
+there is still there for the next. A step that makes one then raises in run 2 ("already
+exists"), or, making it only if it is missing and inserting into it, changes its answer
+run by run. Here are the facts the reports name; each report words them its own way.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+# Objects a pipeline can make, by kind; DuckDB's own are `internal`.
+_MADE = """
+SELECT 'table ' || table_name FROM duckdb_tables() WHERE NOT internal
+UNION ALL SELECT 'view ' || view_name FROM duckdb_views() WHERE NOT internal
+UNION ALL SELECT 'sequence ' || sequence_name FROM duckdb_sequences()
+UNION ALL SELECT 'macro ' || function_name FROM duckdb_functions()
+    WHERE function_type IN ('macro', 'table_macro') AND NOT internal
+UNION ALL SELECT 'type ' || type_name FROM duckdb_types() WHERE NOT internal
+"""
+
+
+def holds() -> frozenset[str]:
+    """The objects on the default connection now, each as "table name" and the like. Asked
+    on the connection itself, not a cursor, since a cursor does not see its temporary
+    tables; empty when it cannot be read (a result the pipeline left open there)."""
+    try:
+        return frozenset(row[0] for row in duckdb.default_connection().execute(_MADE).fetchall())
+    except duckdb.Error:
+        return frozenset()
+
+
+def already_exists(exc: BaseException) -> bool:
+    """Whether DuckDB refused to make an object because one of its name was there."""
+    return isinstance(exc, duckdb.CatalogException) and "already exists" in str(exc)
