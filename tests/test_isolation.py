@@ -196,6 +196,48 @@ def test_a_helper_that_calls_duckdb_sql_for_the_step_runs_at_the_run_s_threads(
     assert own.to_pylist() == [{"t": threads, "u": threads}]
 
 
+KEPT_CONNECTIONS = """
+import duckdb
+
+import stores
+
+CON = duckdb.connect(config={"threads": 3})
+
+
+def file_level(ctx):
+    ctx.write("file_level", CON.sql("SELECT current_setting('threads') AS t").to_arrow_table())
+
+
+def helper_module(ctx):
+    ctx.write("helper_module", f"SELECT {stores.threads_now()} AS t")
+"""
+
+STORES = """
+import duckdb
+
+CON = duckdb.connect(config={"threads": 3})
+
+
+def threads_now():
+    return CON.sql("SELECT current_setting('threads')").fetchall()[0][0]
+"""
+
+
+def test_a_connection_the_pipeline_keeps_runs_at_the_run_s_threads(twicerun, write_pipeline):
+    """A `duckdb.connect()` at the top of the pipeline file, or of a module beside it, runs at
+    its own thread count: the bisect's one thread never reached it, and a sum on it that
+    drifted with the order threads added in was called PERSISTS_SINGLE_THREADED. While a
+    step whose code reaches one runs, it is at the run's count."""
+    write_pipeline(STORES, "stores.py")
+    path = write_pipeline(KEPT_CONNECTIONS)
+    outcome = twicerun("run", path, "--runs", "2", "--threads", "1", "--json", "-")
+    assert outcome.code == 0, outcome.err
+    root = Path(outcome.json()["artifacts"])
+    for name in ("file_level", "helper_module"):
+        (written,) = (root / "loop" / "1").glob(f"*-{name}/{name}.parquet")
+        assert pq.read_table(written).to_pylist() == [{"t": 1}], name
+
+
 ARROW_POOL = """
 import pyarrow as pa
 

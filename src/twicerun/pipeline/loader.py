@@ -55,9 +55,24 @@ class Step:
     # Whether its code names the duckdb module or something from it (`duckdb.sql`), which
     # runs on DuckDB's process-wide default connection, at that connection's thread count.
     uses_duckdb_module: bool = False
+    # DuckDB connections of the pipeline's own that its code reaches and the process keeps
+    # (`CON = duckdb.connect()` at module level), as (namespace, name): each runs at its
+    # own thread count unless set to the run's while the step runs (connections_kept).
+    kept_connections: tuple[tuple[dict[str, Any], str], ...] = field(
+        default=(), compare=False, repr=False, hash=False
+    )
     # What it uses from its own file besides its source (constants, the file's functions,
     # its closure's values), by name and digest: part of its code (pipeline/uses.py).
     uses: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def connections_kept(self) -> list[Any]:
+        """The connections of `kept_connections` as their names hold them now, each once."""
+        found: dict[int, Any] = {}
+        for namespace, name in self.kept_connections:
+            value = namespace.get(name)
+            if is_duckdb_connection(value):
+                found.setdefault(id(value), value)
+        return list(found.values())
 
     def call(self, ctx: Any) -> None:
         """Call the step as the contract says: fn(ctx), plus its declared seed."""
@@ -483,13 +498,23 @@ def _refuse_deferred_body(name: str, fn: Callable[..., Any]) -> None:
     )
 
 
-def _names_duckdb(fn: Callable[..., Any], directory: Path | None = None) -> bool:
-    """Whether the step's code (nested functions included) names the duckdb module, under
-    any alias, or a global taken from it (`from duckdb import sql`), itself or through a
-    helper it calls: a function of the pipeline file, or a function or module of the
-    pipeline's `directory`. Read from the compiled code, not the source, so it costs nothing
-    per execution; a helper reached some other way (a method, a callback) is not seen."""
+def _duckdb_reached(
+    fn: Callable[..., Any], directory: Path | None = None
+) -> tuple[bool, tuple[tuple[dict[str, Any], str], ...]]:
+    """What of DuckDB the step's code (nested functions included) reaches outside its ctx,
+    itself or through a helper it calls: a function of the pipeline file, or a function or
+    module of the pipeline's `directory`.
+
+    First, whether it names the duckdb module, under any alias, or something taken from it
+    (`from duckdb import sql`), which runs on DuckDB's process-wide default connection.
+    Second, the connections of its own that the process keeps (`CON = duckdb.connect()` at
+    the top of the file or of a helper module), each as the namespace and the name that
+    hold it, so that a connection made again later is the one found. Read from the
+    compiled code, not the source, so it costs nothing per execution; a helper reached
+    some other way (a method, a callback) is not seen."""
     seen: set[int] = set()
+    named = False
+    kept: dict[tuple[int, str], tuple[dict[str, Any], str]] = {}
 
     def names(c: CodeType):
         yield from c.co_names
@@ -507,32 +532,49 @@ def _names_duckdb(fn: Callable[..., Any], directory: Path | None = None) -> bool
             name, file = getattr(value, "__module__", ""), code and code.co_filename
         return isinstance(name, str) and found_in(directory, name, file) is not None
 
-    def reaches(f: Any) -> bool:
+    def held(namespace: dict[str, Any], name: str) -> bool:
+        """Whether `namespace[name]` is a connection (kept) or else from duckdb (named)."""
+        nonlocal named
+        value = namespace.get(name)
+        if is_duckdb_connection(value):
+            kept[(id(namespace), name)] = (namespace, name)
+            return True
+        if name == "duckdb" or _from_duckdb(value):
+            named = True
+            return True
+        return False
+
+    def walk(f: Any) -> None:
         code = getattr(f, "__code__", None)
         found = getattr(f, "__globals__", {})
         if code is None or id(code) in seen:
-            return False
+            return
         seen.add(id(code))
         for name in names(code):
-            if name == "duckdb":
-                return True
+            if held(found, name):
+                continue
             value = found.get(name)
-            if _from_duckdb(value):
-                return True
             if isinstance(value, FunctionType) and (value.__globals__ is found or own(value)):
-                if reaches(value):
-                    return True
+                walk(value)
             elif isinstance(value, ModuleType) and own(value):
                 defined = vars(value)
-                if any(
-                    _from_duckdb(v)
-                    or (isinstance(v, FunctionType) and v.__globals__ is defined and reaches(v))
-                    for v in list(defined.values())
-                ):
-                    return True
-        return False
+                for key, v in list(defined.items()):
+                    if (
+                        not held(defined, key)
+                        and isinstance(v, FunctionType)
+                        and v.__globals__ is defined
+                    ):
+                        walk(v)
 
-    return reaches(_underlying(fn))
+    walk(_underlying(fn))
+    return named, tuple(kept.values())
+
+
+def is_duckdb_connection(value: Any) -> bool:
+    """A DuckDB connection, told by its type's name and module: this room does not import
+    duckdb."""
+    kind = type(value)
+    return kind.__name__ == "DuckDBPyConnection" and _from_duckdb(kind)
 
 
 def _from_duckdb(value: Any) -> bool:
@@ -593,6 +635,7 @@ def _make_step(
         default = inspect.signature(fn).parameters[declaration.seed].default
         seed_value = overrides.pop(name, default)
     file, line = _def_line(fn)
+    names_duckdb, kept_connections = _duckdb_reached(fn, directory)
     return Step(
         code_digest=code_digest(fn),
         index=index,
@@ -602,6 +645,7 @@ def _make_step(
         line=line,
         declaration=declaration,
         seed_value=seed_value,
-        uses_duckdb_module=_names_duckdb(fn, directory),
+        uses_duckdb_module=names_duckdb,
+        kept_connections=kept_connections,
         uses=step_uses(_underlying(fn)),
     )

@@ -145,14 +145,16 @@ def execute_step(
         if step.own is not None
         else contextlib.nullcontext()
     )
+    # Connections of the pipeline's own that outlive the step: at the run's threads too.
+    kept = step.connections_kept()
     try:
         try:
             # stdout is twicerun's: the report, or the Result with --json -. What a step
             # prints goes to stderr, where it cannot corrupt a document a script reads.
             with (
                 contextlib.redirect_stdout(sys.stderr),
-                ctx._default_at_run_threads()
-                if step.uses_duckdb_module
+                ctx._kept_at_run_threads(step.uses_duckdb_module, kept)
+                if step.uses_duckdb_module or kept
                 else contextlib.nullcontext(),
                 _arrow_at(threads),
                 interruptible(ctx._interrupt),

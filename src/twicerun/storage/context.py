@@ -15,7 +15,7 @@ import os
 import re
 import sys
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,9 +229,13 @@ class ContractChecks:
         """Stop the query the step is running, from another thread (--step-timeout); an
         engine that cannot leaves it to the signal the main thread is sent."""
 
-    def _default_at_run_threads(self) -> contextlib.AbstractContextManager[None]:
-        """For the step's duration, DuckDB's default connection (what `duckdb.sql()` runs
-        on) at the run's thread count; an engine whose steps are not DuckDB's leaves it alone."""
+    def _kept_at_run_threads(
+        self, default: bool, kept: Sequence[Any] = ()
+    ) -> contextlib.AbstractContextManager[None]:
+        """For the step's duration, the DuckDB connections the process keeps that the step's
+        code reaches (the default one, what `duckdb.sql()` runs on, and `kept`, connections
+        of the pipeline's own) at the run's thread count; an engine whose steps are not
+        DuckDB's leaves them alone."""
         return contextlib.nullcontext()
 
     def __getattr__(self, attribute: str) -> Any:
@@ -451,26 +455,22 @@ class StepContext(ContractChecks):
         self._con.interrupt()
 
     @contextlib.contextmanager
-    def _default_at_run_threads(self) -> Iterator[None]:
-        """DuckDB's default connection at the run's thread count while the step runs, so a
-        `duckdb.sql()` in the step is measured at the threads the run says, and the bisect's
-        one thread reaches it; the process's count is put back after. The default itself
-        stays the process's: what a pipeline sets up there as it is imported (a lookup
-        table, a relation held in a module variable) is for every step to use. (DuckDB makes
-        a default the first time it is asked, which costs as much as opening a database, so
-        only steps whose code names duckdb ask.)"""
-        default = duckdb.default_connection()
-        try:
-            before = default.execute("SELECT current_setting('threads')").fetchall()[0][0]
-            default.execute(f"SET threads = {int(self._threads)}")
-        except duckdb.Error:
-            yield  # a result the pipeline left open there refuses the SET: leave it be
-            return
-        try:
+    def _kept_at_run_threads(self, default: bool, kept: Sequence[Any] = ()) -> Iterator[None]:
+        """DuckDB's default connection (with `default`) and the pipeline's own connections
+        in `kept` at the run's thread count while the step runs, so a `duckdb.sql()` or a
+        `CON.sql()` in the step is measured at the threads the run says, and the bisect's
+        one thread reaches it; each one's count is put back after. The connections stay
+        the process's: what a pipeline sets up on them as it is imported (a lookup table, a
+        relation held in a module variable) is for every step to use. (DuckDB makes a
+        default the first time it is asked, which costs as much as opening a database, so
+        only steps whose code names duckdb ask.) A module-level `duckdb.connect()` used to
+        keep DuckDB's own count, and a sum on it that drifted with the order its threads
+        added in was called PERSISTS_SINGLE_THREADED."""
+        connections = ([duckdb.default_connection()] if default else []) + list(kept)
+        with contextlib.ExitStack() as stack:
+            for connection in {id(c): c for c in connections}.values():
+                stack.enter_context(_at_threads(connection, self._threads))
             yield
-        finally:
-            with contextlib.suppress(duckdb.Error):
-                default.execute(f"SET threads = {int(before)}")
 
     def read(self, name: str) -> duckdb.DuckDBPyRelation:
         """Expose the artifact `name` of an earlier step as a view and return a relation over it."""
@@ -906,6 +906,22 @@ def same_time_zone(a: str, b: str) -> bool:
         return False
     finally:
         con.close()
+
+
+@contextlib.contextmanager
+def _at_threads(connection: duckdb.DuckDBPyConnection, threads: int) -> Iterator[None]:
+    """`connection` at `threads` while the block runs, and at its own count again after."""
+    try:
+        before = connection.execute("SELECT current_setting('threads')").fetchall()[0][0]
+        connection.execute(f"SET threads = {int(threads)}")
+    except duckdb.Error:
+        yield  # a result the pipeline left open there refuses the SET: leave it be
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(duckdb.Error):
+            connection.execute(f"SET threads = {int(before)}")
 
 
 def open_connection(threads: int, spill_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
