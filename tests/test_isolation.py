@@ -4,6 +4,7 @@ catalog), and the thread count is the run's."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -236,6 +237,47 @@ def test_a_connection_the_pipeline_keeps_runs_at_the_run_s_threads(twicerun, wri
     for name in ("file_level", "helper_module"):
         (written,) = (root / "loop" / "1").glob(f"*-{name}/{name}.parquet")
         assert pq.read_table(written).to_pylist() == [{"t": 1}], name
+
+
+OWN_DATABASES = """
+import duckdb
+
+STORE = duckdb.connect({store!r})
+
+
+def threads_of(con):
+    return con.sql("SELECT current_setting('threads')").fetchall()[0][0]
+
+
+def opens_one(ctx):
+    con = duckdb.connect()
+    told = duckdb.connect(config={{"threads": {told}}})
+    again = duckdb.connect({store!r})  # refused had its config differed from STORE's
+    ctx.write(
+        "seen",
+        f"SELECT {{threads_of(con)}} AS t, {{threads_of(told)}} AS told, "
+        f"{{len(again.sql('SELECT 1').fetchall())}} AS again",
+    )
+"""
+
+
+def test_a_database_a_step_opens_itself_runs_at_the_run_s_threads(
+    twicerun, write_pipeline, tmp_path
+):
+    """`duckdb.connect()` in a step opened a database at DuckDB's count, one thread per core,
+    so the bisect's one thread never reached it and a float sum on it that drifted with
+    thread order was called PERSISTS_SINGLE_THREADED. A thread count the step gives is
+    kept, and a second connection to a file the pipeline already holds still opens."""
+    # Neither DuckDB's own count (one per core) nor the one the step gives.
+    threads = (os.cpu_count() or 1) + 1
+    told = threads + 1
+    store = str(tmp_path / "store.duckdb")
+    path = write_pipeline(OWN_DATABASES.format(store=store, told=told))
+    outcome = twicerun("run", path, "--runs", "2", "--threads", str(threads), "--json", "-")
+    assert outcome.code == 0, outcome.err
+    root = Path(outcome.json()["artifacts"])
+    seen = pq.read_table(root / "loop" / "1" / "00-opens_one" / "seen.parquet")
+    assert seen.to_pylist() == [{"t": threads, "told": told, "again": 1}]
 
 
 ARROW_POOL = """

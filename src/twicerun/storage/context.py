@@ -470,6 +470,8 @@ class StepContext(ContractChecks):
         with contextlib.ExitStack() as stack:
             for connection in {id(c): c for c in connections}.values():
                 stack.enter_context(_at_threads(connection, self._threads))
+            if default:
+                stack.enter_context(_new_databases_at(self._threads))
             yield
 
     def read(self, name: str) -> duckdb.DuckDBPyRelation:
@@ -922,6 +924,35 @@ def _at_threads(connection: duckdb.DuckDBPyConnection, threads: int) -> Iterator
     finally:
         with contextlib.suppress(duckdb.Error):
             connection.execute(f"SET threads = {int(before)}")
+
+
+# What `duckdb.connect()` opens when it is given no database: a new one every time.
+_NEW_DATABASE = ("", ":memory:")
+
+
+@contextlib.contextmanager
+def _new_databases_at(threads: int) -> Iterator[None]:
+    """While the block runs, `duckdb.connect()` of a new in-memory database that is given no
+    thread count opens it at `threads`. A step that opens its own database (`con =
+    duckdb.connect()` in its body) got DuckDB's count, one per core, so the bisect's one
+    thread never reached it. Only a new in-memory database: another connection to a file,
+    or to a named in-memory database, already open in this process is refused when its
+    config differs from the first one's."""
+    original = duckdb.connect
+
+    def connect(database: Any = ":memory:", *args: Any, **kwargs: Any) -> Any:
+        if str(database) in _NEW_DATABASE:
+            if len(args) >= 2:  # read_only, config given by position
+                args = (args[0], {"threads": threads, **(args[1] or {})}, *args[2:])
+            else:
+                kwargs["config"] = {"threads": threads, **(kwargs.get("config") or {})}
+        return original(database, *args, **kwargs)
+
+    duckdb.connect = connect
+    try:
+        yield
+    finally:
+        duckdb.connect = original
 
 
 def open_connection(threads: int, spill_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
