@@ -368,6 +368,37 @@ def test_a_table_run_1_made_on_the_default_connection_is_named_when_run_2_finds_
     )
 
 
+def test_a_table_run_1_made_on_a_connection_the_pipeline_keeps_is_named_too(
+    twicerun, write_pipeline, run_dir
+):
+    """The same with `CON = duckdb.connect()` at the top of the file, named as that, not as
+    the default connection."""
+    path = write_pipeline(
+        """
+        import duckdb
+
+        CON = duckdb.connect()
+
+
+        def staged(ctx):
+            CON.sql("CREATE TABLE staging AS SELECT 1 AS one")
+            ctx.write("staged", CON.sql("SELECT one FROM staging").to_arrow_table())
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    (kept,) = [p for p in run_dir.iterdir() if (p / "invocation.json").exists()]
+    assert outcome.code == 3
+    assert outcome.err == (
+        f"twicerun: step 0 staged raised in run 2 (at {path}:7): CatalogException: Catalog "
+        'Error: Table with name "staging" already exists!\ntwicerun: it ran to the end in run '
+        "1 and raised in run 2: its code runs SQL on a DuckDB connection the pipeline keeps "
+        "(CON), which outlives the step, and every run of twicerun is in one process, so what "
+        "an earlier execution made there was still there; ctx.sql runs it on the step's own "
+        f"connection, which starts empty every time\ntwicerun: the invocation directory is "
+        f"kept: {kept}\n"
+    )
+
+
 def test_a_table_a_step_fills_on_the_default_connection_is_named_beside_its_cause(
     twicerun, write_pipeline, default_table
 ):

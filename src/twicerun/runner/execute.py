@@ -68,11 +68,17 @@ def _raised_only_later(
         return ""
     if reference.outcome != "ok":
         return ""
-    if step.uses_duckdb_module and already_exists(exc):
+    if already_exists(exc) and (step.uses_duckdb_module or step.kept_connections):
+        where = (
+            "DuckDB's default connection (duckdb.sql() and the like), which is the process's"
+            if step.uses_duckdb_module
+            else "a DuckDB connection the pipeline keeps ("
+            + ", ".join(sorted({name for _, name in step.kept_connections}))
+            + "), which outlives the step"
+        )
         return (
             f"it ran to the end in run 1 and raised in run {address.run}: its code runs SQL "
-            "on DuckDB's default connection (duckdb.sql() and the like), which is the "
-            "process's, and every run of twicerun is in one process, so what an earlier "
+            f"on {where}, and every run of twicerun is in one process, so what an earlier "
             "execution made there was still there; ctx.sql runs it on the step's own "
             "connection, which starts empty every time"
         )
