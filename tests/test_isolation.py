@@ -451,3 +451,42 @@ def test_an_audit_names_what_the_steps_made_on_the_default_connection(
         f"left it, and the second, in a process of its own, as the pipeline's import left "
         f"it; ctx.sql runs on the step's own connection, which starts empty every time\n"
     ) in text
+
+
+ATTACHES = """
+def loads(ctx):
+    ctx.sql("ATTACH {warehouse!r} AS wh")
+    ctx.sql("CREATE TABLE IF NOT EXISTS wh.facts (id BIGINT)")
+    ctx.sql("INSERT INTO wh.facts SELECT range FROM range(10)")
+    ctx.write("loaded", "SELECT count(*) AS n FROM wh.facts")
+
+
+def reads(ctx):
+    ctx.sql("ATTACH {reference!r} AS ref (READ_ONLY)")
+    ctx.write("looked_up", "SELECT count(*) AS n FROM ref.codes")
+"""
+
+
+def test_a_database_file_a_step_attaches_for_writing_is_named_beside_its_cause(
+    twicerun, write_pipeline, tmp_path
+):
+    """Rows inserted into an attached file pile up run by run (and invocation by invocation),
+    and the step differed at one thread: the report said only that the ATTACH read rows
+    past ctx. A file attached READ_ONLY is not named."""
+    import duckdb
+
+    warehouse, reference = tmp_path / "wh.duckdb", tmp_path / "ref.duckdb"
+    with duckdb.connect(str(reference)) as con:
+        con.execute("CREATE TABLE codes AS SELECT range AS code FROM range(3)")
+    path = write_pipeline(ATTACHES.format(warehouse=str(warehouse), reference=str(reference)))
+    outcome = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-")
+    loads, reads = outcome.json()["steps"]
+    assert (loads["status"], loads["cause"]) == ("DIVERGENT", "PERSISTS_SINGLE_THREADED")
+    assert loads["notes"][-1] == (
+        f"attaches {warehouse} without READ_ONLY, and a database file outlives every run and "
+        "every invocation: what one run writes there, the later ones read (rows inserted "
+        "there pile up run by run); give rows to ctx.write, keep a step's own earlier output "
+        "with ctx.state, or attach it READ_ONLY"
+    )
+    assert reads["status"] == "NO_DIVERGENCE_OBSERVED"
+    assert not any(note.startswith("attaches") for note in reads["notes"])

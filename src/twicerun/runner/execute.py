@@ -253,6 +253,7 @@ def execute_step(
         artifacts=records,
         sql_outside_ctx=ctx.output.sql_outside_ctx,
         sql_writes_outside_ctx=ctx.output.sql_writes_outside_ctx,
+        attached_for_writing=ctx.output.attached_for_writing,
         threads_set_by_step=threads_set_by_step,
         generators=generators,
         opened=_opened(beside, step, ctx),

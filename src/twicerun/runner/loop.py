@@ -541,6 +541,7 @@ def _cause_and_amplify(
             result = score_step(result, options.policy)
             if result.cause is Cause.PERSISTS_SINGLE_THREADED or (threads == 1 and result.fired):
                 result = _left_on_default_connection(step, result, at_import)
+                result = _attached_for_writing(bench, result)
             final.append(result)
     finally:
         discard_directory(bench, AMPLIFIED_DIR)
@@ -628,6 +629,28 @@ def _left_on_default_connection(
             f"execution finds what the earlier ones left (a table a step inserts into grows "
             f"run by run), and ctx.sql runs on the step's own connection, which starts empty "
             f"every time",
+        ],
+    )
+
+
+def _attached_for_writing(bench: Workbench, result: StepResult) -> StepResult:
+    """`result` with a note naming the database files the step attached without READ_ONLY
+    in run 1, when one thread did not stop it differing: such a file outlives every run
+    and every invocation, and rows a step inserts there pile up run by run. Before, the
+    report said only that the ATTACH read rows past ctx."""
+    run1 = bench.records.get(RunAddress(LOOP, 1), result.index)
+    if run1 is None or not run1.attached_for_writing:
+        return result
+    files = run1.attached_for_writing
+    it = "it" if len(files) == 1 else "them"
+    return replace(
+        result,
+        notes=[
+            *result.notes,
+            f"attaches {some(files)} without READ_ONLY, and a database file outlives every "
+            f"run and every invocation: what one run writes there, the later ones read "
+            f"(rows inserted there pile up run by run); give rows to ctx.write, keep a "
+            f"step's own earlier output with ctx.state, or attach {it} READ_ONLY",
         ],
     )
 

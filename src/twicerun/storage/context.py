@@ -72,6 +72,9 @@ class StepOutput:
     sources: list[SourceRecord] = field(default_factory=list)
     sql_outside_ctx: list[str] = field(default_factory=list)
     sql_writes_outside_ctx: list[str] = field(default_factory=list)
+    # Database files the step attached without READ_ONLY (ATTACH 'x.duckdb'), which outlive
+    # the step, the run and the invocation: what one run writes there, the next one reads.
+    attached_for_writing: list[str] = field(default_factory=list)
 
 
 # An artifact is a file named after it, and file names stop at 255 bytes; this
@@ -569,6 +572,13 @@ class StepContext(ContractChecks):
             return None
         if any(statement.kind == "ATTACH" for statement in statements):
             self._attached = True
+            try:
+                return self._run_statements(statements, caller, params)
+            finally:
+                self._note_attached()
+        return self._run_statements(statements, caller, params)
+
+    def _run_statements(self, statements: list[_Statement], caller: _Caller, params: Any) -> Any:
         *before, last = statements
         for statement in before:
             caller.execute(statement.query)
@@ -586,6 +596,20 @@ class StepContext(ContractChecks):
             )
         caller.execute(last.query, params)
         return None
+
+    def _note_attached(self) -> None:
+        """Record the database files now attached for writing, read from DuckDB's catalog
+        rather than the SQL, which may name a file in a variable or a secret."""
+        try:
+            rows = self._con.execute(
+                "SELECT path FROM duckdb_databases() "
+                "WHERE NOT internal AND path IS NOT NULL AND NOT readonly ORDER BY path"
+            ).fetchall()
+        except duckdb.Error:
+            return
+        for (path,) in rows:
+            if path not in self.output.attached_for_writing:
+                self.output.attached_for_writing.append(path)
 
     def _write_parquet(self, name: str, data: Any, target: Path, frame: Any) -> None:
         destination = sql.string(target)
