@@ -241,6 +241,7 @@ def test_a_connection_the_pipeline_keeps_runs_at_the_run_s_threads(twicerun, wri
 
 OWN_DATABASES = """
 import duckdb
+from duckdb import connect as open_database
 
 STORE = duckdb.connect({store!r})
 
@@ -253,10 +254,11 @@ def opens_one(ctx):
     con = duckdb.connect()
     told = duckdb.connect(config={{"threads": {told}}})
     again = duckdb.connect({store!r})  # refused had its config differed from STORE's
+    named = open_database()
     ctx.write(
         "seen",
         f"SELECT {{threads_of(con)}} AS t, {{threads_of(told)}} AS told, "
-        f"{{len(again.sql('SELECT 1').fetchall())}} AS again",
+        f"{{len(again.sql('SELECT 1').fetchall())}} AS again, {{threads_of(named)}} AS named",
     )
 """
 
@@ -267,7 +269,9 @@ def test_a_database_a_step_opens_itself_runs_at_the_run_s_threads(
     """`duckdb.connect()` in a step opened a database at DuckDB's count, one thread per core,
     so the bisect's one thread never reached it and a float sum on it that drifted with
     thread order was called PERSISTS_SINGLE_THREADED. A thread count the step gives is
-    kept, and a second connection to a file the pipeline already holds still opens."""
+    kept, and a second connection to a file the pipeline already holds still opens. A
+    `connect` imported by name (`from duckdb import connect`) was bound before the step
+    ran, and opened at DuckDB's count until its name was pointed at the same wrapper."""
     # Neither DuckDB's own count (one per core) nor the one the step gives.
     threads = (os.cpu_count() or 1) + 1
     told = threads + 1
@@ -277,7 +281,11 @@ def test_a_database_a_step_opens_itself_runs_at_the_run_s_threads(
     assert outcome.code == 0, outcome.err
     root = Path(outcome.json()["artifacts"])
     seen = pq.read_table(root / "loop" / "1" / "00-opens_one" / "seen.parquet")
-    assert seen.to_pylist() == [{"t": threads, "told": told, "again": 1}]
+    assert seen.to_pylist() == [{"t": threads, "told": told, "again": 1, "named": threads}]
+    # The name the pipeline bound is duckdb's own again once the step is done.
+    import duckdb
+
+    assert duckdb.connect.__module__ == "_duckdb"
 
 
 ARROW_POOL = """

@@ -61,6 +61,12 @@ class Step:
     kept_connections: tuple[tuple[dict[str, Any], str], ...] = field(
         default=(), compare=False, repr=False, hash=False
     )
+    # Where its code holds `duckdb.connect` under a name bound at import (`from duckdb
+    # import connect`), as (namespace, name): a database opened through it while the step
+    # runs gets the run's thread count too.
+    connect_names: tuple[tuple[dict[str, Any], str], ...] = field(
+        default=(), compare=False, repr=False, hash=False
+    )
     # What it uses from its own file besides its source (constants, the file's functions,
     # its closure's values), by name and digest: part of its code (pipeline/uses.py).
     uses: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
@@ -500,7 +506,7 @@ def _refuse_deferred_body(name: str, fn: Callable[..., Any]) -> None:
 
 def _duckdb_reached(
     fn: Callable[..., Any], directory: Path | None = None
-) -> tuple[bool, tuple[tuple[dict[str, Any], str], ...]]:
+) -> tuple[bool, tuple[tuple[dict[str, Any], str], ...], tuple[tuple[dict[str, Any], str], ...]]:
     """What of DuckDB the step's code (nested functions included) reaches outside its ctx,
     itself or through a helper it calls: a function of the pipeline file, or a function or
     module of the pipeline's `directory`.
@@ -509,12 +515,15 @@ def _duckdb_reached(
     (`from duckdb import sql`), which runs on DuckDB's process-wide default connection.
     Second, the connections of its own that the process keeps (`CON = duckdb.connect()` at
     the top of the file or of a helper module), each as the namespace and the name that
-    hold it, so that a connection made again later is the one found. Read from the
+    hold it, so that a connection made again later is the one found. Third, where it
+    holds `duckdb.connect` under a name of its own (`from duckdb import connect`), bound
+    before any step ran. Read from the
     compiled code, not the source, so it costs nothing per execution; a helper reached
     some other way (a method, a callback) is not seen."""
     seen: set[int] = set()
     named = False
     kept: dict[tuple[int, str], tuple[dict[str, Any], str]] = {}
+    connects: dict[tuple[int, str], tuple[dict[str, Any], str]] = {}
 
     def names(c: CodeType):
         yield from c.co_names
@@ -541,6 +550,8 @@ def _duckdb_reached(
             return True
         if name == "duckdb" or _from_duckdb(value):
             named = True
+            if getattr(value, "__name__", "") == "connect" and callable(value):
+                connects[(id(namespace), name)] = (namespace, name)
             return True
         return False
 
@@ -567,7 +578,7 @@ def _duckdb_reached(
                         walk(v)
 
     walk(_underlying(fn))
-    return named, tuple(kept.values())
+    return named, tuple(kept.values()), tuple(connects.values())
 
 
 def is_duckdb_connection(value: Any) -> bool:
@@ -635,7 +646,7 @@ def _make_step(
         default = inspect.signature(fn).parameters[declaration.seed].default
         seed_value = overrides.pop(name, default)
     file, line = _def_line(fn)
-    names_duckdb, kept_connections = _duckdb_reached(fn, directory)
+    names_duckdb, kept_connections, connect_names = _duckdb_reached(fn, directory)
     return Step(
         code_digest=code_digest(fn),
         index=index,
@@ -647,5 +658,6 @@ def _make_step(
         seed_value=seed_value,
         uses_duckdb_module=names_duckdb,
         kept_connections=kept_connections,
+        connect_names=connect_names,
         uses=step_uses(_underlying(fn)),
     )

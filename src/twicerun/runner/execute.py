@@ -159,7 +159,7 @@ def execute_step(
             # prints goes to stderr, where it cannot corrupt a document a script reads.
             with (
                 contextlib.redirect_stdout(sys.stderr),
-                ctx._kept_at_run_threads(step.uses_duckdb_module, kept)
+                ctx._kept_at_run_threads(step.uses_duckdb_module, kept, step.connect_names)
                 if step.uses_duckdb_module or kept
                 else contextlib.nullcontext(),
                 _arrow_at(threads),

@@ -233,7 +233,7 @@ class ContractChecks:
         engine that cannot leaves it to the signal the main thread is sent."""
 
     def _kept_at_run_threads(
-        self, default: bool, kept: Sequence[Any] = ()
+        self, default: bool, kept: Sequence[Any] = (), connects: Sequence[Any] = ()
     ) -> contextlib.AbstractContextManager[None]:
         """For the step's duration, the DuckDB connections the process keeps that the step's
         code reaches (the default one, what `duckdb.sql()` runs on, and `kept`, connections
@@ -458,7 +458,9 @@ class StepContext(ContractChecks):
         self._con.interrupt()
 
     @contextlib.contextmanager
-    def _kept_at_run_threads(self, default: bool, kept: Sequence[Any] = ()) -> Iterator[None]:
+    def _kept_at_run_threads(
+        self, default: bool, kept: Sequence[Any] = (), connects: Sequence[Any] = ()
+    ) -> Iterator[None]:
         """DuckDB's default connection (with `default`) and the pipeline's own connections
         in `kept` at the run's thread count while the step runs, so a `duckdb.sql()` or a
         `CON.sql()` in the step is measured at the threads the run says, and the bisect's
@@ -474,7 +476,7 @@ class StepContext(ContractChecks):
             for connection in {id(c): c for c in connections}.values():
                 stack.enter_context(_at_threads(connection, self._threads))
             if default:
-                stack.enter_context(_new_databases_at(self._threads))
+                stack.enter_context(_new_databases_at(self._threads, connects))
             yield
 
     def read(self, name: str) -> duckdb.DuckDBPyRelation:
@@ -955,13 +957,15 @@ _NEW_DATABASE = ("", ":memory:")
 
 
 @contextlib.contextmanager
-def _new_databases_at(threads: int) -> Iterator[None]:
+def _new_databases_at(threads: int, names: Sequence[Any] = ()) -> Iterator[None]:
     """While the block runs, `duckdb.connect()` of a new in-memory database that is given no
     thread count opens it at `threads`. A step that opens its own database (`con =
     duckdb.connect()` in its body) got DuckDB's count, one per core, so the bisect's one
     thread never reached it. Only a new in-memory database: another connection to a file,
     or to a named in-memory database, already open in this process is refused when its
-    config differs from the first one's."""
+    config differs from the first one's. `names` are (namespace, name) pairs that hold
+    `duckdb.connect` under a name of the pipeline's (`from duckdb import connect`), bound
+    before the step ran: each is pointed at the same replacement, and back after."""
     original = duckdb.connect
 
     def connect(database: Any = ":memory:", *args: Any, **kwargs: Any) -> Any:
@@ -972,11 +976,17 @@ def _new_databases_at(threads: int) -> Iterator[None]:
                 kwargs["config"] = {"threads": threads, **(kwargs.get("config") or {})}
         return original(database, *args, **kwargs)
 
+    held = [(namespace, name) for namespace, name in names if namespace.get(name) is original]
     duckdb.connect = connect
+    for namespace, name in held:
+        namespace[name] = connect
     try:
         yield
     finally:
         duckdb.connect = original
+        for namespace, name in held:
+            if namespace.get(name) is connect:
+                namespace[name] = original
 
 
 def open_connection(threads: int, spill_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
