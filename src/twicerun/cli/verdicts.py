@@ -506,7 +506,7 @@ def audit(
         # The verdicts found before the step raised are printed, then the error (exit 3).
         stopped, audited = exc, exc.audited
     progress.clear()
-    made = tuple(sorted(default_connection.holds() - at_import)) if names_duckdb else ()
+    made = tuple(default_connection.made_since(at_import)) if names_duckdb else ()
     report = AuditReport(
         str(pipeline),
         [

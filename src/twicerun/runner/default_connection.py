@@ -33,6 +33,12 @@ def holds() -> frozenset[str]:
         return frozenset()
 
 
+def made_since(before: frozenset[str]) -> list[str]:
+    """What is on the default connection now and was not in `before` (what it held as the
+    pipeline was imported), sorted: what the steps made there."""
+    return sorted(holds() - before)
+
+
 def already_exists(exc: BaseException) -> bool:
     """Whether DuckDB refused to make an object because one of its name was there."""
     return isinstance(exc, duckdb.CatalogException) and "already exists" in str(exc)

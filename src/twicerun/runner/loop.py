@@ -616,7 +616,7 @@ def _left_on_default_connection(
     changes its answer run by run."""
     if not step.uses_duckdb_module:
         return result
-    made = sorted(default_connection.holds() - at_import)
+    made = default_connection.made_since(at_import)
     if not made:
         return result
     return replace(

@@ -237,8 +237,9 @@ class ContractChecks:
     ) -> contextlib.AbstractContextManager[None]:
         """For the step's duration, the DuckDB connections the process keeps that the step's
         code reaches (the default one, what `duckdb.sql()` runs on, and `kept`, connections
-        of the pipeline's own) at the run's thread count; an engine whose steps are not
-        DuckDB's leaves them alone."""
+        of the pipeline's own) at the run's thread count, and a database it opens itself
+        (through `duckdb.connect` or the names in `connects`) too; an engine whose steps are
+        not DuckDB's leaves them alone."""
         return contextlib.nullcontext()
 
     def __getattr__(self, attribute: str) -> Any:
