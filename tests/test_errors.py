@@ -288,6 +288,32 @@ def test_sql_naming_an_artifact_never_read_says_to_read_it(
     ]
 
 
+def test_an_unread_artifact_named_like_the_step_that_wrote_it_gets_the_same_hint(
+    write_pipeline, twicerun, run_dir
+):
+    # Most pipelines name a step after what it writes. DuckDB, not finding the table, then
+    # finds the step's function in the pipeline's module and refuses to scan it, which
+    # says nothing about ctx.read.
+    path = write_pipeline(
+        """
+        def orders(ctx):
+            ctx.write("orders", "SELECT 1 AS v")
+
+        def total(ctx):
+            ctx.write("total", "SELECT sum(v) AS s FROM orders")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    kept = only_invocation(run_dir)
+    assert outcome.code == 3
+    assert 'Python Object "orders" of type "function"' in outcome.err
+    assert outcome.err.splitlines()[-2:] == [
+        'twicerun: orders is an artifact of step 0 orders; call ctx.read("orders") in this '
+        "step before its SQL uses it",
+        f"twicerun: the invocation directory is kept: {kept}",
+    ]
+
+
 def test_no_hint_for_a_table_that_no_step_wrote(write_pipeline, twicerun, run_dir):
     path = write_pipeline(
         """

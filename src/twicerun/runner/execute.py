@@ -298,9 +298,13 @@ def _receipt(
     )
 
 
-# What DuckDB and Spark say of a name that is not in a step's catalog.
+# What DuckDB and Spark say of a name that is not in a step's catalog. When the name is
+# not a table, DuckDB looks for a Python object of that name where the query was run, and
+# the pipeline's module usually holds one: the step that wrote the artifact, when step and
+# artifact share a name, which is how most pipelines name them.
 _MISSING_TABLE = (
     re.compile(r"Table with name (\S+) does not exist"),
+    re.compile(r'Python Object "([^"]+)" of type "[^"]*" found on line .* not suitable for'),
     re.compile(r"\[TABLE_OR_VIEW_NOT_FOUND\] The table or view `([^`]+)` cannot be found"),
 )
 
