@@ -95,6 +95,47 @@ def test_folding_a_column_does_not_hide_the_order_its_rows_arrive_in(write_pipel
     assert outcome.code == 4
 
 
+# Keeps the first event seen per customer, merged into what earlier runs kept: the state's
+# row comes first and stays, as it should; which of a new batch's events is first is up to
+# the order they arrive in.
+FIRST_SEEN_MERGED_INTO_STATE = (
+    INPUTS
+    + """
+
+def first_seen(ctx):
+    ctx.read("events")
+    ctx.state("first_seen", "SELECT 0::BIGINT AS customer, 0::BIGINT AS event_id WHERE false")
+    ctx.sql("SET threads = 1")
+    ctx.write(
+        "first_seen",
+        "SELECT customer, first(event_id) AS event_id FROM ("
+        "SELECT customer, event_id FROM first_seen "
+        "UNION ALL SELECT customer, event_id FROM events) GROUP BY customer",
+    )
+"""
+)
+
+
+def test_a_step_merging_into_its_state_is_stressed_from_the_same_state_every_run(
+    write_pipeline, twicerun
+):
+    """An amplifier's later runs read their run 1's output as state, as the loop's do, so a
+    step that keeps what its state holds answered every stressed run with run 1's answer:
+    reordering its input showed nothing, and a merge that depends on arrival order came out
+    NO_DIVERGENCE_OBSERVED. Every run of an amplifier now starts from the state its run 1
+    started from, so the input is the one thing that varies."""
+    outcome = twicerun(
+        "run", write_pipeline(FIRST_SEEN_MERGED_INTO_STATE), "--amplify", "--json", "-"
+    )
+    step = by_name(outcome.json())["first_seen"]
+    assert (step["fired"], step["compared"]) == (0, 4)
+    assert step["status"] == "STABLE_ON_THIS_INPUT", step
+    fired = {a["kind"]: a["fired"] for a in step["amplifiers"]}
+    assert fired["arrival order"] > 0
+    assert fired["thread count"] == 0
+    assert outcome.code == 4
+
+
 RANKED_BY_A_SECOND_KEY = """
 def customers(ctx):
     ctx.write(

@@ -39,6 +39,8 @@ def bisect(bench: Workbench, step: Step, runs: int, differed: int, compared: int
         stop=enough(differed, compared),
         # A step that sets its own thread count never ran at one: no cause either way.
         holds_threads=True,
+        # The loop's later runs read run 1's copy as state; the bisect repeats them.
+        state_from_run_1=True,
     )
 
 

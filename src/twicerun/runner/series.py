@@ -1,11 +1,19 @@
 """A step re-executed on its own, as a series of runs compared with its own first run.
 
-The bisect and every amplifier are series. A series mirrors the contained loop
-for one step: its run 1 starts from the same state the loop's run 1 did (the
-`initial` rows of any ctx.state), every later run reads run 1's copy as its
-state, and every later run is compared with run 1 exactly as the loop compares,
-digests first and the oracle only where they disagree. Inputs come from the
-caller, which is how an amplifier substitutes a stressed artifact.
+The bisect and every amplifier are series. A series' run 1 starts from the same
+state the loop's run 1 did (the `initial` rows of any ctx.state), and every later
+run is compared with run 1 exactly as the loop compares, digests first and the
+oracle only where they disagree. Inputs come from the caller, which is how an
+amplifier substitutes a stressed artifact.
+
+What a later run reads as state depends on what the series asks. The bisect
+mirrors the contained loop, whose later runs read run 1's copy: it re-executes
+the loop's difference at one thread, and a difference the state made is one of
+the things it has to reproduce. An amplifier asks whether its inputs alone move
+the step, so each of its runs starts from the state its run 1 started from: a
+step that keeps what its state holds (a merge, a first-seen table) answered a
+stressed run from run 1's copy with run 1's answer, and reordering its input
+showed nothing.
 
 A series may start as a probe of a few runs and continue, not restart, up to the
 full count as soon as a comparison fires.
@@ -70,6 +78,7 @@ def run_series(
     threads_for: Callable[[int], int] | None = None,
     attribute: bool = False,
     holds_threads: bool = False,
+    state_from_run_1: bool = False,
 ) -> Series:
     """`source_order_for(run)` gives the order each ctx.source list is read in on that run.
     With `raise_is_answer`, a later run that raises where run 1 did not is a comparison
@@ -77,7 +86,9 @@ def run_series(
     comparison that left the most rows unmatched is attributed as the loop's are: an
     amplifier's series can be the only evidence a step has. With `holds_threads`, the
     series is only evidence at its own thread count, so a step that sets another one
-    itself ends it with that as its error."""
+    itself ends it with that as its error. With `state_from_run_1`, later runs read run 1's
+    copy as their ctx.state, as the contained loop's do; without, every run starts from
+    the `initial` rows, as run 1 did."""
     records = bench.records
     reference = RunAddress(label, 1)
     loop_reference = RunAddress(LOOP, 1)
@@ -107,7 +118,9 @@ def run_series(
             address = RunAddress(label, k)
 
             def state_source(name: str, _k=k):
-                return None if _k == 1 else records.ref(reference, step.index, name)
+                if _k == 1 or not state_from_run_1:
+                    return None
+                return records.ref(reference, step.index, name)
 
             try:
                 receipt = execute_step(
