@@ -590,3 +590,42 @@ def test_a_reader_that_leaves_early_does_not_turn_a_clean_run_into_a_divergent_o
     assert json.loads((only_invocation(run_dir) / "invocation.json").read_text())["outcome"] == (
         "completed"
     )
+
+
+def test_windows_is_refused_before_a_step_runs_and_help_still_teaches(
+    write_pipeline, twicerun, run_dir, monkeypatch
+):
+    """Nothing that executes steps was ever run on Windows, and deciding whether an earlier
+    invocation still lives sends a signal that Windows turns into a kill: each verb that
+    executes steps refuses there in one sentence, with its own refusal code, before
+    anything is created."""
+    import types
+
+    from twicerun.runner import engines
+
+    path = write_pipeline(
+        """
+        def first(ctx):
+            ctx.write("x", "SELECT 1 AS v")
+        """
+    )
+    assert twicerun("run", path, "--runs", "2", "--keep", "0").code == 0
+    (recorded,) = [p for p in run_dir.iterdir() if p.is_dir()]
+    before = sorted(p.name for p in run_dir.iterdir())
+    monkeypatch.setattr(engines, "sys", types.SimpleNamespace(platform="win32"))
+    sentence = (
+        "twicerun executes pipelines on Linux and macOS, and this is Windows, whose "
+        "processes and signals it cannot check safely; run it under WSL, or on a Linux "
+        "runner in CI"
+    )
+    for args, said, code in [
+        (("run", path, "--runs", "2"), "twicerun: ", 2),
+        (("audit", path), "twicerun: ", 2),
+        (("reproduce", recorded), "twicerun: refused: ", 3),
+    ]:
+        outcome = twicerun(*args)
+        assert (outcome.code, outcome.err.splitlines()) == (code, [said + sentence]), args
+    assert sorted(p.name for p in run_dir.iterdir()) == before
+    assert twicerun("run", "--help").code == 0
+    # Reading what was recorded elsewhere executes nothing.
+    assert twicerun("judge", recorded).code == 0

@@ -324,3 +324,23 @@ def test_a_manifest_without_a_start_time_is_judged_by_its_pid_alone(tmp_path):
     current = Invocation.create(run_dir, {"pipeline": "p.py"})
     assert reap(run_dir, current) == []
     assert outcome_of(run_dir, older.root.name) == "running"
+
+
+def test_on_windows_no_process_is_signalled_to_see_whether_it_lives(tmp_path, monkeypatch):
+    """os.kill(pid, 0) is a probe on POSIX and, on Windows, ends the process: the reaper
+    would have killed a live invocation beside it, or whatever had taken its pid."""
+    import types
+
+    from twicerun.storage import processes
+    from twicerun.storage.retention import reap
+
+    signalled = []
+    monkeypatch.setattr(processes, "sys", types.SimpleNamespace(platform="win32"))
+    monkeypatch.setattr(processes.os, "kill", lambda *a: signalled.append(a))
+    run_dir = tmp_path / "runs"
+    other = Invocation.create(run_dir, {"pipeline": "p.py"})
+    other.update_manifest(pid=os.getpid())
+    current = Invocation.create(run_dir, {"pipeline": "p.py"})
+    assert reap(run_dir, current) == []
+    assert signalled == []
+    assert outcome_of(run_dir, other.root.name) == "running"

@@ -6,6 +6,7 @@ after the step reads the Parquet it wrote and never asks which engine that was.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,8 +28,21 @@ class Engine(Protocol):
     def shutdown(self) -> None: ...
 
 
+def check_platform() -> None:
+    """Refuse to execute steps on Windows. Telling a live invocation from a dead one sends
+    signal 0, which on Windows is no probe: os.kill ends the process it names. A step
+    timeout is a SIGALRM, which Windows has not either, and none of it was ever run there."""
+    if sys.platform == "win32":
+        raise UsageError(
+            "twicerun executes pipelines on Linux and macOS, and this is Windows, whose "
+            "processes and signals it cannot check safely; run it under WSL, or on a Linux "
+            "runner in CI"
+        )
+
+
 def check_engine(name: str, master: str | None) -> None:
     """Refuse before anything runs when the engine cannot start here."""
+    check_platform()
     if name == "spark":
         from twicerun.storage.spark_context import check_spark
 
@@ -52,6 +66,7 @@ def session_time_zone(name: str) -> str:
 def open_engine(
     name: str, threads: int, spill_dir: Path | None, master: str | None = None
 ) -> Engine:
+    check_platform()
     if name == "spark":
         from twicerun.storage.spark_context import SparkEngine
 

@@ -11,6 +11,7 @@ boot) is recorded beside the pid and must match too.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 
@@ -46,6 +47,10 @@ def alive(pid: object, start: object = None) -> bool:
     """Whether `pid` is alive and, when its start time was recorded, still that process."""
     if not isinstance(pid, int) or pid <= 0:
         return False
+    if sys.platform == "win32":
+        # os.kill(pid, 0) there is no probe: it ends the process. Alive, as far as anyone
+        # here can tell safely, so nothing is reaped.
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
