@@ -899,6 +899,55 @@ def test_a_step_quiet_in_the_loop_that_moves_at_more_threads_is_bisected_too(
     )
 
 
+# Each execution writes a number no earlier one wrote, and keeps what its state holds: a
+# rerun on its own output answers as the run before it did, so the loop, whose later runs
+# read run 1's copy, sees nothing, while runs that all start from the initial rows differ
+# at any thread count.
+NEW_EVERY_EXECUTION_KEPT_BY_STATE = """
+import itertools
+
+_calls = itertools.count()
+
+
+def kept(ctx):
+    mark = next(_calls)
+    ctx.state("kept", "SELECT 0::BIGINT AS k, 0::BIGINT AS mark WHERE false")
+    ctx.write(
+        "kept",
+        "SELECT k, arg_min(mark, src) AS mark FROM ("
+        "SELECT k, mark, 0 AS src FROM kept "
+        f"UNION ALL SELECT range AS k, {mark} AS mark, 1 AS src FROM range(3)) GROUP BY k",
+    )
+"""
+
+
+def test_a_difference_only_the_thread_count_series_saw_is_bisected_from_the_same_state(
+    write_pipeline, twicerun
+):
+    """The bisect read state as the loop's later runs do, even when what it explained was
+    the thread-count amplifier's difference, whose runs all start from the initial rows:
+    anchored on run 1's copy, one thread showed nothing, and a step that differs at any
+    thread count was called PARALLEL_ORDER."""
+    outcome = twicerun(
+        "run",
+        write_pipeline(NEW_EVERY_EXECUTION_KEPT_BY_STATE),
+        "--threads",
+        "2",
+        "--amplify",
+        "--json",
+        "-",
+    )
+    step = by_name(outcome.json())["kept"]
+    assert (step["fired"], step["status"]) == (0, "STABLE_ON_THIS_INPUT"), step
+    fired = {a["kind"]: a["fired"] for a in step["amplifiers"]}
+    assert fired["thread count"] > 0
+    assert (step["cause"], step["bisect"]["fired"], step["bisect"]["threads"]) == (
+        "PERSISTS_SINGLE_THREADED",
+        1,
+        1,
+    )
+
+
 ONE_SIDED = """
 import itertools
 

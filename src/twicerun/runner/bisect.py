@@ -25,8 +25,19 @@ from twicerun.vocabulary.loop import BISECT
 BISECT_THREADS = 1
 
 
-def bisect(bench: Workbench, step: Step, runs: int, differed: int, compared: int) -> Series:
-    """`differed` of `compared` is what the loop measured for this step."""
+def bisect(
+    bench: Workbench,
+    step: Step,
+    runs: int,
+    differed: int,
+    compared: int,
+    *,
+    state_from_run_1: bool = True,
+) -> Series:
+    """`differed` of `compared` is what the series it explains measured for this step: the
+    loop, whose later runs read run 1's copy as state, or the thread-count amplifier,
+    whose runs all start from the initial rows (`state_from_run_1=False`). The bisect
+    reads state as that series did, or it would re-execute another question."""
     inputs = bench.records.visible(RunAddress(LOOP, 1), step.index)
     return run_series(
         bench,
@@ -39,8 +50,7 @@ def bisect(bench: Workbench, step: Step, runs: int, differed: int, compared: int
         stop=enough(differed, compared),
         # A step that sets its own thread count never ran at one: no cause either way.
         holds_threads=True,
-        # The loop's later runs read run 1's copy as state; the bisect repeats them.
-        state_from_run_1=True,
+        state_from_run_1=state_from_run_1,
     )
 
 

@@ -662,7 +662,17 @@ def _bisected(
     thread-count amplifier) found: how many of its comparisons differed, of how many."""
     differed = sum(1 for c in measured.comparisons if c.differs)
     return replace(
-        result, bisect=bisect(bench, step, runs, differed=differed, compared=measured.compared)
+        result,
+        bisect=bisect(
+            bench,
+            step,
+            runs,
+            differed=differed,
+            compared=measured.compared,
+            # An amplifier's runs all start from the initial state; the loop's later ones
+            # from run 1's copy.
+            state_from_run_1=not isinstance(measured, Series),
+        ),
     )
 
 

@@ -6,14 +6,14 @@ run is compared with run 1 exactly as the loop compares, digests first and the
 oracle only where they disagree. Inputs come from the caller, which is how an
 amplifier substitutes a stressed artifact.
 
-What a later run reads as state depends on what the series asks. The bisect
-mirrors the contained loop, whose later runs read run 1's copy: it re-executes
-the loop's difference at one thread, and a difference the state made is one of
-the things it has to reproduce. An amplifier asks whether its inputs alone move
-the step, so each of its runs starts from the state its run 1 started from: a
-step that keeps what its state holds (a merge, a first-seen table) answered a
-stressed run from run 1's copy with run 1's answer, and reordering its input
-showed nothing.
+What a later run reads as state depends on what the series asks. An amplifier
+asks whether its inputs alone move the step, so each of its runs starts from the
+state its run 1 started from: a step that keeps what its state holds (a merge, a
+first-seen table) answered a stressed run from run 1's copy with run 1's answer,
+and reordering its input showed nothing. The bisect re-executes another series'
+difference at one thread, so it reads state as that series did: run 1's copy for
+the contained loop, whose later runs read it, and the initial rows for the
+thread-count amplifier.
 
 A series may start as a probe of a few runs and continue, not restart, up to the
 full count as soon as a comparison fires.
