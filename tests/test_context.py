@@ -250,6 +250,40 @@ def test_a_file_written_behind_ctx_is_noted_as_not_compared(write_pipeline, twic
     ]
 
 
+CACHED_IN_A_FILE = """
+import os
+
+
+def firsts(ctx):
+    if {fill_every_run} or not os.path.exists({cache!r}):
+        ctx.sql("COPY (SELECT range % 5 AS k, any_value(range) AS v FROM range(100) GROUP BY 1) "
+                "TO {cache!r}")
+    ctx.write("firsts", "SELECT * FROM read_parquet({cache!r})")
+"""
+
+CACHE_NOTE = (
+    "wrote that file in run 1 only, and every later run read rows past ctx: if it reads back "
+    "what run 1 wrote (a cache filled on first use), the later runs, and the amplifiers' after "
+    "them, did not compute its answer, and their agreeing says nothing about its inputs"
+)
+
+
+@pytest.mark.parametrize("fill_every_run", [False, True])
+def test_a_step_that_reads_back_what_its_first_run_wrote_is_told_its_quiet_runs_mean_nothing(
+    write_pipeline, twicerun, tmp_path, fill_every_run
+):
+    """A cache filled on first use: run 1 computed and wrote a file, every later run read
+    it back, and the step came out NO_DIVERGENCE_OBSERVED with every amplifier listed as
+    varied, whatever its query does. A step that writes the file in every run computes
+    its answer each time, and is not told so."""
+    cache = str(tmp_path / "cache.parquet")
+    path = write_pipeline(CACHED_IN_A_FILE.format(cache=cache, fill_every_run=fill_every_run))
+    (step,) = twicerun("run", path, "--runs", "3", "--json", "-").json()["steps"]
+    assert step["notes"][0].startswith("reads rows in its SQL")
+    assert step["notes"][1].startswith("writes a file in its SQL")
+    assert (CACHE_NOTE in step["notes"]) is not fill_every_run
+
+
 def test_a_read_behind_ctx_in_a_write_query_is_noted_without_blaming_ctx_sql(
     write_pipeline, twicerun, tmp_path
 ):

@@ -430,6 +430,17 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
             "writes a file in its SQL that ctx.write does not see, so it is not compared "
             "between runs: " + run1.sql_writes_outside_ctx[0]
         )
+        later = [r for r in receipts[1:] if r is not None]
+        if later and all(r.sql_outside_ctx and not r.sql_writes_outside_ctx for r in later):
+            # A cache filled on first use (`if not exists: COPY ... TO`, then read it back):
+            # the runs after the first agree because they read run 1's answer, not because
+            # they computed it alike. Only a hedge: which file each read is not parsed.
+            notes.append(
+                "wrote that file in run 1 only, and every later run read rows past ctx: if "
+                "it reads back what run 1 wrote (a cache filled on first use), the later "
+                "runs, and the amplifiers' after them, did not compute its answer, and their "
+                "agreeing says nothing about its inputs"
+            )
     return StepResult(
         index=step.index,
         name=step.name,
