@@ -284,6 +284,36 @@ def test_a_step_that_reads_back_what_its_first_run_wrote_is_told_its_quiet_runs_
     assert (CACHE_NOTE in step["notes"]) is not fill_every_run
 
 
+MEMO = """
+_memo = {{}}
+
+
+def firsts(ctx):
+    if {fresh} or "firsts" not in _memo:
+        _memo["firsts"] = ctx.sql("SELECT range AS v FROM range(10)").to_arrow_table()
+    ctx.write("firsts", _memo["firsts"])
+"""
+
+
+@pytest.mark.parametrize("fresh", [False, True])
+def test_an_artifact_handed_over_again_from_a_memo_is_named_as_not_computed(
+    write_pipeline, twicerun, fresh
+):
+    """A step that kept its first run's pyarrow Table in a module-level dict and wrote it
+    again in every later run came out NO_DIVERGENCE_OBSERVED with no word, every amplifier
+    listed as varied. The same object handed over again is proof it was not computed; a
+    table built afresh in each run, with the same rows, is not named."""
+    path = write_pipeline(MEMO.format(fresh=fresh))
+    (step,) = twicerun("run", path, "--runs", "3", "--json", "-").json()["steps"]
+    expected = [
+        "wrote firsts in runs 2 and 3 from the very object an earlier execution of the step "
+        "handed to ctx.write (a memo or a module-level cache keeps it): those runs, and the "
+        "amplifiers' after them, did not compute those rows, so their agreeing says nothing "
+        "about its inputs"
+    ]
+    assert step["notes"] == ([] if fresh else expected)
+
+
 def test_a_read_behind_ctx_in_a_write_query_is_noted_without_blaming_ctx_sql(
     write_pipeline, twicerun, tmp_path
 ):

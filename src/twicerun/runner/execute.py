@@ -27,6 +27,7 @@ from twicerun.runner.engines import Engine, session_time_zone
 from twicerun.runner.environ_read import reading_environment
 from twicerun.runner.environment import platform_stamp
 from twicerun.runner.generators import generator_states, left_in
+from twicerun.runner.handed_objects import reused
 from twicerun.runner.interrupts import (
     deadline,
     interruptible,
@@ -254,6 +255,7 @@ def execute_step(
         sql_outside_ctx=ctx.output.sql_outside_ctx,
         sql_writes_outside_ctx=ctx.output.sql_writes_outside_ctx,
         attached_for_writing=ctx.output.attached_for_writing,
+        reused_objects=reused(str(invocation.root), step.index, ctx.output.objects),
         threads_set_by_step=threads_set_by_step,
         generators=generators,
         opened=_opened(beside, step, ctx),

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from twicerun.compare.oracle import ReferenceCache
-from twicerun.display import some
+from twicerun.display import listed, some
 from twicerun.errors import TwicerunError, UnknownArtifact, UsageError
 from twicerun.judge.cause import CONFIDENCE
 from twicerun.judge.policy import Policy
@@ -424,6 +424,15 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
         notes.append(
             f"opens {some(data)} itself, outside ctx.source, so {its} rows are not counted and "
             f"no amplifier varies {it}; read {it} through ctx.source(name, files) instead"
+        )
+    kept = sorted({n for r in receipts[1:] if r is not None for n in r.reused_objects})
+    if kept:
+        again = [str(k) for k, r in enumerate(receipts[1:], start=2) if r and r.reused_objects]
+        notes.append(
+            f"wrote {some(kept)} in run{'s' if len(again) > 1 else ''} {listed(again)} from "
+            f"the very object an earlier execution of the step handed to ctx.write (a memo "
+            f"or a module-level cache keeps it): those runs, and the amplifiers' after them, "
+            f"did not compute those rows, so their agreeing says nothing about its inputs"
         )
     if run1 is not None and run1.sql_writes_outside_ctx:
         notes.append(

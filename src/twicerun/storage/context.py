@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 import sys
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -75,6 +76,21 @@ class StepOutput:
     # Database files the step attached without READ_ONLY (ATTACH 'x.duckdb'), which outlive
     # the step, the run and the invocation: what one run writes there, the next one reads.
     attached_for_writing: list[str] = field(default_factory=list)
+    # Weak references to the objects (a pyarrow Table, a DataFrame) artifacts were written
+    # from, so that one handed over again by a later execution can be recognised.
+    objects: dict[str, Any] = field(default_factory=dict)
+
+
+def reference_to(data: Any) -> weakref.ref | None:
+    """A weak reference to `data` when it is an object a step could keep and hand over
+    again unchanged (a pyarrow Table, a DataFrame): not SQL text, which runs afresh, nor
+    a DuckDB relation, which runs its query again on every use."""
+    if isinstance(data, str | duckdb.DuckDBPyRelation):
+        return None
+    try:
+        return weakref.ref(data)
+    except TypeError:
+        return None
 
 
 # An artifact is a file named after it, and file names stop at 255 bytes; this
@@ -556,6 +572,9 @@ class StepContext(ContractChecks):
         with atomic_path(final, fsync=False) as temporary:
             self._write_parquet(name, data, temporary, frame)
         self.output.written[name] = final
+        ref = reference_to(data)
+        if ref is not None:
+            self.output.objects[name] = ref
 
     def sql(self, query: str, params: Any = None) -> duckdb.DuckDBPyRelation | None:
         """Run SQL on this step's connection: a relation for a query, None for a statement.

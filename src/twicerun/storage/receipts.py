@@ -137,6 +137,9 @@ class Receipt:
     # Database files the step attached without READ_ONLY, which outlive it and the
     # invocation; empty when there were none or it was not recorded (an older twicerun).
     attached_for_writing: list[str] = field(default_factory=list)
+    # Artifacts written from the very object (a pyarrow Table, a DataFrame) an earlier
+    # execution of the step in this invocation wrote: kept from before, not computed now.
+    reused_objects: list[str] = field(default_factory=list)
 
     @property
     def rows_read(self) -> int:
