@@ -434,6 +434,38 @@ def test_a_table_a_step_fills_on_the_default_connection_is_named_beside_its_caus
     assert outcome.json()["steps"][0]["notes"] == []
 
 
+CACHED_ON_THE_DEFAULT = """
+import duckdb
+
+
+def firsts(ctx):
+    duckdb.sql("{make} {table} AS SELECT range % 5 AS k, max(range) AS v FROM range(100) GROUP BY 1")
+    ctx.write("firsts", duckdb.sql("SELECT * FROM {table}").arrow())
+"""
+
+
+@pytest.mark.parametrize("make", ["CREATE TABLE IF NOT EXISTS", "CREATE OR REPLACE TABLE"])
+def test_a_step_whose_answer_stays_where_run_1_left_it_is_told_its_quiet_runs_mean_nothing(
+    twicerun, write_pipeline, default_table, make
+):
+    """Made on the default connection in run 1 only and read from there in every run, the
+    answer was computed once, and the step came out NO_DIVERGENCE_OBSERVED with every
+    amplifier listed as varied, whatever its query does. A table made again in every
+    run (CREATE OR REPLACE: a new catalog identity) is computed every run and not named."""
+    path = write_pipeline(CACHED_ON_THE_DEFAULT.format(make=make, table=default_table))
+    (step,) = twicerun("run", path, "--runs", "3", "--json", "-").json()["steps"]
+    note = (
+        f"made table {default_table} on DuckDB's default connection in run 1 (duckdb.sql() "
+        "and the like, which every run of twicerun shares, in one process), and no later "
+        "execution made it again: if the step takes its answer from there (CREATE TABLE IF "
+        "NOT EXISTS, a cache), the later runs, and the amplifiers' after them, did not "
+        "compute it, so their agreeing says nothing about its inputs; ctx.sql runs on the "
+        "step's own connection, which starts empty every time"
+    )
+    assert step["status"] == "NO_DIVERGENCE_OBSERVED"
+    assert step["notes"] == ([note] if make.endswith("EXISTS") else [])
+
+
 def test_an_audit_names_what_the_steps_made_on_the_default_connection(
     twicerun, write_pipeline, default_table
 ):

@@ -33,6 +33,28 @@ def holds() -> frozenset[str]:
         return frozenset()
 
 
+# The same objects with the catalog's identity of each, which a CREATE OR REPLACE changes
+# and an INSERT does not.
+_MADE_AS_WHICH = """
+SELECT 'table ' || table_name, table_oid FROM duckdb_tables() WHERE NOT internal
+UNION ALL SELECT 'view ' || view_name, view_oid FROM duckdb_views() WHERE NOT internal
+UNION ALL SELECT 'sequence ' || sequence_name, sequence_oid FROM duckdb_sequences()
+UNION ALL SELECT 'macro ' || function_name, function_oid FROM duckdb_functions()
+    WHERE function_type IN ('macro', 'table_macro') AND NOT internal
+UNION ALL SELECT 'type ' || type_name, type_oid FROM duckdb_types() WHERE NOT internal
+"""
+
+
+def identities() -> frozenset[tuple[str, int]]:
+    """Each object on the default connection as ("table name", its catalog oid): the
+    same pair later means the object was not made again in between."""
+    try:
+        rows = duckdb.default_connection().execute(_MADE_AS_WHICH).fetchall()
+    except duckdb.Error:
+        return frozenset()
+    return frozenset((label, int(oid)) for label, oid in rows)
+
+
 def made_since(before: frozenset[str]) -> list[str]:
     """What is on the default connection now and was not in `before` (what it held as the
     pipeline was imported), sorted: what the steps made there."""

@@ -218,6 +218,9 @@ def _loop(
         default_connection.holds() if any(s.uses_duckdb_module for s in steps) else frozenset()
     )
     comparisons: dict[int, list[Comparison]] = {s.index: [] for s in steps}
+    # What each step's first execution made on the default connection, where its code
+    # runs SQL there: every later execution, in the same process, finds it already made.
+    made_in_run_1: dict[int, frozenset[tuple[str, int]]] = {}
     digest_connection = open_connection(threads, invocation.spill_dir)
     connections = open_engine(pipeline.engine, threads, invocation.spill_dir, options.spark_master)
     if getattr(connections, "name", "") == "spark":
@@ -253,6 +256,8 @@ def _loop(
 
                 # Compared and pruned at once below: its receipt is written once, then.
                 deferred = run > 1 and options.containment
+                watched = run == 1 and step.uses_duckdb_module
+                before = default_connection.identities() if watched else frozenset()
                 try:
                     receipt = execute_step(
                         invocation=invocation,
@@ -276,6 +281,8 @@ def _loop(
                     raise UnknownArtifact("; ".join([str(exc), *hints]), name=exc.name) from exc
                 records.add(address, receipt, saved=not deferred)
                 if run == 1:
+                    if watched:
+                        made_in_run_1[step.index] = default_connection.identities() - before
                     keys.check_written(receipt.artifacts)
                     continue
                 try:
@@ -315,9 +322,16 @@ def _loop(
             caches[step.index].clear()
             comparisons[step.index] = worst.attribute(records, step.index, comparisons[step.index])
 
+        # Made by a step's run 1 and, by the same catalog identity, still there: no later
+        # run made it again (a CREATE OR REPLACE in every run would have a new one).
+        now = default_connection.identities() if made_in_run_1 else frozenset()
         step_results = [
-            score_step(
-                _measured(records, step, comparisons[step.index], options.runs), options.policy
+            _made_by_run_1(
+                score_step(
+                    _measured(records, step, comparisons[step.index], options.runs),
+                    options.policy,
+                ),
+                sorted(label for label, _ in made_in_run_1.get(step.index, frozenset()) & now),
             )
             for step in steps
         ]
@@ -624,6 +638,30 @@ def _rerun_on_own_state(bench: Workbench, result: StepResult) -> str | None:
     ):
         return None
     return state[0]
+
+
+def _made_by_run_1(result: StepResult, made: list[str]) -> StepResult:
+    """`result` with a note when its first execution made objects on DuckDB's default
+    connection that no later execution made again (the same catalog identity at the end
+    of the loop) and the loop saw no difference: a step that takes its answer from there
+    (CREATE TABLE IF NOT EXISTS, a cache) agrees with itself without computing anything.
+    A step that differed gets the note on what the default connection holds instead,
+    where one thread did not stop it."""
+    if not made or result.fired:
+        return result
+    return replace(
+        result,
+        notes=[
+            *result.notes,
+            f"made {some(made)} on DuckDB's default connection in run 1 (duckdb.sql() and "
+            f"the like, which every run of twicerun shares, in one process), and no later "
+            f"execution made {'it' if len(made) == 1 else 'them'} again: if the step "
+            f"takes its answer from there (CREATE TABLE IF NOT EXISTS, a cache), the later "
+            f"runs, and the amplifiers' after them, did not compute it, so their agreeing "
+            f"says nothing about its inputs; ctx.sql runs on the step's own connection, "
+            f"which starts empty every time",
+        ],
+    )
 
 
 def _left_on_default_connection(
