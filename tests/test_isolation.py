@@ -444,6 +444,20 @@ def firsts(ctx):
 """
 
 
+def test_a_cache_on_a_connection_the_pipeline_keeps_is_named_with_the_connection(
+    twicerun, write_pipeline
+):
+    source = CACHED_ON_THE_DEFAULT.format(make="CREATE TABLE IF NOT EXISTS", table="cache")
+    source = source.replace("import duckdb\n", "import duckdb\n\nCON = duckdb.connect()\n")
+    path = write_pipeline(source.replace("duckdb.sql(", "CON.sql("))
+    (step,) = twicerun("run", path, "--runs", "3", "--json", "-").json()["steps"]
+    (note,) = step["notes"]
+    assert note.startswith(
+        "made table cache on the connection the pipeline keeps as CON in run 1; that "
+        "connection outlives the step,"
+    )
+
+
 @pytest.mark.parametrize("make", ["CREATE TABLE IF NOT EXISTS", "CREATE OR REPLACE TABLE"])
 def test_a_step_whose_answer_stays_where_run_1_left_it_is_told_its_quiet_runs_mean_nothing(
     twicerun, write_pipeline, default_table, make
@@ -455,12 +469,12 @@ def test_a_step_whose_answer_stays_where_run_1_left_it_is_told_its_quiet_runs_me
     path = write_pipeline(CACHED_ON_THE_DEFAULT.format(make=make, table=default_table))
     (step,) = twicerun("run", path, "--runs", "3", "--json", "-").json()["steps"]
     note = (
-        f"made table {default_table} on DuckDB's default connection in run 1 (duckdb.sql() "
-        "and the like, which every run of twicerun shares, in one process), and no later "
-        "execution made it again: if the step takes its answer from there (CREATE TABLE IF "
-        "NOT EXISTS, a cache), the later runs, and the amplifiers' after them, did not "
-        "compute it, so their agreeing says nothing about its inputs; ctx.sql runs on the "
-        "step's own connection, which starts empty every time"
+        f"made table {default_table} on DuckDB's default connection (duckdb.sql() and the "
+        "like) in run 1; that connection outlives the step, every run of twicerun is in one "
+        "process, and no later execution made it again: if the step takes its answer from "
+        "there (CREATE TABLE IF NOT EXISTS, a cache), the later runs, and the amplifiers' "
+        "after them, did not compute it, so their agreeing says nothing about its inputs; "
+        "ctx.sql runs on the step's own connection, which starts empty every time"
     )
     assert step["status"] == "NO_DIVERGENCE_OBSERVED"
     assert step["notes"] == ([note] if make.endswith("EXISTS") else [])

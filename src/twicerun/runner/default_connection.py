@@ -5,10 +5,14 @@ asked for. A pipeline run once per process never meets what an earlier run left 
 twicerun runs every run of an invocation in one process, so a table one execution made
 there is still there for the next. A step that makes one then raises in run 2 ("already
 exists"), or, making it only if it is missing and inserting into it, changes its answer
-run by run. Here are the facts the reports name; each report words them its own way.
+run by run. A connection the pipeline keeps (`CON = duckdb.connect()` at module level)
+outlives its steps the same way. Here are the facts the reports name; each report words
+them its own way.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import duckdb
 
@@ -45,14 +49,37 @@ UNION ALL SELECT 'type ' || type_name, type_oid FROM duckdb_types() WHERE NOT in
 """
 
 
-def identities() -> frozenset[tuple[str, int]]:
-    """Each object on the default connection as ("table name", its catalog oid): the
-    same pair later means the object was not made again in between."""
+def identities(con: duckdb.DuckDBPyConnection | None = None) -> frozenset[tuple[str, int]]:
+    """Each object on `con` (the default connection when None) as ("table name", its
+    catalog oid): the same pair later means the object was not made again in between."""
     try:
-        rows = duckdb.default_connection().execute(_MADE_AS_WHICH).fetchall()
+        on = con if con is not None else duckdb.default_connection()
+        rows = on.execute(_MADE_AS_WHICH).fetchall()
     except duckdb.Error:
         return frozenset()
     return frozenset((label, int(oid)) for label, oid in rows)
+
+
+def outliving(step: Any) -> list[tuple[str, Any]]:
+    """The connections a step's code reaches that outlive it, each as the report names it:
+    the default connection, where its code runs SQL there, and those the pipeline keeps,
+    by the names that hold them (None stands for the default connection)."""
+    found: list[tuple[str, Any]] = []
+    if step.uses_duckdb_module:
+        found.append(("DuckDB's default connection (duckdb.sql() and the like)", None))
+    held: dict[int, tuple[Any, list[str]]] = {}
+    for namespace, name in step.kept_connections:
+        value = namespace.get(name)
+        if isinstance(value, duckdb.DuckDBPyConnection):
+            held.setdefault(id(value), (value, []))[1].append(name)
+    for con, names in held.values():
+        found.append((f"the connection the pipeline keeps as {', '.join(sorted(set(names)))}", con))
+    return found
+
+
+def holding(places: list[tuple[str, Any]]) -> frozenset[tuple[str, str, int]]:
+    """Every object on each of `places` (from `outliving`), as (place, label, oid)."""
+    return frozenset((where, label, oid) for where, con in places for label, oid in identities(con))
 
 
 def made_since(before: frozenset[str]) -> list[str]:

@@ -220,7 +220,7 @@ def _loop(
     comparisons: dict[int, list[Comparison]] = {s.index: [] for s in steps}
     # What each step's first execution made on the default connection, where its code
     # runs SQL there: every later execution, in the same process, finds it already made.
-    made_in_run_1: dict[int, frozenset[tuple[str, int]]] = {}
+    made_in_run_1: dict[int, tuple[list, frozenset[tuple[str, str, int]]]] = {}
     digest_connection = open_connection(threads, invocation.spill_dir)
     connections = open_engine(pipeline.engine, threads, invocation.spill_dir, options.spark_master)
     if getattr(connections, "name", "") == "spark":
@@ -256,8 +256,8 @@ def _loop(
 
                 # Compared and pruned at once below: its receipt is written once, then.
                 deferred = run > 1 and options.containment
-                watched = run == 1 and step.uses_duckdb_module
-                before = default_connection.identities() if watched else frozenset()
+                places = default_connection.outliving(step) if run == 1 else []
+                before = default_connection.holding(places) if places else frozenset()
                 try:
                     receipt = execute_step(
                         invocation=invocation,
@@ -281,8 +281,10 @@ def _loop(
                     raise UnknownArtifact("; ".join([str(exc), *hints]), name=exc.name) from exc
                 records.add(address, receipt, saved=not deferred)
                 if run == 1:
-                    if watched:
-                        made_in_run_1[step.index] = default_connection.identities() - before
+                    if places:
+                        made = default_connection.holding(places) - before
+                        if made:
+                            made_in_run_1[step.index] = (places, made)
                     keys.check_written(receipt.artifacts)
                     continue
                 try:
@@ -324,14 +326,13 @@ def _loop(
 
         # Made by a step's run 1 and, by the same catalog identity, still there: no later
         # run made it again (a CREATE OR REPLACE in every run would have a new one).
-        now = default_connection.identities() if made_in_run_1 else frozenset()
         step_results = [
             _made_by_run_1(
                 score_step(
                     _measured(records, step, comparisons[step.index], options.runs),
                     options.policy,
                 ),
-                sorted(label for label, _ in made_in_run_1.get(step.index, frozenset()) & now),
+                _still_as_made(*made_in_run_1[step.index]) if step.index in made_in_run_1 else {},
             )
             for step in steps
         ]
@@ -640,7 +641,17 @@ def _rerun_on_own_state(bench: Workbench, result: StepResult) -> str | None:
     return state[0]
 
 
-def _made_by_run_1(result: StepResult, made: list[str]) -> StepResult:
+def _still_as_made(places: list, made: frozenset[tuple[str, str, int]]) -> dict[str, list[str]]:
+    """Of what a step's run 1 made on connections that outlive it, what is there now under
+    the same catalog identity, by place: nothing made it again since."""
+    now = default_connection.holding(places) & made
+    found: dict[str, list[str]] = {}
+    for where, label, _ in sorted(now):
+        found.setdefault(where, []).append(label)
+    return found
+
+
+def _made_by_run_1(result: StepResult, made: dict[str, list[str]]) -> StepResult:
     """`result` with a note when its first execution made objects on DuckDB's default
     connection that no later execution made again (the same catalog identity at the end
     of the loop) and the loop saw no difference: a step that takes its answer from there
@@ -649,17 +660,20 @@ def _made_by_run_1(result: StepResult, made: list[str]) -> StepResult:
     where one thread did not stop it."""
     if not made or result.fired:
         return result
+    count = sum(len(labels) for labels in made.values())
+    where = "; ".join(f"{some(labels)} on {place}" for place, labels in made.items())
     return replace(
         result,
         notes=[
             *result.notes,
-            f"made {some(made)} on DuckDB's default connection in run 1 (duckdb.sql() and "
-            f"the like, which every run of twicerun shares, in one process), and no later "
-            f"execution made {'it' if len(made) == 1 else 'them'} again: if the step "
-            f"takes its answer from there (CREATE TABLE IF NOT EXISTS, a cache), the later "
-            f"runs, and the amplifiers' after them, did not compute it, so their agreeing "
-            f"says nothing about its inputs; ctx.sql runs on the step's own connection, "
-            f"which starts empty every time",
+            f"made {where} in run 1; "
+            f"{'that connection outlives' if len(made) == 1 else 'those connections outlive'}"
+            f" the step, every run of twicerun is in one process, and no later execution "
+            f"made {'it' if count == 1 else 'them'} again: if the step takes its answer from "
+            f"there (CREATE TABLE IF NOT EXISTS, a cache), the later runs, and the "
+            f"amplifiers' after them, did not compute it, so their agreeing says nothing "
+            f"about its inputs; ctx.sql runs on the step's own connection, which starts "
+            f"empty every time",
         ],
     )
 
