@@ -218,8 +218,9 @@ def _loop(
         default_connection.holds() if any(s.uses_duckdb_module for s in steps) else frozenset()
     )
     comparisons: dict[int, list[Comparison]] = {s.index: [] for s in steps}
-    # What each step's first execution made on the default connection, where its code
-    # runs SQL there: every later execution, in the same process, finds it already made.
+    # What each step's first execution made on the connections its code reaches that
+    # outlive it (the default one, one the pipeline keeps): every later execution, in the
+    # same process, finds it already made.
     made_in_run_1: dict[int, tuple[list, frozenset[tuple[str, str, int]]]] = {}
     digest_connection = open_connection(threads, invocation.spill_dir)
     connections = open_engine(pipeline.engine, threads, invocation.spill_dir, options.spark_master)
@@ -652,12 +653,12 @@ def _still_as_made(places: list, made: frozenset[tuple[str, str, int]]) -> dict[
 
 
 def _made_by_run_1(result: StepResult, made: dict[str, list[str]]) -> StepResult:
-    """`result` with a note when its first execution made objects on DuckDB's default
-    connection that no later execution made again (the same catalog identity at the end
-    of the loop) and the loop saw no difference: a step that takes its answer from there
-    (CREATE TABLE IF NOT EXISTS, a cache) agrees with itself without computing anything.
-    A step that differed gets the note on what the default connection holds instead,
-    where one thread did not stop it."""
+    """`result` with a note when its first execution made objects on a connection that
+    outlives it (DuckDB's default one, one the pipeline keeps) that no later execution
+    made again (the same catalog identity at the end of the loop) and the loop saw no
+    difference: a step that takes its answer from there (CREATE TABLE IF NOT EXISTS, a
+    cache) agrees with itself without computing anything. A step that differed gets the
+    note on what the default connection holds instead, where one thread did not stop it."""
     if not made or result.fired:
         return result
     count = sum(len(labels) for labels in made.values())
