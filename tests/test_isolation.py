@@ -544,3 +544,31 @@ def test_a_database_file_a_step_attaches_for_writing_is_named_beside_its_cause(
     )
     assert reads["status"] == "NO_DIVERGENCE_OBSERVED"
     assert not any(note.startswith("attaches") for note in reads["notes"])
+
+
+def test_a_cache_in_a_database_file_a_quiet_step_attaches_for_writing_is_named(
+    twicerun, write_pipeline, tmp_path
+):
+    """A table made there only when missing is computed once, by the first run that finds
+    it missing (in this invocation or an earlier one), and read back by every run after:
+    the step came out NO_DIVERGENCE_OBSERVED with only the note on its ATTACH reading rows
+    past ctx."""
+    warehouse = tmp_path / "cache.duckdb"
+    path = write_pipeline(
+        f"""
+        def firsts(ctx):
+            ctx.sql("ATTACH {str(warehouse)!r} AS c")
+            ctx.sql("CREATE TABLE IF NOT EXISTS c.firsts AS "
+                    "SELECT range % 5 AS k, max(range) AS v FROM range(100) GROUP BY 1")
+            ctx.write("firsts", "SELECT * FROM c.firsts")
+        """
+    )
+    (step,) = twicerun("run", path, "--runs", "3", "--json", "-").json()["steps"]
+    assert step["status"] == "NO_DIVERGENCE_OBSERVED"
+    assert step["notes"][-1] == (
+        f"attaches {warehouse} without READ_ONLY, and a database file outlives every run and "
+        "every invocation: if the step takes its answer from a table there that it makes "
+        "only when missing (a cache), no run after the one that made it computed it, the "
+        "amplifiers' included, so their agreeing says nothing about its inputs; give rows to "
+        "ctx.write, keep a step's own earlier output with ctx.state, or attach it READ_ONLY"
+    )

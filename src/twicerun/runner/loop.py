@@ -578,6 +578,8 @@ def _cause_and_amplify(
             if result.cause is Cause.PERSISTS_SINGLE_THREADED or (threads == 1 and result.fired):
                 result = _left_on_default_connection(step, result, at_import)
                 result = _attached_for_writing(bench, result)
+            elif not result.fired:
+                result = _attached_for_writing(bench, result, quiet=True)
             final.append(result)
     finally:
         discard_directory(bench, AMPLIFIED_DIR)
@@ -706,24 +708,33 @@ def _left_on_default_connection(
     )
 
 
-def _attached_for_writing(bench: Workbench, result: StepResult) -> StepResult:
+def _attached_for_writing(bench: Workbench, result: StepResult, quiet: bool = False) -> StepResult:
     """`result` with a note naming the database files the step attached without READ_ONLY
-    in run 1, when one thread did not stop it differing: such a file outlives every run
-    and every invocation, and rows a step inserts there pile up run by run. Before, the
-    report said only that the ATTACH read rows past ctx."""
+    in run 1: such a file outlives every run and every invocation. Where one thread did
+    not stop the step differing, rows it inserts there pile up run by run (the report
+    said only that the ATTACH read rows past ctx). Where the loop saw no difference
+    (`quiet`), a table it makes there only when missing is a cache: computed once, and
+    read back by every run after, the amplifiers' included."""
     run1 = bench.records.get(RunAddress(LOOP, 1), result.index)
     if run1 is None or not run1.attached_for_writing:
         return result
     files = run1.attached_for_writing
     it = "it" if len(files) == 1 else "them"
+    said = (
+        "if the step takes its answer from a table there that it makes only when missing "
+        "(a cache), no run after the one that made it computed it, the amplifiers' included, "
+        "so their agreeing says nothing about its inputs"
+        if quiet
+        else "what one run writes there, the later ones read (rows inserted there pile up "
+        "run by run)"
+    )
     return replace(
         result,
         notes=[
             *result.notes,
             f"attaches {some(files)} without READ_ONLY, and a database file outlives every "
-            f"run and every invocation: what one run writes there, the later ones read "
-            f"(rows inserted there pile up run by run); give rows to ctx.write, keep a "
-            f"step's own earlier output with ctx.state, or attach {it} READ_ONLY",
+            f"run and every invocation: {said}; give rows to ctx.write, keep a step's own "
+            f"earlier output with ctx.state, or attach {it} READ_ONLY",
         ],
     )
 
