@@ -307,9 +307,9 @@ def test_an_artifact_handed_over_again_from_a_memo_is_named_as_not_computed(
     (step,) = twicerun("run", path, "--runs", "3", "--json", "-").json()["steps"]
     expected = [
         "wrote firsts in runs 2 and 3 from the very object an earlier execution of the step "
-        "handed to ctx.write (a memo or a module-level cache keeps it): those runs, and the "
-        "amplifiers' after them, did not compute those rows, so their agreeing says nothing "
-        "about its inputs"
+        "handed to ctx.write (a memo, a cache or a constant of the module keeps it): those "
+        "runs, and the amplifiers' after them, did not compute those rows, so their agreeing "
+        "says nothing about its inputs"
     ]
     assert step["notes"] == ([] if fresh else expected)
 

@@ -446,9 +446,10 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
         again = [str(k) for k, r in enumerate(receipts[1:], start=2) if r and r.reused_objects]
         notes.append(
             f"wrote {some(kept)} in run{'s' if len(again) > 1 else ''} {listed(again)} from "
-            f"the very object an earlier execution of the step handed to ctx.write (a memo "
-            f"or a module-level cache keeps it): those runs, and the amplifiers' after them, "
-            f"did not compute those rows, so their agreeing says nothing about its inputs"
+            f"the very object an earlier execution of the step handed to ctx.write (a memo, "
+            f"a cache or a constant of the module keeps it): those runs, and the amplifiers' "
+            f"after them, did not compute those rows, so their agreeing says nothing about "
+            f"its inputs"
         )
     if run1 is not None and run1.sql_writes_outside_ctx:
         notes.append(
