@@ -263,8 +263,8 @@ def firsts(ctx):
 
 CACHE_NOTE = (
     "wrote that file in run 1 only, and every later run read rows past ctx: if it reads back "
-    "what run 1 wrote (a cache filled on first use), the later runs, and the amplifiers' after "
-    "them, did not compute its answer, and their agreeing says nothing about its inputs"
+    "what run 1 wrote (a cache filled on first use), the later runs did not compute its "
+    "answer, so their agreeing, or any amplifier's, says nothing about its inputs"
 )
 
 
@@ -308,8 +308,8 @@ def test_an_artifact_handed_over_again_from_a_memo_is_named_as_not_computed(
     expected = [
         "wrote firsts in runs 2 and 3 from the very object an earlier execution of the step "
         "handed to ctx.write (a memo, a cache or a constant of the module keeps it): those "
-        "runs, and the amplifiers' after them, did not compute those rows, so their agreeing "
-        "says nothing about its inputs"
+        "runs did not compute those rows, so their agreeing, or any amplifier's, says nothing "
+        "about its inputs"
     ]
     assert step["notes"] == ([] if fresh else expected)
 

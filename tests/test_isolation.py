@@ -472,9 +472,9 @@ def test_a_step_whose_answer_stays_where_run_1_left_it_is_told_its_quiet_runs_me
         f"made table {default_table} on DuckDB's default connection (duckdb.sql() and the "
         "like) in run 1; that connection outlives the step, every run of twicerun is in one "
         "process, and no later execution made it again: if the step takes its answer from "
-        "there (CREATE TABLE IF NOT EXISTS, a cache), the later runs, and the amplifiers' "
-        "after them, did not compute it, so their agreeing says nothing about its inputs; "
-        "ctx.sql runs on the step's own connection, which starts empty every time"
+        "there (CREATE TABLE IF NOT EXISTS, a cache), the later runs did not compute it, so "
+        "their agreeing, or any amplifier's, says nothing about its inputs; ctx.sql runs on "
+        "the step's own connection, which starts empty every time"
     )
     assert step["status"] == "NO_DIVERGENCE_OBSERVED"
     assert step["notes"] == ([note] if make.endswith("EXISTS") else [])
@@ -568,7 +568,7 @@ def test_a_cache_in_a_database_file_a_quiet_step_attaches_for_writing_is_named(
     assert step["notes"][-1] == (
         f"attaches {warehouse} without READ_ONLY, and a database file outlives every run and "
         "every invocation: if the step takes its answer from a table there that it makes "
-        "only when missing (a cache), no run after the one that made it computed it, the "
-        "amplifiers' included, so their agreeing says nothing about its inputs; give rows to "
+        "only when missing (a cache), no run after the one that made it computed it, so the "
+        "runs' agreeing, or any amplifier's, says nothing about its inputs; give rows to "
         "ctx.write, keep a step's own earlier output with ctx.state, or attach it READ_ONLY"
     )

@@ -447,9 +447,8 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
         notes.append(
             f"wrote {some(kept)} in run{'s' if len(again) > 1 else ''} {listed(again)} from "
             f"the very object an earlier execution of the step handed to ctx.write (a memo, "
-            f"a cache or a constant of the module keeps it): those runs, and the amplifiers' "
-            f"after them, did not compute those rows, so their agreeing says nothing about "
-            f"its inputs"
+            f"a cache or a constant of the module keeps it): those runs did not compute those "
+            f"rows, so their agreeing, or any amplifier's, says nothing about its inputs"
         )
     if run1 is not None and run1.sql_writes_outside_ctx:
         notes.append(
@@ -464,8 +463,8 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
             notes.append(
                 "wrote that file in run 1 only, and every later run read rows past ctx: if "
                 "it reads back what run 1 wrote (a cache filled on first use), the later "
-                "runs, and the amplifiers' after them, did not compute its answer, and their "
-                "agreeing says nothing about its inputs"
+                "runs did not compute its answer, so their agreeing, or any amplifier's, says "
+                "nothing about its inputs"
             )
     return StepResult(
         index=step.index,
@@ -674,10 +673,9 @@ def _made_by_run_1(result: StepResult, made: dict[str, list[str]]) -> StepResult
             f"{'that connection outlives' if len(made) == 1 else 'those connections outlive'}"
             f" the step, every run of twicerun is in one process, and no later execution "
             f"made {'it' if count == 1 else 'them'} again: if the step takes its answer from "
-            f"there (CREATE TABLE IF NOT EXISTS, a cache), the later runs, and the "
-            f"amplifiers' after them, did not compute it, so their agreeing says nothing "
-            f"about its inputs; ctx.sql runs on the step's own connection, which starts "
-            f"empty every time",
+            f"there (CREATE TABLE IF NOT EXISTS, a cache), the later runs did not compute "
+            f"it, so their agreeing, or any amplifier's, says nothing about its inputs; "
+            f"ctx.sql runs on the step's own connection, which starts empty every time",
         ],
     )
 
@@ -715,7 +713,7 @@ def _attached_for_writing(bench: Workbench, result: StepResult, quiet: bool = Fa
     not stop the step differing, rows it inserts there pile up run by run (the report
     said only that the ATTACH read rows past ctx). Where the loop saw no difference
     (`quiet`), a table it makes there only when missing is a cache: computed once, and
-    read back by every run after, the amplifiers' included."""
+    read back by every run after, an amplifier's included."""
     run1 = bench.records.get(RunAddress(LOOP, 1), result.index)
     if run1 is None or not run1.attached_for_writing:
         return result
@@ -723,8 +721,8 @@ def _attached_for_writing(bench: Workbench, result: StepResult, quiet: bool = Fa
     it = "it" if len(files) == 1 else "them"
     said = (
         "if the step takes its answer from a table there that it makes only when missing "
-        "(a cache), no run after the one that made it computed it, the amplifiers' included, "
-        "so their agreeing says nothing about its inputs"
+        "(a cache), no run after the one that made it computed it, so the runs' agreeing, "
+        "or any amplifier's, says nothing about its inputs"
         if quiet
         else "what one run writes there, the later ones read (rows inserted there pile up "
         "run by run)"
