@@ -118,7 +118,26 @@ def temporaries(root: Path) -> list[str]:
             """,
             "ctx.write('x', data) in step 0 a: data must be a SQL query string, a DuckDB "
             "relation, a pyarrow Table or RecordBatchReader, or a DataFrame (pandas, polars), "
-            "got list",
+            "got list; pyarrow.Table.from_pylist(data) makes a Table of a list of rows (dicts)",
+        ),
+        (
+            # Rows a step built in Python: the error now names the call that makes a Table.
+            """
+            def a(ctx):
+                ctx.write("x", {"v": [1, 2]})
+            """,
+            "ctx.write('x', data) in step 0 a: data must be a SQL query string, a DuckDB "
+            "relation, a pyarrow Table or RecordBatchReader, or a DataFrame (pandas, polars), "
+            "got dict; pyarrow.table(data) makes a Table of a dict of columns",
+        ),
+        (
+            """
+            def a(ctx):
+                ctx.write("x", 42)
+            """,
+            "ctx.write('x', data) in step 0 a: data must be a SQL query string, a DuckDB "
+            "relation, a pyarrow Table or RecordBatchReader, or a DataFrame (pandas, polars), "
+            "got int",
         ),
         (
             # DuckDB's "must have at least one column" made this a step that crashed (exit 3).

@@ -707,10 +707,15 @@ class StepContext(ContractChecks):
             finally:
                 self._con.unregister(view)
         else:
+            # Rows held in plain Python are one call away from a Table; say which call.
+            made = {
+                "dict": "; pyarrow.table(data) makes a Table of a dict of columns",
+                "list": "; pyarrow.Table.from_pylist(data) makes a Table of a list of rows (dicts)",
+            }.get(type(data).__name__, "")
             raise ContractError(
                 f"ctx.write({name!r}, data) in step {self._index} {self._name}: data must be a SQL "
                 f"query string, a DuckDB relation, a pyarrow Table or RecordBatchReader, or a "
-                f"DataFrame (pandas, polars), got {type(data).__name__}"
+                f"DataFrame (pandas, polars), got {type(data).__name__}{made}"
             )
 
     def _no_columns(self, name: str, what: str) -> ContractError:
