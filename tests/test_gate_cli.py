@@ -359,6 +359,20 @@ def test_a_pipeline_refused_on_the_pull_request_is_reported_and_exits_2(repo, tw
     assert "not comparable" not in outcome.out
 
 
+def test_a_pipeline_that_exits_as_it_is_imported_fails_the_check_never_passes_it(repo, twicerun):
+    """sys.exit(0) at the top of a pipeline the pull request changed ended the check with
+    exit 0 and printed nothing past its first log line: a green required check, no step
+    run."""
+    update(twicerun, "pipelines/coins.py")
+    source = Path("pipelines/coins.py").read_text()
+    Path("pipelines/coins.py").write_text("import sys\n\n" + source + "\n\nsys.exit(0)\n")
+    outcome, document = compare(twicerun)
+    assert outcome.code == 2
+    assert verdicts(document) == {("pipelines/coins.py", "(the pipeline)"): "did not finish"}
+    (failure,) = document["failures"]
+    assert "it called sys.exit(0) while being imported" in failure["message"]
+
+
 def test_a_pipeline_that_raises_in_a_confirmation_trial_did_not_finish(repo, twicerun):
     update(twicerun, "pipelines/coins.py")
     Path("pipelines/coins.py").write_text(RAISES_ON_RERUN + "\n\n" + NOISY)

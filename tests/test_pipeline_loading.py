@@ -269,6 +269,18 @@ def test_a_declaration_refused_at_import_names_the_file_and_line(write_pipeline)
             "could not import {path}:3: RuntimeError: setup failed",
         ),
         ("def a(ctx)\n    pass\n", "could not import {path}: SyntaxError at line 1: expected ':'"),
+        (
+            "import sys\n\ndef a(ctx):\n    pass\n\nsys.exit(0)\n",
+            "could not import {path}:6: it called sys.exit(0) while being imported; twicerun "
+            "imports a pipeline rather than running it as a script, so put what should run only "
+            'as a script under `if __name__ == "__main__":`',
+        ),
+        (
+            "raise SystemExit\n",
+            "could not import {path}:1: it called sys.exit() while being imported; twicerun "
+            "imports a pipeline rather than running it as a script, so put what should run only "
+            'as a script under `if __name__ == "__main__":`',
+        ),
     ],
 )
 def test_a_pipeline_the_contract_refuses_gets_one_sentence(write_pipeline, source, message):
@@ -455,3 +467,52 @@ def test_a_files_source_says_whether_it_shows_steps_without_importing_it(tmp_pat
     # Importing it would fail loudly: the answer comes from the source alone.
     path.write_text("raise SystemExit('imported')\n" + source if shown is not None else source)
     assert shows_steps(path) is shown
+
+
+def test_a_pipeline_that_exits_as_it_is_imported_never_ends_twicerun_with_its_status(
+    write_pipeline, twicerun
+):
+    """sys.exit(0) at a pipeline's top level ended twicerun with exit 0 and printed nothing:
+    a run, or a required check, read as green with no step executed."""
+    path = write_pipeline("import sys\n\ndef a(ctx):\n    pass\n\nsys.exit(0)\n")
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 2
+    assert outcome.err.startswith(f"twicerun: could not import {path}:6: it called sys.exit(0)")
+
+
+def test_a_pipeline_sees_the_arguments_of_a_plain_run_as_it_is_imported(write_pipeline, twicerun):
+    """A file written to be run as `python pipeline.py` may parse its arguments at import;
+    it saw twicerun's (`run pipeline.py --runs 2`), and argparse refused them in a usage line
+    that read like twicerun's own. It sees its own path and nothing else, and twicerun's
+    arguments are back once it is imported."""
+    import sys
+
+    before = list(sys.argv)
+    path = write_pipeline(
+        """
+        import argparse
+        import sys
+
+        SEEN = list(sys.argv)
+        args = argparse.ArgumentParser().parse_args()
+
+        def a(ctx):
+            ctx.write("seen", f"SELECT {len(SEEN)} AS n, '{SEEN[0]}' AS first")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2", "--json", "-")
+    assert outcome.code == 0, outcome.err
+    assert sys.argv == before
+    loaded = load_pipeline(path)
+    assert loaded.steps[0].fn.__globals__["SEEN"] == [str(path)]
+
+
+def test_a_syntax_error_in_a_module_the_pipeline_imports_names_that_module(tmp_path):
+    """The line was that module's and the file named was the pipeline's."""
+    (tmp_path / "helper_broken.py").write_text("def f(:\n")
+    path = tmp_path / "p.py"
+    path.write_text("import helper_broken\n\ndef a(ctx):\n    pass\n")
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(path)
+    assert str(info.value).startswith(f"could not import {path}: SyntaxError in ")
+    assert "helper_broken.py at line 1: " in str(info.value)

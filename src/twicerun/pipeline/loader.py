@@ -274,12 +274,24 @@ def _in_the_actions_venv() -> bool:
 
 
 def _syntax(path: Path, exc: SyntaxError) -> str:
-    said = f"could not import {path}: SyntaxError at line {exc.lineno}: {exc.msg}"
+    # A module the pipeline imports may be the one that does not parse: its line is not
+    # a line of the pipeline's file.
+    elsewhere = exc.filename and Path(exc.filename).resolve() != path.resolve()
+    where = f" in {_shown(Path(exc.filename))}" if elsewhere else ""
+    said = f"could not import {path}: SyntaxError{where} at line {exc.lineno}: {exc.msg}"
     if path.suffix != ".py":
         # `twicerun run README.md`: a slip of the shell's completion, not a broken pipeline.
         nearby = _nearby(path)
         said += f"; a pipeline is a Python file, and this one does not end in .py{nearby}"
     return said
+
+
+def _shown(path: Path) -> Path:
+    """`path` relative to the working directory where it is under it, as a user typed it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
 
 
 def _nearby(path: Path) -> str:
@@ -301,9 +313,25 @@ def _import(path: Path, digest: str, own: OwnModules) -> ModuleType:
         raise PipelineError(f"could not import {path}: Python does not recognise it as a module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
+    # The arguments the file sees are those of `python PIPELINE` with none given, not
+    # twicerun's: a pipeline that parses sys.argv as it is imported (argparse at module
+    # level) refused `run p.py --runs 5` in a usage line that read like twicerun's own.
+    argv = sys.argv
+    sys.argv = [str(path)]
     try:
         with own.active():
             spec.loader.exec_module(module)
+    except SystemExit as exc:
+        # Its exit status would have become twicerun's: sys.exit(0) in a pipeline's top
+        # level ended twicerun with 0 and no word, which a required check reads as green.
+        del sys.modules[module_name]
+        where = _line_in(exc, path)
+        called = "sys.exit()" if exc.code is None else f"sys.exit({exc.code!r})"
+        raise PipelineError(
+            f"could not import {path}{where}: it called {called} while being "
+            f"imported; twicerun imports a pipeline rather than running it as a script, so "
+            f'put what should run only as a script under `if __name__ == "__main__":`'
+        ) from None
     except InvalidStep as exc:
         del sys.modules[module_name]
         where = _line_in(exc, path)
@@ -319,6 +347,8 @@ def _import(path: Path, digest: str, own: OwnModules) -> ModuleType:
             f"could not import {path}{where}: {type(exc).__name__}: {exc}"
             + (f" ({advice})" if advice else "")
         ) from exc
+    finally:
+        sys.argv = argv
     own.pipeline = module
     return module
 
