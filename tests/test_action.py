@@ -218,6 +218,41 @@ def test_a_push_whose_pipeline_raises_replaces_the_earlier_comment_and_fails(wor
         assert run.outputs["regressions"] == "1"
 
 
+def test_a_gate_that_ends_without_deciding_fails_the_check(workspace, tmp_path):
+    """os._exit(0) in a pipeline ends the process with 0 before any decision, and nothing
+    inside the process can stop it: the check was green. The action now fails a gate
+    step that exited 0 without setting its result."""
+    runner_temp = warm_runner(tmp_path)
+    pipeline = workspace / "pipelines" / "orders.py"
+    pipeline.write_text("import os\n\n" + pipeline.read_text() + "\n\nos._exit(0)\n")
+    with FakeGitHub() as github:
+        env, _ = pull_request_env(tmp_path, github)
+        run = run_action(REPO / "action.yml", inputs={"runs": "5", "amplify": "false"},
+                         workspace=workspace, runner_temp=runner_temp, env=env)  # fmt: skip
+    steps = {s.name: s for s in run.steps}
+    assert steps["Run twicerun"].code == 0
+    assert run.outputs["result"] == ""
+    guard = steps["Refuse a gate that decided nothing"]
+    assert guard.code == 1
+    assert guard.stdout.startswith(
+        "::error title=twicerun::twicerun gate ended with exit 0 but wrote no decision"
+    )
+
+
+def test_a_gate_that_decided_passes_the_guard_untouched(workspace, tmp_path):
+    runner_temp = warm_runner(tmp_path)
+    pipeline = workspace / "pipelines" / "orders.py"
+    pipeline.write_text(textwrap.dedent(BEFORE).lstrip())
+    with FakeGitHub() as github:
+        env, _ = pull_request_env(tmp_path, github)
+        run = run_action(REPO / "action.yml", inputs={"runs": "5", "amplify": "false"},
+                         workspace=workspace, runner_temp=runner_temp, env=env)  # fmt: skip
+    steps = {s.name: s for s in run.steps}
+    assert steps["Run twicerun"].code == 0
+    assert run.outputs["result"]
+    assert steps["Refuse a gate that decided nothing"].skipped
+
+
 def test_a_missing_baseline_names_the_command_and_still_reports(workspace, tmp_path):
     Path(".github/twicerun-baseline.json").unlink()
     runner_temp = warm_runner(tmp_path)
