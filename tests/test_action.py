@@ -218,18 +218,22 @@ def test_a_push_whose_pipeline_raises_replaces_the_earlier_comment_and_fails(wor
         assert run.outputs["regressions"] == "1"
 
 
+def _gate_on(workspace, tmp_path, source: str):
+    """The action's steps by name, with `source` as the pull request's pipeline."""
+    (workspace / "pipelines" / "orders.py").write_text(source)
+    with FakeGitHub() as github:
+        env, _ = pull_request_env(tmp_path, github)
+        run = run_action(REPO / "action.yml", inputs={"runs": "5", "amplify": "false"},
+                         workspace=workspace, runner_temp=warm_runner(tmp_path), env=env)  # fmt: skip
+    return run, {s.name: s for s in run.steps}
+
+
 def test_a_gate_that_ends_without_deciding_fails_the_check(workspace, tmp_path):
     """os._exit(0) in a pipeline ends the process with 0 before any decision, and nothing
     inside the process can stop it: the check was green. The action now fails a gate
     step that exited 0 without setting its result."""
-    runner_temp = warm_runner(tmp_path)
-    pipeline = workspace / "pipelines" / "orders.py"
-    pipeline.write_text("import os\n\n" + pipeline.read_text() + "\n\nos._exit(0)\n")
-    with FakeGitHub() as github:
-        env, _ = pull_request_env(tmp_path, github)
-        run = run_action(REPO / "action.yml", inputs={"runs": "5", "amplify": "false"},
-                         workspace=workspace, runner_temp=runner_temp, env=env)  # fmt: skip
-    steps = {s.name: s for s in run.steps}
+    source = "import os\n\n" + textwrap.dedent(AFTER).lstrip() + "\n\nos._exit(0)\n"
+    run, steps = _gate_on(workspace, tmp_path, source)
     assert steps["Run twicerun"].code == 0
     assert run.outputs["result"] == ""
     guard = steps["Refuse a gate that decided nothing"]
@@ -240,14 +244,7 @@ def test_a_gate_that_ends_without_deciding_fails_the_check(workspace, tmp_path):
 
 
 def test_a_gate_that_decided_passes_the_guard_untouched(workspace, tmp_path):
-    runner_temp = warm_runner(tmp_path)
-    pipeline = workspace / "pipelines" / "orders.py"
-    pipeline.write_text(textwrap.dedent(BEFORE).lstrip())
-    with FakeGitHub() as github:
-        env, _ = pull_request_env(tmp_path, github)
-        run = run_action(REPO / "action.yml", inputs={"runs": "5", "amplify": "false"},
-                         workspace=workspace, runner_temp=runner_temp, env=env)  # fmt: skip
-    steps = {s.name: s for s in run.steps}
+    run, steps = _gate_on(workspace, tmp_path, textwrap.dedent(BEFORE).lstrip())
     assert steps["Run twicerun"].code == 0
     assert run.outputs["result"]
     assert steps["Refuse a gate that decided nothing"].skipped
