@@ -228,26 +228,42 @@ def _gate_on(workspace, tmp_path, source: str):
     return run, {s.name: s for s in run.steps}
 
 
-def test_a_gate_that_ends_without_deciding_fails_the_check(workspace, tmp_path):
-    """os._exit(0) in a pipeline ends the process with 0 before any decision, and nothing
-    inside the process can stop it: the check was green. The action now fails a gate
-    step that exited 0 without setting its result."""
-    source = "import os\n\n" + textwrap.dedent(AFTER).lstrip() + "\n\nos._exit(0)\n"
-    run, steps = _gate_on(workspace, tmp_path, source)
+GUARD = "Refuse a gate that did not end as it decided"
+
+
+@pytest.mark.parametrize(
+    ("ending", "decided"),
+    [
+        # At once: the process ends before any decision, with no output set.
+        ("os._exit(0)", "nothing"),
+        # From an atexit hook: the gate decided the regression (exit 1), then the hook
+        # ended the process with 0 instead.
+        ("atexit.register(os._exit, 0)", "1"),
+    ],
+)
+def test_a_gate_whose_process_does_not_end_as_it_decided_fails_the_check(
+    workspace, tmp_path, ending, decided
+):
+    """os._exit(0) in a pipeline ends the process with 0, and nothing inside the process
+    can stop it: the check was green, on no decision or on a failing one. The action now
+    fails a gate step that exited 0 unless the gate decided 0."""
+    source = "import atexit\nimport os\n\n" + textwrap.dedent(AFTER).lstrip() + f"\n\n{ending}\n"
+    _, steps = _gate_on(workspace, tmp_path, source)
     assert steps["Run twicerun"].code == 0
-    assert run.outputs["result"] == ""
-    guard = steps["Refuse a gate that decided nothing"]
+    guard = steps[GUARD]
     assert guard.code == 1
     assert guard.stdout.startswith(
-        "::error title=twicerun::twicerun gate ended with exit 0 but wrote no decision"
+        f"::error title=twicerun::twicerun gate's process ended with exit 0, but the gate "
+        f"decided {decided} (its exit-code output);"
     )
 
 
 def test_a_gate_that_decided_passes_the_guard_untouched(workspace, tmp_path):
     run, steps = _gate_on(workspace, tmp_path, textwrap.dedent(BEFORE).lstrip())
     assert steps["Run twicerun"].code == 0
+    assert steps["Run twicerun"].outputs["exit-code"] == "0"
     assert run.outputs["result"]
-    assert steps["Refuse a gate that decided nothing"].skipped
+    assert steps[GUARD].skipped
 
 
 def test_a_missing_baseline_names_the_command_and_still_reports(workspace, tmp_path):

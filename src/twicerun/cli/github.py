@@ -886,6 +886,7 @@ def gate(
     started = time.time()
     with _commands_stopped():
         result = _compare(amplify=amplify, without=without, workflow=workflow, **options)
+    code = _gate_exit(result)
     delivered = deliver(
         result,
         workflow,
@@ -896,10 +897,10 @@ def gate(
         document=json_path,
         sarif_path=sarif_path,
         save=write_bytes_atomic,
+        exit_code=int(code),
     )
     for line in delivered.lines:
         click.echo(line)
-    code = _gate_exit(result)
     click.echo(closing_line(result, code, time.time() - started))
     return code
 

@@ -51,9 +51,12 @@ def deliver(
     document: Path | None = None,
     sarif_path: Path | None = None,
     save: Callable[[Path, bytes], None],
+    exit_code: int | None = None,
 ) -> Delivered:
     """`save` writes a file atomically; the storage room's, handed in by the CLI, since
-    this room does not reach into storage."""
+    this room does not reach into storage. `exit_code`, the CLI's for this decision, is
+    set as an output, so the action can tell a process that ended as decided from one
+    that ended otherwise."""
     name = stem(gate, comment_id)
     document = document or workflow.runner_temp / f"{name}-result.json"
     save(document, gate.json().encode("utf-8"))
@@ -75,6 +78,7 @@ def deliver(
                 "diverged": str(gate.diverged),
                 "regressions": str(len(gate.regressions)),
                 "comment-url": "",
+                **({"exit-code": str(exit_code)} if exit_code is not None else {}),
             },
         )
     lines: list[str] = []
