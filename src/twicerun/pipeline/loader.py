@@ -71,14 +71,19 @@ class Step:
     # its closure's values), by name and digest: part of its code (pipeline/uses.py).
     uses: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
-    def connections_kept(self) -> list[Any]:
-        """The connections of `kept_connections` as their names hold them now, each once."""
-        found: dict[int, Any] = {}
+    def connections_kept_named(self) -> list[tuple[Any, list[str]]]:
+        """The connections of `kept_connections` as their names hold them now, each once,
+        with the names that hold it, sorted."""
+        found: dict[int, tuple[Any, set[str]]] = {}
         for namespace, name in self.kept_connections:
             value = namespace.get(name)
             if is_duckdb_connection(value):
-                found.setdefault(id(value), value)
-        return list(found.values())
+                found.setdefault(id(value), (value, set()))[1].add(name)
+        return [(con, sorted(names)) for con, names in found.values()]
+
+    def connections_kept(self) -> list[Any]:
+        """The connections of `kept_connections` as their names hold them now, each once."""
+        return [con for con, _ in self.connections_kept_named()]
 
     def call(self, ctx: Any) -> None:
         """Call the step as the contract says: fn(ctx), plus its declared seed."""

@@ -16,30 +16,9 @@ from typing import Any
 
 import duckdb
 
-# Objects a pipeline can make, by kind; DuckDB's own are `internal`.
+# Objects a pipeline can make, by kind (DuckDB's own are `internal`), each with the
+# catalog's identity of it, which a CREATE OR REPLACE changes and an INSERT does not.
 _MADE = """
-SELECT 'table ' || table_name FROM duckdb_tables() WHERE NOT internal
-UNION ALL SELECT 'view ' || view_name FROM duckdb_views() WHERE NOT internal
-UNION ALL SELECT 'sequence ' || sequence_name FROM duckdb_sequences()
-UNION ALL SELECT 'macro ' || function_name FROM duckdb_functions()
-    WHERE function_type IN ('macro', 'table_macro') AND NOT internal
-UNION ALL SELECT 'type ' || type_name FROM duckdb_types() WHERE NOT internal
-"""
-
-
-def holds() -> frozenset[str]:
-    """The objects on the default connection now, each as "table name" and the like. Asked
-    on the connection itself, not a cursor, since a cursor does not see its temporary
-    tables; empty when it cannot be read (a result the pipeline left open there)."""
-    try:
-        return frozenset(row[0] for row in duckdb.default_connection().execute(_MADE).fetchall())
-    except duckdb.Error:
-        return frozenset()
-
-
-# The same objects with the catalog's identity of each, which a CREATE OR REPLACE changes
-# and an INSERT does not.
-_MADE_AS_WHICH = """
 SELECT 'table ' || table_name, table_oid FROM duckdb_tables() WHERE NOT internal
 UNION ALL SELECT 'view ' || view_name, view_oid FROM duckdb_views() WHERE NOT internal
 UNION ALL SELECT 'sequence ' || sequence_name, sequence_oid FROM duckdb_sequences()
@@ -49,12 +28,19 @@ UNION ALL SELECT 'type ' || type_name, type_oid FROM duckdb_types() WHERE NOT in
 """
 
 
+def holds() -> frozenset[str]:
+    """The objects on the default connection now, each as "table name" and the like. Asked
+    on the connection itself, not a cursor, since a cursor does not see its temporary
+    tables; empty when it cannot be read (a result the pipeline left open there)."""
+    return frozenset(label for label, _ in identities())
+
+
 def identities(con: duckdb.DuckDBPyConnection | None = None) -> frozenset[tuple[str, int]]:
     """Each object on `con` (the default connection when None) as ("table name", its
     catalog oid): the same pair later means the object was not made again in between."""
     try:
         on = con if con is not None else duckdb.default_connection()
-        rows = on.execute(_MADE_AS_WHICH).fetchall()
+        rows = on.execute(_MADE).fetchall()
     except duckdb.Error:
         return frozenset()
     return frozenset((label, int(oid)) for label, oid in rows)
@@ -67,13 +53,8 @@ def outliving(step: Any) -> list[tuple[str, Any]]:
     found: list[tuple[str, Any]] = []
     if step.uses_duckdb_module:
         found.append(("DuckDB's default connection (duckdb.sql() and the like)", None))
-    held: dict[int, tuple[Any, list[str]]] = {}
-    for namespace, name in step.kept_connections:
-        value = namespace.get(name)
-        if isinstance(value, duckdb.DuckDBPyConnection):
-            held.setdefault(id(value), (value, []))[1].append(name)
-    for con, names in held.values():
-        found.append((f"the connection the pipeline keeps as {', '.join(sorted(set(names)))}", con))
+    for con, names in step.connections_kept_named():
+        found.append((f"the connection the pipeline keeps as {', '.join(names)}", con))
     return found
 
 
