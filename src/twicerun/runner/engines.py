@@ -66,10 +66,10 @@ def session_time_zone(name: str) -> str:
 def open_engine(
     name: str, threads: int, spill_dir: Path | None, master: str | None = None
 ) -> Engine:
-    check_platform()
     if name == "spark":
         from twicerun.storage.spark_context import SparkEngine
 
+        check_platform()  # check_engine, below, asks it for DuckDB
         return SparkEngine(threads, master)
     check_engine(name, master)
     return Connections(spill_dir)
