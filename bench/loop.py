@@ -73,7 +73,7 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
     from twicerun.runner import loop as loop_module
     from twicerun.runner import settle_step as comparison_module
     from twicerun.runner.loop import LoopOptions, run_pipeline
-    from twicerun.storage import context as context_module
+    from twicerun.storage import connections as connections_module
 
     timers = {
         "open": 0.0,
@@ -95,8 +95,8 @@ def child(pipeline: str, run_dir: str, extra: list[str]) -> dict:
 
         return wrapper
 
-    context_module.Connections.open = timed("open", context_module.Connections.open)
-    context_module.Connections.close = timed("close", context_module.Connections.close)
+    connections_module.Connections.open = timed("open", connections_module.Connections.open)
+    connections_module.Connections.close = timed("close", connections_module.Connections.close)
     execute_module.digests = timed("digests", digest_module.digests)
     comparison_module.compare_artifacts = timed("oracle", comparison_module.compare_artifacts)
     # The loop alone (issue 2's figure): everything before the bisect and the amplifiers

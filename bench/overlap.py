@@ -60,7 +60,7 @@ def child(pipeline: str, helpers: int, ahead: int) -> dict:
     """One invocation in this process, with the connections set as asked."""
     from bench.loop import _executions
     from twicerun.runner.loop import LoopOptions, run_pipeline
-    from twicerun.storage.context import Connections
+    from twicerun.storage.connections import Connections
 
     Connections.HELPERS = helpers
     Connections.AHEAD = ahead

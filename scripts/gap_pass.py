@@ -21,7 +21,7 @@ from twicerun.runner.records import Records
 from twicerun.runner.scoring import score_series
 from twicerun.runner.series import Workbench, discard_directory, run_series
 from twicerun.runner.stress import Stressed, amplify
-from twicerun.storage.context import Connections, open_connection
+from twicerun.storage.connections import Connections, open_connection
 from twicerun.storage.janitor import Janitor
 from twicerun.storage.layout import LOOP, Invocation, RunAddress
 

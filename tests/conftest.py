@@ -136,14 +136,14 @@ def twicerun(capsys, run_dir):
 def opened_connections(monkeypatch) -> list[int]:
     """The thread count of every step connection opened from here on (the helpers
     open them ahead), for a test about how many an invocation opens."""
-    from twicerun.storage import context as context_module
+    from twicerun.storage import connections as connections_module
 
     opened: list[int] = []
-    real = context_module.open_connection
+    real = connections_module.open_connection
 
     def counting(threads, spill_dir=None):
         opened.append(threads)
         return real(threads, spill_dir)
 
-    monkeypatch.setattr(context_module, "open_connection", counting)
+    monkeypatch.setattr(connections_module, "open_connection", counting)
     return opened

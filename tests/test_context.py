@@ -716,10 +716,10 @@ def test_a_step_that_changes_directory_breaks_nothing(
 def test_connections_open_ahead_only_as_many_as_are_expected(opened_connections):
     """Each connection opened ahead costs as much CPU as a tiny step; one nobody takes is
     waste, and a small pipeline's invocation would otherwise end with several of them."""
-    from twicerun.storage import context as context_module
+    from twicerun.storage import connections as connections_module
 
     opened = opened_connections
-    connections = context_module.Connections()
+    connections = connections_module.Connections()
     try:
         connections.expect(1, 3)
         for _ in range(3):
@@ -729,7 +729,7 @@ def test_connections_open_ahead_only_as_many_as_are_expected(opened_connections)
     finally:
         connections.shutdown()
     assert opened.count(1) == 3
-    assert opened.count(2) == 1 + context_module.Connections.AHEAD
+    assert opened.count(2) == 1 + connections_module.Connections.AHEAD
 
 
 def stored_types(path: Path) -> dict[str, str]:

@@ -77,7 +77,7 @@ def test_a_database_file_a_step_attached_is_let_go_before_the_next_execution(
     cause. The helper's close is slowed here so that the race is lost every time."""
     import time
 
-    from twicerun.storage.context import Connections
+    from twicerun.storage.connections import Connections
 
     def slow_close(self, connection):
         self._helper.submit(lambda: (time.sleep(0.5), connection.close()))

@@ -210,17 +210,17 @@ def test_the_amplifiers_connections_are_opened_ahead(write_pipeline, twicerun, m
     import threading
 
     from twicerun.runner import loop
-    from twicerun.storage import context
+    from twicerun.storage import connections
 
     opened_here = []
-    real = context.open_connection
+    real = connections.open_connection
 
     def recording(*args, **kwargs):
         if threading.current_thread() is threading.main_thread():
             opened_here.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(context, "open_connection", recording)
+    monkeypatch.setattr(connections, "open_connection", recording)
     monkeypatch.setattr(loop, "open_connection", recording)
     outcome = twicerun("run", write_pipeline(_chain(4)), "--runs", "3", "--amplify")
     assert outcome.code == 0, outcome.err

@@ -6,7 +6,11 @@ user's disk and pipeline, so they are always quoted, never pasted.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+# A name DuckDB takes bare: an artifact's, a view's, a reader option's.
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def string(text: str | Path) -> str:

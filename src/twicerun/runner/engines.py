@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from twicerun.errors import UsageError
-from twicerun.storage.context import Connections, default_time_zone
+from twicerun.storage.connections import Connections, default_time_zone
 
 
 class Engine(Protocol):

@@ -9,7 +9,7 @@ import duckdb
 
 from twicerun._version import __version__
 from twicerun.result import Environment
-from twicerun.storage.context import fresh_defaults
+from twicerun.storage.connections import fresh_defaults
 
 
 def default_threads() -> int:

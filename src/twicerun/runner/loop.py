@@ -44,7 +44,7 @@ from twicerun.runner.settle_step import WorstComparisons, compare_step
 from twicerun.runner.step_output import imports_print_to_stderr, steps_print_to_stderr
 from twicerun.runner.stress import AMPLIFIED_DIR, PROBE_RUNS, Stressed, amplify
 from twicerun.storage.atomic import write_bytes_atomic
-from twicerun.storage.context import open_connection
+from twicerun.storage.connections import open_connection
 from twicerun.storage.janitor import Janitor
 from twicerun.storage.layout import (
     COMPLETED,

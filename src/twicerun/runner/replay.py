@@ -29,7 +29,8 @@ from twicerun.runner.fresh_process import FreshProcess
 from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
 from twicerun.runner.step_output import steps_print_to_stderr
-from twicerun.storage.context import ArtifactRef, open_connection
+from twicerun.storage.connections import open_connection
+from twicerun.storage.context import ArtifactRef
 from twicerun.storage.layout import LOOP, Invocation, RunAddress, follow
 from twicerun.storage.receipts import Receipt
 

@@ -34,9 +34,10 @@ from twicerun.runner.amplify.row_multiplication import multiply_rows
 from twicerun.runner.amplify.tie_collapse import Collapse, collapse_ties, plan_collapse
 from twicerun.runner.interrupts import reraise_if_requested
 from twicerun.runner.series import Workbench, run_series
-from twicerun.storage.context import SOURCE_COPY, ArtifactRef, source_query
+from twicerun.storage.context import ArtifactRef
 from twicerun.storage.layout import LOOP, RunAddress, step_dir_name
 from twicerun.storage.receipts import SourceRecord
+from twicerun.storage.source_files import SOURCE_COPY, source_query
 from twicerun.storage.space import disk_full
 from twicerun.vocabulary.loop import Amplifier
 

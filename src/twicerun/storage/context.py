@@ -9,15 +9,10 @@ the bisect and the amplifiers differ only in what they hand over.
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
-import os
 import re
 import sys
 import weakref
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,10 +23,18 @@ from twicerun import sql
 from twicerun.errors import ContractError, UnknownArtifact
 from twicerun.storage.atomic import atomic_path
 from twicerun.storage.exact_integers import exact_casts, projection, too_wide
-from twicerun.storage.receipts import ReadRecord, SourceFile, SourceRecord
+from twicerun.storage.receipts import ReadRecord, SourceRecord
 from twicerun.storage.relations import handed_out
-
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+from twicerun.storage.source_files import (
+    SOURCE_COPY,
+    SOURCE_ROWS,
+    checked_files,
+    duckdb_glob,
+    file_record,
+    reader_of,
+    reader_options,
+    source_query,
+)
 
 # Statement types whose result is rows; everything else is a statement and returns None.
 _ROW_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA", "CALL"}
@@ -101,100 +104,18 @@ MAX_NAME = 128
 def check_name(name: Any, call: str, where: str) -> str:
     # ctx.source names a view of outside files, not an artifact.
     what = "a source name" if call == "ctx.source" else "an artifact name"
-    if isinstance(name, str) and IDENTIFIER.match(name) and len(name) > MAX_NAME:
+    if isinstance(name, str) and sql.IDENTIFIER.match(name) and len(name) > MAX_NAME:
         raise ContractError(
             f"{call}({name[:20]}...) in {where}: {what} is at most {MAX_NAME} "
             f"characters, this one has {len(name)}; shorten it"
         )
-    if not isinstance(name, str) or not IDENTIFIER.match(name):
+    if not isinstance(name, str) or not sql.IDENTIFIER.match(name):
         raise ContractError(
             f"{call}({name!r}) in {where}: {what} is an identifier "
             f"(ASCII letters, digits and underscores, not starting with a digit), such as "
             f"{_suggest(name)!r}"
         )
     return name
-
-
-_READERS = {".parquet": "parquet", ".csv": "csv", ".tsv": "csv"}
-
-# The key under which an amplifier hands a step, in `visible`, a stressed copy of one of
-# its sources, read in place of the files: "source " and the source's name. The space
-# keeps it from ever naming an artifact (a name is an identifier), so ctx.read cannot
-# reach it and only ctx.source looks it up.
-SOURCE_COPY = "source "
-
-
-def source_query(reader: str, files: list[str], options: dict[str, Any], head: str = "") -> str:
-    """The query ctx.source exposes as its view: the files read as DuckDB reads that list,
-    with the options as given. The amplifiers write a source's rows from the same query."""
-    paths = ", ".join(sql.file(path) for path in files)
-    return f"SELECT * FROM read_{reader}([{paths}]{_options(head, options)})"
-
-
-def _reader_of(head: str, files: list[str]) -> str:
-    kinds = set()
-    for path in files:
-        suffixes = [s.lower() for s in Path(path).suffixes if s.lower() not in (".gz", ".zst")]
-        kind = _READERS.get(suffixes[-1] if suffixes else "")
-        if kind is None:
-            raise ContractError(
-                f"{head}: {path} is neither Parquet nor CSV by its name; ctx.source reads "
-                f".parquet, .csv and .tsv files (compressed CSV too)"
-            )
-        kinds.add(kind)
-    if len(kinds) > 1:
-        raise ContractError(f"{head}: the list mixes Parquet and CSV files; give one source each")
-    return kinds.pop()
-
-
-def _options(head: str, options: dict[str, Any]) -> str:
-    """Reader options as DuckDB named parameters, exactly as given."""
-    rendered = []
-    for key, value in sorted(options.items()):
-        if not IDENTIFIER.match(key):
-            raise ContractError(f"{head}: {key!r} is not a reader option name")
-        rendered.append(f", {key} = {_literal(head, key, value)}")
-    return "".join(rendered)
-
-
-def _literal(head: str, key: str, value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return sql.string(value)
-    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        return "[" + ", ".join(sql.string(v) for v in value) + "]"
-    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
-        return "{" + ", ".join(f"{sql.string(k)}: {sql.string(v)}" for k, v in value.items()) + "}"
-    raise ContractError(
-        f"{head}: option {key}={value!r} is not a bool, number, string, list of strings or "
-        f"dict of strings"
-    )
-
-
-# Digests of files read through ctx.source, by (path, size, modification time): a
-# file is read once per process however many runs read it, and a changed file is
-# a new key.
-_FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
-
-
-# Rows of a source, by the query that reads it and the digests of its files, in the
-# order read. Every query over a CSV list makes DuckDB sniff the files again, which
-# for a few small files costs about as much as the step's own query, so counting them
-# in every run of every step that reads them was paid once per execution; the same
-# bytes read by the same query have the same rows.
-_SOURCE_ROWS: dict[tuple[str, tuple[str, ...]], int] = {}
-
-
-def _file_record(path: str) -> SourceFile:
-    stat = Path(path).stat()
-    key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
-    if key not in _FILE_DIGESTS:
-        with open(path, "rb") as f:
-            _FILE_DIGESTS[key] = hashlib.file_digest(f, "sha256").hexdigest()
-    return SourceFile(path=path, size=stat.st_size, digest=_FILE_DIGESTS[key])
 
 
 def _suggest(name: Any) -> str:
@@ -343,48 +264,6 @@ class ContractChecks:
                 )
         return self._out_dir / f"{name}.parquet"
 
-    def _checked_files(self, head: str, files: Any, glob: Callable[[str], list[str]]) -> list[str]:
-        """The files as a list of paths, a glob expanded by `glob`, in the order it gives."""
-        alone = isinstance(files, (str, Path))
-        if alone:
-            files = [str(files)]
-        if not isinstance(files, (list, tuple)) or not files:
-            raise ContractError(
-                f"{head}: files is a list of paths (or one path, or a glob), got "
-                f"{type(files).__name__ if not isinstance(files, (list, tuple)) else 'an empty list'}"
-            )
-        listed = []
-        for entry in files:
-            if not isinstance(entry, (str, Path)):
-                raise ContractError(f"{head}: {entry!r} is not a path")
-            _refuse_url(head, str(entry))  # before a glob, which DuckDB would try to fetch
-            if any(c in str(entry) for c in "*?["):
-                # DuckDB reads a path, and every entry of a list, as a glob, a file named
-                # like one included (part[1].csv reads part1.csv where that exists); so
-                # does this, and reads back exactly the files it found (sql.file).
-                found = glob(str(entry))
-                if not found:
-                    raise ContractError(
-                        f"{head}: the glob {str(entry)!r}{'' if alone else ' in the list'} "
-                        f"matches no file{_relative_to_cwd(str(entry))}"
-                    )
-                listed.extend(found)
-                continue
-            # DuckDB reads `~/landing/a.parquet` from the home directory; so do the checks
-            # below, the receipt's digest, and Spark, which would not expand it.
-            entry = os.path.expanduser(entry)
-            if Path(entry).is_dir():
-                raise ContractError(
-                    f"{head}: {entry} is a directory; name its files, or a glob such as "
-                    f"{(Path(entry) / '*.parquet').as_posix()!r}"
-                )
-            if not Path(entry).is_file():
-                raise ContractError(
-                    f"{head}: {entry} does not exist or is not a file{_relative_to_cwd(entry)}"
-                )
-            listed.append(str(entry))
-        return listed
-
     def _source_record(
         self,
         name: str,
@@ -399,7 +278,7 @@ class ContractChecks:
             SourceRecord(
                 name=name,
                 reader=reader,
-                files=[_file_record(path) for path in listed],
+                files=[file_record(path) for path in listed],
                 rows=int(rows),
                 options={k: options[k] for k in sorted(options)},
                 order=order,
@@ -515,8 +394,8 @@ class StepContext(ContractChecks):
         check_name(name, "ctx.source", self._where)
         head = f"ctx.source({name!r}, files) in {self._where}"
         listed = self._listed(head, files)
-        reader = _reader_of(head, listed)
-        _options(head, options)  # a bad option is refused before any file is read
+        reader = reader_of(head, listed)
+        reader_options(head, options)  # a bad option is refused before any file is read
         order = list(range(len(listed)))
         if self._source_order is not None and len(listed) > 1:
             order = self._source_order(name, len(listed))
@@ -531,8 +410,8 @@ class StepContext(ContractChecks):
         # Counting reads every file's schema (and, for CSV, its rows), so a list DuckDB
         # cannot read in this order raises here, where the step asked for it. Once a
         # list has been counted, the same files read the same way are not counted again.
-        slot = None if copy else (query, tuple(_file_record(p).digest for p in listed))
-        rows = _SOURCE_ROWS.get(slot)
+        slot = None if copy else (query, tuple(file_record(p).digest for p in listed))
+        rows = SOURCE_ROWS.get(slot)
         if rows is None:
             # fetchall, not fetchone: DuckDB 2 holds a result fetched short of its end as
             # unfinished, and refuses the step's next read of a relation until it ends.
@@ -540,14 +419,14 @@ class StepContext(ContractChecks):
                 f"SELECT count(*) FROM {sql.identifier(name)}"
             ).fetchall()
             if slot is not None:
-                _SOURCE_ROWS[slot] = int(rows)
+                SOURCE_ROWS[slot] = int(rows)
         relation = self._con.table(name)
         self._source_record(name, reader, listed, rows, options, order, relation.columns)
         return handed_out(relation)
 
     def _listed(self, head: str, files: Any) -> list[str]:
         """The files as a list of paths, a glob expanded in DuckDB's own order."""
-        return self._checked_files(head, files, lambda text: duckdb_glob(self._con, text))
+        return checked_files(head, files, lambda text: duckdb_glob(self._con, text))
 
     def state(self, name: str, initial: str) -> duckdb.DuckDBPyRelation:
         """This step's own `name` as its previous run left it, or the rows of `initial`."""
@@ -883,84 +762,6 @@ def _is_frame(data: Any) -> bool:
     return root in ("pandas", "polars") and kind.__name__ == "DataFrame"
 
 
-# s3://, gs://, https://, hdfs://...: a scheme of two letters or more, so `C:/` is not one.
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")
-
-
-def _refuse_url(head: str, path: str) -> None:
-    """ctx.source reads local files: twicerun records the size and digest of each."""
-    if path.lower().startswith("file://"):
-        raise ContractError(
-            f"{head}: {path} is a file: URL; give the path itself "
-            f"({path[len('file://') :]!r}), as DuckDB and the receipt name files by path"
-        )
-    if _URL.match(path):
-        raise ContractError(
-            f"{head}: {path} is a URL, and ctx.source reads local files, since twicerun "
-            f"records the size and digest of every file a step read; copy the files to a "
-            f"local directory first and give their paths"
-        )
-
-
-def _relative_to_cwd(path: str | Path) -> str:
-    """Where a relative path was looked for: the working directory twicerun was started in,
-    not the pipeline file's, which is what a pipeline run from elsewhere trips on."""
-    if Path(path).is_absolute():
-        return ""
-    return f" (a relative path is read from the working directory, {Path.cwd()})"
-
-
-def duckdb_glob(con: duckdb.DuckDBPyConnection, text: str) -> list[str]:
-    """The files `text` matches as DuckDB's glob() finds them, in its order: files only, a
-    name starting with a dot included, and `**` at any depth (zero directories too), none of
-    which Python's glob module does alike. Every engine expands a ctx.source glob here, so a
-    pipeline reads the same files on Spark as on DuckDB."""
-    return [row[0] for row in con.execute("SELECT file FROM glob(?)", [text]).fetchall()]
-
-
-@functools.cache
-def fresh_defaults() -> tuple[int, str]:
-    """What a fresh DuckDB connection starts with on this machine when nobody sets them: its
-    thread count, and its TimeZone (the machine's, from TZ or the system setting), which
-    decides what a TIMESTAMPTZ becomes when a step casts it to a date or text. Asked once per
-    process: opening a database to ask costs about as much as a small step."""
-    con = duckdb.connect(":memory:")
-    try:
-        threads, zone = con.execute(
-            "SELECT current_setting('threads'), current_setting('TimeZone')"
-        ).fetchone()
-        return int(threads), str(zone)
-    finally:
-        con.close()
-
-
-def default_time_zone() -> str:
-    return fresh_defaults()[1]
-
-
-@functools.cache
-def same_time_zone(a: str, b: str) -> bool:
-    """Whether DuckDB puts every hour from 1970 to 2060 at the same local time in zones `a`
-    and `b`: true of two names for one zone (Etc/UTC and UTC, US/Eastern and
-    America/New_York), which would otherwise read as a change. A name DuckDB does not know
-    is a different zone."""
-    if a == b:
-        return True
-    con = duckdb.connect(":memory:")
-    try:
-        (same,) = con.execute(
-            "SELECT bool_and((t AT TIME ZONE ?) = (t AT TIME ZONE ?)) FROM range("
-            "TIMESTAMPTZ '1970-01-01 00:00:00+00', TIMESTAMPTZ '2060-01-01 00:00:00+00', "
-            "INTERVAL 1 HOUR) r(t)",
-            [a, b],
-        ).fetchone()
-        return bool(same)
-    except duckdb.Error:
-        return False
-    finally:
-        con.close()
-
-
 @contextlib.contextmanager
 def _at_threads(connection: duckdb.DuckDBPyConnection, threads: int) -> Iterator[None]:
     """`connection` at `threads` while the block runs, and at its own count again after."""
@@ -1012,104 +813,3 @@ def _new_databases_at(threads: int, names: Sequence[Any] = ()) -> Iterator[None]
         for namespace, name in held:
             if namespace.get(name) is connect:
                 namespace[name] = original
-
-
-def open_connection(threads: int, spill_dir: Path | None = None) -> duckdb.DuckDBPyConnection:
-    """A fresh in-memory DuckDB connection with the run's thread count."""
-    config: dict[str, Any] = {"threads": threads}
-    if spill_dir is not None:
-        config["temp_directory"] = str(spill_dir)
-    return duckdb.connect(":memory:", config=config)
-
-
-class Connections:
-    """Fresh connections for step executions, opened ahead and closed behind.
-
-    Opening an in-memory DuckDB costs more CPU than a tiny step (nearly all of it
-    spent filling the new catalog with the built-in functions), and closing one
-    that held a step's tables costs more; helper threads do both while steps run.
-    DuckDB lets go of the GIL while it opens, so three helpers open three at once.
-    They share the cores with the step beside them, which is why
-    `python -m bench.overlap` runs one helper and three alternately and counts the
-    loop's fire rates on the reference pipeline's parallel-order bugs under each
-    (docs/runs.md). Every connection handed out is still brand new.
-
-    A cheaper way was measured and not kept: a new cursor and catalog on one of two
-    pooled databases gave every guarantee (tests/test_isolation.py passes with it)
-    at a third of the cost per execution, but the loop's fire rates on the
-    reference pipeline's parallel-order bugs fell with it, so a step run on it is
-    not run the way a fresh process runs it (docs/runs.md).
-    """
-
-    # One ahead per helper: a step shorter than one connection's opening (many are)
-    # would otherwise wait for the next one to finish opening.
-    AHEAD = 3
-    HELPERS = 3
-
-    def __init__(self, spill_dir: Path | None = None):
-        self._spill_dir = spill_dir
-        self._helper = ThreadPoolExecutor(
-            max_workers=self.HELPERS, thread_name_prefix="twicerun-connections"
-        )
-        self._ready: dict[int, deque[Future[duckdb.DuckDBPyConnection]]] = {}
-        self._expected: dict[int, int] = {}
-
-    def expect(self, threads: int, count: int) -> None:
-        """Say that `count` more executions at `threads` are coming. Opening ahead then
-        stops at that many, rather than leaving connections opened that nothing uses
-        (each costs as much CPU to open as a tiny step)."""
-        self._expected[threads] = self._expected.get(threads, 0) + count
-
-    def warm(self, threads: int) -> None:
-        """Start opening the next connection at `threads` now, while twicerun prepares
-        what the execution will read (an amplifier writing its inputs), rather than
-        when the execution asks for it. The next `open` takes it, whatever `expect` says."""
-        queue = self._ready.setdefault(threads, deque())
-        if not queue:
-            queue.append(self._helper.submit(open_connection, threads, self._spill_dir))
-
-    def open(self, threads: int) -> duckdb.DuckDBPyConnection:
-        queue = self._ready.setdefault(threads, deque())
-        connection = (
-            queue.popleft().result() if queue else open_connection(threads, self._spill_dir)
-        )
-        wanted = self.AHEAD
-        if threads in self._expected:
-            self._expected[threads] = max(0, self._expected[threads] - 1)
-            wanted = min(wanted, self._expected[threads])
-        while len(queue) < wanted:
-            queue.append(self._helper.submit(open_connection, threads, self._spill_dir))
-        return connection
-
-    def close(self, connection: duckdb.DuckDBPyConnection) -> None:
-        self._helper.submit(connection.close)
-
-    # The engine interface the runner uses (storage/spark_context.py has the other one).
-    name = "duckdb"
-
-    def context(self, threads: int, **bound: Any) -> StepContext:
-        """A `ctx` on a brand-new connection; `bound` is what StepContext takes besides."""
-        return StepContext(connection=self.open(threads), threads=threads, **bound)
-
-    def release(self, ctx: StepContext) -> None:
-        if ctx._attached:
-            # Closed now, not behind: closing is what lets go of an attached file, and the
-            # next execution's ATTACH of it would otherwise race the helper's close and
-            # raise "Unique file handle conflict" (in the bisect, it did).
-            ctx._con.close()
-            return
-        self.close(ctx._con)
-
-    def shutdown(self) -> None:
-        for queue in self._ready.values():
-            for ready in queue:
-                with contextlib.suppress(Exception):
-                    ready.result().close()
-        self._ready.clear()
-        self._helper.shutdown(wait=True)
-
-    def __enter__(self) -> Connections:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()

@@ -36,14 +36,8 @@ import duckdb
 
 from twicerun.errors import ContractError, EngineUnavailable, UnknownArtifact
 from twicerun.storage.atomic import atomic_path
-from twicerun.storage.context import (
-    SOURCE_COPY,
-    ArtifactRef,
-    ContractChecks,
-    _reader_of,
-    check_name,
-    duckdb_glob,
-)
+from twicerun.storage.context import ArtifactRef, ContractChecks, check_name
+from twicerun.storage.source_files import SOURCE_COPY, checked_files, duckdb_glob, reader_of
 
 # Settings of the Spark context, fixed once it starts: no web UI, and no console
 # progress bar, which would draw over twicerun's own progress lines on stderr.
@@ -377,7 +371,7 @@ class SparkStepContext(ContractChecks):
         """Files from outside the pipeline (Parquet or CSV) as the view `name`, each recorded."""
         check_name(name, "ctx.source", self._where)
         head = f"ctx.source({name!r}, files) in {self._where}"
-        listed = self._checked_files(head, files, _glob)
+        listed = checked_files(head, files, _glob)
         skipped = [path for path in listed if Path(path).name.startswith((".", "_"))]
         if skipped:
             # Spark drops these from a list without a word (and fails to infer a schema when
@@ -387,7 +381,7 @@ class SparkStepContext(ContractChecks):
                 f"takes it for hidden or metadata), so {skipped[0]} would be left out of the "
                 f"rows; rename it, or leave it out of the list"
             )
-        reader = _reader_of(head, listed)
+        reader = reader_of(head, listed)
         order = list(range(len(listed)))
         if self._source_order is not None and len(listed) > 1:
             order = self._source_order(name, len(listed))

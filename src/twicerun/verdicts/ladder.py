@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 
 from twicerun.display import listed, ljust, widest
-from twicerun.storage.context import same_time_zone
+from twicerun.storage.connections import same_time_zone
 from twicerun.storage.layout import FAILED, INTERRUPTED, KILLED
 from twicerun.verdicts.explain import NOT_ON_DISK, explain
 from twicerun.verdicts.recorded import Output, RecordedRun, RecordedStep

@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from twicerun.display import listed, ljust, some, widest
-from twicerun.storage.context import same_time_zone
+from twicerun.storage.connections import same_time_zone
 from twicerun.storage.receipts import RECEIPT_VERSION, Receipt, value_digest
 from twicerun.verdicts.explain import AGAINST_RECORD, explain
 from twicerun.verdicts.recorded import Output
