@@ -1235,7 +1235,7 @@ def test_the_comment_names_the_commit_it_measured():
 def test_the_logs_last_line_calls_a_step_it_could_not_compare_no_regression():
     # It read "1 step could not be compared with the baseline (1 regression, ...)": the
     # headline said nothing got worse, and the count beside it said something had.
-    from twicerun.cli.github import closing_line
+    from twicerun.cli.gate import closing_line
     from twicerun.vocabulary.exits import GateExit
 
     new = "pipelines/new.py"
