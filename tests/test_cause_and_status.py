@@ -8,6 +8,7 @@ is exact; real thread-scheduling divergence is covered by the slow reference tes
 from __future__ import annotations
 
 import json
+import textwrap
 
 import pytest
 
@@ -1226,3 +1227,93 @@ def test_an_amplifier_whose_raised_thread_count_a_step_undid_says_so(write_pipel
     )
     base = by_name(outcome.json())["base"]
     assert "held at most until" not in " ".join(a["detail"] or "" for a in base["amplifiers"])
+
+
+OWN_THREADS = """
+    import itertools
+    from concurrent.futures import ThreadPoolExecutor
+
+    _calls = itertools.count()
+
+
+    def base(ctx):
+        ctx.write("base", "SELECT range AS id, range % 7 AS g FROM range(1000)")
+
+
+    def pooled(ctx):
+        ctx.read("base")
+        with ThreadPoolExecutor(2) as pool:
+            parts = list(pool.map(lambda g: g * 2, range(4)))
+        ctx.write("pooled", f"SELECT {next(_calls) if DRIFT else 0} + {sum(parts)} AS n")
+"""
+
+
+def test_a_step_that_starts_threads_of_its_own_gets_no_cause_from_the_bisect(
+    write_pipeline, twicerun
+):
+    """The bisect holds DuckDB and pyarrow at one thread, not a ThreadPoolExecutor the step
+    starts: a step that differed with its own threads running was labelled
+    PERSISTS_SINGLE_THREADED, "one thread did not stop it", though it never ran on one."""
+    path = write_pipeline("DRIFT = True\n" + textwrap.dedent(OWN_THREADS))
+    document = twicerun("run", path, "--json", "-").json()
+    steps = by_name(document)
+    pooled = steps["pooled"]
+    assert pooled["status"] == "DIVERGENT"
+    assert pooled["cause"] is None
+    started = "2 threads (from pipeline.py:16)"
+    assert pooled["bisect"]["error"] == (
+        f"the step started {started} itself, which the thread count does not reach, so it "
+        f"never ran on one thread"
+    )
+    assert pooled["notes"] == [
+        f"started {started} itself: the thread count twicerun sets (the loop's, the "
+        f"bisect's one, an amplifier's raised one) holds DuckDB and pyarrow, not these, "
+        f"which ran in parallel, finishing in any order, at every count"
+    ]
+    # twicerun's own helpers start threads throughout; none is the step's.
+    assert steps["base"]["notes"] == []
+    assert (
+        f"  1 pooled  no cause, since at threads=1 the step started {started} itself, which "
+        f"the thread count does not reach, so it never ran on one thread"
+    ) in twicerun("run", path).out.splitlines()
+
+
+def test_the_thread_count_amplifier_says_the_steps_own_threads_were_out_of_reach(
+    write_pipeline, twicerun
+):
+    """ "threads raised to 4" and "varied: thread count" were said of a step whose parallel
+    work was its own pool's, which the raised count never reached."""
+    path = write_pipeline("DRIFT = False\n" + textwrap.dedent(OWN_THREADS))
+    outcome = twicerun("run", path, "--runs", "3", "--amplify", "--json", "-")
+    pooled = by_name(outcome.json())["pooled"]
+    assert pooled["status"] == "NO_DIVERGENCE_OBSERVED"
+    details = {a["kind"]: a["detail"] or "" for a in pooled["amplifiers"]}
+    assert details["thread count"].endswith(
+        "; but the step started 2 threads (from pipeline.py:16) itself, which the thread "
+        "count does not reach"
+    )
+
+
+def test_processes_a_step_starts_are_counted_and_twicerun_s_own_threads_are_not():
+    import multiprocessing
+    import threading
+
+    from twicerun.runner.own_workers import counting, describe
+
+    thread_start, process_start = threading.Thread.start, multiprocessing.Process.start
+    with counting() as started:
+        process = multiprocessing.get_context("fork").Process(target=int)
+        process.start()
+        process.join()
+        helper = threading.Thread(target=int, name="twicerun-connections_0")
+        helper.start()
+        helper.join()
+    (place,) = started.record()
+    assert place.startswith("processes at test_cause_and_status.py:")
+    assert describe(started.record()).startswith("1 process (from test_cause_and_status.py:")
+    # Put back as found: a thread started after the step is nobody's business.
+    assert threading.Thread.start is thread_start
+    assert multiprocessing.Process.start is process_start
+    with counting() as again:
+        pass
+    assert again.record() == {}

@@ -22,6 +22,7 @@ from twicerun.compare.digest import Digests, digests
 from twicerun.errors import BadInput, ContractError, StepCrashed, StepTimedOut, UnsupportedColumn
 from twicerun.pipeline import Step
 from twicerun.pipeline.loader import line_in, missing_module_advice
+from twicerun.runner import own_workers
 from twicerun.runner.default_connection import already_exists
 from twicerun.runner.engines import Engine, session_time_zone
 from twicerun.runner.environ_read import reading_environment
@@ -168,6 +169,8 @@ def execute_step(
                 deadline(timeout, ctx._interrupt, ctx._stop_grace),
                 reads_beside as beside,
                 environment as variables,
+                # Innermost: only what the step's own call starts is counted.
+                own_workers.counting() as workers,
             ):
                 step.call(ctx)
             ended = time.perf_counter()
@@ -257,6 +260,7 @@ def execute_step(
         attached_for_writing=ctx.output.attached_for_writing,
         reused_objects=reused(str(invocation.root), step.index, ctx.output.objects),
         threads_set_by_step=threads_set_by_step,
+        workers_started=workers.record(),
         generators=generators,
         opened=_opened(beside, step, ctx),
         environment=variables.recorded() if variables is not None else None,

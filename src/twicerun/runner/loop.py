@@ -36,6 +36,7 @@ from twicerun.runner.execute import execute_step
 from twicerun.runner.generators import drew_unseeded
 from twicerun.runner.keys import KeyChecker
 from twicerun.runner.opened import DATA_SUFFIXES
+from twicerun.runner.own_workers import describe
 from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
 from twicerun.runner.scoring import not_varied, score_step, thread_count_fired
@@ -416,6 +417,13 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
             f"sets its own thread count (threads={run1.threads_set_by_step} by the end of "
             f"the step), so the loop's threads={run1.threads} was not in force for the "
             f"queries after that SET, nor is any raised count an amplifier names below"
+        )
+    own = next((r.workers_started for r in receipts if r is not None and r.workers_started), None)
+    if own:
+        notes.append(
+            f"started {describe(own)} itself: the thread count twicerun sets (the loop's, "
+            f"the bisect's one, an amplifier's raised one) holds DuckDB and pyarrow, not "
+            f"these, which ran in parallel, finishing in any order, at every count"
         )
     left = [r.generators for r in receipts if r is not None]
     unseeded = drew_unseeded(left)

@@ -34,6 +34,7 @@ from twicerun.pipeline import Step
 from twicerun.result import ArtifactOutcome, Comparison, Series
 from twicerun.runner.engines import Engine
 from twicerun.runner.execute import execute_step
+from twicerun.runner.own_workers import describe
 from twicerun.runner.progress import Progress, ProgressEvent
 from twicerun.runner.records import Records
 from twicerun.runner.settle_step import KEEP_PREFIX, WorstComparisons, compare_step
@@ -111,6 +112,8 @@ def run_series(
     rows_read = 0
     # (the count a step set itself, the count it was given), from its first execution that did
     pinned: tuple[int, int] | None = None
+    # The threads and processes the step started itself, from its first execution that did
+    workers: dict[str, int] | None = None
     try:
         k = 1
         while k <= target:
@@ -192,6 +195,10 @@ def run_series(
                 pinned = (receipt.threads_set_by_step, receipt.threads)
                 if holds_threads:
                     break
+            if receipt.workers_started and workers is None:
+                workers = receipt.workers_started
+                if holds_threads:
+                    break
             if k == target < runs and _fires(comparisons, rows_read, bench.policy):
                 target = _escalate(bench, threads, threads_for, target, runs)
             if stop is not None and k > 1 and k < target:
@@ -224,6 +231,19 @@ def run_series(
             # Or an amplifier's raised count reads as varied when the step pinned it (to the
             # loop's count, where the loop had no note).
             detail = f"{detail}; but {own}"
+    if workers is not None:
+        # Its own workers ran in parallel, in whatever order they finished, at any count.
+        theirs = (
+            f"the step started {describe(workers)} itself, which the thread count does not reach"
+        )
+        loop_run_1 = records.get(loop_reference, step.index)
+        if holds_threads:
+            error = error or f"{theirs}, so it never ran on one thread"
+        elif detail and (
+            threads_for is not None or (loop_run_1 is not None and threads != loop_run_1.threads)
+        ):
+            # Only where the series varies the thread count: the others' claims stand.
+            detail = f"{detail}; but {theirs}"
     return Series(
         kind=kind,
         threads=threads,

@@ -140,6 +140,10 @@ class Receipt:
     # Artifacts written from the very object (a pyarrow Table, a DataFrame) an earlier
     # execution of the step in this invocation wrote: kept from before, not computed now.
     reused_objects: list[str] = field(default_factory=list)
+    # Threads and processes the step started itself, which no thread count twicerun sets
+    # reaches: "threads at file:line" (where they were started from) -> how many. Empty
+    # when it started none, or it was not recorded (an older twicerun).
+    workers_started: dict[str, int] = field(default_factory=dict)
 
     @property
     def rows_read(self) -> int:

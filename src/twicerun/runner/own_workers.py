@@ -1,0 +1,97 @@
+"""Threads and processes a step starts itself, which no thread count twicerun sets reaches.
+
+twicerun holds DuckDB and pyarrow at the run's thread count, one in the bisect. A step
+that hands its work to a `ThreadPoolExecutor`, a `multiprocessing.Pool` or threads of
+its own still runs them in parallel there, and in whatever order they finish: a step
+that adds their results as they complete differs at "one thread", and was reported as
+PERSISTS_SINGLE_THREADED, a claim that one thread had been tried. What the step started
+is counted while it runs, by where it was started from, so the report can say so.
+
+Only Python's own: threads and processes started through `threading` and
+`multiprocessing` (which `concurrent.futures` uses). twicerun's own helpers, and
+those a library twicerun drives starts (py4j's, for Spark), are not the step's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing.process
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+
+# Modules whose frames are the machinery of starting, not the code that asked for it.
+_MACHINERY = ("threading", "concurrent.futures", "multiprocessing")
+# Modules whose workers are not the step's: twicerun itself, and Spark's bridge to the JVM.
+_NOT_THE_STEPS = ("twicerun", "py4j", "pyspark")
+
+
+def _module(frame: FrameType) -> str:
+    return str(frame.f_globals.get("__name__", ""))
+
+
+def _within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def _starter(frame: FrameType | None) -> str | None:
+    """Where a start was asked for: the first frame outside the starting machinery, as
+    `file:line`; None when that is twicerun's or Spark's."""
+    while frame is not None and _within(_module(frame), _MACHINERY):
+        frame = frame.f_back
+    if frame is None or _within(_module(frame), _NOT_THE_STEPS):
+        return None
+    return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+
+
+class Started:
+    """What a step started while it ran: `"threads at file:line"` -> how many."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def record(self) -> dict[str, int]:
+        return dict(sorted(self.counts.items()))
+
+
+def describe(started: dict[str, int]) -> str:
+    """`4 threads (from p.py:17)` and the like, joined, for a report's sentence."""
+    parts = []
+    for place, count in started.items():
+        kind, _, where = place.partition(" at ")
+        noun = kind if count != 1 else kind.removesuffix("es" if kind == "processes" else "s")
+        parts.append(f"{count} {noun} (from {where})")
+    return " and ".join(parts)
+
+
+@contextlib.contextmanager
+def counting() -> Iterator[Started]:
+    """Count the threads and processes started until the block ends (only the step runs
+    inside it), by where each was started from."""
+    started = Started()
+    thread_start = threading.Thread.start
+    process_start = multiprocessing.process.BaseProcess.start
+
+    def start_thread(self: threading.Thread) -> None:
+        if not self.name.startswith("twicerun"):
+            place = _starter(sys._getframe(1))
+            if place is not None:
+                started.counts[f"threads at {place}"] += 1
+        thread_start(self)
+
+    def start_process(self: multiprocessing.process.BaseProcess) -> None:
+        place = _starter(sys._getframe(1))
+        if place is not None:
+            started.counts[f"processes at {place}"] += 1
+        process_start(self)
+
+    threading.Thread.start = start_thread  # type: ignore[method-assign]
+    multiprocessing.process.BaseProcess.start = start_process  # type: ignore[method-assign]
+    try:
+        yield started
+    finally:
+        threading.Thread.start = thread_start  # type: ignore[method-assign]
+        multiprocessing.process.BaseProcess.start = process_start  # type: ignore[method-assign]
