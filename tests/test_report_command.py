@@ -334,3 +334,26 @@ def test_a_pipeline_whose_file_name_no_marker_could_hold_gets_a_table_one_can(
     written = readme.read_bytes().decode()
     assert "| 0 | `集計` | 0 of 1 | NO_DIVERGENCE_OBSERVED |  |  |\r\n" in written
     assert twicerun("report", artifact, "--check", readme).code == 0
+
+
+def test_a_doc_holding_some_of_the_tables_is_told_the_command_that_checks_it(
+    twicerun, artifact, readme, monkeypatch
+):
+    """A doc beside the README holds a few tables; checked against the newest artifact of
+    every kind, it was refused with a marker pair to paste for each of the others (forty on
+    this repository's docs), and no word of the command that checks just its own."""
+    other = json.loads(artifact.read_text())
+    other["pipeline"] = "pipelines/q.py"
+    (artifact.parent / "other.json").write_text(json.dumps(other))
+    monkeypatch.chdir(readme.parent)
+    twicerun("report", "results/result.json", "--update", "README.md")
+    outcome = twicerun("report", "--check", "README.md")
+    assert outcome.code == 2
+    assert outcome.err == (
+        "twicerun: README.md: the artifacts render steps-q, which the file has no marker pair "
+        "for; if it is meant to hold only the tables it has, name the artifacts that render "
+        "them (`twicerun report results/result.json --check README.md`); otherwise put each "
+        "pair, each marker on a line of its own, where its table should go: "
+        "<!-- twicerun:steps-q --> <!-- /twicerun:steps-q -->\n"
+    )
+    assert twicerun("report", "results/result.json", "--check", "README.md").code == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,6 +26,17 @@ def _read_text(path: Path) -> str:
             return f.read()
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from exc
+
+
+def _only_some(loaded: Sequence[Artifact], in_file: set[str], target: Path, verb: str) -> str:
+    """For a file that holds some of the tables (a doc beside the README): the command
+    that checks it against just the artifacts rendering those, which the newest of every
+    kind in results/ are not."""
+    sources = [a.path for a in loaded if in_file & set(render_tables([a]))]
+    command = " ".join(
+        ["twicerun report", *map(shlex.quote, sources), f"--{verb}", shlex.quote(str(target))]
+    )
+    return f"if it is meant to hold only the tables it has, name the artifacts that render them (`{command}`); otherwise "
 
 
 def _load_artifacts(paths: Sequence[str], results: Path) -> list[Artifact]:
@@ -161,7 +173,9 @@ def report(
             # The exact lines to paste, so nobody has to guess how a name is spelled.
             pairs = " ".join(f"<!-- twicerun:{n} --> <!-- /twicerun:{n} -->" for n in lost)
             lines.append(
-                f"{target}: the artifacts render {', '.join(lost)}, which the file has no marker pair for; put each pair, each marker on a line of its own, where its table should go: {pairs}"
+                f"{target}: the artifacts render {', '.join(lost)}, which the file has no marker pair for; "
+                f"{_only_some(loaded, in_file, target, 'update' if update_path else 'check') if not artifacts and in_file and not orphaned else ''}"
+                f"put each pair, each marker on a line of its own, where its table should go: {pairs}"
             )
         raise UsageError("\n".join(lines))
     rendered = {name: t.markdown() for name, t in tables.items()}
