@@ -1266,9 +1266,10 @@ def test_a_step_that_starts_threads_of_its_own_gets_no_cause_from_the_bisect(
         f"never ran on one thread"
     )
     assert pooled["notes"] == [
-        f"started {started} itself: the thread count twicerun sets (the loop's, the "
-        f"bisect's one, an amplifier's raised one) holds DuckDB and pyarrow, not these, "
-        f"which ran in parallel, finishing in any order, at every count"
+        f"started {started} itself: the thread counts twicerun sets (the loop's, the "
+        f"bisect's one, an amplifier's raised one) hold DuckDB and pyarrow, not these, so "
+        f"how work is shared among them, and in what order it finishes, was never varied "
+        f"or held still"
     ]
     # twicerun's own helpers start threads throughout; none is the step's.
     assert steps["base"]["notes"] == []
@@ -1294,26 +1295,32 @@ def test_the_thread_count_amplifier_says_the_steps_own_threads_were_out_of_reach
     )
 
 
-def test_processes_a_step_starts_are_counted_and_twicerun_s_own_threads_are_not():
+def test_processes_and_programs_a_step_starts_are_counted_and_twicerun_s_threads_are_not():
     import multiprocessing
+    import subprocess
+    import sys
     import threading
 
     from twicerun.runner.own_workers import counting, describe
 
     thread_start, process_start = threading.Thread.start, multiprocessing.Process.start
+    popen_init = subprocess.Popen.__init__
     with counting() as started:
         process = multiprocessing.get_context("fork").Process(target=int)
         process.start()
         process.join()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
         helper = threading.Thread(target=int, name="twicerun-connections_0")
         helper.start()
         helper.join()
-    (place,) = started.record()
-    assert place.startswith("processes at test_cause_and_status.py:")
-    assert describe(started.record()).startswith("1 process (from test_cause_and_status.py:")
+    forked, ran = started.record()
+    assert forked.startswith("processes at test_cause_and_status.py:")
+    assert ran.startswith("processes at test_cause_and_status.py:")
+    assert describe({forked: 1}).startswith("1 process (from test_cause_and_status.py:")
     # Put back as found: a thread started after the step is nobody's business.
     assert threading.Thread.start is thread_start
     assert multiprocessing.Process.start is process_start
+    assert subprocess.Popen.__init__ is popen_init
     with counting() as again:
         pass
     assert again.record() == {}

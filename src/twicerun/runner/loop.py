@@ -421,9 +421,10 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
     own = next((r.workers_started for r in receipts if r is not None and r.workers_started), None)
     if own:
         notes.append(
-            f"started {describe(own)} itself: the thread count twicerun sets (the loop's, "
-            f"the bisect's one, an amplifier's raised one) holds DuckDB and pyarrow, not "
-            f"these, which ran in parallel, finishing in any order, at every count"
+            f"started {describe(own)} itself: the thread counts twicerun sets (the loop's, "
+            f"the bisect's one, an amplifier's raised one) hold DuckDB and pyarrow, not "
+            f"these, so how work is shared among them, and in what order it finishes, was "
+            f"never varied or held still"
         )
     left = [r.generators for r in receipts if r is not None]
     unseeded = drew_unseeded(left)

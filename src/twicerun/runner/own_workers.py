@@ -7,15 +7,18 @@ that adds their results as they complete differs at "one thread", and was report
 PERSISTS_SINGLE_THREADED, a claim that one thread had been tried. What the step started
 is counted while it runs, by where it was started from, so the report can say so.
 
-Only Python's own: threads and processes started through `threading` and
-`multiprocessing` (which `concurrent.futures` uses). twicerun's own helpers, and
-those a library twicerun drives starts (py4j's, for Spark), are not the step's.
+Counted: threads started through `threading`, processes through `multiprocessing`
+(both of which `concurrent.futures` uses) and programs through `subprocess` (a
+`duckdb` or `sort` of its own runs at the machine's thread count). twicerun's own
+helpers, and those a library twicerun drives starts (py4j's, for Spark), are not the
+step's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import multiprocessing.process
+import subprocess
 import sys
 import threading
 from collections import Counter
@@ -24,7 +27,7 @@ from pathlib import Path
 from types import FrameType
 
 # Modules whose frames are the machinery of starting, not the code that asked for it.
-_MACHINERY = ("threading", "concurrent.futures", "multiprocessing")
+_MACHINERY = ("threading", "concurrent.futures", "multiprocessing", "subprocess", "os")
 # Modules whose workers are not the step's: twicerun itself, and Spark's bridge to the JVM.
 _NOT_THE_STEPS = ("twicerun", "py4j", "pyspark")
 
@@ -74,6 +77,7 @@ def counting() -> Iterator[Started]:
     started = Started()
     thread_start = threading.Thread.start
     process_start = multiprocessing.process.BaseProcess.start
+    popen_init = subprocess.Popen.__init__
 
     def start_thread(self: threading.Thread) -> None:
         if not self.name.startswith("twicerun"):
@@ -88,10 +92,18 @@ def counting() -> Iterator[Started]:
             started.counts[f"processes at {place}"] += 1
         process_start(self)
 
+    def start_program(self: subprocess.Popen, *args: object, **kwargs: object) -> None:
+        place = _starter(sys._getframe(1))
+        if place is not None:
+            started.counts[f"processes at {place}"] += 1
+        popen_init(self, *args, **kwargs)  # type: ignore[arg-type]
+
     threading.Thread.start = start_thread  # type: ignore[method-assign]
     multiprocessing.process.BaseProcess.start = start_process  # type: ignore[method-assign]
+    subprocess.Popen.__init__ = start_program  # type: ignore[method-assign]
     try:
         yield started
     finally:
         threading.Thread.start = thread_start  # type: ignore[method-assign]
         multiprocessing.process.BaseProcess.start = process_start  # type: ignore[method-assign]
+        subprocess.Popen.__init__ = popen_init  # type: ignore[method-assign]
