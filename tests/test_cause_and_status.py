@@ -1262,8 +1262,8 @@ def test_a_step_that_starts_threads_of_its_own_gets_no_cause_from_the_bisect(
     assert pooled["cause"] is None
     started = "2 threads (from pipeline.py:16)"
     assert pooled["bisect"]["error"] == (
-        f"the step started {started} itself, which the thread count does not reach, so it "
-        f"never ran on one thread"
+        f"the step started {started} itself, which the thread count does not reach, so its "
+        f"difference there may be theirs, not one thread's"
     )
     assert pooled["notes"] == [
         f"started {started} itself: the thread counts twicerun sets (the loop's, the "
@@ -1275,7 +1275,8 @@ def test_a_step_that_starts_threads_of_its_own_gets_no_cause_from_the_bisect(
     assert steps["base"]["notes"] == []
     assert (
         f"  1 pooled  no cause, since at threads=1 the step started {started} itself, which "
-        f"the thread count does not reach, so it never ran on one thread"
+        f"the thread count does not reach, so its difference there may be theirs, not one "
+        f"thread's"
     ) in twicerun("run", path).out.splitlines()
 
 
@@ -1324,3 +1325,30 @@ def test_processes_and_programs_a_step_starts_are_counted_and_twicerun_s_threads
     with counting() as again:
         pass
     assert again.record() == {}
+
+
+def test_a_step_with_threads_of_its_own_that_one_thread_quiets_is_still_parallel_order(
+    write_pipeline, twicerun
+):
+    """Its own workers ran at one thread as they ran in the loop, so a difference that
+    stopped there was DuckDB's or pyarrow's threads: that cause is still given."""
+    path = write_pipeline(
+        """
+        import itertools
+        from concurrent.futures import ThreadPoolExecutor
+
+        _calls = itertools.count()
+
+
+        def pooled(ctx):
+            with ThreadPoolExecutor(2) as pool:
+                parts = list(pool.map(lambda g: g * 2, range(4)))
+            mark = next(_calls) if ctx.threads > 1 else 0
+            ctx.write("pooled", f"SELECT {mark} + {sum(parts)} AS n")
+        """
+    )
+    (step,) = twicerun("run", path, "--threads", "2", "--json", "-").json()["steps"]
+    assert step["status"] == "DIVERGENT"
+    assert step["cause"] == "PARALLEL_ORDER"
+    assert step["bisect"]["error"] is None
+    assert step["notes"][0].startswith("started 2 threads (from pipeline.py:9) itself")
