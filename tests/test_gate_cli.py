@@ -323,7 +323,8 @@ def test_a_pipeline_that_raises_is_reported_with_the_others_and_exits_3(repo, tw
     )
     # The fork flow renders from the document: the same body, and the same comment found
     # again (the pipeline that did not finish still names it).
-    from twicerun.github.gate import Gate, comment_identity, summary
+    from twicerun.github.gate import Gate
+    from twicerun.github.summary import comment_identity, summary
 
     again = Gate.from_document(document)
     assert summary(again, "") == outcome.out

@@ -30,8 +30,9 @@ from twicerun.github.decision import (
     score,
     trials_for_power,
 )
-from twicerun.github.gate import GateOptions, comment_body, evaluate, is_regression
+from twicerun.github.gate import GateOptions, evaluate, is_regression
 from twicerun.github.sarif import sarif
+from twicerun.github.summary import comment_body
 from twicerun.result import ArtifactOutcome, Comparison, Environment, Result, Series, StepResult
 from twicerun.vocabulary.gate import (
     FIXED,
@@ -883,7 +884,7 @@ def test_four_hundred_regressions_still_make_a_body_github_accepts():
     assert len(body) < 65_536
     assert "more not shown here, to keep this comment under GitHub's size limit" in body
     # The summary has no budget: every regression is in it.
-    from twicerun.github.gate import summary
+    from twicerun.github.summary import summary
 
     text = summary(gate, "pipelines/*.py")
     assert all(n in text for n in names)
@@ -892,7 +893,7 @@ def test_four_hundred_regressions_still_make_a_body_github_accepts():
 def test_a_summary_in_another_script_stays_under_githubs_limit_in_bytes():
     """GitHub drops a job summary over 1 MiB whole, and counts bytes: step names in CJK are
     three bytes a character: these made a summary of 1.4 MB that was never cut."""
-    from twicerun.github.gate import SUMMARY_BUDGET, summary
+    from twicerun.github.summary import SUMMARY_BUDGET, summary
 
     names = [f"集計_{i}_" + "集" * 200 for i in range(1000)]
     trials = [result(*[(n, STEADY) for n in names]) for _ in range(5)]
@@ -1169,7 +1170,7 @@ def test_a_sentence_shows_its_backticked_spans_as_code_and_nothing_as_other_mark
 def test_the_summary_reads_back_as_text_for_a_terminal():
     """`baseline compare --format text` (the default on a terminal): the same document,
     without escapes, pipes or chart source; exact bytes."""
-    from twicerun.github.gate import summary
+    from twicerun.github.summary import summary
     from twicerun.render.plaintext import markdown_to_text
 
     trials = [result(("a",), ("b", NOISY)) for _ in range(5)]
@@ -1208,7 +1209,7 @@ def test_the_power_note_shows_its_command_as_code_on_github():
     # The note's backticks made the whole line under the table look like markup, so all
     # of it was escaped (`0\\.1\\.0\\,`), the command's backticks included, and GitHub
     # showed them as literal characters instead of code.
-    from twicerun.github.gate import summary
+    from twicerun.github.summary import summary
 
     trials = [result(("a",)) for _ in range(5)]
     gate = evaluate({P: result(("a",))}, baseline_of(trials), rerun=never_rerun)
@@ -1254,7 +1255,7 @@ def test_the_logs_last_line_calls_a_step_it_could_not_compare_no_regression():
 def test_the_stamp_names_every_engine_the_pipelines_ran_on_once():
     from dataclasses import replace
 
-    from twicerun.github.gate import stamp
+    from twicerun.github.summary import stamp
 
     spark = replace(ENV, engine="spark", spark="4.0.0", spark_master="local[2]")
     results = {
@@ -1398,7 +1399,8 @@ def test_a_gate_document_with_any_value_of_the_wrong_type_is_refused_or_rendered
     # (exit 3) where the flow promises a refusal (exit 2) or a comment.
     import copy
 
-    from twicerun.github.gate import Gate, comment_body
+    from twicerun.github.gate import Gate
+    from twicerun.github.summary import comment_body
 
     document = copy.deepcopy(DOCUMENT)
     holder = document

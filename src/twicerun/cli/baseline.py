@@ -64,9 +64,7 @@ from twicerun.github.decision import (
     shortfall,
     trials_for_power,
 )
-from twicerun.github.gate import (
-    summary,
-)
+from twicerun.github.summary import summary
 from twicerun.github.workflow import Workflow
 from twicerun.judge.policy import POLICIES, STRICT, Policy
 from twicerun.render.evidence import plural

@@ -50,9 +50,9 @@ from twicerun.github.gate import (
     GateOptions,
     PipelineFailure,
     evaluate,
-    headline,
 )
 from twicerun.github.source import choose
+from twicerun.github.summary import headline
 from twicerun.github.workflow import Workflow, take_token
 from twicerun.judge.policy import POLICIES, STRICT, Policy
 from twicerun.render.evidence import plural

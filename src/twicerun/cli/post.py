@@ -17,10 +17,8 @@ from twicerun.errors import (
     UsageError,
 )
 from twicerun.github.comment import find_pull_request, post_sticky
-from twicerun.github.gate import (
-    Gate,
-    comment_body,
-)
+from twicerun.github.gate import Gate
+from twicerun.github.summary import comment_body
 from twicerun.github.workflow import Workflow
 from twicerun.storage.atomic import write_bytes_atomic
 from twicerun.vocabulary.exits import PostExit

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from twicerun.github.commands import Annotation, append_summary, commands, write_outputs
 from twicerun.github.comment import post_sticky
-from twicerun.github.gate import Gate, comment_body, comment_identity, summary
+from twicerun.github.gate import Gate
 from twicerun.github.sarif import sarif_json
+from twicerun.github.summary import comment_body, comment_identity, summary
 from twicerun.github.workflow import Workflow
 
 NOT_POSTED = "twicerun: comment not posted"
