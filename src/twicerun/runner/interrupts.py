@@ -87,7 +87,9 @@ def watching() -> Iterator[None]:
     reader, writer = os.pipe()
     os.set_blocking(writer, False)
     earlier_fd = signal.set_wakeup_fd(writer, warn_on_full_buffer=False)
-    waker = threading.Thread(target=_wake, args=(reader, [int(s) for s in taken]), daemon=True)
+    waker = threading.Thread(
+        target=_wake, args=(reader, [int(s) for s in taken]), daemon=True, name="twicerun-waker"
+    )
     waker.start()
     try:
         yield
@@ -175,6 +177,7 @@ def deadline(seconds: float | None, stop: Callable[[], None], grace: float) -> I
     previous = signal.signal(signal.SIGALRM, on_alarm)
     timer = threading.Timer(seconds, expire)
     timer.daemon = True
+    timer.name = "twicerun-deadline"  # not a thread of the step's (runner/own_workers.py)
     timer.start()
     try:
         yield
