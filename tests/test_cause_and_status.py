@@ -1352,3 +1352,33 @@ def test_a_step_with_threads_of_its_own_that_one_thread_quiets_is_still_parallel
     assert step["cause"] == "PARALLEL_ORDER"
     assert step["bisect"]["error"] is None
     assert step["notes"][0].startswith("started 2 threads (from pipeline.py:9) itself")
+
+
+def test_threads_a_library_starts_for_a_step_are_named_by_the_steps_own_line(
+    write_pipeline, twicerun, tmp_path_factory
+):
+    """A download manager's pool is started inside the library: naming its file and line
+    told the user nothing about which line of theirs asked for it."""
+    # Installed elsewhere, as a library is: not beside the pipeline.
+    library = tmp_path_factory.mktemp("site") / "fetcher.py"
+    library.write_text(
+        "from concurrent.futures import ThreadPoolExecutor\n\n\n"
+        "def fetch_all(n):\n"
+        "    with ThreadPoolExecutor(2) as pool:\n"
+        "        return sum(pool.map(lambda i: i, range(n)))\n"
+    )
+    path = write_pipeline(
+        f"""
+        import sys
+
+        sys.path.insert(0, {str(library.parent)!r})
+        import fetcher
+
+
+        def fetched(ctx):
+            total = fetcher.fetch_all(4)
+            ctx.write("fetched", f"SELECT {{total}} AS n")
+        """
+    )
+    (step,) = twicerun("run", path, "--runs", "2", "--json", "-").json()["steps"]
+    assert step["notes"][0].startswith("started 2 threads (from pipeline.py:8) itself")

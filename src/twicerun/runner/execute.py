@@ -170,7 +170,7 @@ def execute_step(
                 reads_beside as beside,
                 environment as variables,
                 # Innermost: only what the step's own call starts is counted.
-                own_workers.counting() as workers,
+                own_workers.counting(step.own.directories if step.own else ()) as workers,
             ):
                 step.call(ctx)
             ended = time.perf_counter()

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing.process
+import os
 import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -40,14 +41,26 @@ def _within(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
-def _starter(frame: FrameType | None) -> str | None:
-    """Where a start was asked for: the first frame outside the starting machinery, as
-    `file:line`; None when that is twicerun's or Spark's."""
+def _under(filename: str, roots: tuple[str, ...]) -> bool:
+    # A virtual environment inside the pipeline's directory holds libraries, not its code.
+    return filename.startswith(roots) and f"{os.sep}site-packages{os.sep}" not in filename
+
+
+def _starter(frame: FrameType | None, roots: tuple[str, ...] = ()) -> str | None:
+    """Where a start was asked for, as `file:line`: the innermost line of the pipeline's
+    own code (under `roots`) that led to it, so a library that starts threads for the
+    step (a download manager's pool) is named by the step's line that called it; or,
+    with none, the first frame outside the starting machinery. None when that frame is
+    twicerun's or Spark's."""
     while frame is not None and _within(_module(frame), _MACHINERY):
         frame = frame.f_back
     if frame is None or _within(_module(frame), _NOT_THE_STEPS):
         return None
-    return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+    named: FrameType | None = frame if roots else None
+    while named is not None and not _under(named.f_code.co_filename, roots):
+        named = named.f_back
+    at = named or frame
+    return f"{Path(at.f_code.co_filename).name}:{at.f_lineno}"
 
 
 class Started:
@@ -71,29 +84,31 @@ def describe(started: dict[str, int]) -> str:
 
 
 @contextlib.contextmanager
-def counting() -> Iterator[Started]:
+def counting(roots: Sequence[Path] = ()) -> Iterator[Started]:
     """Count the threads and processes started until the block ends (only the step runs
-    inside it), by where each was started from."""
+    inside it), by where each was started from: `roots` are the pipeline's directories,
+    whose lines name a start that a library made for them."""
     started = Started()
+    under = tuple(os.path.join(str(r), "") for r in roots)
     thread_start = threading.Thread.start
     process_start = multiprocessing.process.BaseProcess.start
     popen_init = subprocess.Popen.__init__
 
     def start_thread(self: threading.Thread) -> None:
         if not self.name.startswith("twicerun"):
-            place = _starter(sys._getframe(1))
+            place = _starter(sys._getframe(1), under)
             if place is not None:
                 started.counts[f"threads at {place}"] += 1
         thread_start(self)
 
     def start_process(self: multiprocessing.process.BaseProcess) -> None:
-        place = _starter(sys._getframe(1))
+        place = _starter(sys._getframe(1), under)
         if place is not None:
             started.counts[f"processes at {place}"] += 1
         process_start(self)
 
     def start_program(self: subprocess.Popen, *args: object, **kwargs: object) -> None:
-        place = _starter(sys._getframe(1))
+        place = _starter(sys._getframe(1), under)
         if place is not None:
             started.counts[f"processes at {place}"] += 1
         popen_init(self, *args, **kwargs)  # type: ignore[arg-type]
