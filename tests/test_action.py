@@ -239,6 +239,16 @@ GUARD = "Refuse a gate that did not end as it decided"
         # From an atexit hook: the gate decided the regression (exit 1), then the hook
         # ended the process with 0 instead.
         ("atexit.register(os._exit, 0)", "1"),
+        # Having written the very output the guard reads, where the runner's files were in
+        # the pipelines' environment: the guard read exit-code=0 and let a check with no
+        # decision pass. Those files are now out of the environment while pipelines run.
+        (
+            "if 'GITHUB_OUTPUT' in os.environ:\n"
+            "    with open(os.environ['GITHUB_OUTPUT'], 'a') as out:\n"
+            "        out.write('exit-code=0\\n')\n"
+            "os._exit(0)",
+            "nothing",
+        ),
     ],
 )
 def test_a_gate_whose_process_does_not_end_as_it_decided_fails_the_check(

@@ -53,7 +53,7 @@ from twicerun.github.gate import (
 )
 from twicerun.github.source import choose
 from twicerun.github.summary import headline
-from twicerun.github.workflow import Workflow, take_token
+from twicerun.github.workflow import Workflow, runner_files_hidden, take_token
 from twicerun.judge.policy import POLICIES, STRICT, Policy
 from twicerun.render.evidence import plural
 from twicerun.result import Result
@@ -365,7 +365,7 @@ def gate(
     # only the posting code gets back.
     token = take_token(os.environ, token_file)
     started = time.time()
-    with commands_stopped():
+    with commands_stopped(), runner_files_hidden(os.environ):
         result = run_check(amplify=amplify, without=without, workflow=workflow, **options)
     code = gate_exit(result)
     delivered = deliver(

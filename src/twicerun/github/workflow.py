@@ -8,8 +8,9 @@ before any pipeline runs, with one sentence naming the variable.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -170,6 +171,24 @@ def read_event(event_path: str) -> dict[str, Any]:
     if not isinstance(event, dict):
         raise UsageError(f"GITHUB_EVENT_PATH={event_path} is not a JSON object")
     return event
+
+
+# The files through which a step talks to the runner: its outputs, its summary, the
+# environment and PATH of the steps after it, and its own saved state.
+RUNNER_FILES = ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE")
+
+
+@contextlib.contextmanager
+def runner_files_hidden(env: MutableMapping[str, str]) -> Iterator[None]:
+    """While the block runs (the pipelines: the pull request's code), the runner's files are
+    not in `env`, and are put back after, for the gate to deliver through. A pipeline that
+    appended `result=pass` or `exit-code=0` to GITHUB_OUTPUT itself wrote the very outputs
+    the action's guard reads; one that wrote GITHUB_ENV set variables for the steps after."""
+    hidden = {name: env.pop(name) for name in RUNNER_FILES if name in env}
+    try:
+        yield
+    finally:
+        env.update(hidden)
 
 
 def take_token(env: MutableMapping[str, str], token_file: str | None) -> str:
