@@ -244,6 +244,13 @@ def test_a_declaration_refused_at_import_names_the_file_and_line(write_pipeline)
         (
             "def a(ctx, n):\n    pass\n",
             "step a has a parameter n with no default; twicerun "
+            "calls a step as a(ctx) plus a declared seed, so give n a default; or, if a is a "
+            "helper the steps call, list the steps in STEPS = [...], since without it every "
+            "top-level function whose first parameter is ctx is a step",
+        ),
+        (
+            "def a(ctx, n):\n    pass\nSTEPS = [a]\n",
+            "step a has a parameter n with no default; twicerun "
             "calls a step as a(ctx) plus a declared seed, so give n a default",
         ),
         (

@@ -164,7 +164,8 @@ def load_pipeline(
     overrides = dict(seed_overrides or {})
     steps = []
     for index, (fn, name) in enumerate(zip(functions, step_names(functions), strict=True)):
-        steps.append(replace(_make_step(index, name, fn, overrides, own.directory), own=own))
+        step = _make_step(index, name, fn, overrides, own.directory, listed=how == "STEPS")
+        steps.append(replace(step, own=own))
     if overrides and not recorded_seeds:
         unknown = ", ".join(sorted(overrides))
         raise UsageError(
@@ -635,7 +636,9 @@ def _make_step(
     fn: Callable[..., Any],
     overrides: dict[str, int],
     directory: Path | None = None,
+    listed: bool = True,
 ) -> Step:
+    """`listed`: the function is in STEPS, rather than found by its first parameter."""
     declaration = declaration_of(fn)
     refuse_var_positional(fn)
     _refuse_deferred_body(name, fn)
@@ -672,9 +675,17 @@ def _make_step(
             and p.kind not in (inspect.Parameter.VAR_KEYWORD,)
             and p.name != declaration.seed
         ):
+            # Found by its first parameter, it is as likely a helper the steps call.
+            helper = (
+                ""
+                if listed
+                else f"; or, if {name} is a helper the steps call, list the steps in "
+                f"STEPS = [...], since without it every top-level function whose first "
+                f"parameter is ctx is a step"
+            )
             raise PipelineError(
                 f"step {name} has a parameter {p.name} with no default; twicerun calls a step "
-                f"as {name}(ctx) plus a declared seed, so give {p.name} a default"
+                f"as {name}(ctx) plus a declared seed, so give {p.name} a default{helper}"
             )
     seed_value = None
     if declaration.seed is not None:
