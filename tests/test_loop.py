@@ -567,3 +567,30 @@ def test_a_column_of_type_null_is_compared_not_refused(write_pipeline, twicerun)
     assert artifact["findings"]["key"] == ["n", "mark", "later"]
     assert not any(a["error"] for a in steps[1]["amplifiers"])
     assert outcome.code == 1
+
+
+def test_a_helper_taken_for_a_step_is_told_its_answer_went_nowhere(write_pipeline, twicerun):
+    """A function of the pipeline's that takes ctx first and returns rows for the steps is
+    a step by the contract; run as one, it wrote nothing, and the report said only that
+    nothing was compared."""
+    path = write_pipeline(
+        """
+        def _rows(ctx):
+            return ctx.sql("SELECT 1 AS n").fetchall()
+
+
+        def step(ctx):
+            ctx.write("t", f"SELECT {len(_rows(ctx))} AS n")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    note = (
+        "returned a list and wrote no artifact; twicerun ignores what a step returns, so "
+        "whatever it computed went nowhere (a helper that takes ctx first is a step too, "
+        "unless STEPS lists the steps)"
+    )
+    lines = outcome.out.splitlines()
+    at = lines.index("  0 _rows  not compared: no run wrote an artifact")
+    assert lines[at + 1] == f"        note: {note}"
+    (helper, step) = twicerun("run", path, "--runs", "2", "--json", "-").json()["steps"]
+    assert helper["notes"] == [note] and step["notes"] == []

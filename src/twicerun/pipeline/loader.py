@@ -85,13 +85,13 @@ class Step:
         """The connections of `kept_connections` as their names hold them now, each once."""
         return [con for con, _ in self.connections_kept_named()]
 
-    def call(self, ctx: Any) -> None:
-        """Call the step as the contract says: fn(ctx), plus its declared seed."""
+    def call(self, ctx: Any) -> Any:
+        """Call the step as the contract says: fn(ctx), plus its declared seed. What it
+        returns is handed back only for the report to say it went nowhere."""
         with self.own.active() if self.own is not None else contextlib.nullcontext():
             if self.declaration.seed is not None:
-                self.fn(ctx, **{self.declaration.seed: self.seed_value})
-            else:
-                self.fn(ctx)
+                return self.fn(ctx, **{self.declaration.seed: self.seed_value})
+            return self.fn(ctx)
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,9 @@ def _step_lines(result: Result) -> list[str]:
         head = f"  {s.index:>{index_width}} {ljust(s.name, width)}"
         if s.status is None:
             lines.append(f"{head}  not compared: no run wrote an artifact")
+            # Why it wrote none may be in a note (a helper taken for a step).
+            pad = f"  {'':>{index_width}}     "
+            lines.extend(f"{pad}note: {note}" for note in s.notes)
             continue
         line = f"{head}  {rate(s):>{rate_width}}  {s.status}"
         shown = shown_classes(s)

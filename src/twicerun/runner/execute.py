@@ -172,7 +172,7 @@ def execute_step(
                 # Innermost: only what the step's own call starts is counted.
                 own_workers.counting(step.own.directories if step.own else ()) as workers,
             ):
-                step.call(ctx)
+                returned = step.call(ctx)
             ended = time.perf_counter()
             generators = left_in(drawn, generator_states())
             left = ctx._threads_left()
@@ -261,6 +261,7 @@ def execute_step(
         reused_objects=reused(str(invocation.root), step.index, ctx.output.objects),
         threads_set_by_step=threads_set_by_step,
         workers_started=workers.record(),
+        returned=None if returned is None else type(returned).__name__,
         generators=generators,
         opened=_opened(beside, step, ctx),
         environment=variables.recorded() if variables is not None else None,

@@ -418,6 +418,13 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
             f"the step), so the loop's threads={run1.threads} was not in force for the "
             f"queries after that SET, nor is any raised count an amplifier names below"
         )
+    if run1 is not None and run1.returned is not None and not run1.artifacts:
+        # A helper the steps call, taken for a step by its first parameter, looks like this.
+        notes.append(
+            f"returned a {run1.returned} and wrote no artifact; twicerun ignores what a step "
+            f"returns, so whatever it computed went nowhere (a helper that takes ctx first is a "
+            f"step too, unless STEPS lists the steps)"
+        )
     own = next((r.workers_started for r in receipts if r is not None and r.workers_started), None)
     if own:
         notes.append(

@@ -144,6 +144,9 @@ class Receipt:
     # reaches: "threads at file:line" (where they were started from) -> how many. Empty
     # when it started none, or it was not recorded (an older twicerun).
     workers_started: dict[str, int] = field(default_factory=dict)
+    # The type of what the step's function returned, which twicerun ignores; None when it
+    # returned None, or it was not recorded (an older twicerun).
+    returned: str | None = None
 
     @property
     def rows_read(self) -> int:
