@@ -172,10 +172,15 @@ def report(
         if lost:
             # The exact lines to paste, so nobody has to guess how a name is spelled.
             pairs = " ".join(f"<!-- twicerun:{n} --> <!-- /twicerun:{n} -->" for n in lost)
+            verb = "update" if update_path else "check"
+            some = (
+                ""
+                if artifacts or not in_file or orphaned
+                else _only_some(loaded, in_file, target, verb)
+            )
             lines.append(
                 f"{target}: the artifacts render {', '.join(lost)}, which the file has no marker pair for; "
-                f"{_only_some(loaded, in_file, target, 'update' if update_path else 'check') if not artifacts and in_file and not orphaned else ''}"
-                f"put each pair, each marker on a line of its own, where its table should go: {pairs}"
+                f"{some}put each pair, each marker on a line of its own, where its table should go: {pairs}"
             )
         raise UsageError("\n".join(lines))
     rendered = {name: t.markdown() for name, t in tables.items()}

@@ -94,10 +94,10 @@ def _step_lines(result: Result) -> list[str]:
     lines = []
     for s in result.steps:
         head = f"  {s.index:>{index_width}} {ljust(s.name, width)}"
+        pad = f"  {'':>{index_width}}     "
         if s.status is None:
             lines.append(f"{head}  not compared: no run wrote an artifact")
             # Why it wrote none may be in a note (a helper taken for a step).
-            pad = f"  {'':>{index_width}}     "
             lines.extend(f"{pad}note: {note}" for note in s.notes)
             continue
         line = f"{head}  {rate(s):>{rate_width}}  {s.status}"
@@ -111,7 +111,6 @@ def _step_lines(result: Result) -> list[str]:
         for hint in s.hints:
             line += f"  hint {hint}"
         lines.append(line)
-        pad = f"  {'':>{index_width}}     "
         if s.fired or s.tolerated:
             lines.extend(pad + line for line in step_evidence(s))
         elif s.status == Status.STABLE_ON_THIS_INPUT:

@@ -23,12 +23,19 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 # Modules whose frames are the machinery of starting, not the code that asked for it.
 _MACHINERY = ("threading", "concurrent.futures", "multiprocessing", "subprocess", "os")
+# Where a thread, a process and a program are started: (class, method, what it starts).
+_STARTS = (
+    (threading.Thread, "start", "threads"),
+    (multiprocessing.process.BaseProcess, "start", "processes"),
+    (subprocess.Popen, "__init__", "processes"),
+)
 # Modules whose workers are not the step's: twicerun itself, and Spark's bridge to the JVM.
 _NOT_THE_STEPS = ("twicerun", "py4j", "pyspark")
 
@@ -90,35 +97,22 @@ def counting(roots: Sequence[Path] = ()) -> Iterator[Started]:
     whose lines name a start that a library made for them."""
     started = Started()
     under = tuple(os.path.join(str(r), "") for r in roots)
-    thread_start = threading.Thread.start
-    process_start = multiprocessing.process.BaseProcess.start
-    popen_init = subprocess.Popen.__init__
 
-    def start_thread(self: threading.Thread) -> None:
-        if not self.name.startswith("twicerun"):
-            place = _starter(sys._getframe(1), under)
-            if place is not None:
-                started.counts[f"threads at {place}"] += 1
-        thread_start(self)
+    def counted(original: Callable[..., Any], kind: str) -> Callable[..., Any]:
+        def start(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if not (kind == "threads" and self.name.startswith("twicerun")):
+                place = _starter(sys._getframe(1), under)
+                if place is not None:
+                    started.counts[f"{kind} at {place}"] += 1
+            return original(self, *args, **kwargs)
 
-    def start_process(self: multiprocessing.process.BaseProcess) -> None:
-        place = _starter(sys._getframe(1), under)
-        if place is not None:
-            started.counts[f"processes at {place}"] += 1
-        process_start(self)
+        return start
 
-    def start_program(self: subprocess.Popen, *args: object, **kwargs: object) -> None:
-        place = _starter(sys._getframe(1), under)
-        if place is not None:
-            started.counts[f"processes at {place}"] += 1
-        popen_init(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    threading.Thread.start = start_thread  # type: ignore[method-assign]
-    multiprocessing.process.BaseProcess.start = start_process  # type: ignore[method-assign]
-    subprocess.Popen.__init__ = start_program  # type: ignore[method-assign]
+    originals = [getattr(owner, name) for owner, name, _ in _STARTS]
+    for (owner, name, kind), original in zip(_STARTS, originals, strict=True):
+        setattr(owner, name, counted(original, kind))
     try:
         yield started
     finally:
-        threading.Thread.start = thread_start  # type: ignore[method-assign]
-        multiprocessing.process.BaseProcess.start = process_start  # type: ignore[method-assign]
-        subprocess.Popen.__init__ = popen_init  # type: ignore[method-assign]
+        for (owner, name, _), original in zip(_STARTS, originals, strict=True):
+            setattr(owner, name, original)

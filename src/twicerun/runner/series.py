@@ -234,7 +234,6 @@ def run_series(
         theirs = (
             f"the step started {describe(workers)} itself, which the thread count does not reach"
         )
-        loop_run_1 = records.get(loop_reference, step.index)
         if holds_threads:
             # Quiet at one thread still says DuckDB's or pyarrow's threads mattered, since
             # the step's own workers ran as in the loop; a difference may be theirs.
@@ -243,7 +242,8 @@ def run_series(
                     error or f"{theirs}, so its difference there may be theirs, not one thread's"
                 )
         elif detail and (
-            threads_for is not None or (loop_run_1 is not None and threads != loop_run_1.threads)
+            threads_for is not None
+            or threads != getattr(records.get(loop_reference, step.index), "threads", threads)
         ):
             # Only where the series varies the thread count: the others' claims stand.
             detail = f"{detail}; but {theirs}"
