@@ -58,7 +58,10 @@ def test_each_bug_gets_its_class_and_its_column(reference):
     steps = by_name(document)
     for name in ("revenue_by_day", "average_basket"):
         assert steps[name]["classes"] == ["VALUE_DRIFT"]
-        drift = steps[name]["comparisons"][0]["artifacts"][0]["findings"]["drift"][0]
+        # The first comparison that differed: a parallel sum can agree with run 1 by chance
+        # on one run, and an agreeing comparison carries no findings.
+        differed = next(c for c in steps[name]["comparisons"] if c["artifacts"][0]["differs"])
+        drift = differed["artifacts"][0]["findings"]["drift"][0]
         assert drift["max_ulps"] >= 1 and 0 < drift["max_relative"] < 1e-12
     assert steps["append_audit_log"]["classes"] == ["MULTIPLICITY"]
     for name in ("assign_customer_keys", "assign_sparse_keys"):
