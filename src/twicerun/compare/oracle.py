@@ -182,7 +182,7 @@ def compare_artifacts(
         con.execute(
             "; ".join(
                 f"DROP TABLE IF EXISTS {table}"
-                for table in (IMBALANCE, ROWS, PAIRS, RESIDUE, f"{IMBALANCE}_residue")
+                for table in (IMBALANCE, ROWS, PAIRS, RESIDUE, LEFTOVERS, f"{IMBALANCE}_residue")
             )
         )
 
@@ -255,6 +255,7 @@ IMBALANCE = "__twicerun_imbalance"
 ROWS = "__twicerun_rows"
 PAIRS = "__twicerun_pairs"
 RESIDUE = "__twicerun_residue"
+LEFTOVERS = "__twicerun_leftovers"
 
 
 def _side(cache: ReferenceCache | None, reference: Path, template: str) -> str:
@@ -481,9 +482,17 @@ def _measure_with_floats(
         """
     )
     if key:
+        # One grouping by key serves both the disagreeing groups and the pairing below:
+        # every group with a row left over on either side, with how many on each.
+        cr, cl = "sum(greatest(rn - ln, 0))", "sum(greatest(ln - rn, 0))"
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {IMBALANCE} AS SELECT {', '.join(ks)}, "
-            f"sum(rn) AS rn, sum(ln) AS ln FROM {ROWS} GROUP BY ALL HAVING sum(rn) <> sum(ln)"
+            f"CREATE OR REPLACE TEMP TABLE {LEFTOVERS} AS SELECT {', '.join(ks)}, "
+            f"sum(rn) AS rn, sum(ln) AS ln, {cr} AS cr, {cl} AS cl FROM {ROWS} "
+            f"GROUP BY ALL HAVING {cr} > 0 OR {cl} > 0"
+        )
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {IMBALANCE} AS SELECT {', '.join(ks)}, rn, ln "
+            f"FROM {LEFTOVERS} WHERE rn <> ln"
         )
     else:
         con.execute(
@@ -509,15 +518,11 @@ def _measure_with_floats(
         # and in a keyed artifact that is nearly every group: only the others are sorted.
         # The leftovers per group are counted from the grouped rows, not by a window.
         partition = f"PARTITION BY {', '.join(ks)}"
-        counts = (
-            f"SELECT {', '.join(ks)}, sum(greatest(rn - ln, 0)) AS cr, "
-            f"sum(greatest(ln - rn, 0)) AS cl FROM {ROWS} WHERE rn <> ln GROUP BY ALL"
-        )
 
         def leftover(more: str, fewer: str, count: str) -> str:
             return (
                 f"SELECT t.* EXCLUDE (rn, ln), c.{count} AS __c, "
-                f"unnest(range(t.{more} - t.{fewer})) FROM {ROWS} t JOIN counts c "
+                f"unnest(range(t.{more} - t.{fewer})) FROM {ROWS} t JOIN {LEFTOVERS} c "
                 f"ON {_on(ks, 't', 'c')} WHERE t.{more} > t.{fewer}"
             )
 
@@ -528,11 +533,20 @@ def _measure_with_floats(
                 f"AS __i FROM {side} WHERE __c > 1"
             )
 
-        sides = (
-            f"counts AS ({counts}), lr AS ({leftover('rn', 'ln', 'cr')}), "
-            f"ll AS ({leftover('ln', 'rn', 'cl')}), ro AS ({numbered('lr')}), "
-            f"lo AS ({numbered('ll')})"
-        )
+        if _one_left_each(con):
+            # No group has two rows left over on a side, so a row's partner is the one
+            # row its group has left on the other side: nothing to expand or number.
+            sides = (
+                f"ro AS (SELECT * FROM {ROWS} WHERE rn > ln), "
+                f"lo AS (SELECT * FROM {ROWS} WHERE ln > rn)"
+            )
+            pair_on = _on(ks)
+        else:
+            sides = (
+                f"lr AS ({leftover('rn', 'ln', 'cr')}), "
+                f"ll AS ({leftover('ln', 'rn', 'cl')}), ro AS ({numbered('lr')}), "
+                f"lo AS ({numbered('ll')})"
+            )
     else:
         carried = ", ".join([*bs, *vs])
         sides = (
@@ -565,6 +579,15 @@ def _measure_with_floats(
         for i, leaf in enumerate(leaf_list)
     ]
     return groups, drift
+
+
+def _one_left_each(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether no key group has more than one row left over on either side, which in a
+    keyed artifact is the usual case and lets leftovers pair by their key alone."""
+    (one_each,) = con.execute(
+        f"SELECT coalesce(max(cr) <= 1 AND max(cl) <= 1, true) FROM {LEFTOVERS}"
+    ).fetchone()
+    return bool(one_each)
 
 
 def _imbalance_totals(
