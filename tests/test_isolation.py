@@ -480,6 +480,83 @@ def test_a_step_whose_answer_stays_where_run_1_left_it_is_told_its_quiet_runs_me
     assert step["notes"] == ([note] if make.endswith("EXISTS") else [])
 
 
+# One step makes a table on a connection that outlives it, a later one reads it there.
+HANDED_OVER_PAST_CTX = """
+import duckdb
+
+{keep}
+
+
+def build(ctx):
+    {on}.sql("CREATE OR REPLACE TABLE {table} AS SELECT i, random() AS r FROM range(100) t(i)")
+    ctx.write("marker", "SELECT 1 AS one")
+
+
+def use(ctx):
+    ctx.write("out", {on}.sql("SELECT i, r > 0.5 AS big FROM {table} ORDER BY i").arrow())
+"""
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["kept", "default"])
+def test_a_step_reading_what_an_earlier_one_made_past_ctx_gets_no_cause(
+    twicerun, write_pipeline, default_table, kept
+):
+    """The earlier step's random rows reached the later one in every run, past
+    containment; the bisect re-ran the later step alone, on whatever the last run of the
+    earlier one had left, went quiet and called it PARALLEL_ORDER. One thread was never
+    the question."""
+    source = HANDED_OVER_PAST_CTX.format(
+        keep="CON = duckdb.connect()" if kept else "",
+        on="CON" if kept else "duckdb",
+        table=default_table,
+    )
+    path = write_pipeline(source)
+    steps = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"]
+    build, use = steps
+    assert (build["status"], use["status"]) == ("NO_DIVERGENCE_OBSERVED", "DIVERGENT")
+    assert (use["cause"], use["bisect"]) == (None, None)
+    place = (
+        "the connection the pipeline keeps as CON"
+        if kept
+        else "DuckDB's default connection (duckdb.sql() and the like)"
+    )
+    assert use["notes"] == [
+        f"its code names table {default_table} on {place}, which step 0 build makes there: "
+        "that connection outlives each step, so what is made there reaches this step in "
+        "every run past containment, and a difference here may come from there. Not "
+        "bisected: re-executed alone at one thread, this step would read whatever the last "
+        "execution before it left there, so its runs could not say why it differed (hand "
+        "the rows over with ctx.write and ctx.read)"
+    ]
+
+
+def test_steps_sharing_a_kept_connection_for_tables_of_their_own_are_bisected(
+    twicerun, write_pipeline
+):
+    """Each step stages in a table only it names: nothing passes between them there, so
+    the step that differs keeps its bisect and its cause."""
+    path = write_pipeline(
+        """
+        import duckdb
+
+        CON = duckdb.connect()
+
+
+        def first(ctx):
+            CON.sql("CREATE OR REPLACE TABLE stage_a AS SELECT 1 AS one")
+            ctx.write("a", CON.sql("SELECT one FROM stage_a").arrow())
+
+
+        def second(ctx):
+            CON.sql("CREATE OR REPLACE TABLE stage_b AS SELECT random() < 2 AS yes, random() AS r")
+            ctx.write("b", CON.sql("SELECT r FROM stage_b").arrow())
+        """
+    )
+    steps = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"]
+    assert (steps[1]["status"], steps[1]["cause"]) == ("DIVERGENT", "PERSISTS_SINGLE_THREADED")
+    assert not any("outlives each step" in note for note in steps[1]["notes"])
+
+
 def test_an_audit_names_what_the_steps_made_on_the_default_connection(
     twicerun, write_pipeline, default_table
 ):

@@ -150,3 +150,46 @@ def _source(f: FunctionType) -> bytes:
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def step_text(fn: Any) -> str:
+    """The text a step's code holds, lower-cased: the string constants of its function, of
+    code nested in it and of the functions of its own file it calls, and the plain text
+    values of its file that it names. Enough to tell whether its SQL names a table, when
+    the SQL is written out rather than built from parts."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ""
+    home = code.co_filename
+    parts: list[str] = []
+    seen: set[int] = set()
+
+    def strings(c: CodeType) -> None:
+        for const in c.co_consts:
+            if isinstance(const, str):
+                parts.append(const)
+            elif isinstance(const, CodeType):
+                strings(const)
+
+    def visit(f: FunctionType) -> None:
+        if id(f.__code__) in seen:
+            return
+        seen.add(id(f.__code__))
+        strings(f.__code__)
+        namespace = getattr(f, "__globals__", {})
+        values = [namespace[n] for n in _names(f.__code__) if n in namespace]
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:  # a cell not yet filled
+                continue
+        for value in values:
+            if isinstance(value, FunctionType) and value.__code__.co_filename == home:
+                visit(value)
+            elif isinstance(value, str):
+                parts.append(value)
+            elif isinstance(value, (list, tuple)) and len(value) <= BUDGET:
+                parts.extend(v for v in value if isinstance(v, str))
+
+    visit(fn)
+    return "\n".join(parts).lower()

@@ -14,10 +14,12 @@ cannot settle goes to the oracle. The policy scores the findings afterwards.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from twicerun.compare.oracle import ReferenceCache
 from twicerun.display import listed, some
@@ -25,6 +27,7 @@ from twicerun.errors import TwicerunError, UnknownArtifact, UsageError
 from twicerun.judge.cause import CONFIDENCE
 from twicerun.judge.policy import Policy
 from twicerun.pipeline import Pipeline, Step, load_pipeline
+from twicerun.pipeline.uses import step_text
 from twicerun.pipeline.writes import literal_writes
 from twicerun.result import Comparison, Result, Series, StepResult
 from twicerun.result.document import SourceFileUsed, SourceUsed
@@ -223,6 +226,8 @@ def _loop(
     # outlive it (the default one, one the pipeline keeps): every later execution, in the
     # same process, finds it already made.
     made_in_run_1: dict[int, tuple[list, frozenset[tuple[str, str, int]]]] = {}
+    # The connections that outlive a step and that each step's code reaches, from run 1.
+    reaches: dict[int, list] = {}
     digest_connection = open_connection(threads, invocation.spill_dir)
     connections = open_engine(pipeline.engine, threads, invocation.spill_dir, options.spark_master)
     if getattr(connections, "name", "") == "spark":
@@ -284,6 +289,7 @@ def _loop(
                 records.add(address, receipt, saved=not deferred)
                 if run == 1:
                     if places:
+                        reaches[step.index] = places
                         made = default_connection.holding(places) - before
                         if made:
                             made_in_run_1[step.index] = (places, made)
@@ -351,7 +357,13 @@ def _loop(
             timeout=options.step_timeout,
         )
         step_results = _cause_and_amplify(
-            bench, pipeline, step_results, options, threads, at_import
+            bench,
+            pipeline,
+            step_results,
+            options,
+            threads,
+            at_import,
+            past_containment=_read_past_containment(pipeline, reaches, made_in_run_1),
         )
     finally:
         stack.close()
@@ -518,9 +530,13 @@ def _cause_and_amplify(
     options: LoopOptions,
     threads: int,
     at_import: frozenset[str] = frozenset(),
+    past_containment: dict[int, str] | None = None,
 ) -> list[StepResult]:
     """Bisect every step whose loop measured a difference; amplify every quiet one.
-    `at_import` is what DuckDB's default connection held before the first step ran."""
+    `at_import` is what DuckDB's default connection held before the first step ran;
+    `past_containment` says, per step, what earlier steps left for it on a connection
+    that outlives them (`_read_past_containment`): such a step is not bisected."""
+    past_containment = past_containment or {}
     by_index = {s.index: s for s in pipeline.steps}
     stressed = Stressed(bench)
     # Which quiet steps still to amplify read each artifact: once none does, its
@@ -545,6 +561,8 @@ def _cause_and_amplify(
                         f"differed",
                     ],
                 )
+            elif measured_difference and threads > 1 and result.index in past_containment:
+                result = _not_bisected_past_containment(result, past_containment[result.index])
             elif measured_difference and threads > 1:
                 result = _bisected(bench, step, options.runs, result, result)
                 rerun = _rerun_on_own_state(bench, result) if options.containment else None
@@ -581,7 +599,9 @@ def _cause_and_amplify(
                     options.policy,
                 )
                 stressed_threads = thread_count_fired(result)
-                if stressed_threads is not None:
+                if stressed_threads is not None and result.index in past_containment:
+                    result = _not_bisected_past_containment(result, past_containment[result.index])
+                elif stressed_threads is not None:
                     # Quiet in the loop, different at more threads: the same question the
                     # bisect answers for the loop, asked at the amplifier's rate.
                     result = _bisected(bench, step, options.runs, result, stressed_threads)
@@ -600,6 +620,63 @@ def _cause_and_amplify(
     finally:
         discard_directory(bench, AMPLIFIED_DIR)
     return final
+
+
+def _read_past_containment(
+    pipeline: Pipeline, reaches: dict[int, list], made_in_run_1: dict[int, tuple]
+) -> dict[int, str]:
+    """Per step, the objects an earlier step made in run 1 on a connection that outlives
+    both and that this step's code reaches and names (a module-level `CON`, DuckDB's
+    default connection), as the report says them. Containment hands a later run's step
+    run 1's artifacts, not what the earlier step of its own run left there, so a
+    difference in those objects reaches the step in every run; and the bisect, which
+    re-executes this step alone, reads whatever the earlier step's last execution left.
+    A step whose SQL is built from parts that never spell the name is not found."""
+    by_index = {s.index: s for s in pipeline.steps}
+    found: dict[int, str] = {}
+    for index, places in reaches.items():
+        mine = {_place_key(con): where for where, con in places}
+        text = step_text(by_index[index].fn)
+        named: dict[int, list[str]] = {}
+        where_named: dict[int, str] = {}
+        for earlier in sorted(i for i in made_in_run_1 if i < index):
+            their_places, made = made_in_run_1[earlier]
+            key_of = {where: _place_key(con) for where, con in their_places}
+            for where, label, _ in sorted(made):
+                key = key_of.get(where, ())
+                name = label.split(" ", 1)[-1].lower()
+                if key in mine and re.search(
+                    rf"(?<![a-z0-9_]){re.escape(name)}(?![a-z0-9_])", text
+                ):
+                    named.setdefault(earlier, []).append(label)
+                    where_named[earlier] = mine[key]
+        if named:
+            found[index] = "; ".join(
+                f"its code names {some(labels)} on {where_named[earlier]}, which step "
+                f"{earlier} {by_index[earlier].name} makes there"
+                for earlier, labels in named.items()
+            )
+    return found
+
+
+def _place_key(con: Any) -> int | None:
+    """A connection's identity as a place: None for DuckDB's default connection."""
+    return None if con is None else id(con)
+
+
+def _not_bisected_past_containment(result: StepResult, named: str) -> StepResult:
+    """`result` with no bisect and the note that says why."""
+    return replace(
+        result,
+        notes=[
+            *result.notes,
+            f"{named}: that connection outlives each step, so what is made there reaches "
+            f"this step in every run past containment, and a difference here may come from "
+            f"there. Not bisected: re-executed alone at one thread, this step would read "
+            f"whatever the last execution before it left there, so its runs could not say "
+            f"why it differed (hand the rows over with ctx.write and ctx.read)",
+        ],
+    )
 
 
 def _sources_moved(bench: Workbench, index: int, runs: int) -> list[str]:
