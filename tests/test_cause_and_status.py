@@ -1382,3 +1382,45 @@ def test_threads_a_library_starts_for_a_step_are_named_by_the_steps_own_line(
     )
     (step,) = twicerun("run", path, "--runs", "2", "--json", "-").json()["steps"]
     assert step["notes"][0].startswith("started 2 threads (from pipeline.py:8) itself")
+
+
+def test_a_step_reading_a_module_value_an_earlier_step_fills_gets_no_cause(
+    write_pipeline, twicerun
+):
+    """One step fills a module dict with random numbers, the next writes rows from it. The
+    dict reached the second step in every run past containment; its bisect, re-running it
+    alone on what the last run left, went quiet and was reported PARALLEL_ORDER."""
+    path = write_pipeline(
+        """
+        import random
+
+        import pyarrow as pa
+
+        SHARED = {}
+
+
+        def build(ctx):
+            SHARED["vals"] = [random.random() for _ in range(50)]
+            ctx.write("marker", "SELECT 1 AS one")
+
+
+        def use(ctx):
+            big = [v > 0.5 for v in SHARED["vals"]]
+            ctx.write("out", pa.table({"i": list(range(50)), "big": big}))
+        """
+    )
+    steps = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"]
+    use = steps[1]
+    assert (use["status"], use["cause"]) == ("DIVERGENT", None)
+    assert use["notes"] == [
+        "reads SHARED of its file, which a later run did not find as run 1 did: a value that "
+        "another step, or an earlier run, changes reaches this step past containment, so a "
+        "difference here may come from there (hand the rows over with ctx.write and ctx.read)"
+    ]
+    assert use["bisect"]["error"] == (
+        "SHARED of its file, which it reads, changed between the loop's runs and held still "
+        "here, as the last execution before left it, so going quiet here says nothing of one "
+        "thread"
+    )
+    # The step that fills it differed in nothing it wrote, and is told nothing of it.
+    assert not any("SHARED" in note for note in steps[0]["notes"])

@@ -37,10 +37,19 @@ _SCALARS = (type(None), bool, int, float, complex, str, bytes)
 _REPR = (datetime.date, datetime.time, datetime.timedelta, decimal.Decimal, pathlib.PurePath)
 
 
-def step_uses(fn: Any) -> dict[str, str]:
+def values_read(fn: Any) -> dict[str, str]:
+    """Name to SHA-256 of the plain data `fn` reads from its own file as it is now: globals
+    and closure values, followed into the file's functions it calls. Taken before every
+    execution, it shows a value an earlier step, or an earlier run, changed (a module dict
+    one step fills and another reads), which reaches the step past containment."""
+    return step_uses(fn, values_only=True)
+
+
+def step_uses(fn: Any, *, values_only: bool = False) -> dict[str, str]:
     """Name to SHA-256 of what `fn` (the function a step runs) reads from its own file:
     globals and closure values that are plain data, and functions and classes the file
-    defines, followed into the functions it calls there."""
+    defines, followed into the functions it calls there (`values_only`: the values alone,
+    the functions still followed)."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return {}
@@ -79,9 +88,12 @@ def step_uses(fn: Any) -> dict[str, str]:
             if inner.co_filename != home or id(inner) in seen:
                 return
             seen.add(id(inner))
-            found[name] = _digest(_source(value))
+            if not values_only:
+                found[name] = _digest(_source(value))
             visit(value)
         elif isinstance(value, type):
+            if values_only:
+                return
             if getattr(value, "__module__", None) != getattr(fn, "__module__", None):
                 return
             try:

@@ -22,6 +22,7 @@ from twicerun.compare.digest import Digests, digests
 from twicerun.errors import BadInput, ContractError, StepCrashed, StepTimedOut, UnsupportedColumn
 from twicerun.pipeline import Step
 from twicerun.pipeline.loader import line_in, missing_module_advice
+from twicerun.pipeline.uses import values_read
 from twicerun.runner import own_workers
 from twicerun.runner.default_connection import already_exists
 from twicerun.runner.engines import Engine, session_time_zone
@@ -132,6 +133,9 @@ def execute_step(
         owners=owners,
         source_order=source_order,
     )
+    # The plain data of its file the step reads, as it is now: changed by an earlier step
+    # or run, it reached the step past containment (pipeline/uses.py).
+    values = values_read(step.fn)
     # The step's seconds are its own call, writes included; opening and closing the
     # connection is the tool's cost of isolating steps, and is counted as overhead.
     start = time.perf_counter()
@@ -261,6 +265,7 @@ def execute_step(
         reused_objects=reused(str(invocation.root), step.index, ctx.output.objects),
         threads_set_by_step=threads_set_by_step,
         workers_started=workers.record(),
+        values_read=values,
         returned=None if returned is None else type(returned).__name__,
         generators=generators,
         opened=_opened(beside, step, ctx),

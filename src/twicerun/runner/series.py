@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import duckdb
 
 from twicerun.compare.oracle import ReferenceCache
+from twicerun.display import some
 from twicerun.errors import BadInput, StepCrashed, StepTimedOut
 from twicerun.judge.policy import Policy, judge_step
 from twicerun.pipeline import Step
@@ -114,6 +115,8 @@ def run_series(
     pinned: tuple[int, int] | None = None
     # The threads and processes the step started itself, from its first execution that did
     workers: dict[str, int] | None = None
+    # The plain data of its file the step read, per execution (pipeline/uses.py).
+    values: list[dict[str, str]] = []
     try:
         k = 1
         while k <= target:
@@ -197,6 +200,7 @@ def run_series(
                     break
             if receipt.workers_started and workers is None:
                 workers = receipt.workers_started
+            values.append(receipt.values_read)
             if k == target < runs and _fires(comparisons, rows_read, bench.policy):
                 target = _escalate(bench, threads, threads_for, target, runs)
             if stop is not None and k > 1 and k < target:
@@ -229,6 +233,16 @@ def run_series(
             # Or an amplifier's raised count reads as varied when the step pinned it (to the
             # loop's count, where the loop had no note).
             detail = f"{detail}; but {own}"
+    if holds_threads and not error and not any(c.differs for c in comparisons):
+        held = _held_here_not_there(records, step.index, runs, values)
+        if held:
+            # Quiet with those values held still says nothing of one thread.
+            error = (
+                f"{some(held)} of its file, which it reads, changed between the loop's runs "
+                f"and held still here, as the last execution before left "
+                f"{'it' if len(held) == 1 else 'them'}, so going quiet here says nothing of "
+                f"one thread"
+            )
     if workers is not None:
         # Its own workers ran in parallel, in whatever order they finished, at any count.
         theirs = (
@@ -268,6 +282,37 @@ def _escalate(bench: Workbench, threads: int, threads_for, target: int, runs: in
     if threads_for is None:
         bench.connections.expect(threads, runs - target)
     return runs
+
+
+def values_moved(records: Records, index: int, runs: int) -> list[str]:
+    """The plain data of its file a step read that was not as run 1 found it in some later
+    loop run: a value an earlier step (or an earlier run) changed, which containment does
+    not hold to run 1's."""
+    seen = [records.get(RunAddress(LOOP, k), index) for k in range(1, runs + 1)]
+    found = [r.values_read for r in seen if r is not None]
+    if len(found) < 2:
+        return []
+    first = found[0]
+    return sorted(
+        {
+            n
+            for later in found[1:]
+            for n in first.keys() | later.keys()
+            if first.get(n) != later.get(n)
+        }
+    )
+
+
+def _held_here_not_there(
+    records: Records, index: int, runs: int, values: list[dict[str, str]]
+) -> list[str]:
+    """Of the values that moved between the loop's runs, those every execution here found
+    alike."""
+    return [
+        name
+        for name in values_moved(records, index, runs)
+        if len({v.get(name) for v in values}) == 1
+    ]
 
 
 def _raised(reference, run: int, exc: StepCrashed) -> Comparison:

@@ -144,6 +144,10 @@ class Receipt:
     # reaches: "threads at file:line" (where they were started from) -> how many. Empty
     # when it started none, or it was not recorded (an older twicerun).
     workers_started: dict[str, int] = field(default_factory=dict)
+    # The plain data of its own file the step's code reads (a module dict, a list), each
+    # by name with the SHA-256 of its value as the execution began: empty when it reads
+    # none, or it was not recorded (an older twicerun).
+    values_read: dict[str, str] = field(default_factory=dict)
     # The type of what the step's function returned, which twicerun ignores; None when it
     # returned None, or it was not recorded (an older twicerun).
     returned: str | None = None
