@@ -1413,8 +1413,8 @@ def test_a_step_reading_a_module_value_an_earlier_step_fills_gets_no_cause(
     use = steps[1]
     assert (use["status"], use["cause"]) == ("DIVERGENT", None)
     assert use["notes"] == [
-        "reads SHARED of its file, which a later run did not find as run 1 did: a value that "
-        "another step, or an earlier run, changes reaches this step past containment, so a "
+        "reads SHARED of its file, which a later run did not find as run 1 did: what another "
+        "step, or an earlier run, changes there reaches this step past containment, so a "
         "difference here may come from there (hand the rows over with ctx.write and ctx.read)"
     ]
     assert use["bisect"]["error"] == (
@@ -1424,3 +1424,57 @@ def test_a_step_reading_a_module_value_an_earlier_step_fills_gets_no_cause(
     )
     # The step that fills it differed in nothing it wrote, and is told nothing of it.
     assert not any("SHARED" in note for note in steps[0]["notes"])
+
+
+@pytest.fixture
+def side_variable():
+    """An environment variable name the pipeline below sets, removed again afterwards."""
+    import os
+
+    name = "TWICERUN_TEST_SIDE_SEED"
+    yield name
+    os.environ.pop(name, None)
+
+
+@pytest.mark.parametrize("channel", ["file", "environment"])
+def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_cause(
+    write_pipeline, twicerun, tmp_path, side_variable, channel
+):
+    """The same past containment through a file an earlier step's SQL writes and this
+    step's SQL reads, and through an environment variable: PARALLEL_ORDER both times."""
+    side = tmp_path / "side.parquet"
+    steps = {
+        "file": f"""
+            def build(ctx):
+                ctx.sql("COPY (SELECT i, random() AS r FROM range(100) t(i)) TO '{side}'")
+                ctx.write("marker", "SELECT 1 AS one")
+
+
+            def use(ctx):
+                ctx.write("out", "SELECT i, r > 0.5 AS big FROM '{side}' ORDER BY i")
+            """,
+        "environment": f"""
+            import os
+            import random
+
+
+            def build(ctx):
+                os.environ["{side_variable}"] = str(random.randint(0, 10**9))
+                ctx.write("marker", "SELECT 1 AS one")
+
+
+            def use(ctx):
+                seed = int(os.environ["{side_variable}"])
+                ctx.write("out", f"SELECT i, hash(i + {{seed}}) % 2 = 0 AS big FROM range(100) t(i)")
+            """,
+    }
+    path = write_pipeline(steps[channel])
+    use = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"][1]
+    what = f"file {side}" if channel == "file" else f"environment variable {side_variable}"
+    assert (use["status"], use["cause"]) == ("DIVERGENT", None)
+    assert (
+        f"reads {what}, which a later run did not find as run 1 did: what another step, or an "
+        "earlier run, changes there reaches this step past containment, so a difference here "
+        "may come from there (hand the rows over with ctx.write and ctx.read)"
+    ) in use["notes"]
+    assert use["bisect"]["error"].startswith(f"{what}, which it reads, changed between")

@@ -640,8 +640,8 @@ def test_a_step_whose_reruns_on_its_own_state_agree_with_each_other_gets_a_note(
     # state, then, but the module list run 1 changed, which is named; and one thread going
     # quiet on the list as run 1 left it is no cause.
     assert first["fired"] == 2 and first["notes"] == [
-        "reads _first of its file, which a later run did not find as run 1 did: a value that "
-        "another step, or an earlier run, changes reaches this step past containment, so a "
+        "reads _first of its file, which a later run did not find as run 1 did: what another "
+        "step, or an earlier run, changes there reaches this step past containment, so a "
         "difference here may come from there (hand the rows over with ctx.write and ctx.read)"
     ]
     assert first["cause"] is None

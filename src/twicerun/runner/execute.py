@@ -260,6 +260,7 @@ def execute_step(
         outcome="ok",
         artifacts=records,
         sql_outside_ctx=ctx.output.sql_outside_ctx,
+        files_in_sql=ctx.output.files_in_sql,
         sql_writes_outside_ctx=ctx.output.sql_writes_outside_ctx,
         attached_for_writing=ctx.output.attached_for_writing,
         reused_objects=reused(str(invocation.root), step.index, ctx.output.objects),

@@ -43,7 +43,7 @@ from twicerun.runner.own_workers import describe
 from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
 from twicerun.runner.scoring import not_varied, score_step, thread_count_fired
-from twicerun.runner.series import Workbench, discard_directory, values_moved
+from twicerun.runner.series import Workbench, discard_directory, uncontained_moved
 from twicerun.runner.settle_step import WorstComparisons, compare_step
 from twicerun.runner.step_output import imports_print_to_stderr, steps_print_to_stderr
 from twicerun.runner.stress import AMPLIFIED_DIR, PROBE_RUNS, Stressed, amplify
@@ -548,16 +548,16 @@ def _cause_and_amplify(
             step = by_index[result.index]
             measured_difference = result.fired or result.tolerated
             moved = _sources_moved(bench, result.index, options.runs) if measured_difference else []
-            changed = values_moved(bench.records, result.index, options.runs)
+            changed = uncontained_moved(bench.records, result.index, options.runs)
             if measured_difference and changed:
                 result = replace(
                     result,
                     notes=[
                         *result.notes,
-                        f"reads {some(changed)} of its file, which a later run did not find "
-                        f"as run 1 did: a value that another step, or an earlier run, changes "
-                        f"reaches this step past containment, so a difference here may come "
-                        f"from there (hand the rows over with ctx.write and ctx.read)",
+                        f"reads {some(changed)}, which a later run did not find as run 1 "
+                        f"did: what another step, or an earlier run, changes there reaches "
+                        f"this step past containment, so a difference here may come from "
+                        f"there (hand the rows over with ctx.write and ctx.read)",
                     ],
                 )
             if moved:

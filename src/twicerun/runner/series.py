@@ -42,6 +42,7 @@ from twicerun.runner.settle_step import KEEP_PREFIX, WorstComparisons, compare_s
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.janitor import Janitor
 from twicerun.storage.layout import LOOP, Invocation, RunAddress
+from twicerun.storage.receipts import Receipt
 from twicerun.vocabulary.loop import Presence, SettledBy
 
 
@@ -115,7 +116,7 @@ def run_series(
     pinned: tuple[int, int] | None = None
     # The threads and processes the step started itself, from its first execution that did
     workers: dict[str, int] | None = None
-    # The plain data of its file the step read, per execution (pipeline/uses.py).
+    # What the step read past ctx, per execution (`uncontained`).
     values: list[dict[str, str]] = []
     try:
         k = 1
@@ -200,7 +201,7 @@ def run_series(
                     break
             if receipt.workers_started and workers is None:
                 workers = receipt.workers_started
-            values.append(receipt.values_read)
+            values.append(uncontained(receipt))
             if k == target < runs and _fires(comparisons, rows_read, bench.policy):
                 target = _escalate(bench, threads, threads_for, target, runs)
             if stop is not None and k > 1 and k < target:
@@ -238,7 +239,7 @@ def run_series(
         if held:
             # Quiet with those values held still says nothing of one thread.
             error = (
-                f"{some(held)} of its file, which it reads, changed between the loop's runs "
+                f"{some(held)}, which it reads, changed between the loop's runs "
                 f"and held still here, as the last execution before left "
                 f"{'it' if len(held) == 1 else 'them'}, so going quiet here says nothing of "
                 f"one thread"
@@ -284,12 +285,23 @@ def _escalate(bench: Workbench, threads: int, threads_for, target: int, runs: in
     return runs
 
 
-def values_moved(records: Records, index: int, runs: int) -> list[str]:
-    """The plain data of its file a step read that was not as run 1 found it in some later
-    loop run: a value an earlier step (or an earlier run) changed, which containment does
-    not hold to run 1's."""
+def uncontained(receipt: Receipt) -> dict[str, str]:
+    """What an execution read past ctx that can be told apart run by run, as the report
+    names it, with its digest or stamp: plain values of its file, environment variables,
+    files it opened beside the pipeline, files its SQL named."""
+    found = {f"{name} of its file": d for name, d in receipt.values_read.items()}
+    found.update({f"environment variable {n}": d for n, d in (receipt.environment or {}).items()})
+    found.update({f"file {path}": d for path, d in (receipt.opened or {}).items()})
+    found.update({f"file {path}": d for path, d in receipt.files_in_sql.items()})
+    return found
+
+
+def uncontained_moved(records: Records, index: int, runs: int) -> list[str]:
+    """What a step read past ctx that was not as run 1 found it in some later loop run: a
+    value, a variable or a file an earlier step (or an earlier run) changed, which
+    containment does not hold to run 1's."""
     seen = [records.get(RunAddress(LOOP, k), index) for k in range(1, runs + 1)]
-    found = [r.values_read for r in seen if r is not None]
+    found = [uncontained(r) for r in seen if r is not None]
     if len(found) < 2:
         return []
     first = found[0]
@@ -304,14 +316,13 @@ def values_moved(records: Records, index: int, runs: int) -> list[str]:
 
 
 def _held_here_not_there(
-    records: Records, index: int, runs: int, values: list[dict[str, str]]
+    records: Records, index: int, runs: int, here: list[dict[str, str]]
 ) -> list[str]:
-    """Of the values that moved between the loop's runs, those every execution here found
-    alike."""
+    """Of what moved between the loop's runs, what every execution here found alike."""
     return [
         name
-        for name in values_moved(records, index, runs)
-        if len({v.get(name) for v in values}) == 1
+        for name in uncontained_moved(records, index, runs)
+        if len({h.get(name) for h in here}) == 1
     ]
 
 

@@ -9,6 +9,7 @@ the bisect and the amplifiers differ only in what they hand over.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 import weakref
@@ -47,6 +48,10 @@ _THREADS = re.compile(r"\bthreads\b", re.IGNORECASE)
 # Where COPY ... TO (and EXPORT DATABASE ... TO) names the file it writes.
 _TARGET_FILE = re.compile(r"\bto\s+'(?:[^']|'')*'", re.IGNORECASE)
 # Ways a query can pull rows in behind ctx.read's back.
+# A quoted path of a file of rows in a query, which DuckDB reads as a table.
+_FILE_LITERAL = re.compile(
+    r"'((?:[^'*?]|'')*\.(?:parquet|csv|tsv|json|ndjson|jsonl)(?:\.gz|\.zst)?)'", re.IGNORECASE
+)
 _OUTSIDE_READ = re.compile(
     r"\b(read_parquet|read_csv\w*|read_json\w*|parquet_scan|read_ndjson\w*|read_text|"
     r"read_blob|sqlite_scan|postgres_scan|attach)\b|'[^']*\.(parquet|csv|json|ndjson)'",
@@ -76,6 +81,10 @@ class StepOutput:
     sources: list[SourceRecord] = field(default_factory=list)
     sql_outside_ctx: list[str] = field(default_factory=list)
     sql_writes_outside_ctx: list[str] = field(default_factory=list)
+    # Files a query named by a quoted path and read past ctx, each with its inode, size and
+    # modification time as the query began ("" when absent): a file an earlier step, or an
+    # earlier run, rewrote shows as another stamp.
+    files_in_sql: dict[str, str] = field(default_factory=dict)
     # Database files the step attached without READ_ONLY (ATTACH 'x.duckdb'), which outlive
     # the step, the run and the invocation: what one run writes there, the next one reads.
     attached_for_writing: list[str] = field(default_factory=list)
@@ -518,6 +527,7 @@ class StepContext(ContractChecks):
             caller = _Caller(self._con, frame)
             if _OUTSIDE_READ.search(data):
                 self.output.sql_outside_ctx.append(" ".join(data.split())[:200])
+                self._stamp_files(data)
             query = self._one_query(name, data)
             try:
                 bound = caller.sql(query)
@@ -651,9 +661,25 @@ class StepContext(ContractChecks):
             ):
                 self.output.sql_writes_outside_ctx.append(" ".join(text.split())[:200])
                 text = _TARGET_FILE.sub("", text)
-            reads = reads or bool(_OUTSIDE_READ.search(text))
+            if _OUTSIDE_READ.search(text):
+                reads = True
+                self._stamp_files(text)
         if reads:
             self.output.sql_outside_ctx.append(" ".join(query.split())[:200])
+
+    def _stamp_files(self, text: str) -> None:
+        """Record each file `text` names by a quoted path, by its inode, size and
+        modification time now (a stat, not a digest: such a file may be gigabytes)."""
+        for match in _FILE_LITERAL.finditer(text):
+            path = match.group(1).replace("''", "'")
+            if path in self.output.files_in_sql:
+                continue
+            try:
+                stat = os.stat(path)
+            except OSError:
+                self.output.files_in_sql[path] = ""
+                continue
+            self.output.files_in_sql[path] = f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}"
 
     def _parsed(self, text: str, head: str) -> list[_Statement]:
         """The statements of `text`, as the step wrote them.

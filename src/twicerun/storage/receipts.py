@@ -148,6 +148,10 @@ class Receipt:
     # by name with the SHA-256 of its value as the execution began: empty when it reads
     # none, or it was not recorded (an older twicerun).
     values_read: dict[str, str] = field(default_factory=dict)
+    # Files its SQL named by a quoted path and read past ctx, each as "inode:size:mtime_ns"
+    # when the query began ("" when absent): empty when none, or not recorded (an older
+    # twicerun).
+    files_in_sql: dict[str, str] = field(default_factory=dict)
     # The type of what the step's function returned, which twicerun ignores; None when it
     # returned None, or it was not recorded (an older twicerun).
     returned: str | None = None
