@@ -1436,7 +1436,7 @@ def side_variable():
     os.environ.pop(name, None)
 
 
-@pytest.mark.parametrize("channel", ["file", "environment"])
+@pytest.mark.parametrize("channel", ["file", "pyarrow", "environment"])
 def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_cause(
     write_pipeline, twicerun, tmp_path, side_variable, channel
 ):
@@ -1452,6 +1452,23 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
 
             def use(ctx):
                 ctx.write("out", "SELECT i, r > 0.5 AS big FROM '{side}' ORDER BY i")
+            """,
+        "pyarrow": f"""
+            import random
+
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+
+            def build(ctx):
+                rows = pa.table({{"i": list(range(50)), "r": [random.random() for _ in range(50)]}})
+                pq.write_table(rows, "{side}")
+                ctx.write("marker", "SELECT 1 AS one")
+
+
+            def use(ctx):
+                t = pq.read_table("{side}")
+                ctx.write("out", ctx.sql("SELECT i, r > 0.5 AS big FROM t").to_arrow_table())
             """,
         "environment": f"""
             import os
@@ -1470,7 +1487,7 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
     }
     path = write_pipeline(steps[channel])
     use = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"][1]
-    what = f"file {side}" if channel == "file" else f"environment variable {side_variable}"
+    what = f"environment variable {side_variable}" if channel == "environment" else f"file {side}"
     assert (use["status"], use["cause"]) == ("DIVERGENT", None)
     assert (
         f"reads {what}, which a later run did not find as run 1 did: what another step, or an "
@@ -1478,3 +1495,23 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
         "may come from there (hand the rows over with ctx.write and ctx.read)"
     ) in use["notes"]
     assert use["bisect"]["error"].startswith(f"{what}, which it reads, changed between")
+
+
+def test_a_file_a_step_exports_itself_is_not_said_to_be_read(write_pipeline, twicerun, tmp_path):
+    """A step that writes a copy of its rows with pyarrow finds the file as its previous
+    run left it each time; that is its output, not something handed to it."""
+    export = tmp_path / "export.parquet"
+    path = write_pipeline(
+        f"""
+        import pyarrow.parquet as pq
+
+
+        def exporter(ctx):
+            t = ctx.sql("SELECT i, random() AS r FROM range(20) t(i)").to_arrow_table()
+            pq.write_table(t, "{export}")
+            ctx.write("out", t)
+        """
+    )
+    (step,) = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"]
+    assert (step["status"], step["cause"]) == ("DIVERGENT", "PERSISTS_SINGLE_THREADED")
+    assert not any("export.parquet" in note for note in step["notes"])

@@ -165,13 +165,19 @@ def _digest(data: bytes) -> str:
 
 
 def step_text(fn: Any) -> str:
-    """The text a step's code holds, lower-cased: the string constants of its function, of
-    code nested in it and of the functions of its own file it calls, and the plain text
-    values of its file that it names. Enough to tell whether its SQL names a table, when
-    the SQL is written out rather than built from parts."""
+    """The text a step's code holds, lower-cased (`step_strings`, joined). Enough to tell
+    whether its SQL names a table, when the SQL is written out rather than built from
+    parts."""
+    return "\n".join(step_strings(fn)).lower()
+
+
+def step_strings(fn: Any) -> list[str]:
+    """The strings a step's code holds: the string constants of its function, of code
+    nested in it and of the functions of its own file it calls, and the text and path
+    values of its file that it names."""
     code = getattr(fn, "__code__", None)
     if code is None:
-        return ""
+        return []
     home = code.co_filename
     parts: list[str] = []
     seen: set[int] = set()
@@ -198,10 +204,10 @@ def step_text(fn: Any) -> str:
         for value in values:
             if isinstance(value, FunctionType) and value.__code__.co_filename == home:
                 visit(value)
-            elif isinstance(value, str):
-                parts.append(value)
+            elif isinstance(value, (str, pathlib.PurePath)):
+                parts.append(str(value))
             elif isinstance(value, (list, tuple)) and len(value) <= BUDGET:
-                parts.extend(v for v in value if isinstance(v, str))
+                parts.extend(str(v) for v in value if isinstance(v, (str, pathlib.PurePath)))
 
     visit(fn)
-    return "\n".join(parts).lower()
+    return parts

@@ -22,7 +22,7 @@ from twicerun.compare.digest import Digests, digests
 from twicerun.errors import BadInput, ContractError, StepCrashed, StepTimedOut, UnsupportedColumn
 from twicerun.pipeline import Step
 from twicerun.pipeline.loader import line_in, missing_module_advice
-from twicerun.pipeline.uses import values_read
+from twicerun.pipeline.uses import step_strings, values_read
 from twicerun.runner import own_workers
 from twicerun.runner.default_connection import already_exists
 from twicerun.runner.engines import Engine, session_time_zone
@@ -36,7 +36,7 @@ from twicerun.runner.interrupts import (
     reraise_if_requested,
     timed_out,
 )
-from twicerun.runner.opened import Recording, recording
+from twicerun.runner.opened import Recording, files_named, recording
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.layout import LOOP, Invocation, RunAddress
 from twicerun.storage.receipts import RECEIPT_VERSION, ArtifactRecord, Receipt, save_receipt
@@ -136,6 +136,9 @@ def execute_step(
     # The plain data of its file the step reads, as it is now: changed by an earlier step
     # or run, it reached the step past containment (pipeline/uses.py).
     values = values_read(step.fn)
+    # And the files of rows its code names, by a stamp: whatever reads them, an earlier
+    # step or run that rewrote one shows here (runner/opened.py).
+    named = files_named(step_strings(step.fn))
     # The step's seconds are its own call, writes included; opening and closing the
     # connection is the tool's cost of isolating steps, and is counted as overhead.
     start = time.perf_counter()
@@ -179,6 +182,11 @@ def execute_step(
                 returned = step.call(ctx)
             ended = time.perf_counter()
             generators = left_in(drawn, generator_states())
+            # A file the step itself rewrote is its output (an export), not something
+            # handed to it: only files it left as it found them count as read.
+            if named:
+                after = files_named(list(named))
+                named = {path: stamp for path, stamp in named.items() if after.get(path) == stamp}
             left = ctx._threads_left()
             threads_set_by_step = left if left is not None and left != threads else None
         finally:
@@ -261,6 +269,7 @@ def execute_step(
         artifacts=records,
         sql_outside_ctx=ctx.output.sql_outside_ctx,
         files_in_sql=ctx.output.files_in_sql,
+        files_named=named,
         sql_writes_outside_ctx=ctx.output.sql_writes_outside_ctx,
         attached_for_writing=ctx.output.attached_for_writing,
         reused_objects=reused(str(invocation.root), step.index, ctx.output.objects),

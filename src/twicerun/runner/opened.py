@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -127,3 +128,31 @@ def recording(roots: tuple[Path, ...], skip: Path) -> Iterator[Recording]:
         yield current
     finally:
         _recordings.remove(current)
+
+
+# A path to a file of rows inside a string of a step's code: the whole string, or a
+# quoted path in its SQL. Globs are left out; what they match is not one file.
+_NAMED_FILE = re.compile(
+    r"[^\s'\"(),;*?]+\.(?:parquet|csv|tsv|json|jsonl|ndjson|feather|arrow|orc)(?:\.gz|\.zst)?\b",
+    re.IGNORECASE,
+)
+
+
+def files_named(strings: list[str]) -> dict[str, str]:
+    """Each file of rows the strings of a step's code name that exists now, by its path as
+    written, with its inode, size and modification time (a stat: such a file may be
+    gigabytes). Taken before an execution, a file an earlier step or run rewrote shows as
+    another stamp, whatever reads it (DuckDB, pyarrow, pandas), none of which Python's
+    audit hooks see."""
+    found: dict[str, str] = {}
+    for text in strings:
+        for match in _NAMED_FILE.finditer(text):
+            path = match.group(0)
+            if path in found:
+                continue
+            try:
+                stat = os.stat(path)
+            except (OSError, ValueError):
+                continue
+            found[path] = f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}"
+    return found

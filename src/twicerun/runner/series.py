@@ -21,6 +21,7 @@ full count as soon as a comparison fires.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -291,8 +292,12 @@ def uncontained(receipt: Receipt) -> dict[str, str]:
     files it opened beside the pipeline, files its SQL named."""
     found = {f"{name} of its file": d for name, d in receipt.values_read.items()}
     found.update({f"environment variable {n}": d for n, d in (receipt.environment or {}).items()})
-    found.update({f"file {path}": d for path, d in (receipt.opened or {}).items()})
-    found.update({f"file {path}": d for path, d in receipt.files_in_sql.items()})
+    # A file read through ctx.source has its own record, and its own note when it changed.
+    sourced = {os.path.abspath(f.path) for s in receipt.sources for f in s.files}
+    for files in (receipt.opened or {}, receipt.files_named, receipt.files_in_sql):
+        found.update(
+            {f"file {path}": d for path, d in files.items() if os.path.abspath(path) not in sourced}
+        )
     return found
 
 

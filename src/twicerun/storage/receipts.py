@@ -152,6 +152,10 @@ class Receipt:
     # when the query began ("" when absent): empty when none, or not recorded (an older
     # twicerun).
     files_in_sql: dict[str, str] = field(default_factory=dict)
+    # Files of rows the strings of its code name (a path pyarrow or pandas reads), each as
+    # "inode:size:mtime_ns" as the execution began, where it existed then: empty when none,
+    # or not recorded (an older twicerun).
+    files_named: dict[str, str] = field(default_factory=dict)
     # The type of what the step's function returned, which twicerun ignores; None when it
     # returned None, or it was not recorded (an older twicerun).
     returned: str | None = None
