@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import enum
+import functools
 import hashlib
 import inspect
 import marshal
@@ -54,7 +55,7 @@ def step_uses(fn: Any, *, values_only: bool = False) -> dict[str, str]:
     if code is None:
         return {}
     home = code.co_filename
-    base = str(pathlib.Path(home).resolve().parent)
+    base = _directory_of(home)
     found: dict[str, str] = {}
     seen: set[int] = {id(code)}
 
@@ -107,6 +108,14 @@ def step_uses(fn: Any, *, values_only: bool = False) -> dict[str, str]:
 
     visit(fn)
     return dict(sorted(found.items()))
+
+
+@functools.lru_cache(maxsize=256)
+def _directory_of(filename: str) -> str:
+    """The resolved directory of a pipeline file, once per file: resolving makes system
+    calls, and `values_read` runs before every execution, where each call gave the GIL to
+    the threads opening connections and took most of a millisecond to get it back."""
+    return str(pathlib.Path(filename).resolve().parent)
 
 
 def canonical(value: Any, base: str = "") -> str | None:
