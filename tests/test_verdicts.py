@@ -1326,6 +1326,50 @@ def test_an_audit_of_a_step_drawing_after_a_seed_set_at_import_is_not_reproducib
     )  # fmt: skip
 
 
+def test_an_audit_names_a_module_value_an_earlier_step_changed_between_its_runs(
+    twicerun, write_pipeline
+):
+    """A step that writes rows from a module dict an earlier step fills with random numbers
+    is not reproducible, and the audit said only that its rows differ: the step itself
+    computes the same from the same dict."""
+    path = write_pipeline(
+        """
+        import random
+
+        import pyarrow as pa
+
+        SHARED = {}
+
+
+        def build(ctx):
+            SHARED["vals"] = [random.random() for _ in range(20)]
+            ctx.write("marker", "SELECT 1 AS one")
+
+
+        def use(ctx):
+            big = [v > 0.5 for v in SHARED["vals"]]
+            ctx.write("out", pa.table({"i": list(range(20)), "big": big}))
+
+
+        def plain(ctx):
+            ctx.write("p", "SELECT 1 AS one")
+        """
+    )
+    steps = twicerun("audit", path, "--json", "-").json()["steps"]
+    build, use, plain = steps
+    assert (use["verdict"], use["moved_past_ctx"]) == ("not reproducible", ["SHARED of its file"])
+    assert plain["moved_past_ctx"] == []
+    # The step that fills it found it so too, but repeated itself: no line for it.
+    assert build["verdict"] == "reproducible"
+    text = twicerun("audit", path).out
+    line = (
+        "    it reads SHARED of its file, which its second run did not find as its first did: "
+        "what another step changes there reaches it past ctx, so the difference may come from "
+        "there (hand the rows over with ctx.write and ctx.read)\n"
+    )
+    assert text.count(line) == 1
+
+
 def test_audit_holds_a_seed_where_told_as_run_does(twicerun, write_pipeline):
     path = write_pipeline(AUDITED)
     outcome = twicerun("audit", path, "--step", "held", "--seed", "held=11", "--threads", "1")

@@ -520,6 +520,7 @@ def audit(
                 drew=drew_unseeded([r.generators for r in a.runs]),
                 raised=(a.runs[0].raised, a.runs[1].raised),
                 default_connection=made if a.step.uses_duckdb_module else (),
+                reached=(a.runs[0].reached, a.runs[1].reached),
             )
             for a in audited
         ],

@@ -40,10 +40,11 @@ from twicerun.runner.generators import drew_unseeded
 from twicerun.runner.keys import KeyChecker
 from twicerun.runner.opened import DATA_SUFFIXES
 from twicerun.runner.own_workers import describe
+from twicerun.runner.past_ctx import uncontained_moved
 from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
 from twicerun.runner.scoring import not_varied, score_step, thread_count_fired
-from twicerun.runner.series import Workbench, discard_directory, uncontained_moved
+from twicerun.runner.series import Workbench, discard_directory
 from twicerun.runner.settle_step import WorstComparisons, compare_step
 from twicerun.runner.step_output import imports_print_to_stderr, steps_print_to_stderr
 from twicerun.runner.stress import AMPLIFIED_DIR, PROBE_RUNS, Stressed, amplify

@@ -26,6 +26,7 @@ from twicerun.runner.engines import open_engine
 from twicerun.runner.environment import stamp
 from twicerun.runner.execute import execute_step
 from twicerun.runner.fresh_process import FreshProcess
+from twicerun.runner.past_ctx import uncontained
 from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
 from twicerun.runner.step_output import steps_print_to_stderr
@@ -178,6 +179,8 @@ class AuditRun:
     # What it raised ("Type: message (at file:line)"), where this execution raised and the
     # other wrote; empty where it wrote.
     raised: str = ""
+    # What it read past ctx, as `runner.series.uncontained` names it, with each digest.
+    reached: dict[str, str] = field(default_factory=dict)
 
 
 def audit_run(receipt: Receipt, seconds: float) -> AuditRun:
@@ -189,6 +192,7 @@ def audit_run(receipt: Receipt, seconds: float) -> AuditRun:
         canonical={a.name: a.canonical_digest for a in receipt.artifacts},
         state=tuple(r.name for r in receipt.reads if r.via == "state"),
         generators=receipt.generators,
+        reached=uncontained(receipt),
     )
 
 

@@ -21,7 +21,6 @@ full count as soon as a comparison fires.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,13 +36,13 @@ from twicerun.result import ArtifactOutcome, Comparison, Series
 from twicerun.runner.engines import Engine
 from twicerun.runner.execute import execute_step
 from twicerun.runner.own_workers import describe
+from twicerun.runner.past_ctx import uncontained, uncontained_moved
 from twicerun.runner.progress import Progress, ProgressEvent
 from twicerun.runner.records import Records
 from twicerun.runner.settle_step import KEEP_PREFIX, WorstComparisons, compare_step
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.janitor import Janitor
 from twicerun.storage.layout import LOOP, Invocation, RunAddress
-from twicerun.storage.receipts import Receipt
 from twicerun.vocabulary.loop import Presence, SettledBy
 
 
@@ -284,40 +283,6 @@ def _escalate(bench: Workbench, threads: int, threads_for, target: int, runs: in
     if threads_for is None:
         bench.connections.expect(threads, runs - target)
     return runs
-
-
-def uncontained(receipt: Receipt) -> dict[str, str]:
-    """What an execution read past ctx that can be told apart run by run, as the report
-    names it, with its digest or stamp: plain values of its file, environment variables,
-    files it opened beside the pipeline, files its SQL named."""
-    found = {f"{name} of its file": d for name, d in receipt.values_read.items()}
-    found.update({f"environment variable {n}": d for n, d in (receipt.environment or {}).items()})
-    # A file read through ctx.source has its own record, and its own note when it changed.
-    sourced = {os.path.abspath(f.path) for s in receipt.sources for f in s.files}
-    for files in (receipt.opened or {}, receipt.files_named, receipt.files_in_sql):
-        found.update(
-            {f"file {path}": d for path, d in files.items() if os.path.abspath(path) not in sourced}
-        )
-    return found
-
-
-def uncontained_moved(records: Records, index: int, runs: int) -> list[str]:
-    """What a step read past ctx that was not as run 1 found it in some later loop run: a
-    value, a variable or a file an earlier step (or an earlier run) changed, which
-    containment does not hold to run 1's."""
-    seen = [records.get(RunAddress(LOOP, k), index) for k in range(1, runs + 1)]
-    found = [uncontained(r) for r in seen if r is not None]
-    if len(found) < 2:
-        return []
-    first = found[0]
-    return sorted(
-        {
-            n
-            for later in found[1:]
-            for n in first.keys() | later.keys()
-            if first.get(n) != later.get(n)
-        }
-    )
 
 
 def _held_here_not_there(

@@ -62,6 +62,9 @@ class StepAudit:
     # process's, since the pipeline was imported, when this step's code runs SQL there:
     # the first audit run found those, and the second, in a process of its own, did not.
     default_connection: tuple[str, ...] = ()
+    # What it read past ctx (a value of its file, an environment variable, a file) that its
+    # second run did not find as its first did, as runner/past_ctx.py names each.
+    moved_past_ctx: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> Repeatability:
@@ -143,6 +146,13 @@ class StepAudit:
                 f"{found}; ctx.sql runs on the step's own connection, which starts empty every "
                 f"time"
             )
+        if self.moved_past_ctx and self.verdict is Repeatability.NOT_REPRODUCIBLE:
+            out.append(
+                f"    it reads {some(list(self.moved_past_ctx))}, which its second run did not "
+                f"find as its first did: what another step changes there reaches it past ctx, "
+                f"so the difference may come from there (hand the rows over with ctx.write "
+                f"and ctx.read)"
+            )
         if self.state:
             names = ", ".join(self.state)
             out.append(
@@ -178,6 +188,7 @@ class StepAudit:
             "drew_unseeded": self.drew,
             "raised": list(self.raised),
             "default_connection": list(self.default_connection),
+            "moved_past_ctx": list(self.moved_past_ctx),
             "artifacts": [
                 {
                     "name": a.name,
@@ -200,12 +211,14 @@ def audit_step(
     drew: str | None = None,
     raised: tuple[str, str] = ("", ""),
     default_connection: tuple[str, ...] = (),
+    reached: tuple[dict[str, str], dict[str, str]] = ({}, {}),
 ) -> StepAudit:
     """The step's verdict from its two audit runs: (seconds, bytes by name, canonical by name).
     `state` names what it read through ctx.state; `drew`, the random generators it drew
     from unseeded. Like a held seed, that draw is why equal bytes do not make it
     deterministic: they matched by chance. `default_connection` names what the steps made
-    on DuckDB's default connection, where this step's code runs SQL, before its runs."""
+    on DuckDB's default connection, where this step's code runs SQL, before its runs;
+    `reached`, what each run read past ctx (runner/past_ctx.py)."""
     (s1, b1, c1), (s2, b2, c2) = runs
     artifacts = []
     for artifact in sorted(set(b1) | set(b2)):
@@ -230,6 +243,13 @@ def audit_step(
         drew,
         raised,
         default_connection,
+        tuple(
+            sorted(
+                n
+                for n in reached[0].keys() | reached[1].keys()
+                if reached[0].get(n) != reached[1].get(n)
+            )
+        ),
     )
 
 

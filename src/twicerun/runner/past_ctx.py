@@ -1,0 +1,51 @@
+"""What a step read past ctx that can be told apart run by run.
+
+Containment hands every later run's step run 1's artifacts, so a difference upstream
+cannot reach it through `ctx.read`. Rows also pass between steps past ctx: a value of
+the pipeline's file one step fills and another reads, an environment variable, a file
+one step writes and another reads. Each execution's receipt keeps what it found of these
+(digests of values and variables, stamps of files); here they are named as the reports
+name them, so that a run, a bisect or an audit can tell which of them moved.
+"""
+
+from __future__ import annotations
+
+import os
+
+from twicerun.runner.records import Records
+from twicerun.storage.layout import LOOP, RunAddress
+from twicerun.storage.receipts import Receipt
+
+
+def uncontained(receipt: Receipt) -> dict[str, str]:
+    """What an execution read past ctx that can be told apart run by run, as the report
+    names it, with its digest or stamp: plain values of its file, environment variables,
+    files it opened beside the pipeline, files its SQL named."""
+    found = {f"{name} of its file": d for name, d in receipt.values_read.items()}
+    found.update({f"environment variable {n}": d for n, d in (receipt.environment or {}).items()})
+    # A file read through ctx.source has its own record, and its own note when it changed.
+    sourced = {os.path.abspath(f.path) for s in receipt.sources for f in s.files}
+    for files in (receipt.opened or {}, receipt.files_named, receipt.files_in_sql):
+        found.update(
+            {f"file {path}": d for path, d in files.items() if os.path.abspath(path) not in sourced}
+        )
+    return found
+
+
+def uncontained_moved(records: Records, index: int, runs: int) -> list[str]:
+    """What a step read past ctx that was not as run 1 found it in some later loop run: a
+    value, a variable or a file an earlier step (or an earlier run) changed, which
+    containment does not hold to run 1's."""
+    seen = [records.get(RunAddress(LOOP, k), index) for k in range(1, runs + 1)]
+    found = [uncontained(r) for r in seen if r is not None]
+    if len(found) < 2:
+        return []
+    first = found[0]
+    return sorted(
+        {
+            n
+            for later in found[1:]
+            for n in first.keys() | later.keys()
+            if first.get(n) != later.get(n)
+        }
+    )
