@@ -1436,13 +1436,13 @@ def side_variable():
     os.environ.pop(name, None)
 
 
-@pytest.mark.parametrize("channel", ["file", "pyarrow", "environment"])
+@pytest.mark.parametrize("channel", ["file", "pyarrow", "database", "environment"])
 def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_cause(
     write_pipeline, twicerun, tmp_path, side_variable, channel
 ):
     """The same past containment through a file an earlier step's SQL writes and this
     step's SQL reads, and through an environment variable: PARALLEL_ORDER both times."""
-    side = tmp_path / "side.parquet"
+    side = tmp_path / ("side.duckdb" if channel == "database" else "side.parquet")
     steps = {
         "file": f"""
             def build(ctx):
@@ -1452,6 +1452,18 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
 
             def use(ctx):
                 ctx.write("out", "SELECT i, r > 0.5 AS big FROM '{side}' ORDER BY i")
+            """,
+        "database": f"""
+            def build(ctx):
+                ctx.sql("ATTACH '{side}' AS w")
+                ctx.sql("CREATE OR REPLACE TABLE w.side AS SELECT i, random() AS r FROM range(100) t(i)")
+                ctx.sql("DETACH w")
+                ctx.write("marker", "SELECT 1 AS one")
+
+
+            def use(ctx):
+                ctx.sql("ATTACH '{side}' AS w (READ_ONLY)")
+                ctx.write("out", "SELECT i, r > 0.5 AS big FROM w.side ORDER BY i")
             """,
         "pyarrow": f"""
             import random

@@ -133,7 +133,7 @@ def recording(roots: tuple[Path, ...], skip: Path) -> Iterator[Recording]:
 # A path to a file of rows inside a string of a step's code: the whole string, or a
 # quoted path in its SQL. Globs are left out; what they match is not one file.
 _NAMED_FILE = re.compile(
-    r"[^\s'\"(),;*?]+\.(?:parquet|csv|tsv|json|jsonl|ndjson|feather|arrow|orc)(?:\.gz|\.zst)?\b",
+    r"[^\s'\"(),;*?]+\.(?:parquet|csv|tsv|json|jsonl|ndjson|feather|arrow|orc|duckdb|db|sqlite|sqlite3)(?:\.gz|\.zst)?\b",
     re.IGNORECASE,
 )
 

@@ -50,7 +50,8 @@ _TARGET_FILE = re.compile(r"\bto\s+'(?:[^']|'')*'", re.IGNORECASE)
 # Ways a query can pull rows in behind ctx.read's back.
 # A quoted path of a file of rows in a query, which DuckDB reads as a table.
 _FILE_LITERAL = re.compile(
-    r"'((?:[^'*?]|'')*\.(?:parquet|csv|tsv|json|ndjson|jsonl)(?:\.gz|\.zst)?)'", re.IGNORECASE
+    r"'((?:[^'*?]|'')*\.(?:parquet|csv|tsv|json|ndjson|jsonl|duckdb|db|sqlite|sqlite3)(?:\.gz|\.zst)?)'",
+    re.IGNORECASE,
 )
 _OUTSIDE_READ = re.compile(
     r"\b(read_parquet|read_csv\w*|read_json\w*|parquet_scan|read_ndjson\w*|read_text|"
