@@ -549,8 +549,12 @@ def _cause_and_amplify(
             step = by_index[result.index]
             measured_difference = result.fired or result.tolerated
             moved = _sources_moved(bench, result.index, options.runs) if measured_difference else []
-            changed = uncontained_moved(bench.records, result.index, options.runs)
-            if measured_difference and changed:
+            changed = (
+                uncontained_moved(bench.records, result.index, options.runs)
+                if measured_difference
+                else []
+            )
+            if changed:
                 result = replace(
                     result,
                     notes=[

@@ -117,7 +117,7 @@ def run_series(
     # The threads and processes the step started itself, from its first execution that did
     workers: dict[str, int] | None = None
     # What the step read past ctx, per execution (`uncontained`).
-    values: list[dict[str, str]] = []
+    reached: list[dict[str, str]] = []
     try:
         k = 1
         while k <= target:
@@ -201,7 +201,7 @@ def run_series(
                     break
             if receipt.workers_started and workers is None:
                 workers = receipt.workers_started
-            values.append(uncontained(receipt))
+            reached.append(uncontained(receipt))
             if k == target < runs and _fires(comparisons, rows_read, bench.policy):
                 target = _escalate(bench, threads, threads_for, target, runs)
             if stop is not None and k > 1 and k < target:
@@ -235,9 +235,9 @@ def run_series(
             # loop's count, where the loop had no note).
             detail = f"{detail}; but {own}"
     if holds_threads and not error and not any(c.differs for c in comparisons):
-        held = _held_here_not_there(records, step.index, runs, values)
+        held = _held_here_not_there(records, step.index, runs, reached)
         if held:
-            # Quiet with those values held still says nothing of one thread.
+            # Quiet with what it read past ctx held still says nothing of one thread.
             error = (
                 f"{some(held)}, which it reads, changed between the loop's runs "
                 f"and held still here, as the last execution before left "
