@@ -1026,6 +1026,29 @@ def test_a_path_beside_the_pipeline_is_named_from_there_so_a_moved_checkout_is_t
     assert canonical(base + "-old/data", base) == repr(base + "-old/data")
 
 
+def test_a_lookup_table_too_large_to_record_is_given_up_before_its_items_are_read():
+    """What a step reads from its file is digested before every execution, and a module
+    dict of 100,000 entries was read entry by entry to find it too large: 33 ms an
+    execution, for nothing recorded. Its size alone rules it out now; the text of what
+    fits is as before."""
+    from twicerun.pipeline.uses import BUDGET, canonical
+
+    class Unread(dict):
+        def items(self):
+            raise AssertionError("read item by item")
+
+    class UnreadList(list):
+        def __iter__(self):
+            raise AssertionError("read item by item")
+
+    assert canonical(Unread({i: i for i in range(BUDGET)})) is None
+    assert canonical(UnreadList(range(BUDGET + 1))) is None
+    assert canonical({"a": [1, 2.5, None], "b": {3, 1}, "c": (1,)}) == (
+        "dict{'a': list[1, 2.5, None], 'b': set{1, 3}, 'c': tuple[1]}"
+    )
+    assert canonical(list(range(BUDGET - 1))) is not None
+
+
 def test_a_value_that_raises_when_looked_at_is_left_out_of_what_a_step_uses():
     from twicerun.pipeline.uses import step_uses
 

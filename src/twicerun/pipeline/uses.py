@@ -138,20 +138,35 @@ def canonical(value: Any, base: str = "") -> str | None:
                 return f"{type(v).__name__}(<pipeline directory>{shown[len(base) :]!r})"
         if isinstance(v, _SCALARS + _REPR):
             return repr(v)
-        if isinstance(v, (list, tuple)):
-            parts = [text(x, depth + 1) for x in v]
-            return None if None in parts else f"{type(v).__name__}[{', '.join(parts)}]"
-        if isinstance(v, dict):
-            pairs = [(text(k, depth + 1), text(x, depth + 1)) for k, x in v.items()]
-            if any(k is None or x is None for k, x in pairs):
+        if isinstance(v, (list, tuple, dict, set, frozenset)):
+            # Too many items for what is left of the budget: given up before reading one,
+            # since this runs before every execution and a lookup table of a million
+            # entries took tens of milliseconds to find too large item by item.
+            if len(v) * (2 if isinstance(v, dict) else 1) > budget[0]:
                 return None
-            return "dict{" + ", ".join(f"{k}: {x}" for k, x in pairs) + "}"
-        if isinstance(v, (set, frozenset)):
-            parts = [text(x, depth + 1) for x in v]
-            return None if None in parts else f"{type(v).__name__}{{{', '.join(sorted(parts))}}}"
+            flat = [y for pair in v.items() for y in pair] if isinstance(v, dict) else list(v)
+            parts = all_of(text(x, depth + 1) for x in flat)
+            if parts is None:
+                return None
+            if isinstance(v, dict):
+                pairs = (f"{parts[i]}: {parts[i + 1]}" for i in range(0, len(parts), 2))
+                return "dict{" + ", ".join(pairs) + "}"
+            if isinstance(v, (set, frozenset)):
+                return f"{type(v).__name__}{{{', '.join(sorted(parts))}}}"
+            return f"{type(v).__name__}[{', '.join(parts)}]"
         return None
 
     return text(value, 0)
+
+
+def all_of(texts: Iterator[str | None]) -> list[str] | None:
+    """Every text, or None at the first that is None, without reading the rest."""
+    found = []
+    for t in texts:
+        if t is None:
+            return None
+        found.append(t)
+    return found
 
 
 def _names(code: CodeType) -> Iterator[str]:
