@@ -33,6 +33,9 @@ from typing import Any
 # Items of plain data read per value before it counts as too large to record: a lookup
 # table built at import is read once per invocation, and a million items would be slow.
 BUDGET = 10_000
+# The same, for the digest taken before every execution (`values_read`): a value read at
+# the budget's edge took 6.5 ms to digest, which every execution of the step would pay.
+WATCHED = 2_000
 
 _SCALARS = (type(None), bool, int, float, complex, str, bytes)
 _REPR = (datetime.date, datetime.time, datetime.timedelta, decimal.Decimal, pathlib.PurePath)
@@ -42,7 +45,8 @@ def values_read(fn: Any) -> dict[str, str]:
     """Name to SHA-256 of the plain data `fn` reads from its own file as it is now: globals
     and closure values, followed into the file's functions it calls. Taken before every
     execution, it shows a value an earlier step, or an earlier run, changed (a module dict
-    one step fills and another reads), which reaches the step past containment."""
+    one step fills and another reads), which reaches the step past containment. A value
+    of more than `WATCHED` items is left out, as too costly to read every time."""
     return step_uses(fn, values_only=True)
 
 
@@ -102,7 +106,7 @@ def step_uses(fn: Any, *, values_only: bool = False) -> dict[str, str]:
             except (OSError, TypeError):
                 return
         else:
-            text = canonical(value, base)
+            text = canonical(value, base, WATCHED if values_only else BUDGET)
             if text is not None:
                 found[name] = _digest(text.encode("utf-8"))
 
@@ -118,13 +122,13 @@ def _directory_of(filename: str) -> str:
     return str(pathlib.Path(filename).resolve().parent)
 
 
-def canonical(value: Any, base: str = "") -> str | None:
+def canonical(value: Any, base: str = "", budget_items: int = BUDGET) -> str | None:
     """A text of `value` that is the same in every process while the value is: a set's
     items sorted (its order follows the string hash seed, which differs per process), and
     a path (or text) starting with `base`, the pipeline's directory, written from there,
     since `Path(__file__).parent / "data"` moves with the checkout without changing what
     the step computes; None for anything that is not plain data, or too large to read."""
-    budget = [BUDGET]
+    budget = [budget_items]
 
     def text(v: Any, depth: int) -> str | None:
         budget[0] -= 1
