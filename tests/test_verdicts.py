@@ -1834,3 +1834,36 @@ def test_reproduce_refuses_a_master_for_a_run_that_ran_on_duckdb(write_pipeline,
         "which has "
         "no master, and reproduce re-executes a run on the engine it ran on"
     )
+
+
+FILLS_A_DICT = """
+import random
+
+import pyarrow as pa
+
+SHARED = {}
+
+
+def build(ctx):
+    SHARED["vals"] = [random.random() for _ in range(20)]
+    ctx.write("marker", "SELECT 1 AS one")
+
+
+def use(ctx):
+    big = [v > 0.5 for v in SHARED["vals"]]
+    ctx.write("out", pa.table({"i": list(range(20)), "big": big}))
+"""
+
+
+def test_diff_names_a_module_value_that_differed_as_the_step_ran(twicerun, write_pipeline, run_dir):
+    """Two invocations of a step writing rows from a dict an earlier step fills with random
+    numbers: "diverged with identical inputs", as if the step had stopped repeating itself.
+    A receipt written before the value was recorded claims nothing either way."""
+    path = write_pipeline(FILLS_A_DICT)
+    a, b = record(twicerun, path, run_dir), record(twicerun, path, run_dir)
+    use = twicerun("diff", a, b, "--json", "-").json()["steps"][1]
+    assert use["verdict"] == "FIRST DIFFERENCE"
+    (changed,) = use["instrument"]
+    assert changed.startswith("values of the pipeline file as it ran (SHARED ")
+    edit_receipt(b, 1, 1, values_read=None)
+    assert twicerun("diff", a, b, "--json", "-").json()["steps"][1]["instrument"] == []

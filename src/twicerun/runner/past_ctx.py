@@ -21,7 +21,7 @@ def uncontained(receipt: Receipt) -> dict[str, str]:
     """What an execution read past ctx that can be told apart run by run, as the report
     names it, with its digest or stamp: plain values of its file, environment variables,
     files it opened beside the pipeline, files its SQL named."""
-    found = {f"{name} of its file": d for name, d in receipt.values_read.items()}
+    found = {f"{name} of its file": d for name, d in (receipt.values_read or {}).items()}
     found.update({f"environment variable {n}": d for n, d in (receipt.environment or {}).items()})
     # A file read through ctx.source has its own record, and its own note when it changed.
     sourced = {os.path.abspath(f.path) for s in receipt.sources for f in s.files}

@@ -145,9 +145,9 @@ class Receipt:
     # when it started none, or it was not recorded (an older twicerun).
     workers_started: dict[str, int] = field(default_factory=dict)
     # The plain data of its own file the step's code reads (a module dict, a list), each
-    # by name with the SHA-256 of its value as the execution began: empty when it reads
-    # none, or it was not recorded (an older twicerun).
-    values_read: dict[str, str] = field(default_factory=dict)
+    # by name with the SHA-256 of its value as the execution began: None when not
+    # recorded (an older twicerun), which `diff` must not take for "read none".
+    values_read: dict[str, str] | None = None
     # Files its SQL named by a quoted path and read past ctx, each as "inode:size:mtime_ns"
     # when the query began ("" when absent): empty when none, or not recorded (an older
     # twicerun).

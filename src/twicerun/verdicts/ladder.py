@@ -38,6 +38,9 @@ REACHED = (
     ("uses", "what it uses from the pipeline file"),
     ("opened", "files it read beside the pipeline"),
     ("environment", "environment variables it read"),
+    # What it read from its file as it ran, where `uses` is what the file held at import:
+    # a dict an earlier step filled differently (runner/past_ctx.py).
+    ("values_read", "values of the pipeline file as it ran"),
 )
 
 
