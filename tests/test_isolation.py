@@ -584,6 +584,32 @@ def test_an_audit_names_what_the_steps_made_on_the_default_connection(
     ) in text
 
 
+def test_an_audit_names_what_the_steps_made_on_a_connection_the_pipeline_keeps(
+    twicerun, write_pipeline
+):
+    """A later step reading a table an earlier one fills with random rows on the
+    pipeline's own CON was not reproducible, with nothing said of where to look: each
+    audit run found the table as its own process's earlier executions had left it."""
+    path = write_pipeline(
+        HANDED_OVER_PAST_CTX.format(keep="CON = duckdb.connect()", on="CON", table="side")
+    )
+    document = twicerun("audit", path, "--json", "-").json()
+    build, use = document["steps"]
+    assert use["verdict"] == "not reproducible"
+    assert use["kept_connections"] == {"the connection the pipeline keeps as CON": ["table side"]}
+    text = twicerun("audit", path).out
+    assert (
+        "    its code runs SQL on the connection the pipeline keeps as CON, which outlives the "
+        "step, and the steps made table side there while the audit ran: each of its two runs, "
+        "the second in a process of its own, found it as the executions before it in its own "
+        "process left it; ctx.sql runs on the step's own connection, which starts empty every "
+        "time\n"
+    ) in text
+    # The step that makes it repeated itself: no line for it.
+    assert build["verdict"] == "deterministic"
+    assert "keeps as CON" not in text.split("1 use")[0]
+
+
 ATTACHES = """
 def loads(ctx):
     ctx.sql("ATTACH {warehouse!r} AS wh")

@@ -485,6 +485,14 @@ def audit(
     # from what the steps leave there.
     names_duckdb = any(s.uses_duckdb_module for s in loaded.steps)
     at_import = default_connection.holds() if names_duckdb else frozenset()
+    # And on the connections the pipeline keeps, which each step reaches by name.
+    kept = {
+        id(con): (where, con)
+        for s in chosen
+        for where, con in default_connection.outliving(s)
+        if con is not None
+    }
+    kept_before = default_connection.holding(list(kept.values())) if kept else frozenset()
     progress = Progress(enabled=sys.stderr.isatty())
     started = time.monotonic()
     threads = threads or default_threads()
@@ -507,6 +515,7 @@ def audit(
         stopped, audited = exc, exc.audited
     progress.clear()
     made = tuple(default_connection.made_since(at_import)) if names_duckdb else ()
+    kept_made = default_connection.holding(list(kept.values())) - kept_before if kept else set()
     report = AuditReport(
         str(pipeline),
         [
@@ -521,6 +530,7 @@ def audit(
                 raised=(a.runs[0].raised, a.runs[1].raised),
                 default_connection=made if a.step.uses_duckdb_module else (),
                 reached=(a.runs[0].reached, a.runs[1].reached),
+                kept_connections=_made_on(kept_made, a.step),
             )
             for a in audited
         ],
@@ -543,3 +553,14 @@ def audit(
 
 for _command in (diff, localize, reproduce):
     _command.refused_exit = 3  # type: ignore[attr-defined]
+
+
+def _made_on(made, step) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Of what the audit's steps made on the connections the pipeline keeps, what is on
+    those this step's code reaches, by place."""
+    places = {where for where, con in default_connection.outliving(step) if con is not None}
+    found: dict[str, list[str]] = {}
+    for where, label, _ in sorted(made):
+        if where in places:
+            found.setdefault(where, []).append(label)
+    return tuple((where, tuple(labels)) for where, labels in found.items())

@@ -65,6 +65,10 @@ class StepAudit:
     # What it read past ctx (a value of its file, an environment variable, a file) that its
     # second run did not find as its first did, as runner/past_ctx.py names each.
     moved_past_ctx: tuple[str, ...] = ()
+    # What the steps made, while the audit ran, on connections the pipeline keeps that
+    # this step's code reaches (CON = duckdb.connect() at the top of the file), by place:
+    # each process has its own, filled by its own runs of the steps.
+    kept_connections: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def verdict(self) -> Repeatability:
@@ -146,6 +150,19 @@ class StepAudit:
                 f"{found}; ctx.sql runs on the step's own connection, which starts empty every "
                 f"time"
             )
+        if self.kept_connections and self.verdict is Repeatability.NOT_REPRODUCIBLE:
+            each = (
+                "each of its two runs, the second in a process of its own, found it as the "
+                "executions before it in its own process left it"
+                if fresh_process
+                else "each of its two runs found it as the executions before it left it"
+            )
+            for where, labels in self.kept_connections:
+                out.append(
+                    f"    its code runs SQL on {where}, which outlives the step, and the "
+                    f"steps made {some(list(labels))} there while the audit ran: {each}; "
+                    f"ctx.sql runs on the step's own connection, which starts empty every time"
+                )
         if self.moved_past_ctx and self.verdict is Repeatability.NOT_REPRODUCIBLE:
             out.append(
                 f"    it reads {some(list(self.moved_past_ctx))}, which its second run did not "
@@ -189,6 +206,7 @@ class StepAudit:
             "raised": list(self.raised),
             "default_connection": list(self.default_connection),
             "moved_past_ctx": list(self.moved_past_ctx),
+            "kept_connections": {where: list(labels) for where, labels in self.kept_connections},
             "artifacts": [
                 {
                     "name": a.name,
@@ -212,6 +230,7 @@ def audit_step(
     raised: tuple[str, str] = ("", ""),
     default_connection: tuple[str, ...] = (),
     reached: tuple[dict[str, str], dict[str, str]] = ({}, {}),
+    kept_connections: tuple[tuple[str, tuple[str, ...]], ...] = (),
 ) -> StepAudit:
     """The step's verdict from its two audit runs: (seconds, bytes by name, canonical by name).
     `state` names what it read through ctx.state; `drew`, the random generators it drew
@@ -250,6 +269,7 @@ def audit_step(
                 if reached[0].get(n) != reached[1].get(n)
             )
         ),
+        kept_connections,
     )
 
 
