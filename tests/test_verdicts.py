@@ -1349,6 +1349,26 @@ def test_an_audit_of_a_step_drawing_after_a_seed_set_at_import_is_not_reproducib
     )  # fmt: skip
 
 
+# Writes rows from a module dict an earlier step fills with random numbers.
+FILLS_A_DICT = """
+import random
+
+import pyarrow as pa
+
+SHARED = {}
+
+
+def build(ctx):
+    SHARED["vals"] = [random.random() for _ in range(20)]
+    ctx.write("marker", "SELECT 1 AS one")
+
+
+def use(ctx):
+    big = [v > 0.5 for v in SHARED["vals"]]
+    ctx.write("out", pa.table({"i": list(range(20)), "big": big}))
+"""
+
+
 def test_an_audit_names_a_module_value_an_earlier_step_changed_between_its_runs(
     twicerun, write_pipeline
 ):
@@ -1356,27 +1376,7 @@ def test_an_audit_names_a_module_value_an_earlier_step_changed_between_its_runs(
     is not reproducible, and the audit said only that its rows differ: the step itself
     computes the same from the same dict."""
     path = write_pipeline(
-        """
-        import random
-
-        import pyarrow as pa
-
-        SHARED = {}
-
-
-        def build(ctx):
-            SHARED["vals"] = [random.random() for _ in range(20)]
-            ctx.write("marker", "SELECT 1 AS one")
-
-
-        def use(ctx):
-            big = [v > 0.5 for v in SHARED["vals"]]
-            ctx.write("out", pa.table({"i": list(range(20)), "big": big}))
-
-
-        def plain(ctx):
-            ctx.write("p", "SELECT 1 AS one")
-        """
+        FILLS_A_DICT + '\n\ndef plain(ctx):\n    ctx.write("p", "SELECT 1 AS one")\n'
     )
     steps = twicerun("audit", path, "--json", "-").json()["steps"]
     build, use, plain = steps
@@ -1834,25 +1834,6 @@ def test_reproduce_refuses_a_master_for_a_run_that_ran_on_duckdb(write_pipeline,
         "which has "
         "no master, and reproduce re-executes a run on the engine it ran on"
     )
-
-
-FILLS_A_DICT = """
-import random
-
-import pyarrow as pa
-
-SHARED = {}
-
-
-def build(ctx):
-    SHARED["vals"] = [random.random() for _ in range(20)]
-    ctx.write("marker", "SELECT 1 AS one")
-
-
-def use(ctx):
-    big = [v > 0.5 for v in SHARED["vals"]]
-    ctx.write("out", pa.table({"i": list(range(20)), "big": big}))
-"""
 
 
 def test_diff_names_a_module_value_that_differed_as_the_step_ran(twicerun, write_pipeline, run_dir):
