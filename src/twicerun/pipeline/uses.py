@@ -41,76 +41,87 @@ _SCALARS = (type(None), bool, int, float, complex, str, bytes)
 _REPR = (datetime.date, datetime.time, datetime.timedelta, decimal.Decimal, pathlib.PurePath)
 
 
-def values_read(fn: Any) -> dict[str, str]:
-    """Name to SHA-256 of the plain data `fn` reads from its own file as it is now: globals
-    and closure values, followed into the file's functions it calls. Taken before every
-    execution, it shows a value an earlier step, or an earlier run, changed (a module dict
-    one step fills and another reads), which reaches the step past containment. A value
-    of more than `WATCHED` items is left out, as too costly to read every time."""
-    return step_uses(fn, values_only=True)
-
-
-def step_uses(fn: Any, *, values_only: bool = False) -> dict[str, str]:
-    """Name to SHA-256 of what `fn` (the function a step runs) reads from its own file:
-    globals and closure values that are plain data, and functions and classes the file
-    defines, followed into the functions it calls there (`values_only`: the values alone,
-    the functions still followed)."""
+def _reached(fn: Any) -> tuple[list[CodeType], list[tuple[str, Any]]]:
+    """What `fn` (the function a step runs) reaches in its own file: the code of `fn` and
+    of the file's functions it calls, followed into theirs, and every global and closure
+    value that code names, once per name, the first found. `__file__` and the like say
+    where the file is, which moves with a checkout, not what the step computes, and are
+    left out."""
     code = getattr(fn, "__code__", None)
     if code is None:
-        return {}
+        return [], []
     home = code.co_filename
-    base = _directory_of(home)
-    found: dict[str, str] = {}
-    seen: set[int] = {id(code)}
+    codes = [code]
+    named: dict[str, Any] = {}
 
     def visit(f: FunctionType) -> None:
         namespace = getattr(f, "__globals__", {})
-        for name in _names(f.__code__):
-            # `__file__` and the like say where the file is, which moves with a checkout,
-            # not what the step computes.
-            if name in namespace and name not in found and not name.startswith("__"):
-                _safely(name, namespace[name])
-        cells = getattr(f, "__closure__", None) or ()
-        for name, cell in zip(f.__code__.co_freevars, cells, strict=False):
+        pairs = [(n, namespace[n]) for n in _names(f.__code__) if n in namespace]
+        for name, cell in zip(f.__code__.co_freevars, f.__closure__ or (), strict=False):
             try:
-                value = cell.cell_contents
+                pairs.append((name, cell.cell_contents))
             except ValueError:  # a cell not yet filled
                 continue
-            if name not in found:
-                _safely(name, value)
+        for name, value in pairs:
+            if name in named or name.startswith("__"):
+                continue
+            named[name] = value
+            try:
+                inner = value.__code__ if isinstance(value, FunctionType) else None
+            except Exception:  # a lazy proxy that raises on a look
+                continue
+            if inner is not None and inner.co_filename == home and inner not in codes:
+                codes.append(inner)
+                visit(value)
 
-    def _safely(name: str, value: Any) -> None:
+    visit(fn)
+    return codes, list(named.items())
+
+
+def step_uses(fn: Any) -> dict[str, str]:
+    """Name to SHA-256 of what `fn` (the function a step runs) reads from its own file, as
+    the file was imported: values that are plain data, and functions and classes the file
+    defines (`_reached`)."""
+    codes, named = _reached(fn)
+    return _digests(fn, named, BUDGET, with_code=True) if codes else {}
+
+
+def read_now(fn: Any) -> tuple[dict[str, str], list[str]]:
+    """Taken before every execution, from one walk of what the step reaches (`_reached`):
+    name to SHA-256 of the plain data of its file it reads as it is now, which shows a
+    value an earlier step, or an earlier run, changed (a module dict one step fills and
+    another reads) and which reached the step past containment, a value of more than
+    `WATCHED` items left out as too costly to read every time; and its strings
+    (`step_strings`)."""
+    codes, named = _reached(fn)
+    if not codes:
+        return {}, []
+    return _digests(fn, named, WATCHED, with_code=False), _strings(codes, named)
+
+
+def _digests(fn: Any, named: list[tuple[str, Any]], budget: int, with_code: bool) -> dict[str, str]:
+    home = fn.__code__.co_filename
+    base = _directory_of(home)
+    found: dict[str, str] = {}
+    for name, value in named:
         # A value whose class misbehaves (a lazy proxy that raises on a look) is left out
         # rather than fail the import of a pipeline that runs fine.
         try:
-            _record(name, value)
+            if isinstance(value, FunctionType):
+                inner = value.__code__
+                if with_code and inner.co_filename == home and inner is not fn.__code__:
+                    found[name] = _digest(_source(value))
+            elif isinstance(value, type):
+                # A class whose source cannot be read (OSError, TypeError) is left out
+                # below, with any other value that raises.
+                if with_code and getattr(value, "__module__", None) == fn.__module__:
+                    found[name] = _digest(inspect.getsource(value).encode("utf-8"))
+            else:
+                text = canonical(value, base, budget)
+                if text is not None:
+                    found[name] = _digest(text.encode("utf-8"))
         except Exception:
             found.pop(name, None)
-
-    def _record(name: str, value: Any) -> None:
-        if isinstance(value, FunctionType):
-            inner = value.__code__
-            if inner.co_filename != home or id(inner) in seen:
-                return
-            seen.add(id(inner))
-            if not values_only:
-                found[name] = _digest(_source(value))
-            visit(value)
-        elif isinstance(value, type):
-            if values_only:
-                return
-            if getattr(value, "__module__", None) != getattr(fn, "__module__", None):
-                return
-            try:
-                found[name] = _digest(inspect.getsource(value).encode("utf-8"))
-            except (OSError, TypeError):
-                return
-        else:
-            text = canonical(value, base, WATCHED if values_only else BUDGET)
-            if text is not None:
-                found[name] = _digest(text.encode("utf-8"))
-
-    visit(fn)
     return dict(sorted(found.items()))
 
 
@@ -203,39 +214,27 @@ def step_strings(fn: Any) -> list[str]:
     """The strings a step's code holds: the string constants of its function, of code
     nested in it and of the functions of its own file it calls, and the text and path
     values of its file that it names."""
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return []
-    home = code.co_filename
-    parts: list[str] = []
-    seen: set[int] = set()
+    return _strings(*_reached(fn))
 
-    def strings(c: CodeType) -> None:
+
+def _strings(codes: list[CodeType], named: list[tuple[str, Any]]) -> list[str]:
+    parts: list[str] = []
+
+    def constants(c: CodeType) -> None:
         for const in c.co_consts:
             if isinstance(const, str):
                 parts.append(const)
             elif isinstance(const, CodeType):
-                strings(const)
+                constants(const)
 
-    def visit(f: FunctionType) -> None:
-        if id(f.__code__) in seen:
-            return
-        seen.add(id(f.__code__))
-        strings(f.__code__)
-        namespace = getattr(f, "__globals__", {})
-        values = [namespace[n] for n in _names(f.__code__) if n in namespace]
-        for cell in getattr(f, "__closure__", None) or ():
-            try:
-                values.append(cell.cell_contents)
-            except ValueError:  # a cell not yet filled
-                continue
-        for value in values:
-            if isinstance(value, FunctionType) and value.__code__.co_filename == home:
-                visit(value)
-            elif isinstance(value, (str, pathlib.PurePath)):
+    for code in codes:
+        constants(code)
+    for _, value in named:
+        try:
+            if isinstance(value, (str, pathlib.PurePath)):
                 parts.append(str(value))
             elif isinstance(value, (list, tuple)) and len(value) <= BUDGET:
                 parts.extend(str(v) for v in value if isinstance(v, (str, pathlib.PurePath)))
-
-    visit(fn)
+        except Exception:  # a lazy proxy that raises on a look
+            continue
     return parts

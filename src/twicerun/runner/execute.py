@@ -22,7 +22,7 @@ from twicerun.compare.digest import Digests, digests
 from twicerun.errors import BadInput, ContractError, StepCrashed, StepTimedOut, UnsupportedColumn
 from twicerun.pipeline import Step
 from twicerun.pipeline.loader import line_in, missing_module_advice
-from twicerun.pipeline.uses import step_strings, values_read
+from twicerun.pipeline.uses import read_now
 from twicerun.runner import own_workers
 from twicerun.runner.default_connection import already_exists
 from twicerun.runner.engines import Engine, session_time_zone
@@ -134,11 +134,11 @@ def execute_step(
         source_order=source_order,
     )
     # The plain data of its file the step reads, as it is now: changed by an earlier step
-    # or run, it reached the step past containment (pipeline/uses.py).
-    values = values_read(step.fn)
-    # And the files of rows its code names, by a stamp: whatever reads them, an earlier
-    # step or run that rewrote one shows here (runner/opened.py).
-    named = files_named(step_strings(step.fn))
+    # or run, it reached the step past containment (pipeline/uses.py). And the files of
+    # rows its code names, by a stamp: whatever reads them, an earlier step or run that
+    # rewrote one shows here (runner/opened.py).
+    values, strings = read_now(step.fn)
+    named = files_named(strings)
     # The step's seconds are its own call, writes included; opening and closing the
     # connection is the tool's cost of isolating steps, and is counted as overhead.
     start = time.perf_counter()
