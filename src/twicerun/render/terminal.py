@@ -21,7 +21,7 @@ from twicerun.render.sections import (
     shown_classes,
     status_section,
 )
-from twicerun.result import Result, StepResult
+from twicerun.result import Result, StepResult, only_run_1_apart
 from twicerun.sql import shown
 from twicerun.vocabulary.loop import Cause, Status
 
@@ -149,7 +149,7 @@ def _step_lines(result: Result) -> list[str]:
                 f"nothing of another seed (--seed {s.name}=N draws other numbers)"
             )
         lines.extend(pad + line for line in left_out_lines(s.comparisons))
-        if s.cause == Cause.PARALLEL_ORDER and first_run_apart(s):
+        if s.cause == Cause.PARALLEL_ORDER and only_run_1_apart(s.comparisons):
             lines.append(
                 f"{pad}{_later_runs(result.runs)} all wrote the same rows, and only run 1 other "
                 f"ones: a step whose first execution in a process differs from the rest (a "
@@ -160,18 +160,6 @@ def _step_lines(result: Result) -> list[str]:
         for note in s.notes:
             lines.append(f"{pad}note: {note}")
     return lines
-
-
-def first_run_apart(step: StepResult) -> bool:
-    """Every later run differed from run 1 and wrote the same rows as every other later run:
-    a pattern thread order can give, and so can state a process keeps after one call."""
-    answers = {c.answer for c in step.comparisons}
-    return (
-        len(step.comparisons) >= 2
-        and all(c.fired for c in step.comparisons)
-        and len(answers) == 1
-        and "" not in answers
-    )
 
 
 def _bound_section(result: Result) -> list[str]:

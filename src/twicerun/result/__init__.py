@@ -10,6 +10,7 @@ from twicerun.result.document import (
     Series,
     StepResult,
     load_result,
+    only_run_1_apart,
 )
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "Series",
     "StepResult",
     "load_result",
+    "only_run_1_apart",
 ]

@@ -249,6 +249,18 @@ class Result:
             raise ResultFormatError(f"malformed Result: {exc}") from exc
 
 
+def only_run_1_apart(comparisons: list[Comparison]) -> bool:
+    """Every later run differed from run 1 and wrote the same rows as every other later
+    run: a pattern thread order can give, and so can state a process keeps after one call."""
+    answers = {c.answer for c in comparisons}
+    return (
+        len(comparisons) >= 2
+        and all(c.fired for c in comparisons)
+        and len(answers) == 1
+        and "" not in answers
+    )
+
+
 def load_result(path: str | Path) -> Result:
     text = Path(path).read_text(encoding="utf-8")
     try:

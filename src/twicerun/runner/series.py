@@ -82,6 +82,7 @@ def run_series(
     attribute: bool = False,
     holds_threads: bool = False,
     state_from_run_1: bool = False,
+    run_1_apart: bool = False,
 ) -> Series:
     """`source_order_for(run)` gives the order each ctx.source list is read in on that run.
     With `raise_is_answer`, a later run that raises where run 1 did not is a comparison
@@ -91,7 +92,8 @@ def run_series(
     series is only evidence at its own thread count, so a step that sets another one
     itself ends it with that as its error. With `state_from_run_1`, later runs read run 1's
     copy as their ctx.state, as the contained loop's do; without, every run starts from
-    the `initial` rows, as run 1 did."""
+    the `initial` rows, as run 1 did. `run_1_apart` says the loop's later runs all agreed
+    and only its run 1 differed (`only_run_1_apart`)."""
     records = bench.records
     reference = RunAddress(label, 1)
     loop_reference = RunAddress(LOOP, 1)
@@ -236,12 +238,21 @@ def run_series(
             detail = f"{detail}; but {own}"
     if holds_threads and not error and not any(c.differs for c in comparisons):
         held = _held_here_not_there(records, step.index, runs, reached)
+        alone = _only_run_1_found(records, step.index, runs, reached) if run_1_apart else []
         if held:
             # Quiet with what it read past ctx held still says nothing of one thread.
             error = (
                 f"{some(held)}, which it reads, changed between the loop's runs "
                 f"and held still here, as the last execution before left "
                 f"{'it' if len(held) == 1 else 'them'}, so going quiet here says nothing of "
+                f"one thread"
+            )
+        elif alone:
+            # Only the loop's run 1 differed, and only it found this as it did: a step whose
+            # first execution differs. No re-execution stood where run 1 stood.
+            error = (
+                f"no execution here found {some(alone)}, which it reads, as the loop's run 1 "
+                f"did, and run 1 alone wrote other rows, so going quiet here says nothing of "
                 f"one thread"
             )
     if workers is not None:
@@ -293,6 +304,24 @@ def _held_here_not_there(
         name
         for name in uncontained_moved(records, index, runs)
         if len({h.get(name) for h in here}) == 1
+    ]
+
+
+def _only_run_1_found(
+    records: Records, index: int, runs: int, here: list[dict[str, str]]
+) -> list[str]:
+    """Of what moved between the loop's runs, what the loop's run 1 found as no later run
+    and no execution here did."""
+    run_1 = records.get(RunAddress(LOOP, 1), index)
+    if run_1 is None:
+        return []
+    first = uncontained(run_1)
+    later = [records.get(RunAddress(LOOP, k), index) for k in range(2, runs + 1)]
+    others = [uncontained(r) for r in later if r is not None] + here
+    return [
+        name
+        for name in uncontained_moved(records, index, runs)
+        if all(o.get(name) != first.get(name) for o in others)
     ]
 
 
