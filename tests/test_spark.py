@@ -716,3 +716,25 @@ def test_a_pandas_or_arrow_frame_written_on_spark_is_refused_with_how_to_make_it
         ctx.write("t", {"a": [1]})
     assert str(refused.value).endswith("or a Spark DataFrame, got dict")
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+def test_a_first_call_apart_by_a_module_value_gets_no_cause_in_spark_words(
+    write_pipeline, twicerun
+):
+    """The bisect's withheld cause names Spark's unit, one task, as the rest of the report
+    does; it said "one thread"."""
+    path = write_pipeline(
+        """
+        ENGINE = "spark"
+        CALLS = {"n": 0}
+
+
+        def first_differs(ctx):
+            CALLS["n"] += 1
+            ctx.write("out", f"SELECT {1 if CALLS['n'] == 1 else 2} AS v")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "3", "--no-amplify", "--json", "-")
+    (step,) = outcome.json()["steps"]
+    assert step["cause"] is None
+    assert step["bisect"]["error"].endswith("so going quiet here says nothing of one task")

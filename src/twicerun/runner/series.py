@@ -245,7 +245,7 @@ def run_series(
                 f"{some(held)}, which it reads, changed between the loop's runs "
                 f"and held still here, as the last execution before left "
                 f"{'it' if len(held) == 1 else 'them'}, so going quiet here says nothing of "
-                f"one thread"
+                f"{_one(bench)}"
             )
         elif alone:
             # Only the loop's run 1 differed, and only it found this as it did: a step whose
@@ -253,7 +253,7 @@ def run_series(
             error = (
                 f"no execution here found {some(alone)}, which it reads, as the loop's run 1 "
                 f"did, and run 1 alone wrote other rows, so going quiet here says nothing of "
-                f"one thread"
+                f"{_one(bench)}"
             )
     if workers is not None:
         # Its own workers ran in parallel, in whatever order they finished, at any count.
@@ -294,6 +294,11 @@ def _escalate(bench: Workbench, threads: int, threads_for, target: int, runs: in
     if threads_for is None:
         bench.connections.expect(threads, runs - target)
     return runs
+
+
+def _one(bench: Workbench) -> str:
+    """The bisect's unit of parallelism, as the report words it: on Spark, one task."""
+    return "one task" if getattr(bench.connections, "name", "") == "spark" else "one thread"
 
 
 def _held_here_not_there(
