@@ -1471,6 +1471,72 @@ def test_a_counter_that_moves_with_a_step_the_thread_count_changes_keeps_its_cau
     assert step["bisect"]["error"] is None
 
 
+def test_a_dict_every_step_writes_counts_into_takes_no_cause_away(write_pipeline, twicerun):
+    """A module dict each step only writes into (row counts, timings) was watched as if the
+    steps read it: it moved between the loop's runs and held still in the bisect, so every
+    step of such a pipeline lost its cause, and its note said it reads the dict."""
+    path = write_pipeline(
+        """
+        import itertools
+
+        METRICS = {}
+        LOG = []
+        _calls = itertools.count()
+
+
+        def by_threads(ctx):
+            mark = next(_calls) if ctx.threads > 1 else 0
+            ctx.write("out", f"SELECT {mark} AS v")
+            METRICS["by_threads"] = 1
+            LOG.append("by_threads done")
+        """
+    )
+    (step,) = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"]
+    assert (step["status"], step["cause"]) == ("DIVERGENT", "PARALLEL_ORDER")
+    assert step["bisect"]["error"] is None
+    assert step["notes"] == []
+
+
+@pytest.mark.parametrize(
+    ("initial", "body", "watched"),
+    [
+        ("{}", "N['k'] = 1", False),
+        ("{'k': 0}", "del N['k']", False),
+        ("[]", "N.append(1)", False),
+        ("{}", "N.update({'k': 1})", False),
+        ("{'k': 0}", "N['k'] += 1", True),
+        ("{}", "N['k'] = len(N)", True),
+        ("[]", "x = N.append", True),
+        ("[1, 2]", "rows = N.pop()", True),
+        ("{'k': 0}", "return N['k']", True),
+        ("{}", "N.update(N)", True),
+    ],
+)
+def test_what_a_step_only_writes_into_is_not_watched_as_read(
+    write_pipeline, initial, body, watched
+):
+    """The values a step reads, digested before every execution, leave out a global the
+    step only writes into; any mention that could read it keeps it."""
+    import importlib.util
+
+    from twicerun.pipeline.uses import read_now
+
+    path = write_pipeline(
+        f"""
+        N = {initial}
+
+
+        def step(ctx):
+            {body}
+        """
+    )
+    spec = importlib.util.spec_from_file_location("written_only", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    values, _ = read_now(module.step)
+    assert ("N" in values) is watched
+
+
 @pytest.fixture
 def side_variable():
     """An environment variable name the pipeline below sets, removed again afterwards."""

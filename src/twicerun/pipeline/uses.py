@@ -18,6 +18,7 @@ nothing stable about it.
 
 from __future__ import annotations
 
+import ast
 import datetime
 import decimal
 import enum
@@ -26,6 +27,7 @@ import hashlib
 import inspect
 import marshal
 import pathlib
+import textwrap
 from collections.abc import Iterator
 from types import CodeType, FunctionType
 from typing import Any
@@ -96,7 +98,67 @@ def read_now(fn: Any) -> tuple[dict[str, str], list[str]]:
     codes, named = _reached(fn)
     if not codes:
         return {}, []
-    return _digests(fn, named, WATCHED, with_code=False), _strings(codes, named)
+    # A value the step only writes into (a dict of row counts every step fills) cannot
+    # change what it computes; watched, it made every step of such a pipeline look fed
+    # past containment, and took the cause from each.
+    only_written = _only_written(tuple(codes))
+    values = [(n, v) for n, v in named if n not in only_written]
+    return _digests(fn, values, WATCHED, with_code=False), _strings(codes, named)
+
+
+# Methods that change a list, dict, set or deque in place; called as a statement, their
+# result unused, they write into the value without reading what it holds.
+_MUTATORS = frozenset(
+    {"append", "appendleft", "extend", "extendleft", "add", "update", "insert", "clear", "discard"}
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _only_written(codes: tuple[CodeType, ...]) -> frozenset[str]:
+    """The global names that every piece of `codes` mentioning them only writes into:
+    `N[k] = v`, `del N[k]`, `N.append(v)` as a statement, `N = v` under `global N`. Any
+    other mention (`N[k] += 1`, `len(N)`, `x = N`) reads it, and a code whose source
+    cannot be parsed reads every name it mentions."""
+    verdict: dict[str, bool] = {}
+    for code in codes:
+        written = _written_in(code)
+        for name in set(_names(code)):
+            verdict[name] = verdict.get(name, True) and written is not None and name in written
+    return frozenset(n for n, only in verdict.items() if only)
+
+
+def _written_in(code: CodeType) -> frozenset[str] | None:
+    """Names the source of `code` mentions only as written into; None without a source."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    reads: set[str] = set()
+    writes: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (writes if _writes_only(node, parents) else reads).add(node.id)
+        elif isinstance(node, ast.Attribute):
+            reads.add(node.attr)  # co_names holds attribute names too
+    return frozenset(writes - reads)
+
+
+def _writes_only(name: ast.Name, parents: dict[ast.AST, ast.AST]) -> bool:
+    parent = parents.get(name)
+    if isinstance(name.ctx, (ast.Store, ast.Del)):
+        return not isinstance(parent, ast.AugAssign)
+    if isinstance(parent, ast.Subscript) and parent.value is name:
+        above = parents.get(parent)
+        return isinstance(parent.ctx, (ast.Store, ast.Del)) and not isinstance(above, ast.AugAssign)
+    if isinstance(parent, ast.Attribute) and parent.value is name and parent.attr in _MUTATORS:
+        call = parents.get(parent)
+        return (
+            isinstance(call, ast.Call)
+            and call.func is parent
+            and isinstance(parents.get(call), ast.Expr)
+        )
+    return False
 
 
 def _digests(fn: Any, named: list[tuple[str, Any]], budget: int, with_code: bool) -> dict[str, str]:
