@@ -1620,6 +1620,71 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
     assert use["bisect"]["error"].startswith(f"{what}, which it reads, changed between")
 
 
+@pytest.mark.parametrize("reader", ["sql", "pyarrow"])
+def test_a_file_an_earlier_step_rewrites_with_the_same_bytes_takes_no_cause_away(
+    write_pipeline, twicerun, tmp_path, reader
+):
+    """An earlier step exports the same rows in every run; its file's stat moves each time
+    and its bytes do not. Watched by the stat, the step reading it lost its cause and was
+    told the file changed; watched by its bytes, it keeps PARALLEL_ORDER."""
+    side = tmp_path / "stage.parquet"
+    read = {
+        "sql": f"n = ctx.sql(\"SELECT count(*) FROM '{side}'\").fetchone()[0]",
+        "pyarrow": f"n = pq.read_table('{side}').num_rows",
+    }[reader]
+    path = write_pipeline(
+        f"""
+        import itertools
+
+        import pyarrow.parquet as pq
+
+        _calls = itertools.count()
+
+
+        def export(ctx):
+            ctx.sql("COPY (SELECT i FROM range(100) t(i) ORDER BY i) TO '{side}'")
+            ctx.write("marker", "SELECT 1 AS one")
+
+
+        def by_threads(ctx):
+            {read}
+            mark = next(_calls) if ctx.threads > 1 else 0
+            ctx.write("out", f"SELECT {{mark}} AS v, {{n}} AS n")
+        """
+    )
+    steps = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"]
+    use = steps[1]
+    assert (use["status"], use["cause"]) == ("DIVERGENT", "PARALLEL_ORDER")
+    assert not any("stage.parquet, which a later run" in note for note in use["notes"])
+
+
+def test_a_file_is_fingerprinted_by_its_bytes_up_to_the_limit_and_by_its_stat_above(
+    tmp_path, monkeypatch
+):
+    import os
+
+    from twicerun.storage import fingerprints
+
+    path = tmp_path / "side.parquet"
+    path.write_bytes(b"rows")
+    first = fingerprints.fingerprint(str(path))
+    os.replace(_written(tmp_path / "next", b"rows"), path)  # rewritten: another inode
+    assert fingerprints.fingerprint(str(path)) == first
+    os.replace(_written(tmp_path / "next", b"other rows"), path)
+    assert fingerprints.fingerprint(str(path)) not in (first, None)
+    monkeypatch.setattr(fingerprints, "CONTENT_LIMIT", 4)
+    stat = os.stat(path)
+    assert fingerprints.fingerprint(str(path)) == (
+        f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}"
+    )
+    assert fingerprints.fingerprint(str(tmp_path / "absent.parquet")) is None
+
+
+def _written(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
 def test_a_file_a_step_exports_itself_is_not_said_to_be_read(write_pipeline, twicerun, tmp_path):
     """A step that writes a copy of its rows with pyarrow finds the file as its previous
     run left it each time; that is its output, not something handed to it."""

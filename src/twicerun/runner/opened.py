@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from twicerun.storage.fingerprints import OWN_READ, fingerprint
+
 _CODE = (".py", ".pyc", ".pyo", ".so", ".pyd")
 # Files of rows, which the run report says a step should read through ctx.source.
 DATA_SUFFIXES = (
@@ -105,7 +107,7 @@ class Recording:
 def _hook(event: str, args: tuple) -> None:
     # Called for every audited event in the process, whatever runs: it must be cheap
     # when nothing is recorded, and never raise.
-    if event != "open" or not _recordings:
+    if event != "open" or not _recordings or getattr(OWN_READ, "active", False):
         return
     try:
         path, mode, flags = (*args, None, None, None)[:3]
@@ -140,19 +142,17 @@ _NAMED_FILE = re.compile(
 
 def files_named(strings: list[str]) -> dict[str, str]:
     """Each file of rows the strings of a step's code name that exists now, by its path as
-    written, with its inode, size and modification time (a stat: such a file may be
-    gigabytes). Taken before an execution, a file an earlier step or run rewrote shows as
-    another stamp, whatever reads it (DuckDB, pyarrow, pandas), none of which Python's
-    audit hooks see."""
+    written, with its fingerprint (storage/fingerprints.py: the digest of its bytes, or a
+    stat for a large file). Taken before an execution, a file an earlier step or run
+    rewrote with other rows shows as another fingerprint, whatever reads it (DuckDB,
+    pyarrow, pandas), none of which Python's audit hooks see."""
     found: dict[str, str] = {}
     for text in strings:
         for match in _NAMED_FILE.finditer(text):
             path = match.group(0)
             if path in found:
                 continue
-            try:
-                stat = os.stat(path)
-            except (OSError, ValueError):
-                continue
-            found[path] = f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}"
+            held = fingerprint(path)
+            if held is not None:
+                found[path] = held
     return found

@@ -9,7 +9,6 @@ the bisect and the amplifiers differ only in what they hand over.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import sys
 import weakref
@@ -24,6 +23,7 @@ from twicerun import sql
 from twicerun.errors import ContractError, UnknownArtifact
 from twicerun.storage.atomic import atomic_path
 from twicerun.storage.exact_integers import exact_casts, projection, too_wide
+from twicerun.storage.fingerprints import fingerprint
 from twicerun.storage.receipts import ReadRecord, SourceRecord
 from twicerun.storage.relations import handed_out
 from twicerun.storage.source_files import (
@@ -82,9 +82,9 @@ class StepOutput:
     sources: list[SourceRecord] = field(default_factory=list)
     sql_outside_ctx: list[str] = field(default_factory=list)
     sql_writes_outside_ctx: list[str] = field(default_factory=list)
-    # Files a query named by a quoted path and read past ctx, each with its inode, size and
-    # modification time as the query began ("" when absent): a file an earlier step, or an
-    # earlier run, rewrote shows as another stamp.
+    # Files a query named by a quoted path and read past ctx, each with its fingerprint as
+    # the query began ("" when absent): a file an earlier step, or an earlier run, rewrote
+    # with other rows shows as another fingerprint.
     files_in_sql: dict[str, str] = field(default_factory=dict)
     # Database files the step attached without READ_ONLY (ATTACH 'x.duckdb'), which outlive
     # the step, the run and the invocation: what one run writes there, the next one reads.
@@ -669,18 +669,12 @@ class StepContext(ContractChecks):
             self.output.sql_outside_ctx.append(" ".join(query.split())[:200])
 
     def _stamp_files(self, text: str) -> None:
-        """Record each file `text` names by a quoted path, by its inode, size and
-        modification time now (a stat, not a digest: such a file may be gigabytes)."""
+        """Record each file `text` names by a quoted path, by its fingerprint now
+        (storage/fingerprints.py), "" where there is none."""
         for match in _FILE_LITERAL.finditer(text):
             path = match.group(1).replace("''", "'")
-            if path in self.output.files_in_sql:
-                continue
-            try:
-                stat = os.stat(path)
-            except OSError:
-                self.output.files_in_sql[path] = ""
-                continue
-            self.output.files_in_sql[path] = f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}"
+            if path not in self.output.files_in_sql:
+                self.output.files_in_sql[path] = fingerprint(path) or ""
 
     def _parsed(self, text: str, head: str) -> list[_Statement]:
         """The statements of `text`, as the step wrote them.

@@ -148,13 +148,14 @@ class Receipt:
     # by name with the SHA-256 of its value as the execution began: None when not
     # recorded (an older twicerun), which `diff` must not take for "read none".
     values_read: dict[str, str] | None = None
-    # Files its SQL named by a quoted path and read past ctx, each as "inode:size:mtime_ns"
-    # when the query began ("" when absent): empty when none, or not recorded (an older
-    # twicerun).
+    # Files its SQL named by a quoted path and read past ctx, each by its fingerprint when
+    # the query began (storage/fingerprints.py: "sha256:<hex>" of its bytes, or
+    # "inode:size:mtime_ns" for a large file; "" when absent): empty when none, or not
+    # recorded (an older twicerun).
     files_in_sql: dict[str, str] = field(default_factory=dict)
-    # Files of rows the strings of its code name (a path pyarrow or pandas reads), each as
-    # "inode:size:mtime_ns" as the execution began, where it existed then: empty when none,
-    # or not recorded (an older twicerun).
+    # Files of rows the strings of its code name (a path pyarrow or pandas reads), each by
+    # its fingerprint as the execution began, where it existed then: empty when none, or
+    # not recorded (an older twicerun).
     files_named: dict[str, str] = field(default_factory=dict)
     # The type of what the step's function returned, which twicerun ignores; None when it
     # returned None, or it was not recorded (an older twicerun).

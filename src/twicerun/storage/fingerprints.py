@@ -1,0 +1,53 @@
+"""What a file a step reads past ctx held when the step began, as one string to compare.
+
+A step may read a file that an earlier step, or an earlier run, wrote (a `COPY ... TO`
+export, a Parquet file pyarrow wrote). Whether that file reached the step changed is
+what the receipt keeps this for. A stat alone (inode, size, modification time) moves
+whenever the file is written again, even with the same bytes, so a deterministic
+export rewritten by every run looked like a changed input and took the cause from the
+step reading it. A file up to `CONTENT_LIMIT` is therefore named by the SHA-256 of its
+bytes, read again only when its stat moves; a larger one keeps the stat, since reading
+gigabytes before every execution would cost more than the step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+
+# SHA-256 reads about 1.9 GB/s on this machine (hashlib, 64 MiB buffer), so the largest
+# file read whole costs some 35 ms, and only in an execution that finds it rewritten.
+CONTENT_LIMIT = 64 << 20
+
+# (path, inode, size, modification time) to the digest of the bytes found then.
+_SEEN: dict[tuple[str, int, int, int], str] = {}
+
+# Set on a thread while it reads a file here: the record of files a step opens itself
+# (runner/opened.py) must not take twicerun's own read, made during the step, for one.
+OWN_READ = threading.local()
+
+
+def fingerprint(path: str) -> str | None:
+    """`sha256:<hex>` of the file's bytes, or `inode:size:mtime_ns` for a file larger than
+    CONTENT_LIMIT; None when there is no such file."""
+    try:
+        stat = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    stamp = f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}"
+    if stat.st_size > CONTENT_LIMIT:
+        return stamp
+    key = (os.path.abspath(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    digest = _SEEN.get(key)
+    if digest is None:
+        OWN_READ.active = True
+        try:
+            with open(path, "rb") as f:
+                digest = "sha256:" + hashlib.file_digest(f, "sha256").hexdigest()
+        except OSError:
+            return stamp
+        finally:
+            OWN_READ.active = False
+        _SEEN[key] = digest
+    return digest
