@@ -1497,6 +1497,34 @@ def test_a_dict_every_step_writes_counts_into_takes_no_cause_away(write_pipeline
     assert step["notes"] == []
 
 
+def test_a_cache_the_step_fills_on_first_use_takes_no_cause_away_from_a_thread_race(
+    write_pipeline, twicerun
+):
+    """A lookup kept in a module dict, filled by the step's first execution and read by
+    every later one: run 1 found it empty and the rest full, and the bisect found it full
+    too, so the held-still rule took the cause away. But the later runs found it full as
+    well and still disagreed among themselves, so the step changed with it held still,
+    and one thread's quiet says what it always does."""
+    path = write_pipeline(
+        """
+        import itertools
+
+        _LOOKUP = {}
+        _calls = itertools.count()
+
+
+        def by_threads(ctx):
+            if "codes" not in _LOOKUP:
+                _LOOKUP["codes"] = ["a", "b", "c"]
+            mark = next(_calls) if ctx.threads > 1 else 0
+            ctx.write("out", f"SELECT {mark} AS v, {len(_LOOKUP['codes'])} AS n")
+        """
+    )
+    (step,) = twicerun("run", path, "--runs", "4", "--threads", "2", "--json", "-").json()["steps"]
+    assert (step["status"], step["cause"]) == ("DIVERGENT", "PARALLEL_ORDER")
+    assert step["bisect"]["error"] is None
+
+
 @pytest.mark.parametrize(
     ("initial", "body", "watched"),
     [

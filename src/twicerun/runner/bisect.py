@@ -13,7 +13,7 @@ read.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from twicerun.judge.cause import CONFIDENCE, quiet_chance
 from twicerun.pipeline import Step
@@ -33,13 +33,13 @@ def bisect(
     compared: int,
     *,
     state_from_run_1: bool = True,
-    run_1_apart: bool = False,
+    loop: Sequence[Comparison] = (),
 ) -> Series:
     """`differed` of `compared` is what the series it explains measured for this step: the
     loop, whose later runs read run 1's copy as state, or the thread-count amplifier,
     whose runs all start from the initial rows (`state_from_run_1=False`). The bisect
     reads state as that series did, or it would re-execute another question.
-    `run_1_apart`: only the loop's run 1 differed from the rest (`only_run_1_apart`)."""
+    `loop` is the loop's comparisons, when the bisect explains the loop."""
     inputs = bench.records.visible(RunAddress(LOOP, 1), step.index)
     return run_series(
         bench,
@@ -53,7 +53,7 @@ def bisect(
         # A step that sets its own thread count never ran at one: no cause either way.
         holds_threads=True,
         state_from_run_1=state_from_run_1,
-        run_1_apart=run_1_apart,
+        loop=loop,
     )
 
 

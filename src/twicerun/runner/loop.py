@@ -29,7 +29,7 @@ from twicerun.judge.policy import Policy
 from twicerun.pipeline import Pipeline, Step, load_pipeline
 from twicerun.pipeline.uses import step_text
 from twicerun.pipeline.writes import literal_writes
-from twicerun.result import Comparison, Result, Series, StepResult, only_run_1_apart
+from twicerun.result import Comparison, Result, Series, StepResult
 from twicerun.result.document import SourceFileUsed, SourceUsed
 from twicerun.runner import default_connection, interrupts
 from twicerun.runner.bisect import bisect
@@ -865,7 +865,7 @@ def _bisected(
             # An amplifier's runs all start from the initial state; the loop's later ones
             # from run 1's copy.
             state_from_run_1=not isinstance(measured, Series),
-            run_1_apart=not isinstance(measured, Series) and only_run_1_apart(measured.comparisons),
+            loop=() if isinstance(measured, Series) else measured.comparisons,
         ),
     )
 

@@ -32,7 +32,7 @@ from twicerun.display import some
 from twicerun.errors import BadInput, StepCrashed, StepTimedOut
 from twicerun.judge.policy import Policy, judge_step
 from twicerun.pipeline import Step
-from twicerun.result import ArtifactOutcome, Comparison, Series
+from twicerun.result import ArtifactOutcome, Comparison, Series, only_run_1_apart
 from twicerun.runner.engines import Engine
 from twicerun.runner.execute import execute_step
 from twicerun.runner.own_workers import describe
@@ -82,7 +82,7 @@ def run_series(
     attribute: bool = False,
     holds_threads: bool = False,
     state_from_run_1: bool = False,
-    run_1_apart: bool = False,
+    loop: Sequence[Comparison] = (),
 ) -> Series:
     """`source_order_for(run)` gives the order each ctx.source list is read in on that run.
     With `raise_is_answer`, a later run that raises where run 1 did not is a comparison
@@ -92,8 +92,9 @@ def run_series(
     series is only evidence at its own thread count, so a step that sets another one
     itself ends it with that as its error. With `state_from_run_1`, later runs read run 1's
     copy as their ctx.state, as the contained loop's do; without, every run starts from
-    the `initial` rows, as run 1 did. `run_1_apart` says the loop's later runs all agreed
-    and only its run 1 differed (`only_run_1_apart`)."""
+    the `initial` rows, as run 1 did. `loop` is the loop's comparisons for a series that
+    explains them (the bisect), which say how the later runs' answers went alongside what
+    each found past ctx."""
     records = bench.records
     reference = RunAddress(label, 1)
     loop_reference = RunAddress(LOOP, 1)
@@ -237,8 +238,12 @@ def run_series(
             # loop's count, where the loop had no note).
             detail = f"{detail}; but {own}"
     if holds_threads and not error and not any(c.differs for c in comparisons):
-        held = _held_here_not_there(records, step.index, runs, reached)
-        alone = _only_run_1_found(records, step.index, runs, reached) if run_1_apart else []
+        held = _held_here_not_there(records, step.index, runs, reached, loop)
+        alone = (
+            _only_run_1_found(records, step.index, runs, reached)
+            if only_run_1_apart(list(loop))
+            else []
+        )
         if held:
             # Quiet with what it read past ctx held still says nothing of one thread.
             error = (
@@ -302,14 +307,33 @@ def _one(bench: Workbench) -> str:
 
 
 def _held_here_not_there(
-    records: Records, index: int, runs: int, here: list[dict[str, str]]
+    records: Records,
+    index: int,
+    runs: int,
+    here: list[dict[str, str]],
+    loop: Sequence[Comparison] = (),
 ) -> list[str]:
-    """Of what moved between the loop's runs, what every execution here found alike."""
-    return [
+    """Of what moved between the loop's runs, what every execution here found alike;
+    nothing, when later loop runs that found all of it as it was here still gave other
+    answers among themselves, since then the step changed with it held still, and one
+    thread's quiet with it held still means what it always does."""
+    held = [
         name
         for name in uncontained_moved(records, index, runs)
         if len({h.get(name) for h in here}) == 1
     ]
+    if not held or not here:
+        return held
+    answers = {c.run: c.error or c.answer for c in loop}
+    alike = set()
+    for k in range(2, runs + 1):
+        receipt = records.get(RunAddress(LOOP, k), index)
+        if receipt is None or k not in answers:
+            continue
+        found = uncontained(receipt)
+        if all(found.get(name) == here[0].get(name) for name in held):
+            alike.add(answers[k])
+    return [] if len(alike) > 1 else held
 
 
 def _only_run_1_found(
