@@ -557,6 +557,49 @@ def test_steps_sharing_a_kept_connection_for_tables_of_their_own_are_bisected(
     assert not any("outlives each step" in note for note in steps[1]["notes"])
 
 
+@pytest.mark.parametrize("pipeline_logs", [False, True])
+def test_a_ctx_artifact_sharing_a_name_with_a_table_on_a_kept_connection_keeps_the_bisect(
+    twicerun, write_pipeline, pipeline_logs
+):
+    """The later step reads the artifact `orders` through ctx and only writes a line of its
+    own to the kept connection, which also holds a table `orders` the earlier step made.
+    The name in its code was taken for that table: not bisected, and a note saying it read
+    it. DuckDB's query log says which queries ran on the connection; where the pipeline
+    logs there itself, its log is left alone and the code is searched as before."""
+    path = write_pipeline(
+        f"""
+        import itertools
+
+        import duckdb
+
+        CON = duckdb.connect()
+        CON.execute("CREATE TABLE runlog (step VARCHAR)")
+        if {pipeline_logs}:
+            CON.execute("CALL enable_logging('QueryLog')")
+        _calls = itertools.count()
+
+
+        def make(ctx):
+            ctx.write("orders", "SELECT range AS id FROM range(10)")
+            CON.execute("CREATE OR REPLACE TABLE orders AS SELECT random() AS r")
+
+
+        def by_threads(ctx):
+            ctx.read("orders")
+            mark = next(_calls) if ctx.threads > 1 else 0
+            ctx.write("out", f"SELECT {{mark}} AS v, count(*) AS n FROM orders")
+            CON.execute("INSERT INTO runlog VALUES ('by_threads')")
+        """
+    )
+    steps = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"]
+    named = any("outlives each step" in note for note in steps[1]["notes"])
+    if pipeline_logs:
+        assert named and steps[1]["cause"] is None
+    else:
+        assert (steps[1]["status"], steps[1]["cause"]) == ("DIVERGENT", "PARALLEL_ORDER")
+        assert not named
+
+
 def test_an_audit_names_what_the_steps_made_on_the_default_connection(
     twicerun, write_pipeline, default_table
 ):

@@ -12,6 +12,8 @@ them its own way.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import duckdb
@@ -72,3 +74,36 @@ def made_since(before: frozenset[str]) -> list[str]:
 def already_exists(exc: BaseException) -> bool:
     """Whether DuckDB refused to make an object because one of its name was there."""
     return isinstance(exc, duckdb.CatalogException) and "already exists" in str(exc)
+
+
+@contextlib.contextmanager
+def queries_on(places: list[tuple[str, Any]]) -> Iterator[dict[str, list[str]]]:
+    """While the block runs, DuckDB's query log on each of `places`; after it, by place,
+    the text of every query that ran there. A place whose database already logs (the
+    pipeline's own logging), or cannot, is left alone and missing from the result, for
+    the caller to fall back on what the step's code says."""
+    logging: dict[str, Any] = {}
+    for where, con in places:
+        try:
+            on = con if con is not None else duckdb.default_connection()
+            (already,) = on.execute("SELECT current_setting('enable_logging')").fetchone()
+            if already:
+                continue
+            on.execute("CALL enable_logging('QueryLog')")
+        except duckdb.Error:
+            continue
+        logging[where] = on
+    found: dict[str, list[str]] = {}
+    try:
+        yield found
+    finally:
+        for where, on in logging.items():
+            try:
+                rows = on.execute(
+                    "SELECT message FROM duckdb_logs WHERE type = 'QueryLog'"
+                ).fetchall()
+                on.execute("CALL disable_logging()")
+                on.execute("CALL truncate_duckdb_logs()")
+            except duckdb.Error:
+                continue
+            found[where] = [str(message) for (message,) in rows]

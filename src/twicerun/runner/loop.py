@@ -227,6 +227,8 @@ def _loop(
     # outlive it (the default one, one the pipeline keeps): every later execution, in the
     # same process, finds it already made.
     made_in_run_1: dict[int, tuple[list, frozenset[tuple[str, str, int]]]] = {}
+    # Per step, by place, the queries its run 1 ran on a connection that outlives it.
+    ran_on: dict[int, dict[str, list[str]]] = {}
     # The connections that outlive a step and that each step's code reaches, from run 1.
     reaches: dict[int, list] = {}
     digest_connection = open_connection(threads, invocation.spill_dir)
@@ -266,22 +268,26 @@ def _loop(
                 deferred = run > 1 and options.containment
                 places = default_connection.outliving(step) if run == 1 else []
                 before = default_connection.holding(places) if places else frozenset()
+                logged = (
+                    default_connection.queries_on(places) if places else contextlib.nullcontext()
+                )
                 try:
-                    receipt = execute_step(
-                        invocation=invocation,
-                        step=step,
-                        address=address,
-                        threads=threads,
-                        visible=records.visible(source, step.index),
-                        state_source=state_source,
-                        owners=records.owners(reference, address),
-                        reference=records.get(reference, step.index),
-                        digest_connection=digest_connection,
-                        connections=connections,
-                        canonical=run == 1,
-                        defer_receipt=deferred,
-                        timeout=options.step_timeout,
-                    )
+                    with logged as queried:
+                        receipt = execute_step(
+                            invocation=invocation,
+                            step=step,
+                            address=address,
+                            threads=threads,
+                            visible=records.visible(source, step.index),
+                            state_source=state_source,
+                            owners=records.owners(reference, address),
+                            reference=records.get(reference, step.index),
+                            digest_connection=digest_connection,
+                            connections=connections,
+                            canonical=run == 1,
+                            defer_receipt=deferred,
+                            timeout=options.step_timeout,
+                        )
                 except UnknownArtifact as exc:
                     hints = _unknown_read_hints(pipeline, exc.name, step.index)
                     if not hints:
@@ -291,6 +297,8 @@ def _loop(
                 if run == 1:
                     if places:
                         reaches[step.index] = places
+                        if queried:
+                            ran_on[step.index] = queried
                         made = default_connection.holding(places) - before
                         if made:
                             made_in_run_1[step.index] = (places, made)
@@ -364,7 +372,7 @@ def _loop(
             options,
             threads,
             at_import,
-            past_containment=_read_past_containment(pipeline, reaches, made_in_run_1),
+            past_containment=_read_past_containment(pipeline, reaches, made_in_run_1, ran_on),
         )
     finally:
         stack.close()
@@ -640,7 +648,10 @@ def _cause_and_amplify(
 
 
 def _read_past_containment(
-    pipeline: Pipeline, reaches: dict[int, list], made_in_run_1: dict[int, tuple]
+    pipeline: Pipeline,
+    reaches: dict[int, list],
+    made_in_run_1: dict[int, tuple],
+    ran_on: dict[int, dict[str, list[str]]] | None = None,
 ) -> dict[int, str]:
     """Per step, the objects an earlier step made in run 1 on a connection that outlives
     both and that this step's code reaches and names (a module-level `CON`, DuckDB's
@@ -648,12 +659,18 @@ def _read_past_containment(
     run 1's artifacts, not what the earlier step of its own run left there, so a
     difference in those objects reaches the step in every run; and the bisect, which
     re-executes this step alone, reads whatever the earlier step's last execution left.
-    A step whose SQL is built from parts that never spell the name is not found."""
+    Where DuckDB's query log says what the step's run 1 ran on a place (`ran_on`), only
+    those queries count: a step that reads an artifact `orders` through ctx and logs to a
+    kept connection holding a table `orders` was taken for reading that table. Elsewhere
+    the step's code is searched, and a step whose SQL is built from parts that never spell
+    the name is not found."""
+    ran_on = ran_on or {}
     by_index = {s.index: s for s in pipeline.steps}
     found: dict[int, str] = {}
     for index, places in reaches.items():
         mine = {_place_key(con): where for where, con in places}
-        text = step_text(by_index[index].fn)
+        code = step_text(by_index[index].fn)
+        logged = ran_on.get(index, {})
         named: dict[int, list[str]] = {}
         where_named: dict[int, str] = {}
         for earlier in sorted(i for i in made_in_run_1 if i < index):
@@ -662,9 +679,11 @@ def _read_past_containment(
             for where, label, _ in sorted(made):
                 key = key_of.get(where, ())
                 name = label.split(" ", 1)[-1].lower()
-                if key in mine and re.search(
-                    rf"(?<![a-z0-9_]){re.escape(name)}(?![a-z0-9_])", text
-                ):
+                if key not in mine:
+                    continue
+                queries = logged.get(mine[key])
+                text = "\n".join(queries).lower() if queries is not None else code
+                if re.search(rf"(?<![a-z0-9_]){re.escape(name)}(?![a-z0-9_])", text):
                     named.setdefault(earlier, []).append(label)
                     where_named[earlier] = mine[key]
         if named:
