@@ -84,15 +84,20 @@ def queries_on(places: list[tuple[str, Any]]) -> Iterator[dict[str, list[str]]]:
     the caller to fall back on what the step's code says."""
     logging: dict[str, Any] = {}
     for where, con in places:
+        # Through a cursor: the log is the database's, and a result the pipeline left
+        # pending on its own connection stays pending.
+        on = None
         try:
-            on = con if con is not None else duckdb.default_connection()
+            on = (con if con is not None else duckdb.default_connection()).cursor()
             (already,) = on.execute("SELECT current_setting('enable_logging')").fetchone()
-            if already:
-                continue
-            on.execute("CALL enable_logging('QueryLog')")
+            if not already:
+                on.execute("CALL enable_logging('QueryLog')")
+                logging[where], on = on, None
         except duckdb.Error:
-            continue
-        logging[where] = on
+            pass
+        finally:
+            if on is not None:
+                on.close()
     found: dict[str, list[str]] = {}
     try:
         yield found
@@ -104,6 +109,8 @@ def queries_on(places: list[tuple[str, Any]]) -> Iterator[dict[str, list[str]]]:
                 ).fetchall()
                 on.execute("CALL disable_logging()")
                 on.execute("CALL truncate_duckdb_logs()")
+                found[where] = [str(message) for (message,) in rows]
             except duckdb.Error:
                 continue
-            found[where] = [str(message) for (message,) in rows]
+            finally:
+                on.close()
