@@ -124,7 +124,7 @@ def test_diff_of_two_invocations_walks_the_whole_ladder(twicerun, write_pipeline
     counted = next(i for i, line in enumerate(lines) if " counted " in line)
     assert lines[counted + 1] == "       its inputs differ: noise"
     apart = next(i for i, line in enumerate(lines) if " apart " in line)
-    assert lines[apart + 1] == "       by position only: nothing it read differs"
+    assert lines[apart + 1] == "       by position only: nothing it read through ctx differs"
     assert not AUDIT_WORDS.search(text.out)
 
 
@@ -840,7 +840,7 @@ def test_a_constant_a_function_or_a_closure_of_the_pipeline_file_edited_is_named
     lines = twicerun("diff", before, after).out.splitlines()
     at = next(i for i, line in enumerate(lines) if " constant " in line)
     assert lines[at + 1] == "       c: ROW_EXTRA; 2 rows only in the second (of 10 and 12)"
-    assert lines[at + 2] == "       nothing it read differs, but what produced it does"
+    assert lines[at + 2] == "       nothing it read through ctx differs, but what produced it does"
     assert lines[at + 3].startswith("       produced differently: what it uses from the pipe")
     assert "diverged with identical inputs" not in "\n".join(lines)
 

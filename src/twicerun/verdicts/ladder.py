@@ -118,12 +118,12 @@ def inputs_note(inputs: str, rung: Rung | str, instrument: list[str]) -> str:
         if instrument:
             # "diverged with identical inputs" alone read as a step that stopped repeating
             # itself, beside the line naming what was produced differently.
-            return "nothing it read differs, but what produced it does"
+            return "nothing it read through ctx differs, but what produced it does"
         return "diverged with identical inputs"
     if inputs == "identical" and rung == Rung.RECONVERGED:
         # Reconverged by its place in the chain; without this line a step beside the
         # difference read as one that recovered from it.
-        return "by position only: nothing it read differs"
+        return "by position only: nothing it read through ctx differs"
     if inputs.startswith("differ"):
         return f"its inputs {inputs}"
     return ""
