@@ -113,7 +113,9 @@ _MUTATORS = frozenset(
 )
 
 
-@functools.lru_cache(maxsize=256)
+# One entry per step (its code and what it calls), read before every execution: sized
+# so that a pipeline of thousands of steps parses each step's source once.
+@functools.lru_cache(maxsize=8192)
 def _only_written(codes: tuple[CodeType, ...]) -> frozenset[str]:
     """The global names that every piece of `codes` mentioning them only writes into:
     `N[k] = v`, `del N[k]`, `N.append(v)` as a statement, `N = v` under `global N`. Any
