@@ -1426,49 +1426,40 @@ def test_a_step_reading_a_module_value_an_earlier_step_fills_gets_no_cause(
     assert not any("SHARED" in note for note in steps[0]["notes"])
 
 
+@pytest.mark.parametrize(
+    ("written", "cause"),
+    [
+        ("1 if CALLS['n'] == 1 else 2", None),
+        ("CALLS['n'] if ctx.threads > 1 else 0", "PARALLEL_ORDER"),
+    ],
+)
 def test_a_step_whose_first_execution_differs_by_a_module_value_gets_no_cause(
-    write_pipeline, twicerun
+    write_pipeline, twicerun, written, cause
 ):
     """A step that writes other rows on the process's first call, by a counter of its file,
     was PARALLEL_ORDER: only the loop's run 1 differed, and its bisect, every execution
     after the first, went quiet. The counter moved there too, so the held-still rule did
-    not see it; no execution of the bisect found it as run 1 did."""
+    not see it; no execution of the bisect found it as run 1 did. The rule needs the later
+    runs to agree: where they differ among themselves and one thread stops it, the counter
+    the step also reads does not take the cause away."""
     path = write_pipeline(
-        """
-        CALLS = {"n": 0}
+        f"""
+        CALLS = {{"n": 0}}
 
 
-        def first_differs(ctx):
+        def step(ctx):
             CALLS["n"] += 1
-            ctx.write("out", f"SELECT {1 if CALLS['n'] == 1 else 2} AS v")
+            ctx.write("out", f"SELECT {{{written}}} AS v")
         """
     )
     (step,) = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"]
-    assert (step["status"], step["cause"]) == ("DIVERGENT", None)
+    assert (step["status"], step["cause"]) == ("DIVERGENT", cause)
     assert step["bisect"]["error"] == (
-        "no execution here found CALLS of its file, which it reads, as the loop's run 1 "
+        None
+        if cause
+        else "no execution here found CALLS of its file, which it reads, as the loop's run 1 "
         "did, and run 1 alone wrote other rows, so going quiet here says nothing of one thread"
     )
-
-
-def test_a_counter_that_moves_with_a_step_the_thread_count_changes_keeps_its_cause(
-    write_pipeline, twicerun
-):
-    """The rule above needs the later runs to agree: where they differ among themselves
-    and one thread stops it, the counter the step also reads does not take the cause away."""
-    path = write_pipeline(
-        """
-        CALLS = {"n": 0}
-
-
-        def by_threads(ctx):
-            CALLS["n"] += 1
-            ctx.write("out", f"SELECT {CALLS['n'] if ctx.threads > 1 else 0} AS v")
-        """
-    )
-    (step,) = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"]
-    assert (step["status"], step["cause"]) == ("DIVERGENT", "PARALLEL_ORDER")
-    assert step["bisect"]["error"] is None
 
 
 def test_a_dict_every_step_writes_counts_into_takes_no_cause_away(write_pipeline, twicerun):
