@@ -1677,6 +1677,44 @@ def test_a_file_an_earlier_step_rewrites_with_the_same_bytes_takes_no_cause_away
     assert not any("stage.parquet, which a later run" in note for note in use["notes"])
 
 
+@pytest.mark.parametrize("rows", ["random() AS r", "i AS r"])
+def test_files_a_glob_in_the_steps_sql_reads_are_watched_too(
+    write_pipeline, twicerun, tmp_path, rows
+):
+    """A glob in a step's SQL was not watched at all: an earlier step that rewrote the files
+    it matches with random rows left the reading step PARALLEL_ORDER. Rewritten with the
+    same bytes, they take nothing away."""
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    path = write_pipeline(
+        f"""
+        import itertools
+
+        _calls = itertools.count()
+
+
+        def export(ctx):
+            for part in ("a", "b"):
+                ctx.sql(
+                    f"COPY (SELECT i, {rows} FROM range(50) t(i) ORDER BY i) "
+                    f"TO '{stage}/part_{{part}}.parquet'"
+                )
+            ctx.write("marker", "SELECT 1 AS one")
+
+
+        def by_threads(ctx):
+            mark = next(_calls) if ctx.threads > 1 else 0
+            ctx.write("out", f"SELECT {{mark}} AS v, count(*) AS n FROM '{stage}/part_*.parquet'")
+        """
+    )
+    use = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"][1]
+    watched = any(f"files {stage}/part_*.parquet, which a later run" in n for n in use["notes"])
+    if rows.startswith("random"):
+        assert watched and use["cause"] is None
+    else:
+        assert not watched and use["cause"] == "PARALLEL_ORDER"
+
+
 def test_a_file_is_fingerprinted_by_its_bytes_up_to_the_limit_and_by_its_stat_above(
     tmp_path, monkeypatch
 ):

@@ -133,7 +133,9 @@ def recording(roots: tuple[Path, ...], skip: Path) -> Iterator[Recording]:
 
 
 # A path to a file of rows inside a string of a step's code: the whole string, or a
-# quoted path in its SQL. Globs are left out; what they match is not one file.
+# quoted path in its SQL. Globs are left out here: a bare "*.csv" beside a directory
+# handed to ctx.source is common, and would be matched against the working directory.
+# A glob in the step's own SQL is watched (storage/context.py, `files_in_sql`).
 _NAMED_FILE = re.compile(
     r"[^\s'\"(),;*?]+\.(?:parquet|csv|tsv|json|jsonl|ndjson|feather|arrow|orc|duckdb|db|sqlite|sqlite3)(?:\.gz|\.zst)?\b",
     re.IGNORECASE,

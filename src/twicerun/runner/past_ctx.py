@@ -27,7 +27,11 @@ def uncontained(receipt: Receipt) -> dict[str, str]:
     sourced = {os.path.abspath(f.path) for s in receipt.sources for f in s.files}
     for files in (receipt.opened or {}, receipt.files_named, receipt.files_in_sql):
         found.update(
-            {f"file {path}": d for path, d in files.items() if os.path.abspath(path) not in sourced}
+            {
+                f"{'files' if '*' in path or '?' in path else 'file'} {path}": d
+                for path, d in files.items()
+                if os.path.abspath(path) not in sourced
+            }
         )
     return found
 

@@ -49,8 +49,9 @@ _THREADS = re.compile(r"\bthreads\b", re.IGNORECASE)
 _TARGET_FILE = re.compile(r"\bto\s+'(?:[^']|'')*'", re.IGNORECASE)
 # Ways a query can pull rows in behind ctx.read's back.
 # A quoted path of a file of rows in a query, which DuckDB reads as a table.
+# A quoted path to a file of rows, or a glob of them, as DuckDB reads one.
 _FILE_LITERAL = re.compile(
-    r"'((?:[^'*?]|'')*\.(?:parquet|csv|tsv|json|ndjson|jsonl|duckdb|db|sqlite|sqlite3)(?:\.gz|\.zst)?)'",
+    r"'((?:[^']|'')*\.(?:parquet|csv|tsv|json|ndjson|jsonl|duckdb|db|sqlite|sqlite3)(?:\.gz|\.zst)?)'",
     re.IGNORECASE,
 )
 _OUTSIDE_READ = re.compile(

@@ -12,13 +12,21 @@ gigabytes before every execution would cost more than the step.
 
 from __future__ import annotations
 
+import glob
 import hashlib
+import itertools
 import os
 import threading
 
 # SHA-256 reads about 1.9 GB/s on this machine (hashlib, 64 MiB buffer), so the largest
 # file read whole costs some 35 ms, and only in an execution that finds it rewritten.
 CONTENT_LIMIT = 64 << 20
+
+# A glob matching more files than this is not watched. Listing and stating 500 files
+# took 6.5 ms here (14 ms when each was read), in proportion to the step, which opens
+# every one of them; past a few thousand, a landing directory read past ctx would pay
+# more for this than some steps take.
+GLOB_LIMIT = 4096
 
 # (path, inode, size, modification time) to the digest of the bytes found then.
 _SEEN: dict[tuple[str, int, int, int], str] = {}
@@ -30,7 +38,11 @@ OWN_READ = threading.local()
 
 def fingerprint(path: str) -> str | None:
     """`sha256:<hex>` of the file's bytes, or `inode:size:mtime_ns` for a file larger than
-    CONTENT_LIMIT; None when there is no such file."""
+    CONTENT_LIMIT; None when there is no such file. A path with `*` or `?` is a glob, as
+    DuckDB reads one: `glob:<hex>` over the files it matches and their fingerprints, None
+    when it matches none or more than GLOB_LIMIT."""
+    if "*" in path or "?" in path:
+        return _glob_fingerprint(path)
     try:
         stat = os.stat(path)
     except (OSError, ValueError):
@@ -51,3 +63,14 @@ def fingerprint(path: str) -> str | None:
             OWN_READ.active = False
         _SEEN[key] = digest
     return digest
+
+
+def _glob_fingerprint(pattern: str) -> str | None:
+    try:
+        matched = list(itertools.islice(glob.iglob(pattern, recursive=True), GLOB_LIMIT + 1))
+    except (OSError, ValueError):
+        return None
+    if not matched or len(matched) > GLOB_LIMIT:
+        return None
+    parts = [f"{path}={fingerprint(path) or ''}" for path in sorted(matched)]
+    return "glob:" + hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
