@@ -1737,6 +1737,26 @@ def test_a_file_is_fingerprinted_by_its_bytes_up_to_the_limit_and_by_its_stat_ab
     assert fingerprints.fingerprint(str(tmp_path / "absent.parquet")) is None
 
 
+def test_a_glob_is_read_only_while_its_files_come_to_the_limit_together(tmp_path, monkeypatch):
+    """A glob over a landing directory of large files was read whole, every file under
+    the limit on its own: gigabytes before the step's first execution."""
+    import os
+
+    from twicerun.storage import fingerprints
+
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.parquet").write_bytes(b"rows")
+    pattern = str(tmp_path / "*.parquet")
+    monkeypatch.setattr(fingerprints, "CONTENT_LIMIT", 8)  # both together: 8 bytes
+    read = fingerprints.fingerprint(pattern)
+    os.replace(_written(tmp_path / "next", b"rows"), tmp_path / "a.parquet")
+    assert fingerprints.fingerprint(pattern) == read  # the same bytes, read
+    monkeypatch.setattr(fingerprints, "CONTENT_LIMIT", 7)  # past it together: stated
+    stated = fingerprints.fingerprint(pattern)
+    os.replace(_written(tmp_path / "next", b"rows"), tmp_path / "a.parquet")
+    assert fingerprints.fingerprint(pattern) not in (stated, None)
+
+
 def _written(path, data: bytes):
     path.write_bytes(data)
     return path

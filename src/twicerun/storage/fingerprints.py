@@ -36,11 +36,13 @@ _SEEN: dict[tuple[str, int, int, int], str] = {}
 OWN_READ = threading.local()
 
 
-def fingerprint(path: str) -> str | None:
+def fingerprint(path: str, limit: int | None = None) -> str | None:
     """`sha256:<hex>` of the file's bytes, or `inode:size:mtime_ns` for a file larger than
-    CONTENT_LIMIT; None when there is no such file. A path with `*` or `?` is a glob, as
-    DuckDB reads one: `glob:<hex>` over the files it matches and their fingerprints, None
-    when it matches none or more than GLOB_LIMIT."""
+    `limit` (CONTENT_LIMIT unless given); None when there is no such file. A path with `*` or `?` is a glob, as DuckDB
+    reads one: `glob:<hex>` over the files it matches and their fingerprints, None when it
+    matches none or more than GLOB_LIMIT; their bytes are read only while they come to
+    CONTENT_LIMIT together, so a glob over a landing directory of large files is stated,
+    not read."""
     if "*" in path or "?" in path:
         return _glob_fingerprint(path)
     try:
@@ -48,7 +50,7 @@ def fingerprint(path: str) -> str | None:
     except (OSError, ValueError):
         return None
     stamp = f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}"
-    if stat.st_size > CONTENT_LIMIT:
+    if stat.st_size > (CONTENT_LIMIT if limit is None else limit):
         return stamp
     key = (os.path.abspath(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
     digest = _SEEN.get(key)
@@ -72,5 +74,13 @@ def _glob_fingerprint(pattern: str) -> str | None:
         return None
     if not matched or len(matched) > GLOB_LIMIT:
         return None
-    parts = [f"{path}={fingerprint(path) or ''}" for path in sorted(matched)]
+    sizes = {}
+    for path in matched:
+        try:
+            sizes[path] = os.stat(path).st_size
+        except OSError:
+            sizes[path] = 0
+    # Together past the limit, every file keeps its stat: one budget for the glob.
+    limit = CONTENT_LIMIT if sum(sizes.values()) <= CONTENT_LIMIT else -1
+    parts = [f"{path}={fingerprint(path, limit) or ''}" for path in sorted(matched)]
     return "glob:" + hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
