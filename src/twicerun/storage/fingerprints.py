@@ -38,11 +38,12 @@ OWN_READ = threading.local()
 
 def fingerprint(path: str, limit: int | None = None) -> str | None:
     """`sha256:<hex>` of the file's bytes, or `inode:size:mtime_ns` for a file larger than
-    `limit` (CONTENT_LIMIT unless given); None when there is no such file. A path with `*` or `?` is a glob, as DuckDB
-    reads one: `glob:<hex>` over the files it matches and their fingerprints, None when it
-    matches none or more than GLOB_LIMIT; their bytes are read only while they come to
-    CONTENT_LIMIT together, so a glob over a landing directory of large files is stated,
-    not read."""
+    `limit` (CONTENT_LIMIT unless given); None when there is no such file.
+
+    A path with `*` or `?` is a glob, as DuckDB reads one: `glob:<hex>` over the files it
+    matches and their fingerprints, None when it matches none or more than GLOB_LIMIT.
+    Their bytes are read only while they come to CONTENT_LIMIT together, so a glob over a
+    landing directory of large files is stated, not read."""
     if "*" in path or "?" in path:
         return _glob_fingerprint(path)
     try:
