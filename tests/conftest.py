@@ -60,6 +60,25 @@ def pytest_collection_modifyitems(items):
     items.sort(key=rank)  # stable: each file keeps its tests' order, the rest theirs
 
 
+# Writes rows from a module dict an earlier step fills with random numbers.
+FILLS_A_DICT = """
+import random
+
+import pyarrow as pa
+
+SHARED = {}
+
+
+def build(ctx):
+    SHARED["vals"] = [random.random() for _ in range(20)]
+    ctx.write("marker", "SELECT 1 AS one")
+
+
+def use(ctx):
+    big = [v > 0.5 for v in SHARED["vals"]]
+    ctx.write("out", pa.table({"i": list(range(20)), "big": big}))
+"""
+
 # One thread, the first event per customer and no tiebreak: the same answer on every
 # rerun, another one as soon as the rows arrive in another order. The smallest pipeline
 # that is STABLE_ON_THIS_INPUT every time, whatever the machine.

@@ -11,6 +11,7 @@ import json
 import textwrap
 
 import pytest
+from conftest import FILLS_A_DICT
 
 from twicerun.judge.cause import quiet_chance, upper_bound
 from twicerun.result import Comparison
@@ -1390,25 +1391,7 @@ def test_a_step_reading_a_module_value_an_earlier_step_fills_gets_no_cause(
     """One step fills a module dict with random numbers, the next writes rows from it. The
     dict reached the second step in every run past containment; its bisect, re-running it
     alone on what the last run left, went quiet and was reported PARALLEL_ORDER."""
-    path = write_pipeline(
-        """
-        import random
-
-        import pyarrow as pa
-
-        SHARED = {}
-
-
-        def build(ctx):
-            SHARED["vals"] = [random.random() for _ in range(50)]
-            ctx.write("marker", "SELECT 1 AS one")
-
-
-        def use(ctx):
-            big = [v > 0.5 for v in SHARED["vals"]]
-            ctx.write("out", pa.table({"i": list(range(50)), "big": big}))
-        """
-    )
+    path = write_pipeline(FILLS_A_DICT)
     steps = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"]
     use = steps[1]
     assert (use["status"], use["cause"]) == ("DIVERGENT", None)

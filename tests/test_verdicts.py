@@ -14,6 +14,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from conftest import FILLS_A_DICT
 
 from twicerun.storage.layout import MANIFEST_NAME
 from twicerun.storage.receipts import RECEIPT_NAME
@@ -1347,26 +1348,6 @@ def test_an_audit_of_a_step_drawing_after_a_seed_set_at_import_is_not_reproducib
     assert (step["verdict"], step["drew_unseeded"]) == (
         "not reproducible", "Python's random module",
     )  # fmt: skip
-
-
-# Writes rows from a module dict an earlier step fills with random numbers.
-FILLS_A_DICT = """
-import random
-
-import pyarrow as pa
-
-SHARED = {}
-
-
-def build(ctx):
-    SHARED["vals"] = [random.random() for _ in range(20)]
-    ctx.write("marker", "SELECT 1 AS one")
-
-
-def use(ctx):
-    big = [v > 0.5 for v in SHARED["vals"]]
-    ctx.write("out", pa.table({"i": list(range(20)), "big": big}))
-"""
 
 
 def test_an_audit_names_a_module_value_an_earlier_step_changed_between_its_runs(
