@@ -23,6 +23,29 @@ def test_disk_is_counted_in_all_and_for_the_parquet_artifacts_alone(bench_loop, 
     assert bench_loop._tree_bytes(tmp_path) == (357, 300)
 
 
+def test_the_amplified_inputs_are_told_apart_in_the_same_walk_that_counts_the_whole(
+    bench_loop, tmp_path, monkeypatch
+):
+    """The inputs were counted in a second walk, after the whole: an input deleted between
+    the two was in the whole and not among the inputs, and counted as the runs' disk."""
+    invocation = tmp_path / "20261206-000000-abcd"
+    (invocation / "loop" / "1").mkdir(parents=True)
+    (invocation / "loop" / "1" / "a.parquet").write_bytes(b"p" * 100)
+    (invocation / "amplified").mkdir()
+    (invocation / "amplified" / "a-tie.parquet").write_bytes(b"t" * 40)
+    (invocation / "amplified" / "note.json").write_bytes(b"j" * 2)
+    walks = []
+    real = bench_loop.os.walk
+
+    def walk(root, *args, **kwargs):
+        walks.append(root)
+        return real(root, *args, **kwargs)
+
+    monkeypatch.setattr(bench_loop.os, "walk", walk)
+    assert bench_loop._tree_split(tmp_path) == (142, 140, 42, 40)
+    assert walks == [tmp_path]
+
+
 def test_the_peak_disk_cell_says_both_and_an_older_artifact_keeps_its_cell(bench_loop):
     older = {"peak_disk_bytes": 3 * 2**20, "one_run_bytes": 2**20}
     assert bench_loop._peak_disk(older) == "3 MiB (3.0 runs' worth)"
