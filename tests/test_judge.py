@@ -268,6 +268,77 @@ def test_policy_verdicts(policy, findings, verdict):
     assert judge_comparison([measured("t", findings)], 1000, policy) == verdict
 
 
+def test_reduction_order_tolerates_no_float_that_only_changed_places():
+    """A list whose floats came back in another order, and rows handed each other's floats,
+    moved no sum: close values (a few ulps apart) were tolerated as reassociation."""
+    reordered = drift_findings(1e-15)
+    reordered = ArtifactFindings(
+        "t", "both", ["VALUE_DRIFT"], 10, 10, ["k"],
+        drift=[Drift("x[]", "double", "values", 2, 10, 3, 1e-15, 1.0, 1.0, lists_moved=1,
+                     lists_reordered=1)],
+    )  # fmt: skip
+    handed = ArtifactFindings(
+        "t", "both", ["VALUE_DRIFT"], 10, 10, ["k", "rn"],
+        drift=drift_findings(1e-15).drift, reassigned=["rn"],
+    )  # fmt: skip
+    for findings in (reordered, handed):
+        assert judge_comparison([measured("t", findings)], 1000, Policy("reduction-order")) == FIRES
+        # A manual tolerance claims no cause, so it still covers them.
+        manual = Policy("strict", tolerance_rel=1e-12)
+        assert judge_comparison([measured("t", findings)], 1000, manual) == TOLERATED
+
+
+CHANGED_PLACES = """
+import itertools
+
+_calls = itertools.count()
+
+
+def terms(ctx):
+    # Floats that differ from each other in their last bits, and sum to a drifting total.
+    ctx.write("terms", "SELECT i, i % 4 AS g, 1.0 + (i % 8) * 2.220446049250313e-16 AS v, "
+                       "(1.0 / (i + 1))::DOUBLE AS w FROM range(2000) r(i)")
+
+
+def sums(ctx):
+    shift = next(_calls) if ctx.threads > 1 else 0
+    ctx.read("terms")
+    ctx.write("totals", f"SELECT g, sum(w ORDER BY hash(i + {shift})) AS total FROM terms GROUP BY g")
+
+
+def numbered(ctx):
+    shift = next(_calls) if ctx.threads > 1 else 0
+    ctx.read("terms")
+    ctx.write("numbered", f"SELECT g, v, row_number() OVER (PARTITION BY g ORDER BY hash(i + {shift})) AS rn FROM terms")
+
+
+def listed(ctx):
+    shift = next(_calls) if ctx.threads > 1 else 0
+    ctx.read("terms")
+    ctx.write("lists", f"SELECT g, list(v ORDER BY hash(i + {shift})) AS vs FROM terms GROUP BY g")
+"""
+
+
+def test_reduction_order_fires_on_floats_that_changed_places_inside_the_bound(
+    write_pipeline, twicerun
+):
+    path = write_pipeline(CHANGED_PLACES)
+    outcome = twicerun(
+        "run", path, "--runs", "3", "--threads", "2", "--no-amplify", "--policy",
+        "reduction-order", "--json", "-",
+    )  # fmt: skip
+    steps = by_name(outcome.json())
+    assert (steps["sums"]["fired"], steps["sums"]["tolerated"]) == (0, 2)
+    for name in ("numbered", "listed"):
+        assert (steps[name]["fired"], steps[name]["tolerated"], steps[name]["status"]) == (
+            2, 0, "DIVERGENT",
+        )  # fmt: skip
+        assert steps[name]["cause"] == "PARALLEL_ORDER"
+    assert outcome.code == 1
+    (numbered,) = steps["numbered"]["comparisons"][0]["artifacts"]
+    assert numbered["findings"]["reassigned"] == ["rn"]
+
+
 def test_a_pair_with_nothing_found_in_its_compared_columns_is_the_same():
     empty = ArtifactFindings("t", "both", [], 10, 10, ["k"], not_compared=["surrogate"])
     assert judge_comparison([measured("t", empty)], 10, Policy()) == SAME

@@ -807,3 +807,76 @@ def test_columns_that_pair_every_row_together_beat_one_that_pairs_some():
     assert attribution_line(a) == (
         "dropping a and b together from the key pairs every row, though no one of them does alone"
     )
+
+
+def _numbered(g, rn, v) -> pa.Table:
+    return pa.table({"g": pa.array(g, pa.int64()), "rn": pa.array(rn, pa.int64()), "v": v})
+
+
+def test_rows_handed_each_others_floats_are_named_as_the_same_rows():
+    """A row_number() over tied rows hands the numbers to other rows; with a float beside
+    them, every row paired on (g, rn) and the float "drifted" by whole values, which read
+    as a sum added in another order."""
+    from twicerun.render.evidence import evidence
+    from twicerun.result import ArtifactOutcome, Comparison
+    from twicerun.verdicts.explain import describe
+    from twicerun.vocabulary.loop import Presence, SettledBy
+
+    ref = _numbered([1, 1, 1, 2], [1, 2, 3, 1], [0.5, 0.25, 0.125, 4.0])
+    later = _numbered([1, 1, 1, 2], [1, 2, 3, 1], [0.25, 0.5, 0.125, 4.0])
+    f = measure(ref, later)
+    assert (f.classes, f.unmatched, f.drift[0].moved) == (["VALUE_DRIFT"], 0, 2)
+    assert (f.reassigned, f.reassigned_together) == (["rn"], False)
+    outcome = ArtifactOutcome("t", Presence.BOTH, SettledBy.ORACLE, True, 4, 4, findings=f)
+    lines = evidence([Comparison(run=2, fired=True, artifacts=[outcome])])
+    assert lines[-1] == (
+        "t: every row pairs with the same floats to the bit once rn is dropped from the key: "
+        "the same rows with rn handed to other ones (as row_number() over tied rows does), so "
+        "no float moved by being added in another order"
+    )
+    assert describe(f).endswith(
+        "; every row pairs with the same floats once rn is left out: the same rows"
+    )
+    # Drift is not that: one value moved by one ulp leaves nothing for a key column to explain.
+    drifted = _numbered([1, 1, 1, 2], [1, 2, 3, 1], [0.5, 0.25, math.nextafter(0.125, 1), 4.0])
+    assert measure(ref, drifted).reassigned == []
+    # Nor is a float that another row's value replaced: the values are not the same ones.
+    replaced = _numbered([1, 1, 1, 2], [1, 2, 3, 1], [0.25, 0.25, 0.125, 4.0])
+    assert measure(ref, replaced).reassigned == []
+
+
+def test_rows_handed_floats_across_two_key_columns_name_both():
+    # Only dropping both pairs the floats: g and rn moved together.
+    from twicerun.render.evidence import evidence
+    from twicerun.result import ArtifactOutcome, Comparison
+    from twicerun.vocabulary.loop import Presence, SettledBy
+
+    def said(*findings) -> str:
+        comparisons = [
+            Comparison(
+                run=k + 2,
+                fired=True,
+                artifacts=[ArtifactOutcome("t", Presence.BOTH, SettledBy.ORACLE, True, findings=f)],
+            )
+            for k, f in enumerate(findings)
+        ]
+        return evidence(comparisons)[-1]
+
+    ref = _numbered([1, 2], [1, 2], [0.5, 0.25])
+    together = measure(ref, _numbered([1, 2], [1, 2], [0.25, 0.5]))
+    assert (together.reassigned, together.reassigned_together) == (["g", "rn"], True)
+    drifted = measure(ref, _numbered([1, 2], [1, 2], [0.5, math.nextafter(0.25, 1)]))
+    assert said(together, drifted) == (
+        "t: in 1 of the 2 comparisons that moved, every row pairs with the same floats to the "
+        "bit once g and rn are dropped from the key together: the same rows with g and rn "
+        "handed to other ones (as row_number() over tied rows does), so no float moved by "
+        "being added in another order"
+    )
+    # Either one dropped on its own pairs every row here.
+    ref = _numbered([1, 1, 2, 2], [1, 2, 1, 2], [0.5, 0.25, 0.25, 0.5])
+    either = measure(ref, _numbered([1, 1, 2, 2], [1, 2, 1, 2], [0.25, 0.5, 0.5, 0.25]))
+    assert (either.reassigned, either.reassigned_together) == (["g", "rn"], False)
+    assert said(either, either).startswith(
+        "t: in every comparison that moved, every row pairs with the same floats to the bit "
+        "once any one of g or rn is dropped from the key: the same rows with g or rn handed"
+    )

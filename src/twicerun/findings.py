@@ -155,6 +155,13 @@ class ArtifactFindings:
     timestamps: list[str] = field(default_factory=list)
     # Exact columns of type UUID, which uuid() and gen_random_uuid() draw anew on every call.
     uuids: list[str] = field(default_factory=list)
+    # Where every row paired on the key and floats moved: the key columns whose removal
+    # (each on its own, or all of them together when `reassigned_together`) lets every row
+    # find one on the other side with the same floats to the bit. The rows are the same,
+    # handed other values of those columns (a row_number() over tied rows): no float moved
+    # by being added in another order.
+    reassigned: list[str] = field(default_factory=list)
+    reassigned_together: bool = False
 
     @property
     def unmatched(self) -> int:

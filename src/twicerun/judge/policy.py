@@ -5,7 +5,9 @@
   the derived reassociation bound (bound.py) is TOLERATED rather than fired,
   where the drift can come from adding in another order: not in the loop of a
   step that one thread, on the same input, still showed differing (the bisect),
-  and never in the single-threaded runs themselves.
+  never in the single-threaded runs themselves, and never where the oracle
+  found the floats only changed places (a list's elements in another order, or
+  rows handed each other's values).
 
 Manual tolerances (--tolerance-rel, --tolerance-ulps) work under either
 policy: drift within every tolerance given is tolerated too. A tolerated
@@ -76,8 +78,11 @@ def drift_tolerated(
     relative = _number(drift.max_relative)
     if drift.incomparable or relative is None:
         return False
+    # A list whose floats came back in another order was not summed in another order:
+    # its moves are elements trading places, however close their values are.
     by_policy = (
         reassociation
+        and not drift.lists_reordered
         and policy.name == REDUCTION_ORDER
         and relative <= reassociation_bound(rows_read, drift.type)
     )
@@ -106,7 +111,9 @@ def judge_comparison(
         f = pair.findings
         if f is None or f.classes != [Difference.VALUE_DRIFT]:
             return FIRES
-        if not all(drift_tolerated(d, rows_read, policy, reassociation) for d in f.drift):
+        # Rows handed each other's floats (f.reassigned) moved no sum either.
+        summed = reassociation and not f.reassigned
+        if not all(drift_tolerated(d, rows_read, policy, summed) for d in f.drift):
             return FIRES
     return TOLERATED
 

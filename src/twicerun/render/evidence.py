@@ -311,7 +311,39 @@ def _drift_lines(
             )
     if rest:
         lines.append(_more_columns_line(name, rest, over))
+    line = _reassigned_line(name, [f for _, f in both if any(d.moved for d in f.drift)])
+    if line:
+        lines.append(line)
     return lines
+
+
+def _reassigned_line(name: str, moved: list[ArtifactFindings]) -> str:
+    """Where the rows that moved are the same rows, handed other values of some key
+    columns: said once, from the comparisons that moved, since read as drift alone a
+    number given to another row looks like a sum added in another order."""
+    found = [f for f in moved if f.reassigned]
+    if not found:
+        return ""
+    f = max(found, key=lambda f: sum(1 for g in found if g.reassigned == f.reassigned))
+    columns = [shown(c) for c in f.reassigned]
+    if f.reassigned_together:
+        dropped = f"once {listed(columns)} are dropped from the key together"
+    elif len(columns) == 1:
+        dropped = f"once {columns[0]} is dropped from the key"
+    else:
+        dropped = f"once any one of {listed(columns, 'or')} is dropped from the key"
+    many = len(moved) > 1
+    where = (
+        ("in every comparison that moved, " if many else "")
+        if len(found) == len(moved)
+        else f"in {len(found)} of the {len(moved)} comparisons that moved, "
+    )
+    handed = listed(columns, "or" if len(columns) > 1 and not f.reassigned_together else "and")
+    return (
+        f"{name}: {where}every row pairs with the same floats to the bit {dropped}: "
+        f"the same rows with {handed} handed to other ones (as row_number() over tied rows "
+        f"does), so no float moved by being added in another order"
+    )
 
 
 # Float columns described one by one, per artifact and per step's bounds; a wide artifact

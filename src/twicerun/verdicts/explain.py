@@ -67,6 +67,14 @@ def describe(f: ArtifactFindings, sides: tuple[str, str] = BETWEEN_RUNS) -> str:
     moved_columns = _columns_that_moved(f)
     if moved_columns:
         parts.append(moved_columns)
+    if f.reassigned:
+        names = [shown(c) for c in f.reassigned]
+        dropped = (
+            f"{' and '.join(names)} are left out together"
+            if f.reassigned_together
+            else f"{' or '.join(names)} is left out"
+        )
+        parts.append(f"every row pairs with the same floats once {dropped}: the same rows")
     return "; ".join(parts)
 
 
