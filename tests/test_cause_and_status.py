@@ -8,6 +8,7 @@ is exact; real thread-scheduling divergence is covered by the slow reference tes
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 
 import pytest
@@ -1620,6 +1621,50 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
         "may come from there (hand the rows over with ctx.write and ctx.read)"
     ) in use["notes"]
     assert use["bisect"]["error"].startswith(f"{what}, which it reads, changed between")
+
+
+@pytest.mark.parametrize(
+    "built",
+    [
+        'os.path.join(STAGE, "x.parquet")',
+        'f"{STAGE}/x.parquet"',
+        'pathlib.Path(STAGE) / "x.parquet"',
+        'STAGE + "/x.parquet"',
+    ],
+)
+def test_a_file_read_by_a_path_built_when_the_step_runs_is_watched(
+    write_pipeline, twicerun, tmp_path, built
+):
+    """A step read back an earlier step's random export with pyarrow through a path joined
+    from a directory and a name: no string of its code named the file whole, pyarrow's
+    read raises no audit event, and the step was PARALLEL_ORDER though one thread, on the
+    same export every time, had nothing to go quiet on."""
+    stage = tmp_path / "stage"
+    path = write_pipeline(
+        f"""
+        import os
+        import pathlib
+
+        import pyarrow.parquet as pq
+
+        STAGE = {str(stage)!r}
+
+
+        def export(ctx):
+            os.makedirs(STAGE, exist_ok=True)
+            ctx.sql(f"COPY (SELECT i, random() AS r FROM range(50) t(i)) TO '{{STAGE}}/x.parquet'")
+            ctx.write("marker", "SELECT 1 AS one")
+
+
+        def load_back(ctx):
+            ctx.write("loaded", pq.read_table({built}))
+        """
+    )
+    steps = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"]
+    use = steps[1]
+    assert (use["status"], use["cause"]) == ("DIVERGENT", None)
+    side = os.path.join(str(stage), "x.parquet")
+    assert use["bisect"]["error"].startswith(f"file {side}, which it reads, changed between")
 
 
 @pytest.mark.parametrize("reader", ["sql", "pyarrow"])

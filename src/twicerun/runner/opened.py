@@ -147,8 +147,14 @@ def files_named(strings: list[str]) -> dict[str, str]:
     written, with its fingerprint (storage/fingerprints.py: the digest of its bytes, or a
     stat for a large file). Taken before an execution, a file an earlier step or run
     rewrote with other rows shows as another fingerprint, whatever reads it (DuckDB,
-    pyarrow, pandas), none of which Python's audit hooks see."""
+    pyarrow, pandas), none of which Python's audit hooks see.
+
+    A name that is no file on its own is looked for under each directory the strings
+    name: a path built when the step runs (`os.path.join(STAGE, "x.parquet")`,
+    `f"{STAGE}/x.parquet"`) has its parts among them, and read back with pyarrow, it
+    left a step fed by an earlier step's export with the cause PARALLEL_ORDER."""
     found: dict[str, str] = {}
+    unfound: list[str] = []
     for text in strings:
         for match in _NAMED_FILE.finditer(text):
             path = match.group(0)
@@ -157,4 +163,26 @@ def files_named(strings: list[str]) -> dict[str, str]:
             held = fingerprint(path)
             if held is not None:
                 found[path] = held
+            else:
+                unfound.append(path)
+    if unfound:
+        for base in _directories(strings):
+            for name in dict.fromkeys(unfound):
+                path = os.path.join(base, name.lstrip("/"))
+                held = None if path in found else fingerprint(path)
+                if held is not None:
+                    found[path] = held
     return found
+
+
+# A string that could be a directory's path: no space, quote, parenthesis or glob.
+_PATH_LIKE = re.compile(r"[^\s'\"(),;*?]{1,4096}")
+
+
+def _directories(strings: list[str]) -> list[str]:
+    """The strings that name a directory that exists now, the working directory aside."""
+    return [
+        text
+        for text in dict.fromkeys(strings)
+        if text not in ("", ".", "./") and _PATH_LIKE.fullmatch(text) and os.path.isdir(text)
+    ]
