@@ -1626,10 +1626,11 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
 @pytest.mark.parametrize(
     "built",
     [
-        'os.path.join(STAGE, "x.parquet")',
-        'f"{STAGE}/x.parquet"',
-        'pathlib.Path(STAGE) / "x.parquet"',
-        'STAGE + "/x.parquet"',
+        'pq.read_table(os.path.join(STAGE, "x.parquet"))',
+        'pq.read_table(f"{STAGE}/x.parquet")',
+        'pq.read_table(pathlib.Path(STAGE) / "x.parquet")',
+        'pq.read_table(STAGE + "/x.parquet")',
+        'pa.concat_tables([pq.read_table(f) for f in glob.glob(f"{STAGE}/*.parquet")])',
     ],
 )
 def test_a_file_read_by_a_path_built_when_the_step_runs_is_watched(
@@ -1642,9 +1643,11 @@ def test_a_file_read_by_a_path_built_when_the_step_runs_is_watched(
     stage = tmp_path / "stage"
     path = write_pipeline(
         f"""
+        import glob
         import os
         import pathlib
 
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         STAGE = {str(stage)!r}
@@ -1657,14 +1660,18 @@ def test_a_file_read_by_a_path_built_when_the_step_runs_is_watched(
 
 
         def load_back(ctx):
-            ctx.write("loaded", pq.read_table({built}))
+            ctx.write("loaded", {built})
         """
     )
     steps = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"]
     use = steps[1]
     assert (use["status"], use["cause"]) == ("DIVERGENT", None)
-    side = os.path.join(str(stage), "x.parquet")
-    assert use["bisect"]["error"].startswith(f"file {side}, which it reads, changed between")
+    side = (
+        "files " + os.path.join(str(stage), "*.parquet")
+        if "glob" in built
+        else "file " + os.path.join(str(stage), "x.parquet")
+    )
+    assert use["bisect"]["error"].startswith(f"{side}, which it reads, changed between")
 
 
 @pytest.mark.parametrize("reader", ["sql", "pyarrow"])

@@ -38,6 +38,7 @@ from twicerun.runner.interrupts import (
 )
 from twicerun.runner.opened import Recording, files_named, recording
 from twicerun.storage.context import ArtifactRef
+from twicerun.storage.fingerprints import fingerprint
 from twicerun.storage.layout import LOOP, Invocation, RunAddress
 from twicerun.storage.receipts import RECEIPT_VERSION, ArtifactRecord, Receipt, save_receipt
 from twicerun.storage.space import disk_full, full_disk_advice
@@ -185,8 +186,7 @@ def execute_step(
             # A file the step itself rewrote is its output (an export), not something
             # handed to it: only files it left as it found them count as read.
             if named:
-                after = files_named(list(named))
-                named = {path: stamp for path, stamp in named.items() if after.get(path) == stamp}
+                named = {path: stamp for path, stamp in named.items() if fingerprint(path) == stamp}
             left = ctx._threads_left()
             threads_set_by_step = left if left is not None and left != threads else None
         finally:

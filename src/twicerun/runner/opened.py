@@ -149,10 +149,11 @@ def files_named(strings: list[str]) -> dict[str, str]:
     rewrote with other rows shows as another fingerprint, whatever reads it (DuckDB,
     pyarrow, pandas), none of which Python's audit hooks see.
 
-    A name that is no file on its own is looked for under each directory the strings
-    name: a path built when the step runs (`os.path.join(STAGE, "x.parquet")`,
-    `f"{STAGE}/x.parquet"`) has its parts among them, and read back with pyarrow, it
-    left a step fed by an earlier step's export with the cause PARALLEL_ORDER."""
+    A name that is no file on its own, or a glob, is looked for under each directory the
+    strings name: a path built when the step runs (`os.path.join(STAGE, "x.parquet")`,
+    `f"{STAGE}/x.parquet"`, `glob.glob(f"{STAGE}/*.parquet")`) has its parts among them,
+    and read back with pyarrow, it left a step fed by an earlier step's export with the
+    cause PARALLEL_ORDER. A glob is watched by the files it matches (fingerprint)."""
     found: dict[str, str] = {}
     unfound: list[str] = []
     for text in strings:
@@ -165,6 +166,9 @@ def files_named(strings: list[str]) -> dict[str, str]:
                 found[path] = held
             else:
                 unfound.append(path)
+        # A glob only ever under a directory: alone, "*.csv" would be read against the
+        # working directory, where it is most often half of a ctx.source path.
+        unfound.extend(match.group(0) for match in _NAMED_GLOB.finditer(text))
     if unfound:
         for base in _directories(strings):
             for name in dict.fromkeys(unfound):
@@ -173,6 +177,13 @@ def files_named(strings: list[str]) -> dict[str, str]:
                 if held is not None:
                     found[path] = held
     return found
+
+
+# A glob of files of rows in a string of a step's code (`"*.parquet"`, `"/part-*.csv"`).
+_NAMED_GLOB = re.compile(
+    r"[^\s'\"(),;]*[*?][^\s'\"(),;]*\.(?:parquet|csv|tsv|json|jsonl|ndjson|feather|arrow|orc)(?:\.gz|\.zst)?\b",
+    re.IGNORECASE,
+)
 
 
 # A string that could be a directory's path: no space, quote, parenthesis or glob.
