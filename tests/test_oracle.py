@@ -6,6 +6,7 @@ import math
 import struct
 import tempfile
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 from unittest.mock import patch
 
@@ -871,6 +872,12 @@ def test_rows_handed_floats_across_two_key_columns_name_both():
         "bit once g and rn are dropped from the key together: the same rows with g and rn "
         "handed to other ones (as row_number() over tied rows does), so no float moved by "
         "being added in another order"
+    )
+    # A key of many columns is named as a whole.
+    wide = replace(together, key=list("abcdef"), reassigned=list("abcdef"))
+    assert said(wide).startswith(
+        "t: every row pairs with the same floats to the bit once the whole key is dropped: "
+        "the same rows with all 6 key columns handed to other ones"
     )
     # Either one dropped on its own pairs every row here.
     ref = _numbered([1, 1, 2, 2], [1, 2, 1, 2], [0.5, 0.25, 0.25, 0.5])

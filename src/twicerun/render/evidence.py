@@ -326,7 +326,11 @@ def _reassigned_line(name: str, moved: list[ArtifactFindings]) -> str:
         return ""
     f = max(found, key=lambda f: sum(1 for g in found if g.reassigned == f.reassigned))
     columns = [shown(c) for c in f.reassigned]
-    if f.reassigned_together:
+    if f.reassigned_together and len(columns) > NAMED_TOGETHER:
+        # Past a few names, the key as a whole: it is every key column that moved.
+        columns = [f"all {len(columns)} key columns"]
+        dropped = "once the whole key is dropped"
+    elif f.reassigned_together:
         dropped = f"once {listed(columns)} are dropped from the key together"
     elif len(columns) == 1:
         dropped = f"once {columns[0]} is dropped from the key"
