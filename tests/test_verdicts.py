@@ -1759,6 +1759,16 @@ def test_audit_runs_the_second_run_under_another_string_hash_seed(twicerun, writ
         "buckets": "not reproducible",
     }
     assert document["fresh_process"] is True
+    # How the rows differ, by the oracle: "the rows differ" alone named no kind, where
+    # columns in another order and a bucket moved are not the same finding.
+    how = {s["name"]: s["artifacts"][0]["how"] for s in document["steps"]}
+    assert how["wide"] == "wide: SCHEMA; the columns differ: columns reordered"
+    assert how["wide_sorted"] is None
+    assert how["buckets"].startswith("buckets: ROW_MISSING, ROW_EXTRA; ")
+    assert how["buckets"].endswith("; they pair once bucket is left out")
+    text = twicerun("audit", write_pipeline(HASH_SEEDED), "--step", "wide").out.splitlines()
+    (at,) = [i for i, line in enumerate(text) if "the rows differ" in line]
+    assert text[at + 1] == "    " + " " * len("wide") + "  " + how["wide"]
 
 
 def test_a_diff_whose_copy_was_deleted_names_the_run_that_kept_one(

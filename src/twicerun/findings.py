@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from twicerun.sql import shown
 from twicerun.vocabulary.loop import UNMATCHED_FIELDS, Difference, Presence, SettledBy
 
 
@@ -42,6 +43,15 @@ class SchemaChange:
     @property
     def any(self) -> bool:
         return bool(self.added or self.dropped or self.retyped or self.reordered)
+
+    def said(self) -> str:
+        """What changed, as the run report and the verdict verbs both word it."""
+        parts = [f"added {shown(n)} {t}" for n, t in self.added]
+        parts += [f"dropped {shown(n)} {t}" for n, t in self.dropped]
+        parts += [f"retyped {shown(n)} from {a} to {b}" for n, a, b in self.retyped]
+        if self.reordered:
+            parts.append("columns reordered")
+        return "; ".join(parts)
 
 
 @dataclass(frozen=True)

@@ -531,6 +531,7 @@ def audit(
                 default_connection=made if a.step.uses_duckdb_module else (),
                 reached=(a.runs[0].reached, a.runs[1].reached),
                 kept_connections=_made_on(kept_made, a.step),
+                findings=a.findings,
             )
             for a in audited
         ],

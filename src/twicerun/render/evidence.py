@@ -93,12 +93,7 @@ def _artifact_lines(
 
     schema = next((f.schema for _, f in both if f.schema), None)
     if schema:
-        parts = [f"added {shown(n)} {t}" for n, t in schema.added]
-        parts += [f"dropped {shown(n)} {t}" for n, t in schema.dropped]
-        parts += [f"retyped {shown(n)} from {a} to {b}" for n, a, b in schema.retyped]
-        if schema.reordered:
-            parts.append("columns reordered")
-        lines.append(f"{name}: schema changed: {'; '.join(parts)}")
+        lines.append(f"{name}: schema changed: {schema.said()}")
 
     run, worst = max(both, key=lambda item: item[1].unmatched)
     if worst.not_compared:

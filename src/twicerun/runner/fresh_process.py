@@ -183,7 +183,13 @@ def serve(requests_fd: int, replies_fd: int, config: dict[str, Any]) -> int:
             threads, AUDIT, pipeline.engine, under=Path(config["under"]), timeout=config["timeout"]
         ) as scratch:
             _send(replies, {"ready": True})
+            # The last step's copies, kept until the parent, having compared them with its
+            # own, asks for the next step.
+            held = None
             for line in requests:
+                if held is not None:
+                    scratch.forget(*held)
+                    held = None
                 request = json.loads(line)
                 step = steps[int(request["index"])]
                 inputs = {
@@ -207,6 +213,6 @@ def serve(requests_fd: int, replies_fd: int, config: dict[str, Any]) -> int:
                     }
                     _send(replies, {"crashed": crashed})
                     continue
-                _send(replies, {"run": asdict(audit_run(receipt, 0.0))})
-                scratch.forget(address, step)
+                held = (address, step)
+                _send(replies, {"run": asdict(audit_run(receipt, 0.0, scratch.path))})
     return 0

@@ -18,7 +18,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from twicerun.compare.oracle import compare_artifacts
 from twicerun.errors import StepCrashed, StepTimedOut
+from twicerun.findings import ArtifactFindings
 from twicerun.pipeline import Pipeline, Step
 from twicerun.result import Environment
 from twicerun.runner import interrupts
@@ -181,11 +183,13 @@ class AuditRun:
     raised: str = ""
     # What it read past ctx, as `runner.series.uncontained` names it, with each digest.
     reached: dict[str, str] = field(default_factory=dict)
+    # Where its artifacts are while the pair is compared, by name (removed right after).
+    files: dict[str, str] = field(default_factory=dict)
 
 
-def audit_run(receipt: Receipt, seconds: float) -> AuditRun:
+def audit_run(receipt: Receipt, seconds: float, where: Callable[[str], Path]) -> AuditRun:
     """What an audit keeps of one execution, wherever it ran (here or in the other
-    process, which sends these fields back)."""
+    process, which sends these fields back); `where` makes a receipt's file a path."""
     return AuditRun(
         seconds=round(receipt.seconds or seconds, 3),
         bytes={a.name: a.bytes_digest for a in receipt.artifacts},
@@ -193,6 +197,7 @@ def audit_run(receipt: Receipt, seconds: float) -> AuditRun:
         state=tuple(r.name for r in receipt.reads if r.via == "state"),
         generators=receipt.generators,
         reached=uncontained(receipt),
+        files={a.name: str(where(a.file)) for a in receipt.artifacts},
     )
 
 
@@ -200,6 +205,10 @@ def audit_run(receipt: Receipt, seconds: float) -> AuditRun:
 class AuditedStep:
     step: Step
     runs: tuple[AuditRun, AuditRun]
+    # How the two runs' rows differ, by the oracle, for each artifact whose rows did:
+    # "the rows differ" named no kind, where a column that came back in another order and
+    # a row gone are not the same finding.
+    findings: dict[str, ArtifactFindings] = field(default_factory=dict)
 
 
 def audit_runs(
@@ -285,34 +294,50 @@ def _audit_in(
         inputs = scratch.records.visible(first, step.index)
         runs: list[AuditRun] = []
         raised: list[StepCrashed] = []
-        for n in (1, 2):
-            progress(ProgressEvent("audit", n + 1, 3, step.index, len(pipeline.steps), step.name))
-            started = time.perf_counter()
-            try:
-                if n == 2 and other is not None:
-                    reply = other.execute(step.index, step.name, 2, inputs)
-                    runs.append(AuditRun(**{**reply, "state": tuple(reply["state"])}))
+        try:
+            for n in (1, 2):
+                progress(
+                    ProgressEvent("audit", n + 1, 3, step.index, len(pipeline.steps), step.name)
+                )
+                started = time.perf_counter()
+                try:
+                    if n == 2 and other is not None:
+                        reply = other.execute(step.index, step.name, 2, inputs)
+                        runs.append(AuditRun(**{**reply, "state": tuple(reply["state"])}))
+                        continue
+                    receipt = scratch.execute(step, RunAddress(AUDIT, n), threads, inputs)
+                except StepCrashed as exc:
+                    if isinstance(exc.error, StepTimedOut):
+                        exc.audited = found  # a slower run is no answer: the audit stops here
+                        raise
+                    raised.append(exc)
+                    runs.append(_raised(exc, time.perf_counter() - started))
                     continue
-                address = RunAddress(AUDIT, n)
-                receipt = scratch.execute(step, address, threads, inputs)
-            except StepCrashed as exc:
-                if isinstance(exc.error, StepTimedOut):
-                    exc.audited = found  # a slower run is no answer: the audit stops here
-                    raise
-                raised.append(exc)
-                runs.append(_raised(exc, time.perf_counter() - started))
-                if n == 1 or other is None:
-                    scratch.forget(RunAddress(AUDIT, n), step)
-                continue
-            runs.append(audit_run(receipt, time.perf_counter() - started))
-            scratch.forget(address, step)
-        if len(raised) == 2:
-            # Both raised: nothing to compare, and the step is broken rather than moving.
-            raised[0].audited = found
-            raise raised[0]
-        # One raised where the other wrote: that is the step not repeating itself.
-        found.append(AuditedStep(step, (runs[0], runs[1])))
+                runs.append(audit_run(receipt, time.perf_counter() - started, scratch.path))
+            if len(raised) == 2:
+                # Both raised: nothing to compare, and the step is broken rather than moving.
+                raised[0].audited = found
+                raise raised[0]
+            # One raised where the other wrote: that is the step not repeating itself.
+            found.append(AuditedStep(step, (runs[0], runs[1]), _how(scratch, runs)))
+        finally:
+            # The other process removes its copies when it is asked for the next step.
+            for n in (1, 2):
+                scratch.forget(RunAddress(AUDIT, n), step)
     return found, crashed
+
+
+def _how(scratch: Scratch, runs: list[AuditRun]) -> dict[str, ArtifactFindings]:
+    """The oracle's findings for each artifact both runs wrote with other rows."""
+    first, second = runs
+    found = {}
+    for name, digest in first.canonical.items():
+        if name not in second.canonical or second.canonical[name] == digest:
+            continue
+        a, b = first.files.get(name), second.files.get(name)
+        if a and b and Path(a).exists() and Path(b).exists():
+            found[name] = compare_artifacts(scratch.con, name, Path(a), Path(b), attribute_above=0)
+    return found
 
 
 def _raised(exc: StepCrashed, seconds: float) -> AuditRun:

@@ -17,10 +17,13 @@ report's wording follows the same facts, never the word alone.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from twicerun.display import ljust, some, widest
+from twicerun.findings import ArtifactFindings
+from twicerun.verdicts.explain import describe
 from twicerun.vocabulary.audit import Repeatability
 
 
@@ -69,6 +72,8 @@ class StepAudit:
     # this step's code reaches (CON = duckdb.connect() at the top of the file), by place:
     # each process has its own, filled by its own runs of the steps.
     kept_connections: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # How the two runs' rows differ, in the oracle's one line, by artifact.
+    how: tuple[tuple[str, str], ...] = ()
 
     @property
     def verdict(self) -> Repeatability:
@@ -121,6 +126,9 @@ class StepAudit:
             else:
                 pair = f"{a.canonical[0][:12] or '(none)'} / {a.canonical[1][:12] or '(none)'}"
                 out.append(row("the rows differ", pair, a.name))
+                how = dict(self.how).get(a.name)
+                if how:
+                    out.append(f"    {'':<{width}}  {how}")
                 if self.seed is not None:
                     out.append(f"    {'':<{width}}  {self._moved_anyway(threads, spark)}")
                 if self.drew:
@@ -213,6 +221,7 @@ class StepAudit:
                     "verdict": str(a.verdict),
                     "bytes": list(a.bytes),
                     "canonical": list(a.canonical),
+                    "how": dict(self.how).get(a.name),
                 }
                 for a in self.artifacts
             ],
@@ -231,13 +240,15 @@ def audit_step(
     default_connection: tuple[str, ...] = (),
     reached: tuple[dict[str, str], dict[str, str]] = ({}, {}),
     kept_connections: tuple[tuple[str, tuple[str, ...]], ...] = (),
+    findings: Mapping[str, ArtifactFindings] | None = None,
 ) -> StepAudit:
     """The step's verdict from its two audit runs: (seconds, bytes by name, canonical by name).
     `state` names what it read through ctx.state; `drew`, the random generators it drew
     from unseeded. Like a held seed, that draw is why equal bytes do not make it
     deterministic: they matched by chance. `default_connection` names what the steps made
     on DuckDB's default connection, where this step's code runs SQL, before its runs;
-    `reached`, what each run read past ctx (runner/past_ctx.py)."""
+    `reached`, what each run read past ctx (runner/past_ctx.py); `findings`, the oracle's
+    for each artifact whose rows differed."""
     (s1, b1, c1), (s2, b2, c2) = runs
     artifacts = []
     for artifact in sorted(set(b1) | set(b2)):
@@ -270,6 +281,10 @@ def audit_step(
             )
         ),
         kept_connections,
+        tuple(
+            (name, describe(f, ("in the first run", "in the second run")))
+            for name, f in sorted((findings or {}).items())
+        ),
     )
 
 

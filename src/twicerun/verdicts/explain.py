@@ -63,7 +63,7 @@ def describe(f: ArtifactFindings, sides: tuple[str, str] = BETWEEN_RUNS) -> str:
             else values
         )
     if f.schema is not None and f.schema.any:
-        parts.append("the columns differ")
+        parts.append(f"the columns differ: {f.schema.said()}")
     moved_columns = _columns_that_moved(f)
     if moved_columns:
         parts.append(moved_columns)
