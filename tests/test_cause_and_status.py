@@ -1671,7 +1671,74 @@ def test_a_file_read_by_a_path_built_when_the_step_runs_is_watched(
         if "glob" in built
         else "file " + os.path.join(str(stage), "x.parquet")
     )
-    assert use["bisect"]["error"].startswith(f"{side}, which it reads, changed between")
+    # A glob listed in Python is watched twice over: by the strings, and as a listing.
+    assert use["bisect"]["error"].startswith(side)
+    assert "which it reads, changed between" in use["bisect"]["error"]
+
+
+def test_a_directory_a_step_lists_and_reads_with_pyarrow_is_watched(
+    write_pipeline, twicerun, tmp_path
+):
+    """A step listed an earlier step's random exports (os.listdir) and read each with
+    pyarrow: no string of its code named a file, pyarrow's reads raise no audit event, and
+    the step was PARALLEL_ORDER."""
+    stage = tmp_path / "stage"
+    path = write_pipeline(
+        f"""
+        import os
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+
+        def export(ctx):
+            os.makedirs({str(stage)!r}, exist_ok=True)
+            for part in range(2):
+                ctx.sql(f"COPY (SELECT i, random() AS r FROM range(20) t(i)) TO '{stage}/p{{part}}.parquet'")
+            ctx.write("marker", "SELECT 1 AS one")
+
+
+        def gather(ctx):
+            names = sorted(os.listdir({str(stage)!r}))
+            parts = [pq.read_table(os.path.join({str(stage)!r}, n)) for n in names]
+            ctx.write("gathered", pa.concat_tables(parts))
+        """
+    )
+    use = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"][1]
+    assert (use["status"], use["cause"]) == ("DIVERGENT", None)
+    assert use["bisect"]["error"].startswith("files stage/*, which it reads, changed between")
+
+
+def test_a_directory_the_import_system_lists_is_not_taken_for_one_the_step_read(
+    write_pipeline, twicerun, tmp_path
+):
+    """Importing a module beside the pipeline for the first time lists the pipeline's
+    directory, where an earlier step writes random rows: the step read nothing there, so
+    no note may say it did, and it keeps the cause one thread gives it."""
+    helper = f"helper_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{helper}.py").write_text("SHIFT = 0\n")
+    path = write_pipeline(
+        f"""
+        import itertools
+
+        _calls = itertools.count()
+
+
+        def export(ctx):
+            ctx.sql("COPY (SELECT i, random() AS r FROM range(20) t(i)) TO '{tmp_path}/side.parquet'")
+            ctx.write("marker", "SELECT 1 AS one")
+
+
+        def by_threads(ctx):
+            import {helper}
+
+            mark = next(_calls) if ctx.threads > 1 else {helper}.SHIFT
+            ctx.write("out", f"SELECT {{mark}} AS v")
+        """
+    )
+    use = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"][1]
+    assert (use["status"], use["cause"]) == ("DIVERGENT", "PARALLEL_ORDER")
+    assert not any("which a later run did not find" in note for note in use["notes"])
 
 
 @pytest.mark.parametrize("reader", ["sql", "pyarrow"])

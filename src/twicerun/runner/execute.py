@@ -279,6 +279,9 @@ def execute_step(
         returned=None if returned is None else type(returned).__name__,
         generators=generators,
         opened=_opened(beside, step, ctx),
+        files_listed=(
+            beside.listings(step.own.directory) if beside is not None and step.own else {}
+        ),
         environment=variables.recorded() if variables is not None else None,
     )
     if not defer_receipt:

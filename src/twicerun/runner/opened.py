@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from twicerun.storage.fingerprints import OWN_READ, fingerprint
+from twicerun.storage.fingerprints import OWN_READ, fingerprint, listing_fingerprint
 
 _CODE = (".py", ".pyc", ".pyo", ".so", ".pyd")
 # Files of rows, which the run report says a step should read through ctx.source.
@@ -62,6 +62,8 @@ class Recording:
         # Files the step wrote itself: reading one back is no input from outside, and
         # reproduce, which runs the step again, would find it rewritten or gone.
         self.written: set[str] = set()
+        # Directories it listed: which files it then read, pyarrow or pandas do unseen.
+        self.listed: set[str] = set()
 
     def consider(self, path: Any, mode: Any, flags: Any) -> None:
         if isinstance(path, int):
@@ -81,6 +83,31 @@ class Recording:
         if f"{os.sep}site-packages{os.sep}" in full:
             return
         self.paths.add(full)
+
+    def consider_listing(self, path: Any) -> None:
+        if isinstance(path, int):
+            return  # a descriptor already open
+        full = os.path.abspath(os.fsdecode(os.fspath(path)))
+        if not os.path.join(full, "").startswith(self._roots) or full.startswith(self._skip):
+            return
+        if f"{os.sep}site-packages{os.sep}" in full or full.endswith("__pycache__"):
+            return
+        self.listed.add(full)
+
+    def listings(self, directory: Path) -> dict[str, str]:
+        """Each directory the step listed (os.listdir, os.scandir, glob, pathlib), relative
+        to `directory` and ending in `/*`, with a fingerprint of the files of rows in it
+        (storage/fingerprints.py), where it held any. A directory the step wrote into is
+        its output, an export, and is left out."""
+        found = {}
+        for full in sorted(self.listed):
+            inside = os.path.join(full, "")
+            if any(w.startswith(inside) for w in self.written):
+                continue
+            held = listing_fingerprint(full, DATA_SUFFIXES)
+            if held is not None:
+                found[Path(os.path.relpath(full, directory)).as_posix() + "/*"] = held
+        return found
 
     def digests(self, directory: Path, sources: set[str]) -> dict[str, str]:
         """Each file read, relative to `directory`, with its SHA-256; files named through
@@ -104,10 +131,23 @@ class Recording:
         return found
 
 
+_LISTINGS = ("os.listdir", "os.scandir")
+
+
 def _hook(event: str, args: tuple) -> None:
     # Called for every audited event in the process, whatever runs: it must be cheap
     # when nothing is recorded, and never raise.
-    if event != "open" or not _recordings or getattr(OWN_READ, "active", False):
+    if not _recordings or getattr(OWN_READ, "active", False):
+        return
+    if event in _LISTINGS:
+        try:
+            if args and args[0] is not None and not _importing():
+                for recording in _recordings:
+                    recording.consider_listing(args[0])
+        except Exception:
+            return
+        return
+    if event != "open":
         return
     try:
         path, mode, flags = (*args, None, None, None)[:3]
@@ -115,6 +155,19 @@ def _hook(event: str, args: tuple) -> None:
             recording.consider(path, mode, flags)
     except Exception:
         return
+
+
+def _importing() -> bool:
+    """Whether the listing was the import system's, looking for a module to import: a
+    step that imports lazily lists the pipeline's directory without reading anything."""
+    frame = sys._getframe(2)
+    for _ in range(4):
+        if frame is None:
+            return False
+        if "importlib" in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
 
 
 @contextlib.contextmanager

@@ -20,12 +20,17 @@ from twicerun.storage.receipts import Receipt
 def uncontained(receipt: Receipt) -> dict[str, str]:
     """What an execution read past ctx that can be told apart run by run, as the report
     names it, with its digest or stamp: plain values of its file, environment variables,
-    files it opened beside the pipeline, files its SQL named."""
+    files it opened beside the pipeline, files its SQL named, directories it listed."""
     found = {f"{name} of its file": d for name, d in (receipt.values_read or {}).items()}
     found.update({f"environment variable {n}": d for n, d in (receipt.environment or {}).items()})
     # A file read through ctx.source has its own record, and its own note when it changed.
     sourced = {os.path.abspath(f.path) for s in receipt.sources for f in s.files}
-    for files in (receipt.opened or {}, receipt.files_named, receipt.files_in_sql):
+    for files in (
+        receipt.opened or {},
+        receipt.files_named,
+        receipt.files_in_sql,
+        receipt.files_listed,
+    ):
         found.update(
             {
                 f"{'files' if '*' in path or '?' in path else 'file'} {path}": d

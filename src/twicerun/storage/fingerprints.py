@@ -12,11 +12,13 @@ gigabytes before every execution would cost more than the step.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import itertools
 import os
 import threading
+from collections.abc import Iterator
 
 # SHA-256 reads about 1.9 GB/s on this machine (hashlib, 64 MiB buffer), so the largest
 # file read whole costs some 35 ms, and only in an execution that finds it rewritten.
@@ -56,23 +58,51 @@ def fingerprint(path: str, limit: int | None = None) -> str | None:
     key = (os.path.abspath(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
     digest = _SEEN.get(key)
     if digest is None:
-        OWN_READ.active = True
         try:
-            with open(path, "rb") as f:
+            with _own(), open(path, "rb") as f:
                 digest = "sha256:" + hashlib.file_digest(f, "sha256").hexdigest()
         except OSError:
             return stamp
-        finally:
-            OWN_READ.active = False
         _SEEN[key] = digest
     return digest
 
 
-def _glob_fingerprint(pattern: str) -> str | None:
+@contextlib.contextmanager
+def _own() -> Iterator[None]:
+    """Marks this thread's reads and listings meanwhile as twicerun's (OWN_READ); nests."""
+    before = getattr(OWN_READ, "active", False)
+    OWN_READ.active = True
     try:
-        matched = list(itertools.islice(glob.iglob(pattern, recursive=True), GLOB_LIMIT + 1))
+        yield
+    finally:
+        OWN_READ.active = before
+
+
+def listing_fingerprint(directory: str, suffixes: tuple[str, ...]) -> str | None:
+    """`glob:<hex>` over the files directly in `directory` whose names end in one of
+    `suffixes`, as a glob's; None when there are none, or more than GLOB_LIMIT."""
+    try:
+        with _own(), os.scandir(directory) as entries:
+            matched = [
+                e.path
+                for e in itertools.islice(entries, 16 * GLOB_LIMIT)
+                if e.name.lower().endswith(suffixes) and e.is_file()
+            ]
     except (OSError, ValueError):
         return None
+    return _fingerprint_of(matched)
+
+
+def _glob_fingerprint(pattern: str) -> str | None:
+    try:
+        with _own():
+            matched = list(itertools.islice(glob.iglob(pattern, recursive=True), GLOB_LIMIT + 1))
+    except (OSError, ValueError):
+        return None
+    return _fingerprint_of(matched)
+
+
+def _fingerprint_of(matched: list[str]) -> str | None:
     if not matched or len(matched) > GLOB_LIMIT:
         return None
     sizes = {}

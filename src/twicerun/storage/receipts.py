@@ -157,6 +157,10 @@ class Receipt:
     # its fingerprint as the execution began, where it existed then: empty when none, or
     # not recorded (an older twicerun).
     files_named: dict[str, str] = field(default_factory=dict)
+    # Directories beside the pipeline it listed while it ran (os.listdir, glob), as
+    # "dir/*", each by a fingerprint of the files of rows in it: empty when none, or not
+    # recorded (an older twicerun).
+    files_listed: dict[str, str] = field(default_factory=dict)
     # The type of what the step's function returned, which twicerun ignores; None when it
     # returned None, or it was not recorded (an older twicerun).
     returned: str | None = None
