@@ -160,11 +160,12 @@ def _hook(event: str, args: tuple) -> None:
 def _importing() -> bool:
     """Whether the listing was the import system's, looking for a module to import: a
     step that imports lazily lists the pipeline's directory without reading anything."""
-    frame = sys._getframe(2)
+    frame = sys._getframe(1)  # the frame that listed
     for _ in range(4):
         if frame is None:
             return False
-        if "importlib" in frame.f_code.co_filename:
+        name = frame.f_code.co_filename
+        if name.startswith("<frozen importlib") or f"{os.sep}importlib{os.sep}" in name:
             return True
         frame = frame.f_back
     return False
