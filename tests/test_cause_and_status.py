@@ -1882,3 +1882,36 @@ def test_a_file_a_step_exports_itself_is_not_said_to_be_read(write_pipeline, twi
     (step,) = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"]
     assert (step["status"], step["cause"]) == ("DIVERGENT", "PERSISTS_SINGLE_THREADED")
     assert not any("export.parquet" in note for note in step["notes"])
+
+
+def test_listed_directories_share_one_budget_of_bytes_and_a_walk_is_not_watched(
+    tmp_path, monkeypatch
+):
+    """Each listed directory was read up to 64 MiB on its own, so a step walking a landing
+    tree of many directories would have had gigabytes hashed after its first execution."""
+    from twicerun.runner import opened
+    from twicerun.storage import fingerprints
+
+    limits = []
+    real = fingerprints.fingerprint
+
+    def spy(path, limit=None):
+        limits.append((os.path.basename(os.path.dirname(path)), limit))
+        return real(path, limit)
+
+    monkeypatch.setattr(fingerprints, "fingerprint", spy)
+    monkeypatch.setattr(opened, "CONTENT_LIMIT", 150)
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "rows.parquet").write_bytes(b"x" * 100)
+    recording = opened.Recording((tmp_path,), tmp_path / "runs")
+    for name in ("a", "b"):
+        recording.consider_listing(tmp_path / name)
+    assert set(recording.listings(tmp_path)) == {"a/*", "b/*"}
+    # The first directory's 100 bytes fit the budget of 150 and are read; the second's
+    # would not, and are stated.
+    assert limits == [("a", fingerprints.CONTENT_LIMIT), ("b", -1)]
+    for k in range(opened.LISTED_LIMIT - 1):
+        (tmp_path / f"d{k}").mkdir()
+        recording.consider_listing(tmp_path / f"d{k}")
+    assert recording.listings(tmp_path) == {}

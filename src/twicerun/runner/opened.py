@@ -26,7 +26,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from twicerun.storage.fingerprints import OWN_READ, fingerprint, listing_fingerprint
+from twicerun.storage.fingerprints import (
+    CONTENT_LIMIT,
+    OWN_READ,
+    fingerprint,
+    listing_fingerprint,
+)
 
 _CODE = (".py", ".pyc", ".pyo", ".so", ".pyd")
 # Files of rows, which the run report says a step should read through ctx.source.
@@ -99,12 +104,18 @@ class Recording:
         to `directory` and ending in `/*`, with a fingerprint of the files of rows in it
         (storage/fingerprints.py), where it held any. A directory the step wrote into is
         its output, an export, and is left out."""
-        found = {}
+        found: dict[str, str] = {}
+        # A walk over a tree of directories (os.walk over a landing area) is a read of
+        # everything in it, not a file handed over: too much to fingerprint per execution.
+        if len(self.listed) > LISTED_LIMIT:
+            return found
+        # One budget of bytes for all of them, as for the files of one glob.
+        budget = [CONTENT_LIMIT]
         for full in sorted(self.listed):
             inside = os.path.join(full, "")
             if any(w.startswith(inside) for w in self.written):
                 continue
-            held = listing_fingerprint(full, DATA_SUFFIXES)
+            held = listing_fingerprint(full, DATA_SUFFIXES, budget)
             if held is not None:
                 found[Path(os.path.relpath(full, directory)).as_posix() + "/*"] = held
         return found
@@ -132,6 +143,8 @@ class Recording:
 
 
 _LISTINGS = ("os.listdir", "os.scandir")
+# Directories listed in one execution past which none is watched (Recording.listings).
+LISTED_LIMIT = 64
 
 
 def _hook(event: str, args: tuple) -> None:

@@ -78,9 +78,13 @@ def _own() -> Iterator[None]:
         OWN_READ.active = before
 
 
-def listing_fingerprint(directory: str, suffixes: tuple[str, ...]) -> str | None:
+def listing_fingerprint(
+    directory: str, suffixes: tuple[str, ...], budget: list[int] | None = None
+) -> str | None:
     """`glob:<hex>` over the files directly in `directory` whose names end in one of
-    `suffixes`, as a glob's; None when there are none, or more than GLOB_LIMIT."""
+    `suffixes`, as a glob's; None when there are none, or more than GLOB_LIMIT. With a
+    `budget` (bytes left to read, shared by the directories of one execution), their
+    bytes are read only while it lasts, and what is read is taken from it."""
     try:
         with _own(), os.scandir(directory) as entries:
             matched = [
@@ -90,7 +94,7 @@ def listing_fingerprint(directory: str, suffixes: tuple[str, ...]) -> str | None
             ]
     except (OSError, ValueError):
         return None
-    return _fingerprint_of(matched)
+    return _fingerprint_of(matched, budget)
 
 
 def _glob_fingerprint(pattern: str) -> str | None:
@@ -102,7 +106,7 @@ def _glob_fingerprint(pattern: str) -> str | None:
     return _fingerprint_of(matched)
 
 
-def _fingerprint_of(matched: list[str]) -> str | None:
+def _fingerprint_of(matched: list[str], budget: list[int] | None = None) -> str | None:
     if not matched or len(matched) > GLOB_LIMIT:
         return None
     sizes = {}
@@ -112,6 +116,10 @@ def _fingerprint_of(matched: list[str]) -> str | None:
         except OSError:
             sizes[path] = 0
     # Together past the limit, every file keeps its stat: one budget for the glob.
-    limit = CONTENT_LIMIT if sum(sizes.values()) <= CONTENT_LIMIT else -1
+    total = sum(sizes.values())
+    left = CONTENT_LIMIT if budget is None else budget[0]
+    limit = CONTENT_LIMIT if total <= left else -1
+    if budget is not None and limit > 0:
+        budget[0] -= total
     parts = [f"{path}={fingerprint(path, limit) or ''}" for path in sorted(matched)]
     return "glob:" + hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
