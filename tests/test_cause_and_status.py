@@ -1709,6 +1709,44 @@ def test_a_directory_a_step_lists_and_reads_with_pyarrow_is_watched(
     assert use["bisect"]["error"].startswith("files stage/*, which it reads, changed between")
 
 
+@pytest.mark.parametrize("export", ["listing", "path"])
+def test_a_step_exporting_into_a_directory_it_cleans_keeps_its_cause(
+    write_pipeline, twicerun, tmp_path, export
+):
+    """A step that emptied its export directory (os.listdir, os.remove) and exported into
+    it with COPY, which Python never sees written, was taken to read what it had left
+    there: the export moved between the loop's runs and held still at one thread, and a
+    thread race lost its cause. An export named by a built path, rewritten some runs with
+    the bytes it had, was taken for a read the same way."""
+    out = tmp_path / "exports"
+    clean = (
+        "for f in os.listdir(OUT):\n                os.remove(os.path.join(OUT, f))"
+        if export == "listing"
+        else "pass"
+    )
+    path = write_pipeline(
+        f"""
+        import itertools
+        import os
+
+        OUT = {str(out)!r}
+        _calls = itertools.count()
+
+
+        def export(ctx):
+            os.makedirs(OUT, exist_ok=True)
+            {clean}
+            # Runs 1 and 2 export the same bytes at two threads, the later ones others.
+            mark = next(_calls) // 2 if ctx.threads > 1 else 0
+            ctx.sql(f"COPY (SELECT {{mark}} AS v) TO '{{OUT}}/sums.parquet'")
+            ctx.write("sums", f"SELECT {{mark}} AS v")
+        """
+    )
+    use = twicerun("run", path, "--runs", "4", "--threads", "2", "--json", "-").json()["steps"][0]
+    assert (use["status"], use["cause"]) == ("DIVERGENT", "PARALLEL_ORDER")
+    assert not any("which a later run did not find" in note for note in use["notes"])
+
+
 def test_a_directory_the_import_system_lists_is_not_taken_for_one_the_step_read(
     write_pipeline, twicerun, tmp_path
 ):

@@ -38,7 +38,7 @@ from twicerun.runner.interrupts import (
 )
 from twicerun.runner.opened import Recording, files_named, recording
 from twicerun.storage.context import ArtifactRef
-from twicerun.storage.fingerprints import fingerprint
+from twicerun.storage.fingerprints import fingerprint, touched_since
 from twicerun.storage.layout import LOOP, Invocation, RunAddress
 from twicerun.storage.receipts import RECEIPT_VERSION, ArtifactRecord, Receipt, save_receipt
 from twicerun.storage.space import disk_full, full_disk_advice
@@ -143,6 +143,8 @@ def execute_step(
     # The step's seconds are its own call, writes included; opening and closing the
     # connection is the tool's cost of isolating steps, and is counted as overhead.
     start = time.perf_counter()
+    # Against files' modification times, which are the wall clock's: what the step wrote.
+    began_ns = time.time_ns()
     # Not os.getcwd() here: it lets go of the GIL, and taking it back from the
     # connection helpers cost the loop a few tenths of a millisecond per execution.
     cwd = invocation.working_directory
@@ -186,7 +188,11 @@ def execute_step(
             # A file the step itself rewrote is its output (an export), not something
             # handed to it: only files it left as it found them count as read.
             if named:
-                named = {path: stamp for path, stamp in named.items() if fingerprint(path) == stamp}
+                named = {
+                    path: stamp
+                    for path, stamp in named.items()
+                    if fingerprint(path) == stamp and not touched_since(path, began_ns)
+                }
             left = ctx._threads_left()
             threads_set_by_step = left if left is not None and left != threads else None
         finally:
@@ -280,7 +286,7 @@ def execute_step(
         generators=generators,
         opened=_opened(beside, step, ctx),
         files_listed=(
-            beside.listings(step.own.directory) if beside is not None and step.own else {}
+            beside.listings(step.own.directory, began_ns) if beside is not None and step.own else {}
         ),
         environment=variables.recorded() if variables is not None else None,
     )

@@ -31,6 +31,7 @@ from twicerun.storage.fingerprints import (
     OWN_READ,
     fingerprint,
     listing_fingerprint,
+    touched_since,
 )
 
 _CODE = (".py", ".pyc", ".pyo", ".so", ".pyd")
@@ -99,11 +100,13 @@ class Recording:
             return
         self.listed.add(full)
 
-    def listings(self, directory: Path) -> dict[str, str]:
+    def listings(self, directory: Path, began_ns: int = 0) -> dict[str, str]:
         """Each directory the step listed (os.listdir, os.scandir, glob, pathlib), relative
         to `directory` and ending in `/*`, with a fingerprint of the files of rows in it
-        (storage/fingerprints.py), where it held any. A directory the step wrote into is
-        its output, an export, and is left out."""
+        (storage/fingerprints.py), where it held any. A directory the step wrote into (a
+        file opened for writing, or one changed since `began_ns`, the execution's start on
+        the wall clock: DuckDB's COPY writes unseen) is its output, an export, and is left
+        out."""
         found: dict[str, str] = {}
         # A walk over a tree of directories (os.walk over a landing area) is a read of
         # everything in it, not a file handed over: too much to fingerprint per execution.
@@ -114,6 +117,8 @@ class Recording:
         for full in sorted(self.listed):
             inside = os.path.join(full, "")
             if any(w.startswith(inside) for w in self.written):
+                continue
+            if began_ns and touched_since(full, began_ns):
                 continue
             held = listing_fingerprint(full, DATA_SUFFIXES, budget)
             if held is not None:

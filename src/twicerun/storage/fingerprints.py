@@ -78,6 +78,32 @@ def _own() -> Iterator[None]:
         OWN_READ.active = before
 
 
+def touched_since(path: str, since_ns: int) -> bool:
+    """Whether the file at `path` was modified at or after `since_ns` (wall clock, in
+    nanoseconds); for a glob or a directory, any file of rows it holds, or the directory
+    itself (a file added or removed there). A step that rewrote a file with the bytes it
+    had, or cleaned a directory and exported into it, wrote there: what it left is its
+    output, though its digest did not move."""
+    with _own():
+        try:
+            if "*" in path or "?" in path:
+                found = list(itertools.islice(glob.iglob(path, recursive=True), GLOB_LIMIT + 1))
+                found += sorted({os.path.dirname(p) or "." for p in found})
+            elif os.path.isdir(path):
+                found = [path, *(e.path for e in itertools.islice(os.scandir(path), GLOB_LIMIT))]
+            else:
+                found = [path]
+        except (OSError, ValueError):
+            return False
+        for p in found:
+            try:
+                if os.stat(p).st_mtime_ns >= since_ns:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
 def listing_fingerprint(
     directory: str, suffixes: tuple[str, ...], budget: list[int] | None = None
 ) -> str | None:
