@@ -82,23 +82,26 @@ class Recording:
         elif isinstance(flags, int) and flags & _WRITES:
             self.written.add(full)
             return
-        if not full.startswith(self._roots) or full.startswith(self._skip):
-            return
-        if full.endswith(_CODE) or f"{os.sep}__pycache__{os.sep}" in full:
-            return
-        if f"{os.sep}site-packages{os.sep}" in full:
-            return
-        self.paths.add(full)
+        if self._beside(full) and not full.endswith(_CODE):
+            self.paths.add(full)
 
     def consider_listing(self, path: Any) -> None:
         if isinstance(path, int):
             return  # a descriptor already open
         full = os.path.abspath(os.fsdecode(os.fspath(path)))
-        if not os.path.join(full, "").startswith(self._roots) or full.startswith(self._skip):
-            return
-        if f"{os.sep}site-packages{os.sep}" in full or full.endswith("__pycache__"):
-            return
-        self.listed.add(full)
+        if self._beside(full):
+            self.listed.add(full)
+
+    def _beside(self, full: str) -> bool:
+        """Whether a file or directory is the pipeline's own: under its roots, not under
+        twicerun's run directory, an installed package or a bytecode cache."""
+        inside = os.path.join(full, "")
+        return (
+            inside.startswith(self._roots)
+            and not full.startswith(self._skip)
+            and f"{os.sep}__pycache__{os.sep}" not in inside
+            and f"{os.sep}site-packages{os.sep}" not in inside
+        )
 
     def listings(self, directory: Path, began_ns: int = 0) -> dict[str, str]:
         """Each directory the step listed (os.listdir, os.scandir, glob, pathlib), relative
