@@ -300,6 +300,50 @@ def test_attribution_names_the_column_whose_removal_pairs_the_rows():
     )
 
 
+def test_rows_paired_by_dropping_a_column_say_which_floats_differ_on_them_too():
+    """A row_number() keeping one version per customer, over tied versions, picks another
+    version: its name and its balance both differ, and "dropping name pairs every row" read
+    as if only the name had changed."""
+    ref = pa.table({"cust": [1, 2, 3], "name": ["a", "b", "c"], "bal": [1.5, 2.5, 3.5]})
+    other_version = pa.table({"cust": [1, 2, 3], "name": ["a", "x", "c"], "bal": [1.5, 9.0, 3.5]})
+    renamed = pa.table({"cust": [1, 2, 3], "name": ["a", "x", "c"], "bal": [1.5, 2.5, 3.5]})
+    a = measure(ref, other_version).attribution
+    assert (a.column, a.after["name"], a.floats_differ) == ("name", 0, ["bal"])
+    assert attribution_line(a) == (
+        "dropping name from the key pairs every row; bal differs on those rows too"
+    )
+    # The same row with its name changed keeps its float.
+    a = measure(ref, renamed).attribution
+    assert (a.column, a.floats_differ) == ("name", [])
+    assert attribution_line(a) == "dropping name from the key pairs every row"
+    # Only the floats that differ are named, each under its own name.
+    two = ref.append_column("rate", pa.array([0.1, 0.2, 0.3]))
+    moved = other_version.append_column("rate", pa.array([0.1, 0.2, 0.3]))
+    assert measure(two, moved).attribution.floats_differ == ["bal"]
+
+
+def test_the_loop_says_which_floats_differ_on_rows_a_column_pairs(reported):
+    # Through the loop, whose attribution is computed after its comparisons, from the
+    # worst one's kept tables.
+    out = reported(
+        """
+        def latest(ctx):
+            pick = "DESC" if next(_runs) else "ASC"
+            ctx.write(
+                "latest",
+                f"SELECT cust, arg_max(name, v) AS name, arg_max(bal, v) AS bal FROM "
+                f"(SELECT range % 3 AS cust, 'n' || range AS name, (range * 1.5)::DOUBLE AS bal, "
+                f"CASE WHEN '{pick}' = 'ASC' THEN range ELSE -range END AS v FROM range(9)) "
+                f"GROUP BY cust",
+            )
+        """
+    )
+    assert (
+        "        latest: 3 of 3 reference rows and 3 of 3 later rows found no partner\n"
+        "        dropping name from the key pairs every row; bal differs on those rows too\n"
+    ) in out
+
+
 def test_a_tie_goes_to_the_column_the_step_invented():
     # event and surrogate are a bijection whose pairing moved: dropping either pairs every row.
     ref = pa.table({"event": [1, 2], "cust": [7, 7], "surrogate": [1, 2]})

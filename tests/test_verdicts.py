@@ -334,6 +334,32 @@ def test_diff_says_which_columns_moved_and_that_a_list_only_came_back_in_another
     )
 
 
+def test_diff_says_which_floats_differ_on_the_rows_a_column_pairs(
+    twicerun, write_pipeline, run_dir, monkeypatch
+):
+    """Another version of each customer picked: diff blamed the name alone."""
+    path = write_pipeline(
+        "import os\n\n\n"
+        "def latest(ctx):\n"
+        '    sign = os.environ.get("SIGN", "")\n'
+        "    ctx.write(\n"
+        '        "latest",\n'
+        '        f"SELECT cust, arg_max(name, {sign}range) AS name, arg_max(bal, {sign}range) AS bal "\n'
+        "        f\"FROM (SELECT range, range % 3 AS cust, 'n' || range AS name, (range * 1.5)::DOUBLE AS bal \"\n"
+        '        "FROM range(9)) GROUP BY cust",\n'
+        "    )\n"
+    )
+    a = record(twicerun, path, run_dir, "--no-amplify")
+    monkeypatch.setenv("SIGN", "-")
+    b = record(twicerun, path, run_dir, "--no-amplify")
+    outcome = twicerun("diff", a, b)
+    assert outcome.code == 1
+    assert outcome.out.splitlines()[2] == (
+        "       latest: ROW_MISSING, ROW_EXTRA; 3 rows only in the first, 3 rows only in the "
+        "second (of 3 and 3); they pair once name is left out; bal differs on them too"
+    )
+
+
 @pytest.mark.parametrize(
     "args",
     [["diff", "nowhere", "nowhere"], ["diff", "only-one"], ["localize"], ["reproduce", "nowhere"]],

@@ -132,6 +132,11 @@ class Attribution:
     `reordered` names the list columns among those blamed (`column`, or `tied` when
     together) whose unmatched rows pair once each list's elements are sorted: the same
     values in another order, as `list()` without ORDER BY gives.
+
+    `floats_differ` names the float columns whose values differ on the rows that pair once
+    the blamed columns are dropped, when they pair every row: other rows, not the same row
+    with one value changed (a version picked among tied ones differs in every column it
+    does not share with the others).
     """
 
     column: str | None
@@ -141,6 +146,7 @@ class Attribution:
     chosen_by: str
     invented: list[str] = field(default_factory=list)
     reordered: list[str] = field(default_factory=list)
+    floats_differ: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

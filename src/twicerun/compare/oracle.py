@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
@@ -171,9 +171,12 @@ def compare_artifacts(
         attribution = None
         wanted = attribute_above is not None and unmatched > attribute_above
         attributable = 0 < len(key_exprs) <= MAX_ATTRIBUTION_COLUMNS
+        rows = None
+        if float_cols and unmatched and attributable and (wanted or keep_imbalance_as):
+            rows = _keep_float_rows(con, len(key_exprs), [c.name for c in float_cols])
         if wanted and attributable:
             attribution = attribute_table(
-                con, IMBALANCE, [n for n, _ in key_exprs], set(input_columns), unmatched
+                con, IMBALANCE, [n for n, _ in key_exprs], set(input_columns), unmatched, rows
             )
         reassigned: tuple[list[str], bool] = ([], False)
         if leaf_list and key_exprs and not unmatched and any(d.moved for d in drift):
@@ -182,12 +185,23 @@ def compare_artifacts(
             )
         if keep_imbalance_as and unmatched and attributable:
             con.execute(f"DROP TABLE IF EXISTS {keep_imbalance_as}")
+            con.execute(f"DROP TABLE IF EXISTS {keep_imbalance_as}{FLOAT_ROWS}")
             con.execute(f"ALTER TABLE {IMBALANCE} RENAME TO {keep_imbalance_as}")
+            if rows:
+                con.execute(f"ALTER TABLE {rows} RENAME TO {keep_imbalance_as}{FLOAT_ROWS}")
     finally:
         con.execute(
             "; ".join(
                 f"DROP TABLE IF EXISTS {table}"
-                for table in (IMBALANCE, ROWS, PAIRS, RESIDUE, LEFTOVERS, f"{IMBALANCE}_residue")
+                for table in (
+                    IMBALANCE,
+                    ROWS,
+                    PAIRS,
+                    RESIDUE,
+                    LEFTOVERS,
+                    f"{IMBALANCE}_residue",
+                    f"{IMBALANCE}{FLOAT_ROWS}",
+                )
             )
         )
 
@@ -628,6 +642,55 @@ def _reassigned(
     return (alone, False) if alone else (names, True)
 
 
+# Beside a table of disagreeing groups, the rows that did not pair with their floats' bits,
+# each float column under its own name behind this prefix (no key column, `rn` or `ln` can
+# be called that), for attribution to say whether the rows it pairs keep their floats.
+FLOAT_ROWS = "_floats"
+FLOAT_PREFIX = "float:"
+
+
+def _keep_float_rows(con: duckdb.DuckDBPyConnection, n_key: int, floats: Sequence[str]) -> str:
+    """The rows of ROWS that did not pair, by key and each float column's bits."""
+    table = f"{IMBALANCE}{FLOAT_ROWS}"
+    named = [f"b{i} AS {sql.identifier(FLOAT_PREFIX + name)}" for i, name in enumerate(floats)]
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {table} AS "
+        f"SELECT {', '.join([*_ks(n_key), *named])}, rn, ln FROM {ROWS} WHERE rn <> ln"
+    )
+    return table
+
+
+def _floats_that_differ(
+    con: duckdb.DuckDBPyConnection, rows: str, key_names: Sequence[str], a: Attribution
+) -> list[str]:
+    """The float columns that differ on the rows that pair once the blamed key columns are
+    dropped: a `row_number()` over tied rows that keeps one version per customer picks
+    another version, and its name and its balance both differ, where blaming the name
+    alone reads as if only the name had changed. Empty unless the blamed columns pair
+    every row."""
+    if a.chosen_by == "together":
+        blamed = set(a.tied)
+    elif a.chosen_by in ("counts", "invented") and a.column and a.after.get(a.column) == 0:
+        blamed = {a.column}
+    else:
+        return []
+    kept = [f"k{j}" for j, name in enumerate(key_names) if name not in blamed]
+    floats = [
+        name
+        for (name,) in con.execute(f"SELECT column_name FROM (DESCRIBE {rows})").fetchall()
+        if name.startswith(FLOAT_PREFIX)
+    ]
+    differ = []
+    for name in floats:
+        (left,) = con.execute(
+            f"SELECT count(*) FROM (SELECT sum(rn - ln) AS s FROM {rows} "
+            f"GROUP BY {', '.join([*kept, sql.identifier(name)])}) WHERE s <> 0"
+        ).fetchone()
+        if left:
+            differ.append(name.removeprefix(FLOAT_PREFIX))
+    return differ
+
+
 def _one_left_each(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether no key group has more than one row left over on either side, which in a
     keyed artifact is the usual case and lets leftovers pair by their key alone."""
@@ -765,14 +828,32 @@ def attribute_table(
     key_names: Sequence[str],
     input_columns: set[str],
     before: int,
+    rows: str | None = None,
 ) -> Attribution:
-    """Leave-one-out over the disagreeing groups only.
+    """Leave-one-out over the disagreeing groups only; with `rows` (the rows that did not
+    pair, with their floats, from compare_artifacts), also the floats that differ on the
+    rows the blamed columns pair.
 
     Dropping a column merges groups; a merged group leaves |sum of (rn - ln)| rows
     unmatched, and groups that already agreed add nothing to that sum, so only the
     disagreeing groups need to be read. (One query per column measured faster here
     than a single GROUPING SETS pass.)
     """
+    attribution = _leave_one_out(con, table, key_names, input_columns, before)
+    if rows is None:
+        return attribution
+    return replace(
+        attribution, floats_differ=_floats_that_differ(con, rows, key_names, attribution)
+    )
+
+
+def _leave_one_out(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    key_names: Sequence[str],
+    input_columns: set[str],
+    before: int,
+) -> Attribution:
     column_of = {name: f"k{j}" for j, name in enumerate(key_names)}
 
     def left_by(*group_by: str) -> int:

@@ -195,7 +195,7 @@ def attribution_line(a: Attribution) -> str | None:
             f"dropping {blamed} together from the key pairs every row, though no one of "
             f"them does alone"
         )
-        return line + _reordered_clause(a)
+        return line + _reordered_clause(a) + _floats_clause(a)
     if a.chosen_by == "undecided":
         return _undecided_line(a)
     left = after[a.column]
@@ -209,8 +209,8 @@ def attribution_line(a: Attribution) -> str | None:
         return (
             f"{head}; {' and '.join(others)} {'does' if len(others) == 1 else 'do'} the same, "
             f"and {column} is named because no input of this step has that column"
-        )
-    return head + _reordered_clause(a)
+        ) + _floats_clause(a)
+    return head + _reordered_clause(a) + _floats_clause(a)
 
 
 def _undecided_line(a: Attribution) -> str:
@@ -246,6 +246,16 @@ def _undecided_line(a: Attribution) -> str:
         f"dropping {which} from the key {effect}, and {reason}, "
         f"so the counts could not choose between them"
     )
+
+
+def _floats_clause(a: Attribution) -> str:
+    """The floats that differ on the rows the blamed columns pair: other rows, not one
+    value changed."""
+    if not a.floats_differ:
+        return ""
+    names = listed([shown(f) for f in a.floats_differ])
+    verb = "differs" if len(a.floats_differ) == 1 else "differ"
+    return f"; {names} {verb} on those rows too"
 
 
 def _reordered_clause(a: Attribution) -> str:

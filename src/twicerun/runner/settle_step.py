@@ -12,7 +12,12 @@ from dataclasses import replace
 
 import duckdb
 
-from twicerun.compare.oracle import ReferenceCache, attribute_table, compare_artifacts
+from twicerun.compare.oracle import (
+    FLOAT_ROWS,
+    ReferenceCache,
+    attribute_table,
+    compare_artifacts,
+)
 from twicerun.compare.pair import Side, settle
 from twicerun.findings import ArtifactFindings
 from twicerun.result import ArtifactOutcome, Comparison
@@ -136,10 +141,14 @@ class WorstComparisons:
             previous = self._worst.get((index, a.name))
             if count and self._exists(table) and (previous is None or count > previous[0]):
                 if previous is not None:
-                    self.con.execute(f"DROP TABLE IF EXISTS {previous[2]}")
+                    self._drop(previous[2])
                 self._worst[(index, a.name)] = (count, comparison.run, table)
             elif previous is None or previous[2] != table:
-                self.con.execute(f"DROP TABLE IF EXISTS {table}")
+                self._drop(table)
+
+    def _drop(self, table: str) -> None:
+        """A kept table, and the rows with floats compare_artifacts kept beside it."""
+        self.con.execute(f"DROP TABLE IF EXISTS {table}; DROP TABLE IF EXISTS {table}{FLOAT_ROWS}")
 
     def _exists(self, table: str) -> bool:
         return bool(
@@ -161,16 +170,24 @@ class WorstComparisons:
             artifacts = []
             for a in comparison.artifacts:
                 if a.name == name and a.findings:
-                    attribution = attribute_table(self.con, table, a.findings.key, inputs, count)
+                    rows = f"{table}{FLOAT_ROWS}"
+                    attribution = attribute_table(
+                        self.con,
+                        table,
+                        a.findings.key,
+                        inputs,
+                        count,
+                        rows if self._exists(rows) else None,
+                    )
                     a = replace(a, findings=replace(a.findings, attribution=attribution))
                 artifacts.append(a)
             updated[i] = replace(comparison, artifacts=artifacts)
-            self.con.execute(f"DROP TABLE IF EXISTS {table}")
+            self._drop(table)
             del self._worst[(step, name)]
         return updated
 
     def drop(self) -> None:
         """Drop every kept table, for a series that ended before it could attribute them."""
         for _, _, table in self._worst.values():
-            self.con.execute(f"DROP TABLE IF EXISTS {table}")
+            self._drop(table)
         self._worst.clear()

@@ -106,4 +106,9 @@ def _columns_that_moved(f: ArtifactFindings) -> str:
         names = " and ".join(shown(r) for r in a.reordered)
         verb = "holds" if len(a.reordered) == 1 else "hold"
         clauses.append(f"{names} {verb} the same elements in another order")
+    if a.floats_differ and clauses:
+        names = " and ".join(shown(f) for f in a.floats_differ)
+        clauses.append(
+            f"{names} {'differs' if len(a.floats_differ) == 1 else 'differ'} on them too"
+        )
     return "; ".join(clauses)
