@@ -1621,6 +1621,9 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
         "may come from there (hand the rows over with ctx.write and ctx.read)"
     ) in use["notes"]
     assert use["bisect"]["error"].startswith(f"{what}, which it reads, changed between")
+    # Which step to look at: the one that wrote the file while it ran.
+    if channel != "environment":
+        assert use["notes"][-1] == f"step 0 build writes file {side} past ctx.write"
 
 
 @pytest.mark.parametrize(
@@ -1674,6 +1677,9 @@ def test_a_file_read_by_a_path_built_when_the_step_runs_is_watched(
     # A glob listed in Python is watched twice over: by the strings, and as a listing.
     assert use["bisect"]["error"].startswith(side)
     assert "which it reads, changed between" in use["bisect"]["error"]
+    # The export names its directory alone, which it replaced a file in.
+    assert use["notes"][-1].startswith(f"step 0 export writes {side}")
+    assert use["notes"][-1].endswith(" past ctx.write")
 
 
 def test_a_directory_a_step_lists_and_reads_with_pyarrow_is_watched(
@@ -1707,6 +1713,7 @@ def test_a_directory_a_step_lists_and_reads_with_pyarrow_is_watched(
     use = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"][1]
     assert (use["status"], use["cause"]) == ("DIVERGENT", None)
     assert use["bisect"]["error"].startswith("files stage/*, which it reads, changed between")
+    assert use["notes"][-1] == "step 0 export writes files stage/* past ctx.write"
 
 
 @pytest.mark.parametrize("export", ["listing", "path"])

@@ -36,7 +36,7 @@ from twicerun.runner.interrupts import (
     reraise_if_requested,
     timed_out,
 )
-from twicerun.runner.opened import Recording, files_named, recording
+from twicerun.runner.opened import Recording, directories_changed, files_named, recording
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.fingerprints import fingerprint, touched_since
 from twicerun.storage.layout import LOOP, Invocation, RunAddress
@@ -187,12 +187,18 @@ def execute_step(
             generators = left_in(drawn, generator_states())
             # A file the step itself rewrote is its output (an export), not something
             # handed to it: only files it left as it found them count as read.
+            changed = []
             if named:
-                named = {
-                    path: stamp
-                    for path, stamp in named.items()
-                    if fingerprint(path) == stamp and not touched_since(path, began_ns)
-                }
+                unchanged = {}
+                for path, stamp in named.items():
+                    if fingerprint(path) == stamp and not touched_since(path, began_ns):
+                        unchanged[path] = stamp
+                    else:
+                        changed.append(path)
+                named = unchanged
+            changed += directories_changed(strings, began_ns, cwd)
+            if beside is not None:
+                changed += beside.written_beside()
             left = ctx._threads_left()
             threads_set_by_step = left if left is not None and left != threads else None
         finally:
@@ -276,6 +282,7 @@ def execute_step(
         sql_outside_ctx=ctx.output.sql_outside_ctx,
         files_in_sql=ctx.output.files_in_sql,
         files_named=named,
+        files_changed=changed,
         sql_writes_outside_ctx=ctx.output.sql_writes_outside_ctx,
         attached_for_writing=ctx.output.attached_for_writing,
         reused_objects=reused(str(invocation.root), step.index, ctx.output.objects),

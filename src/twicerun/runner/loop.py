@@ -40,7 +40,7 @@ from twicerun.runner.generators import drew_unseeded
 from twicerun.runner.keys import KeyChecker
 from twicerun.runner.opened import DATA_SUFFIXES
 from twicerun.runner.own_workers import describe
-from twicerun.runner.past_ctx import uncontained_moved
+from twicerun.runner.past_ctx import changed_by, uncontained_moved
 from twicerun.runner.progress import Progress, ProgressEvent, silent
 from twicerun.runner.records import Records
 from twicerun.runner.scoring import not_varied, score_step, thread_count_fired
@@ -571,6 +571,14 @@ def _cause_and_amplify(
                         f"did: what another step, or an earlier run, changes there reaches "
                         f"this step past containment, so a difference here may come from "
                         f"there (hand the rows over with ctx.write and ctx.read)",
+                        *changed_by(
+                            bench.records,
+                            changed,
+                            result.index,
+                            options.runs,
+                            {i: s.name for i, s in by_index.items()},
+                            str(step.own.directory) if step.own is not None else None,
+                        ),
                     ],
                 )
             if moved:

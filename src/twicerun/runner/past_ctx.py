@@ -10,8 +10,10 @@ name them, so that a run, a bisect or an audit can tell which of them moved.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 
+from twicerun.display import listed
 from twicerun.runner.records import Records
 from twicerun.storage.layout import LOOP, RunAddress
 from twicerun.storage.receipts import Receipt
@@ -58,3 +60,56 @@ def uncontained_moved(records: Records, index: int, runs: int) -> list[str]:
             if first.get(n) != later.get(n)
         }
     )
+
+
+def changed_by(
+    records: Records,
+    names: list[str],
+    index: int,
+    runs: int,
+    steps: dict[int, str],
+    directory: str | None = None,
+) -> list[str]:
+    """Of `names` (uncontained_moved's), the files another step changed while it ran in
+    the loop, each as "step N name writes file X past ctx.write": the place to look, where the note on
+    the step that reads them can only say that something did. `steps` names each index;
+    a file it opened or a directory it listed is named relative to the pipeline's
+    `directory`, one its code or SQL names relative to the working directory."""
+    paths = {name: name.split(" ", 1)[1] for name in names if name.startswith(("file ", "files "))}
+    if not paths:
+        return []
+    found = []
+    for other, step_name in sorted(steps.items()):
+        if other == index:
+            continue
+        changed = {
+            # A directory keeps its separator: what lies under it was changed.
+            os.path.join(os.path.abspath(path), "")
+            if path.endswith(("/", os.sep))
+            else os.path.abspath(path)
+            for k in range(1, runs + 1)
+            if (receipt := records.get(RunAddress(LOOP, k), other)) is not None
+            for path in receipt.files_changed
+        }
+        if not changed:
+            continue
+        hit = [
+            name
+            for name, path in paths.items()
+            if _covers(path, changed)
+            or (directory is not None and _covers(os.path.join(directory, path), changed))
+        ]
+        if hit:
+            found.append(f"step {other} {step_name} writes {listed(hit)} past ctx.write")
+    return found
+
+
+def _covers(path: str, changed: set[str]) -> bool:
+    """Whether a file the reader named (a path, a glob, or a listed "dir/*") is one of the
+    `changed` paths, holds one, or lies in a changed directory (one ending in a separator)."""
+    pattern = os.path.abspath(path)
+    if any(c.endswith(os.sep) and pattern.startswith(c) for c in changed):
+        return True
+    if "*" in path or "?" in path:
+        return any(fnmatch.fnmatch(c, pattern) for c in changed)
+    return pattern in changed

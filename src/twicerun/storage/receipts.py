@@ -157,6 +157,10 @@ class Receipt:
     # its fingerprint as the execution began, where it existed then: empty when none, or
     # not recorded (an older twicerun).
     files_named: dict[str, str] = field(default_factory=dict)
+    # Of the files its code names (files_named), those it changed while it ran, past
+    # ctx.write (an export, a database it inserted into), as named: empty when none, or
+    # not recorded (an older twicerun). A step that reads one of them is told which.
+    files_changed: list[str] = field(default_factory=list)
     # Directories beside the pipeline it listed while it ran (os.listdir, glob), as
     # "dir/*", each by a fingerprint of the files of rows in it: empty when none, or not
     # recorded (an older twicerun).
