@@ -373,6 +373,32 @@ def test_an_artifact_with_no_exact_column_says_it_was_matched_on_no_key(write_pi
     )
 
 
+def test_an_exact_column_retyped_is_not_said_to_be_missing(write_pipeline, twicerun):
+    """A count read back from a file that was absent in run 1 came back BIGINT where run 1
+    wrote INTEGER: the key is the exact columns both sides share, none here, and the report
+    said the artifact had no exact column."""
+    path = write_pipeline(
+        """
+        import itertools
+
+        _calls = itertools.count()
+
+
+        def counted(ctx):
+            cast = "INTEGER" if next(_calls) == 0 else "BIGINT"
+            ctx.write("x", f"SELECT 3::{cast} AS n, (1.0 / (3 + {len(cast)}))::DOUBLE AS s")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 1
+    assert "x: schema changed: retyped n from INTEGER to BIGINT\n" in outcome.out
+    assert (
+        "x: matched on no key: no exact column kept its name and type in both runs, so rows "
+        "were paired by their float values alone\n" in outcome.out
+    )
+    assert "it has no exact column" not in outcome.out
+
+
 def test_judge_does_not_report_the_runs_retention_as_its_own(write_pipeline, twicerun, run_dir):
     # The report judge printed ended "Removed 1 older invocation directory (--keep).",
     # copied from the run's Result, though judge executes and removes nothing.

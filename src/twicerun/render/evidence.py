@@ -101,6 +101,13 @@ def _artifact_lines(
             f"{name}: matched on {', '.join(shown(c) for c in worst.key)} (--key); "
             f"{', '.join(shown(c) for c in worst.not_compared)} not compared"
         )
+    elif not worst.key and worst.schema and (worst.schema.retyped or worst.schema.dropped):
+        # Its exact columns may have been retyped or dropped: the key is what both sides
+        # share, and "it has no exact column" was said of an integer count retyped.
+        lines.append(
+            f"{name}: matched on no key: no exact column kept its name and type in both "
+            f"runs, so rows were paired by their float values alone"
+        )
     elif not worst.key:
         lines.append(
             f"{name}: matched on no key: it has no exact column, so rows were paired by their "
