@@ -71,6 +71,17 @@ def record(twicerun, path, run_dir, *extra) -> Path:
     return _invocations(run_dir)[-1]
 
 
+def diffed_once_set(twicerun, path, run_dir, monkeypatch, variable: str, value: str) -> str:
+    """The line under diff's first difference between two recordings of `path`, the second
+    with the environment variable `variable` set to `value`."""
+    a = record(twicerun, path, run_dir, "--no-amplify")
+    monkeypatch.setenv(variable, value)
+    b = record(twicerun, path, run_dir, "--no-amplify")
+    outcome = twicerun("diff", a, b)
+    assert outcome.code == 1
+    return outcome.out.splitlines()[2]
+
+
 def by_step(outcome) -> dict[str, dict]:
     """A verb's --json steps, by step name."""
     return {s["name"]: s for s in outcome.json()["steps"]}
@@ -322,12 +333,7 @@ def test_diff_says_which_columns_moved_and_that_a_list_only_came_back_in_another
         '        "FROM (SELECT range AS id, range % 3 AS g FROM range(12)) GROUP BY g",\n'
         "    )\n"
     )
-    a = record(twicerun, path, run_dir, "--no-amplify")
-    monkeypatch.setenv("ORDER", "DESC")
-    b = record(twicerun, path, run_dir, "--no-amplify")
-    outcome = twicerun("diff", a, b)
-    assert outcome.code == 1
-    assert outcome.out.splitlines()[2] == (
+    assert diffed_once_set(twicerun, path, run_dir, monkeypatch, "ORDER", "DESC") == (
         "       lists: ROW_MISSING, ROW_EXTRA; 3 rows only in the first, 3 rows only in the "
         "second (of 3 and 3); they pair once ids and s are left out together; ids holds the "
         "same elements in another order"
@@ -349,12 +355,7 @@ def test_diff_says_which_floats_differ_on_the_rows_a_column_pairs(
         '        "FROM range(9)) GROUP BY cust",\n'
         "    )\n"
     )
-    a = record(twicerun, path, run_dir, "--no-amplify")
-    monkeypatch.setenv("SIGN", "-")
-    b = record(twicerun, path, run_dir, "--no-amplify")
-    outcome = twicerun("diff", a, b)
-    assert outcome.code == 1
-    assert outcome.out.splitlines()[2] == (
+    assert diffed_once_set(twicerun, path, run_dir, monkeypatch, "SIGN", "-") == (
         "       latest: ROW_MISSING, ROW_EXTRA; 3 rows only in the first, 3 rows only in the "
         "second (of 3 and 3); they pair once name is left out; bal differs on them too"
     )
