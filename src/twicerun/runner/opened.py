@@ -287,8 +287,7 @@ def directories_changed(strings: list[str], since_ns: int, cwd: str) -> list[str
     connection helpers (docs/runs.md). Side by side on bench/pipelines/tiny.py, four
     invocations each, a stat per string per execution came out slower in each pair (0.04 s
     of 2.5 s on average, inside the range either code covered); looked up once, neither
-    code was ahead.
-    A directory another step makes later is not watched for this one."""
+    code was ahead. A directory another step makes later is not watched for this one."""
     key = (cwd, tuple(strings))
     named = _named_directories.get(key)
     if named is None:

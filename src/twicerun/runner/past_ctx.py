@@ -71,10 +71,10 @@ def changed_by(
     directory: str | None = None,
 ) -> list[str]:
     """Of `names` (uncontained_moved's), the files another step changed while it ran in
-    the loop, each as "step N name writes file X past ctx.write": the place to look, where the note on
-    the step that reads them can only say that something did. `steps` names each index;
-    a file it opened or a directory it listed is named relative to the pipeline's
-    `directory`, one its code or SQL names relative to the working directory."""
+    the loop, each as "step N name writes file X past ctx.write": the place to look, where
+    the note on the step that reads them can only say that something did. `steps` names
+    each index; a file it opened or a directory it listed is named relative to the
+    pipeline's `directory`, one its code or SQL names relative to the working directory."""
     paths = {name: name.split(" ", 1)[1] for name in names if name.startswith(("file ", "files "))}
     if not paths:
         return []
