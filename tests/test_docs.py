@@ -78,3 +78,14 @@ def test_every_verb_prints_its_exit_codes_from_the_vocabulary():
     for path, command in COMMANDS.items():
         if not isinstance(command, click.Group):
             assert command.epilog in generated, f"twicerun {path}: exit codes typed by hand"
+
+
+def test_the_hook_example_pins_this_version():
+    """The pre-commit example in docs/eval.md pinned v0.7.1 four releases on: a reader
+    copying it installed a hook older than the tables it checks."""
+    import re
+
+    from twicerun import __version__
+
+    pins = re.findall(r"^\s+rev: v(\S+)$", PROSE, flags=re.M)
+    assert pins == [__version__]
