@@ -954,6 +954,50 @@ def test_a_file_beside_the_pipeline_that_a_step_reads_and_was_edited_is_named(
     )
 
 
+SIDE_DATABASE = """
+import duckdb
+
+
+def fill(ctx):
+    con = duckdb.connect({side!r})
+    con.execute("CREATE TABLE IF NOT EXISTS hits AS SELECT 0 AS n WHERE false")
+    con.execute("INSERT INTO hits VALUES (1)")
+    con.close()
+    ctx.write("filled", "SELECT 1 AS done")
+
+
+def counted(ctx):
+    ctx.read("filled")
+    ctx.sql("ATTACH {side!r} AS side (READ_ONLY)")
+    ctx.write("hits", "SELECT count(*) AS n FROM side.hits")
+"""
+
+
+def test_a_file_read_past_ctx_that_changed_is_named_not_blamed(
+    twicerun, write_pipeline, run_dir, tmp_path
+):
+    """A step counted the rows of a side database another step inserts into on every run:
+    diff said it diverged with identical inputs, and reproduce called it DIVERGED, though
+    what it read had changed under it."""
+    side = str(tmp_path / "side.db")
+    path = write_pipeline(SIDE_DATABASE.format(side=side))
+    a = record(twicerun, path, run_dir, "--no-amplify")
+    b = record(twicerun, path, run_dir, "--no-amplify")
+    outcome = twicerun("diff", a, b)
+    lines = outcome.out.splitlines()
+    at = lines.index("   1 counted  FIRST DIFFERENCE")
+    assert lines[at + 2] == "       nothing it read through ctx differs, but what produced it does"
+    assert lines[at + 3].startswith(
+        f"       produced differently: files of rows it read past ctx ({side} "
+    )
+    found = by_step(twicerun("reproduce", a, "--json", "-"))
+    assert found["fill"]["verdict"] == "REPRODUCED"
+    assert (found["counted"]["verdict"], found["counted"]["detail"]) == (
+        "COULD NOT CHECK",
+        f"{side}, which it read past ctx, has changed since it was recorded",
+    )
+
+
 def test_only_reads_of_data_beside_the_pipeline_are_recorded(tmp_path):
     from twicerun.runner.opened import recording
 

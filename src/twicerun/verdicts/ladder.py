@@ -41,6 +41,12 @@ REACHED = (
     # What it read from its file as it ran, where `uses` is what the file held at import:
     # a dict an earlier step filled differently (runner/past_ctx.py).
     ("values_read", "values of the pipeline file as it ran"),
+    # Files of rows read past ctx, by the fingerprints taken as it began: a side database
+    # another step inserts into was read with other rows, and diff said the step diverged
+    # with identical inputs.
+    # A path its SQL reads is most often one its code names too: one entry for both.
+    (("files_in_sql", "files_named"), "files of rows it read past ctx"),
+    ("files_listed", "directories it listed"),
 )
 
 
@@ -159,12 +165,22 @@ def instrument_changes(a: RecordedStep, b: RecordedStep) -> list[str]:
             else:
                 changes.append(f"{shown} ({left} against {right})")
     for name, shown in REACHED:
-        changed = _digests_changed(getattr(a.receipt, name), getattr(b.receipt, name))
+        changed = _digests_changed(_reached(a.receipt, name), _reached(b.receipt, name))
         if changed:
             changes.append(f"{shown} ({changed})")
     if a.recorded_by and b.recorded_by and a.recorded_by != b.recorded_by:
         changes.append(f"twicerun ({a.recorded_by} against {b.recorded_by})")
     return changes
+
+
+def _reached(receipt, name: str | tuple[str, ...]) -> dict[str, str] | None:
+    """A REACHED field of a receipt, or several merged into one."""
+    if isinstance(name, str):
+        return getattr(receipt, name)
+    merged: dict[str, str] = {}
+    for one in name:
+        merged.update(getattr(receipt, one) or {})
+    return merged
 
 
 def _digests_changed(left: dict[str, str] | None, right: dict[str, str] | None) -> str:
@@ -180,7 +196,9 @@ def _digests_changed(left: dict[str, str] | None, right: dict[str, str] | None) 
         elif rel not in right:
             parts.append(f"{rel} only in the first")
         elif left[rel] != right[rel]:
-            parts.append(f"{rel} {left[rel][:12]} against {right[rel][:12]}")
+            # A fingerprint reads sha256:<hex>: the hex is what tells two apart.
+            one, other = (str(v).removeprefix("sha256:")[:12] for v in (left[rel], right[rel]))
+            parts.append(f"{rel} {one or 'absent'} against {other or 'absent'}")
     return ", ".join(parts)
 
 

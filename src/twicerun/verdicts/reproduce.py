@@ -18,6 +18,7 @@ import duckdb
 
 from twicerun.display import listed, ljust, some, widest
 from twicerun.storage.connections import same_time_zone
+from twicerun.storage.fingerprints import fingerprint
 from twicerun.storage.receipts import RECEIPT_VERSION, Receipt, value_digest
 from twicerun.verdicts.explain import AGAINST_RECORD, explain
 from twicerun.verdicts.recorded import Output
@@ -152,6 +153,18 @@ def _reached_changed(
         changed = _differ(receipt.opened, on_disk)
         if changed:
             return _changed_since(changed, "which it read beside the pipeline")
+    # Files of rows read past ctx, as named (relative to the working directory, which the
+    # step re-executed here reads them against): a side file rewritten since, whatever
+    # wrote it, made the step DIVERGED, as if it had stopped repeating itself.
+    sourced = {os.path.abspath(f.path) for s in receipt.sources for f in s.files}
+    past = {
+        path: stamp
+        for path, stamp in {**receipt.files_in_sql, **receipt.files_named}.items()
+        if os.path.abspath(path) not in sourced
+    }
+    changed = [path for path, stamp in sorted(past.items()) if (fingerprint(path) or "") != stamp]
+    if changed:
+        return _changed_since(changed, "which it read past ctx")
     if receipt.environment:
         other = _differ(receipt.environment, lambda name: value_digest(os.environ.get(name)))
         if len(other) == 1:
