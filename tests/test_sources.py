@@ -273,6 +273,38 @@ def _landing_pipeline(write_pipeline, data: Path, append_when: str = "True") -> 
     )
 
 
+def test_the_step_whose_copy_lands_a_source_file_is_named(write_pipeline, twicerun, tmp_path):
+    """A step landed one batch per run with COPY, and a later step read every batch
+    through a glob: the note said the files changed, not which step wrote them."""
+    land = tmp_path / "land"
+    land.mkdir()
+    path = write_pipeline(
+        f"""
+        import itertools
+
+        _batch = itertools.count()
+
+
+        def land_batch(ctx):
+            b = next(_batch)
+            ctx.sql(f"COPY (SELECT range AS id FROM range(3)) TO '{land}/batch_{{b}}.parquet'")
+            ctx.write("landed", f"SELECT {{b}} AS batch")
+
+
+        def load_all(ctx):
+            ctx.read("landed")
+            ctx.source("batches", "{land}/*.parquet")
+            ctx.write("n", "SELECT count(*) AS n FROM batches")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "3", "--no-amplify", "--json", "-")
+    load = outcome.json()["steps"][1]
+    assert load["notes"][-1] == (
+        f"step 0 land_batch writes files {land}/batch_1.parquet and {land}/batch_2.parquet "
+        f"past ctx.write"
+    )
+
+
 def test_a_source_file_that_changes_between_runs_is_named_and_not_called_parallel_order(
     write_pipeline, twicerun, tmp_path
 ):
@@ -289,7 +321,9 @@ def test_a_source_file_that_changes_between_runs_is_named_and_not_called_paralle
     assert load["notes"] == [
         f"not bisected: the files it read through ctx.source changed between runs ({data}: "
         f"not as run 1 read it in runs 2, 3), so its runs did not all read the same input, "
-        f"and one thread reading them again now could not say why it differed"
+        f"and one thread reading them again now could not say why it differed",
+        # And which step to look at: the one that appended to it while it ran.
+        f"step 0 another_process writes file {data} past ctx.write",
     ]
     # localize over the invocation says so too, as diff does beside a step; it named
     # the step and the rows that differed, and nothing of the file that had changed.

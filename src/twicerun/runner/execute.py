@@ -197,6 +197,7 @@ def execute_step(
                         changed.append(path)
                 named = unchanged
             changed += directories_changed(strings, began_ns, cwd)
+            changed += ctx.output.copied_to
             if beside is not None:
                 changed += beside.written_beside()
             left = ctx._threads_left()

@@ -556,7 +556,7 @@ def _cause_and_amplify(
         for result in scored:
             step = by_index[result.index]
             measured_difference = result.fired or result.tolerated
-            moved = _sources_moved(bench, result.index, options.runs) if measured_difference else []
+            moved = _sources_moved(bench, result.index, options.runs) if measured_difference else {}
             changed = (
                 uncontained_moved(bench.records, result.index, options.runs)
                 if measured_difference
@@ -589,9 +589,16 @@ def _cause_and_amplify(
                     notes=[
                         *result.notes,
                         f"not bisected: the files it read through ctx.source changed between "
-                        f"runs ({'; '.join(moved)}), so its runs did not all read the same "
+                        f"runs ({_moved_runs(moved)}), so its runs did not all read the same "
                         f"input, and one thread reading them again now could not say why it "
                         f"differed",
+                        *changed_by(
+                            bench.records,
+                            [f"file {path}" for path in moved],
+                            result.index,
+                            options.runs,
+                            {i: s.name for i, s in by_index.items()},
+                        ),
                     ],
                 )
             elif measured_difference and threads > 1 and result.index in past_containment:
@@ -723,12 +730,12 @@ def _not_bisected_past_containment(result: StepResult, named: str) -> StepResult
     )
 
 
-def _sources_moved(bench: Workbench, index: int, runs: int) -> list[str]:
+def _sources_moved(bench: Workbench, index: int, runs: int) -> dict[str, list[int]]:
     """The files a step read through ctx.source that a later loop run found with other
     bytes than run 1 did (or did not find, or found new), each with those runs."""
     first = bench.records.get(RunAddress(LOOP, 1), index)
     if first is None or not first.sources:
-        return []
+        return {}
     before = {(s.name, f.path): f.digest for s in first.sources for f in s.files}
     moved: dict[str, list[int]] = {}
     for run in range(2, runs + 1):
@@ -739,10 +746,14 @@ def _sources_moved(bench: Workbench, index: int, runs: int) -> list[str]:
         for key in sorted(before.keys() | now.keys()):
             if before.get(key) != now.get(key):
                 moved.setdefault(key[1], []).append(run)
-    return [
+    return moved
+
+
+def _moved_runs(moved: dict[str, list[int]]) -> str:
+    return "; ".join(
         f"{path}: not as run 1 read it in run{'s' if len(r) > 1 else ''} {', '.join(map(str, r))}"
         for path, r in moved.items()
-    ]
+    )
 
 
 def _quiet_readers(bench: Workbench, scored: list[StepResult]) -> dict[str, set[int]]:

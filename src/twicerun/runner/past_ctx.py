@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 import os
 
-from twicerun.display import listed
+from twicerun.display import listed, some
 from twicerun.runner.records import Records
 from twicerun.storage.layout import LOOP, RunAddress
 from twicerun.storage.receipts import Receipt
@@ -100,8 +100,21 @@ def changed_by(
             or (directory is not None and _covers(os.path.join(directory, path), changed))
         ]
         if hit:
-            found.append(f"step {other} {step_name} writes {listed(hit)} past ctx.write")
+            found.append(f"step {other} {step_name} writes {_named(hit)} past ctx.write")
     return found
+
+
+def _named(names: list[str]) -> str:
+    """ "file a", "files a and b", or as many as fit with how many more: a step that lands a
+    batch per run wrote one file a run."""
+    if all(n.startswith("file ") for n in names):
+        paths = [n.removeprefix("file ") for n in names]
+        return f"{'file' if len(paths) == 1 else 'files'} {_few(paths)}"
+    return _few(names)
+
+
+def _few(names: list[str]) -> str:
+    return listed(names) if len(names) <= 3 else some(names, shown=3)
 
 
 def _covers(path: str, changed: set[str]) -> bool:

@@ -9,6 +9,7 @@ the bisect and the amplifiers differ only in what they hand over.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 import weakref
@@ -46,7 +47,8 @@ _PIVOT = re.compile(r"\bpivot\b", re.IGNORECASE)
 # SET threads, PRAGMA threads, SET GLOBAL threads, RESET threads: any of them.
 _THREADS = re.compile(r"\bthreads\b", re.IGNORECASE)
 # Where COPY ... TO (and EXPORT DATABASE ... TO) names the file it writes.
-_TARGET_FILE = re.compile(r"\bto\s+'(?:[^']|'')*'", re.IGNORECASE)
+_TARGET_FILE = re.compile(r"\bto\s+'((?:[^']|'')*)'", re.IGNORECASE)
+_QUOTED = re.compile(r"'((?:[^']|'')*)'")
 # Ways a query can pull rows in behind ctx.read's back.
 # A quoted path of a file of rows in a query, which DuckDB reads as a table.
 # A quoted path to a file of rows, or a glob of them, as DuckDB reads one.
@@ -90,6 +92,9 @@ class StepOutput:
     # Database files the step attached without READ_ONLY (ATTACH 'x.duckdb'), which outlive
     # the step, the run and the invocation: what one run writes there, the next one reads.
     attached_for_writing: list[str] = field(default_factory=list)
+    # Files and directories its SQL wrote past ctx (COPY ... TO 'x', EXPORT DATABASE 'd'),
+    # as named, a directory ending in "/": for the note on a step that reads them.
+    copied_to: list[str] = field(default_factory=list)
     # Weak references to the objects (a pyarrow Table, a DataFrame) artifacts were written
     # from, so that one handed over again by a later execution can be recognised.
     objects: dict[str, Any] = field(default_factory=dict)
@@ -658,10 +663,16 @@ class StepContext(ContractChecks):
         reads = False
         for statement in statements:
             text = statement.query
-            if statement.kind == "EXPORT" or (
-                statement.kind == "COPY" and _TARGET_FILE.search(text)
-            ):
+            target = _TARGET_FILE.search(text)
+            if statement.kind == "EXPORT" or (statement.kind == "COPY" and target):
                 self.output.sql_writes_outside_ctx.append(" ".join(text.split())[:200])
+                # EXPORT DATABASE names its directory as its first string.
+                target = target or _QUOTED.search(text)
+                if target:
+                    path = target.group(1).replace("''", "'")
+                    self.output.copied_to.append(
+                        os.path.join(path, "") if statement.kind == "EXPORT" else path
+                    )
                 text = _TARGET_FILE.sub("", text)
             if _OUTSIDE_READ.search(text):
                 reads = True
