@@ -1550,14 +1550,26 @@ def side_variable():
     os.environ.pop(name, None)
 
 
-@pytest.mark.parametrize("channel", ["file", "pyarrow", "database", "environment"])
+@pytest.mark.parametrize("channel", ["file", "pyarrow", "database", "export", "environment"])
 def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_cause(
     write_pipeline, twicerun, tmp_path, side_variable, channel
 ):
     """The same past containment through a file an earlier step's SQL writes and this
     step's SQL reads, and through an environment variable: PARALLEL_ORDER both times."""
-    side = tmp_path / ("side.duckdb" if channel == "database" else "side.parquet")
+    side = tmp_path / {"database": "side.duckdb", "export": "exported"}.get(channel, "side.parquet")
     steps = {
+        # IMPORT DATABASE read the directory EXPORT DATABASE wrote, unseen: PARALLEL_ORDER.
+        "export": f"""
+            def build(ctx):
+                ctx.sql("CREATE TABLE side AS SELECT i, random() AS r FROM range(100) t(i)")
+                ctx.sql("EXPORT DATABASE '{side}' (FORMAT parquet)")
+                ctx.write("marker", "SELECT 1 AS one")
+
+
+            def use(ctx):
+                ctx.sql("IMPORT DATABASE '{side}'")
+                ctx.write("out", "SELECT i, r > 0.5 AS big FROM side ORDER BY i")
+            """,
         "file": f"""
             def build(ctx):
                 ctx.sql("COPY (SELECT i, random() AS r FROM range(100) t(i)) TO '{side}'")
@@ -1613,7 +1625,10 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
     }
     path = write_pipeline(steps[channel])
     use = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"][1]
-    what = f"environment variable {side_variable}" if channel == "environment" else f"file {side}"
+    what = {
+        "environment": f"environment variable {side_variable}",
+        "export": f"files {side}/*",
+    }.get(channel, f"file {side}")
     assert (use["status"], use["cause"]) == ("DIVERGENT", None)
     assert (
         f"reads {what}, which a later run did not find as run 1 did: what another step, or an "
@@ -1623,7 +1638,7 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
     assert use["bisect"]["error"].startswith(f"{what}, which it reads, changed between")
     # Which step to look at: the one that wrote the file while it ran.
     if channel != "environment":
-        assert use["notes"][-1] == f"step 0 build writes file {side} past ctx.write"
+        assert use["notes"][-1] == f"step 0 build writes {what} past ctx.write"
 
 
 @pytest.mark.parametrize(

@@ -58,9 +58,13 @@ _FILE_LITERAL = re.compile(
 )
 _OUTSIDE_READ = re.compile(
     r"\b(read_parquet|read_csv\w*|read_json\w*|parquet_scan|read_ndjson\w*|read_text|"
-    r"read_blob|sqlite_scan|postgres_scan|attach)\b|'[^']*\.(parquet|csv|json|ndjson)'",
+    r"read_blob|sqlite_scan|postgres_scan|attach|import\s+database)\b|"
+    r"'[^']*\.(parquet|csv|json|ndjson)'",
     re.IGNORECASE,
 )
+# IMPORT DATABASE reads every file of the directory EXPORT DATABASE wrote (its schema and
+# load scripts, and a file of rows per table), none of which need name a file of rows.
+_IMPORT = re.compile(r"\bimport\s+database\s+'((?:[^']|'')*)'", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -682,9 +686,11 @@ class StepContext(ContractChecks):
 
     def _stamp_files(self, text: str) -> None:
         """Record each file `text` names by a quoted path, by its fingerprint now
-        (storage/fingerprints.py), "" where there is none."""
-        for match in _FILE_LITERAL.finditer(text):
-            path = match.group(1).replace("''", "'")
+        (storage/fingerprints.py), "" where there is none; a directory IMPORT DATABASE
+        reads, as the glob of every file in it."""
+        paths = [m.group(1).replace("''", "'") for m in _FILE_LITERAL.finditer(text)]
+        paths += [os.path.join(m.group(1).replace("''", "'"), "*") for m in _IMPORT.finditer(text)]
+        for path in paths:
             if path not in self.output.files_in_sql:
                 self.output.files_in_sql[path] = fingerprint(path) or ""
 
