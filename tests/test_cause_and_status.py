@@ -1550,14 +1550,31 @@ def side_variable():
     os.environ.pop(name, None)
 
 
-@pytest.mark.parametrize("channel", ["file", "pyarrow", "database", "export", "environment"])
+@pytest.mark.parametrize(
+    "channel", ["file", "pyarrow", "database", "export", "partitioned", "environment"]
+)
 def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_cause(
     write_pipeline, twicerun, tmp_path, side_variable, channel
 ):
     """The same past containment through a file an earlier step's SQL writes and this
     step's SQL reads, and through an environment variable: PARALLEL_ORDER both times."""
-    side = tmp_path / {"database": "side.duckdb", "export": "exported"}.get(channel, "side.parquet")
+    side = tmp_path / {"database": "side.duckdb", "export": "exported", "partitioned": "parts"}.get(
+        channel, "side.parquet"
+    )
     steps = {
+        # A tree of files under the one path the COPY names: its writer is named all the same.
+        "partitioned": f"""
+            def build(ctx):
+                ctx.sql(
+                    "COPY (SELECT i, i % 3 AS g, random() AS r FROM range(100) t(i)) "
+                    "TO '{side}' (FORMAT parquet, PARTITION_BY (g), OVERWRITE_OR_IGNORE)"
+                )
+                ctx.write("marker", "SELECT 1 AS one")
+
+
+            def use(ctx):
+                ctx.write("out", "SELECT i, r > 0.5 AS big FROM '{side}/**/*.parquet' ORDER BY i")
+            """,
         # IMPORT DATABASE read the directory EXPORT DATABASE wrote, unseen: PARALLEL_ORDER.
         "export": f"""
             def build(ctx):
@@ -1628,6 +1645,7 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
     what = {
         "environment": f"environment variable {side_variable}",
         "export": f"files {side}/*",
+        "partitioned": f"files {side}/**/*.parquet",
     }.get(channel, f"file {side}")
     assert (use["status"], use["cause"]) == ("DIVERGENT", None)
     assert (

@@ -197,7 +197,11 @@ def execute_step(
                         changed.append(path)
                 named = unchanged
             changed += directories_changed(strings, began_ns, cwd)
-            changed += ctx.output.copied_to
+            # A COPY with PARTITION_BY writes a tree under the path it names.
+            changed += [
+                os.path.join(path, "") if os.path.isdir(path) else path
+                for path in ctx.output.copied_to
+            ]
             if beside is not None:
                 changed += beside.written_beside()
             left = ctx._threads_left()
