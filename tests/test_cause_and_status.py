@@ -1551,17 +1551,30 @@ def side_variable():
 
 
 @pytest.mark.parametrize(
-    "channel", ["file", "pyarrow", "database", "export", "partitioned", "environment"]
+    "channel", ["file", "text", "pyarrow", "database", "export", "partitioned", "environment"]
 )
 def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_cause(
     write_pipeline, twicerun, tmp_path, side_variable, channel
 ):
     """The same past containment through a file an earlier step's SQL writes and this
     step's SQL reads, and through an environment variable: PARALLEL_ORDER both times."""
-    side = tmp_path / {"database": "side.duckdb", "export": "exported", "partitioned": "parts"}.get(
-        channel, "side.parquet"
-    )
+    side = tmp_path / {
+        "database": "side.duckdb",
+        "export": "exported",
+        "partitioned": "parts",
+        "text": "side.txt",
+    }.get(channel, "side.parquet")
     steps = {
+        # A CSV by another name, handed to read_csv: no suffix says it holds rows.
+        "text": f"""
+            def build(ctx):
+                ctx.sql("COPY (SELECT i, random() AS r FROM range(100) t(i)) TO '{side}' (FORMAT csv)")
+                ctx.write("marker", "SELECT 1 AS one")
+
+
+            def use(ctx):
+                ctx.write("out", "SELECT i, r > 0.5 AS big FROM read_csv('{side}') ORDER BY i")
+            """,
         # A tree of files under the one path the COPY names: its writer is named all the same.
         "partitioned": f"""
             def build(ctx):

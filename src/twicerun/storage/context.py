@@ -62,6 +62,12 @@ _OUTSIDE_READ = re.compile(
     r"'[^']*\.(parquet|csv|json|ndjson)'",
     re.IGNORECASE,
 )
+# The first argument of a function that reads files, which may be a path of any name
+# (read_csv('orders.txt'), read_text('notes.md')) or a list of them: every string in it.
+_READ_ARGUMENT = re.compile(
+    r"\b(?:read_\w+|parquet_scan|sqlite_scan)\s*\(\s*(\[(?:[^\]']|'(?:[^']|'')*')*\]|'(?:[^']|'')*')",
+    re.IGNORECASE,
+)
 # IMPORT DATABASE reads every file of the directory EXPORT DATABASE wrote (its schema and
 # load scripts, and a file of rows per table), none of which need name a file of rows.
 _IMPORT = re.compile(r"\bimport\s+database\s+'((?:[^']|'')*)'", re.IGNORECASE)
@@ -686,9 +692,15 @@ class StepContext(ContractChecks):
 
     def _stamp_files(self, text: str) -> None:
         """Record each file `text` names by a quoted path, by its fingerprint now
-        (storage/fingerprints.py), "" where there is none; a directory IMPORT DATABASE
-        reads, as the glob of every file in it."""
+        (storage/fingerprints.py), "" where there is none: a file of rows by its name, any
+        file a reading function is handed (read_csv('orders.txt')), and a directory IMPORT
+        DATABASE reads, as the glob of every file in it."""
         paths = [m.group(1).replace("''", "'") for m in _FILE_LITERAL.finditer(text)]
+        paths += [
+            q.group(1).replace("''", "'")
+            for m in _READ_ARGUMENT.finditer(text)
+            for q in _QUOTED.finditer(m.group(1))
+        ]
         paths += [os.path.join(m.group(1).replace("''", "'"), "*") for m in _IMPORT.finditer(text)]
         for path in paths:
             if path not in self.output.files_in_sql:
