@@ -1551,10 +1551,11 @@ def side_variable():
 
 
 @pytest.mark.parametrize(
-    "channel", ["file", "text", "pyarrow", "database", "export", "partitioned", "environment"]
+    "channel",
+    ["file", "text", "pyarrow", "database", "export", "partitioned", "pickle", "environment"],
 )
 def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_cause(
-    write_pipeline, twicerun, tmp_path, side_variable, channel
+    write_pipeline, twicerun, tmp_path, tmp_path_factory, side_variable, channel
 ):
     """The same past containment through a file an earlier step's SQL writes and this
     step's SQL reads, and through an environment variable: PARALLEL_ORDER both times."""
@@ -1564,7 +1565,30 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
         "partitioned": "parts",
         "text": "side.txt",
     }.get(channel, "side.parquet")
+    if channel == "pickle":
+        # Outside the pipeline's directory: a cache in /tmp, say.
+        side = tmp_path_factory.mktemp("elsewhere") / "cache.pkl"
     steps = {
+        # Opened from Python where nothing beside the pipeline is: watched because a step
+        # wrote it.
+        "pickle": f"""
+            import pickle
+            import random
+
+            import pyarrow as pa
+
+
+            def build(ctx):
+                with open({str(side)!r}, "wb") as f:
+                    pickle.dump([random.random() for _ in range(100)], f)
+                ctx.write("marker", "SELECT 1 AS one")
+
+
+            def use(ctx):
+                with open({str(side)!r}, "rb") as f:
+                    r = pickle.load(f)
+                ctx.write("out", pa.table({{"i": list(range(100)), "big": [x > 0.5 for x in r]}}))
+            """,
         # A CSV by another name, handed to read_csv: no suffix says it holds rows.
         "text": f"""
             def build(ctx):

@@ -1021,6 +1021,26 @@ def test_only_reads_of_data_beside_the_pipeline_are_recorded(tmp_path):
     }
 
 
+def test_a_file_elsewhere_is_recorded_once_a_step_wrote_it(tmp_path):
+    """A pickle one step left in /tmp for the next was read unseen, and the reading step
+    kept PARALLEL_ORDER; a file elsewhere no step wrote (a library's) stays unrecorded."""
+    from twicerun.runner.opened import recording
+
+    pipeline_dir, run_dir = tmp_path / "repo", tmp_path / "repo" / ".twicerun"
+    run_dir.mkdir(parents=True)
+    handed, untouched = tmp_path / "cache.pkl", tmp_path / "library.dat"
+    untouched.write_text("x")
+    with recording((pipeline_dir,), run_dir) as writer:
+        handed.write_text("x")
+    assert writer.written_beside() == [str(handed)]
+    with recording((pipeline_dir,), run_dir) as reader:
+        handed.read_text()
+        untouched.read_text()
+    assert reader.digests(pipeline_dir, set()) == {
+        str(handed): "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"
+    }
+
+
 FROM_THE_ENVIRONMENT = """
 import os
 import tempfile

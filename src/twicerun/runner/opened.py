@@ -54,6 +54,8 @@ DATA_SUFFIXES = (
 _WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _recordings: list[Recording] = []
 _installed = False
+# Every file a step opened for writing in this process, wherever it is (Recording.consider).
+_written_by_steps: set[str] = set()
 # (path, size, mtime_ns) -> digest: a file read by every execution is hashed once.
 _digests: dict[tuple[str, int, int], str] = {}
 
@@ -77,13 +79,22 @@ class Recording:
         full = os.path.abspath(os.fsdecode(os.fspath(path)))
         if isinstance(mode, str):
             if any(c in mode for c in "wax+"):
-                self.written.add(full)
+                self._wrote(full)
                 return
         elif isinstance(flags, int) and flags & _WRITES:
-            self.written.add(full)
+            self._wrote(full)
             return
-        if self._beside(full) and not full.endswith(_CODE):
+        if full.endswith(_CODE) or full.startswith(self._skip):
+            return
+        # Anywhere else, a file some step wrote in this process: a pickle left in /tmp
+        # for the next step is handed over as much as one beside the pipeline.
+        if self._beside(full) or full in _written_by_steps:
             self.paths.add(full)
+
+    def _wrote(self, full: str) -> None:
+        self.written.add(full)
+        if not full.startswith(self._skip) and not full.endswith(_CODE):
+            _written_by_steps.add(full)
 
     def consider_listing(self, path: Any) -> None:
         if isinstance(path, int):
@@ -93,9 +104,14 @@ class Recording:
             self.listed.add(full)
 
     def written_beside(self) -> list[str]:
-        """The files beside the pipeline the step opened for writing, relative to the
-        working directory, as a path its code names would be."""
-        return sorted(os.path.relpath(w) for w in self.written if self._beside(w))
+        """The files the step opened for writing, outside twicerun's run directory: beside
+        the pipeline relative to the working directory, as a path its code names would be,
+        and anywhere else as they are."""
+        return sorted(
+            os.path.relpath(w) if self._beside(w) else w
+            for w in self.written
+            if not w.startswith(self._skip) and not w.endswith(_CODE)
+        )
 
     def _beside(self, full: str) -> bool:
         """Whether a file or directory is the pipeline's own: under its roots, not under
@@ -151,7 +167,9 @@ class Recording:
                 except OSError:
                     continue
                 _digests[key] = digest
-            found[Path(os.path.relpath(full, directory)).as_posix()] = digest
+            # Beside the pipeline relative to it; anywhere else, where it is.
+            rel = os.path.relpath(full, directory) if self._beside(full) else full
+            found[Path(rel).as_posix()] = digest
         return found
 
 

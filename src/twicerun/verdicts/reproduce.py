@@ -107,6 +107,12 @@ def _changed_since(names: list[str], which: str) -> str:
     )
 
 
+def _where(opened: list[str]) -> str:
+    """Where files a step opened were: a file outside the pipeline's directory (one an
+    earlier step wrote in /tmp, say) is recorded by its absolute path."""
+    return "past ctx" if any(os.path.isabs(rel) for rel in opened) else "beside the pipeline"
+
+
 def _reached_changed(
     receipt: Receipt,
     directory: Path | None,
@@ -147,12 +153,12 @@ def _reached_changed(
         gone = [rel for rel in sorted(receipt.opened) if on_disk(rel) is None]
         if gone:
             return (
-                f"{_few(gone)}, which it read beside the pipeline when it was recorded, "
+                f"{_few(gone)}, which it read {_where(gone)} when it was recorded, "
                 f"{'is' if len(gone) == 1 else 'are'} gone"
             )
         changed = _differ(receipt.opened, on_disk)
         if changed:
-            return _changed_since(changed, "which it read beside the pipeline")
+            return _changed_since(changed, f"which it read {_where(changed)}")
     # Files of rows read past ctx, as named (relative to the working directory, which the
     # step re-executed here reads them against): a side file rewritten since, whatever
     # wrote it, made the step DIVERGED, as if it had stopped repeating itself.
