@@ -1552,7 +1552,17 @@ def side_variable():
 
 @pytest.mark.parametrize(
     "channel",
-    ["file", "text", "pyarrow", "database", "export", "partitioned", "pickle", "environment"],
+    [
+        "file",
+        "text",
+        "pyarrow",
+        "suffix",
+        "database",
+        "export",
+        "partitioned",
+        "pickle",
+        "environment",
+    ],
 )
 def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_cause(
     write_pipeline, twicerun, tmp_path, tmp_path_factory, side_variable, channel
@@ -1564,11 +1574,30 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
         "export": "exported",
         "partitioned": "parts",
         "text": "side.txt",
+        "suffix": "side_table.dat",
     }.get(channel, "side.parquet")
     if channel == "pickle":
         # Outside the pipeline's directory: a cache in /tmp, say.
         side = tmp_path_factory.mktemp("elsewhere") / "cache.pkl"
     steps = {
+        # Parquet under a name no file of rows has, written and read by pyarrow.
+        "suffix": f"""
+            import random
+
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+
+            def build(ctx):
+                rows = pa.table({{"i": list(range(50)), "r": [random.random() for _ in range(50)]}})
+                pq.write_table(rows, "{side}")
+                ctx.write("marker", "SELECT 1 AS one")
+
+
+            def use(ctx):
+                t = pq.read_table("{side}")
+                ctx.write("out", ctx.sql("SELECT i, r > 0.5 AS big FROM t").to_arrow_table())
+            """,
         # Opened from Python where nothing beside the pipeline is: watched because a step
         # wrote it.
         "pickle": f"""

@@ -255,6 +255,17 @@ def files_named(strings: list[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     unfound: list[str] = []
     for text in strings:
+        # A whole string naming a file that exists, whatever its suffix: a Parquet file
+        # called `side_table.dat`, written and read back with pyarrow, went unseen.
+        if (
+            text not in found
+            and _ANY_FILE.fullmatch(text)
+            and not text.endswith(_CODE)
+            and os.path.isfile(text)
+        ):
+            held = fingerprint(text)
+            if held is not None:
+                found[text] = held
         for match in _NAMED_FILE.finditer(text):
             path = match.group(0)
             if path in found:
@@ -275,6 +286,11 @@ def files_named(strings: list[str]) -> dict[str, str]:
                 if held is not None:
                     found[path] = held
     return found
+
+
+# A string that could be a file's path by itself: no space, quote, parenthesis or glob,
+# and a suffix (an artifact's name, `orders`, has none, and costs no system call).
+_ANY_FILE = re.compile(r"[^\s'\"(),;*?]{1,4096}\.[A-Za-z0-9]{1,10}")
 
 
 # A glob of files of rows in a string of a step's code (`"*.parquet"`, `"/part-*.csv"`).
