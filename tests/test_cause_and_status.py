@@ -1580,24 +1580,6 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
         # Outside the pipeline's directory: a cache in /tmp, say.
         side = tmp_path_factory.mktemp("elsewhere") / "cache.pkl"
     steps = {
-        # Parquet under a name no file of rows has, written and read by pyarrow.
-        "suffix": f"""
-            import random
-
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-
-            def build(ctx):
-                rows = pa.table({{"i": list(range(50)), "r": [random.random() for _ in range(50)]}})
-                pq.write_table(rows, "{side}")
-                ctx.write("marker", "SELECT 1 AS one")
-
-
-            def use(ctx):
-                t = pq.read_table("{side}")
-                ctx.write("out", ctx.sql("SELECT i, r > 0.5 AS big FROM t").to_arrow_table())
-            """,
         # Opened from Python where nothing beside the pipeline is: watched because a step
         # wrote it.
         "pickle": f"""
@@ -1706,6 +1688,8 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
                 ctx.write("out", f"SELECT i, hash(i + {{seed}}) % 2 = 0 AS big FROM range(100) t(i)")
             """,
     }
+    # Parquet under a name no file of rows has, written and read by pyarrow.
+    steps["suffix"] = steps["pyarrow"]
     path = write_pipeline(steps[channel])
     use = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"][1]
     what = {
