@@ -1799,6 +1799,41 @@ def test_a_directory_a_step_lists_and_reads_with_pyarrow_is_watched(
     assert use["notes"][-1] == "step 0 export writes files stage/* past ctx.write"
 
 
+def test_a_directory_an_earlier_step_wrote_and_this_one_reads_whole_is_watched(
+    write_pipeline, twicerun, tmp_path
+):
+    """pyarrow's read_table(STAGE) read every file an earlier step exported there, and no
+    string of the step named a file, a glob, or a listing: it was PARALLEL_ORDER. A
+    directory a step wrote into is now watched, for the steps that name it, by every file
+    in it."""
+    stage = tmp_path / "stage"
+    path = write_pipeline(
+        f"""
+        import os
+
+        import pyarrow.parquet as pq
+
+        STAGE = {str(stage)!r}
+
+
+        def export(ctx):
+            os.makedirs(STAGE, exist_ok=True)
+            for p in range(2):
+                ctx.sql(f"COPY (SELECT i, random() AS r FROM range(20) t(i)) TO '{{STAGE}}/p{{p}}.parquet'")
+            ctx.write("marker", "SELECT 1 AS one")
+
+
+        def gather(ctx):
+            ctx.read("marker")
+            ctx.write("gathered", pq.read_table(STAGE))
+        """
+    )
+    use = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"][1]
+    assert (use["status"], use["cause"]) == ("DIVERGENT", None)
+    assert use["bisect"]["error"].startswith(f"files {stage}/*, which it reads, changed between")
+    assert use["notes"][-1] == f"step 0 export writes files {stage}/* past ctx.write"
+
+
 @pytest.mark.parametrize("export", ["listing", "path"])
 def test_a_step_exporting_into_a_directory_it_cleans_keeps_its_cause(
     write_pipeline, twicerun, tmp_path, export

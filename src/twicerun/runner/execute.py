@@ -36,7 +36,13 @@ from twicerun.runner.interrupts import (
     reraise_if_requested,
     timed_out,
 )
-from twicerun.runner.opened import Recording, directories_changed, files_named, recording
+from twicerun.runner.opened import (
+    Recording,
+    directories_changed,
+    files_named,
+    recording,
+    wrote_into,
+)
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.fingerprints import fingerprint, touched_since
 from twicerun.storage.layout import LOOP, Invocation, RunAddress
@@ -204,6 +210,7 @@ def execute_step(
             ]
             if beside is not None:
                 changed += beside.written_beside()
+            wrote_into(changed)
             left = ctx._threads_left()
             threads_set_by_step = left if left is not None and left != threads else None
         finally:
@@ -275,6 +282,13 @@ def execute_step(
                 canonical_digest=d.canonical_digest,
             )
         )
+    listed = (
+        beside.listings(step.own.directory, began_ns) if beside is not None and step.own else {}
+    )
+    if listed and named:
+        # A directory it listed and its strings name whole is watched once, as a listing.
+        as_listed = {os.path.join(step.own.directory, key) for key in listed}
+        named = {k: v for k, v in named.items() if os.path.abspath(k) not in as_listed}
     receipt = _receipt(
         step,
         address,
@@ -297,9 +311,7 @@ def execute_step(
         returned=None if returned is None else type(returned).__name__,
         generators=generators,
         opened=_opened(beside, step, ctx),
-        files_listed=(
-            beside.listings(step.own.directory, began_ns) if beside is not None and step.own else {}
-        ),
+        files_listed=listed,
         environment=variables.recorded() if variables is not None else None,
     )
     if not defer_receipt:

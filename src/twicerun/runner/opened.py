@@ -56,6 +56,20 @@ _recordings: list[Recording] = []
 _installed = False
 # Every file a step opened for writing in this process, wherever it is (Recording.consider).
 _written_by_steps: set[str] = set()
+# Every directory a step changed something in while it ran, in this process (execute.py
+# calls wrote_into): a later step whose strings name one may read it whole, as pyarrow's
+# read_table("stage") does, which no name of a file shows.
+_changed_directories: set[str] = set()
+
+
+def wrote_into(changed: list[str]) -> None:
+    """Note the directories of what an execution changed (files_changed): a directory
+    itself where a path ends in a separator, a file's own directory otherwise."""
+    for path in changed:
+        full = os.path.abspath(path)
+        _changed_directories.add(full if path.endswith(("/", os.sep)) else os.path.dirname(full))
+
+
 # (path, size, mtime_ns) -> digest: a file read by every execution is hashed once.
 _digests: dict[tuple[str, int, int], str] = {}
 
@@ -278,6 +292,18 @@ def files_named(strings: list[str]) -> dict[str, str]:
         # A glob only ever under a directory: alone, "*.csv" would be read against the
         # working directory, where it is most often half of a ctx.source path.
         unfound.extend(match.group(0) for match in _NAMED_GLOB.finditer(text))
+    if _changed_directories:
+        # A directory a step wrote into, named whole: watched by every file in it.
+        for text in dict.fromkeys(strings):
+            if (
+                text not in ("", ".", "./")
+                and _PATH_LIKE.fullmatch(text)
+                and os.path.abspath(text) in _changed_directories
+            ):
+                key = os.path.join(text, "*")
+                held = None if key in found else fingerprint(key)
+                if held is not None:
+                    found[key] = held
     if unfound:
         for base in _directories(strings):
             for name in dict.fromkeys(unfound):
