@@ -1410,6 +1410,37 @@ def test_a_step_reading_a_module_value_an_earlier_step_fills_gets_no_cause(
     assert not any("SHARED" in note for note in steps[0]["notes"])
 
 
+@pytest.mark.parametrize("holder", ["class", "instance"])
+def test_a_step_reading_an_attribute_an_earlier_step_sets_gets_no_cause(
+    write_pipeline, twicerun, holder
+):
+    """One step set a class attribute (or an attribute of a module-level object of the
+    file) from a random draw, the next filtered by it: only plain values were watched, and
+    the second step was PARALLEL_ORDER. The step that sets it only writes into it, and is
+    told nothing."""
+    made = {
+        "class": "class Settings:\n    cutoff = 500\n\n\nSETTINGS = Settings\n",
+        "instance": (
+            "class Settings:\n    def __init__(self):\n        self.cutoff = 500\n\n\n"
+            "SETTINGS = Settings()\n"
+        ),
+    }[holder]
+    path = write_pipeline(
+        "import random\n\n" + made + "\n\ndef pick(ctx):\n"
+        "    SETTINGS.cutoff = random.randint(0, 1000)\n"
+        '    ctx.write("picked", "SELECT 1 AS ok")\n\n\n'
+        "def use(ctx):\n"
+        '    ctx.read("picked")\n'
+        '    ctx.write("out", f"SELECT count(*) AS n FROM range(1000) t(i) '
+        'WHERE hash(i) % 1000 < {SETTINGS.cutoff}")\n'
+    )
+    steps = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"]
+    use = steps[1]
+    assert (use["status"], use["cause"]) == ("DIVERGENT", None)
+    assert use["bisect"]["error"].startswith("SETTINGS of its file, which it reads, changed")
+    assert not any("SETTINGS" in note for note in steps[0]["notes"])
+
+
 @pytest.mark.parametrize(
     ("written", "cause"),
     [
@@ -1513,6 +1544,11 @@ def test_a_cache_the_step_fills_on_first_use_takes_no_cause_away_from_a_thread_r
         ("[1, 2]", "rows = N.pop()", True),
         ("{'k': 0}", "return N['k']", True),
         ("{}", "N.update(N)", True),
+        # A class of the file (type() here makes one in the module) and its attributes.
+        ("type('C', (), {'a': 0})", "N.a = 1", False),
+        ("type('C', (), {'a': 0})", "del N.a", False),
+        ("type('C', (), {'a': 0})", "N.a += 1", True),
+        ("type('C', (), {'a': 0})", "return N.a", True),
     ],
 )
 def test_what_a_step_only_writes_into_is_not_watched_as_read(

@@ -150,9 +150,13 @@ def _writes_only(name: ast.Name, parents: dict[ast.AST, ast.AST]) -> bool:
     parent = parents.get(name)
     if isinstance(name.ctx, (ast.Store, ast.Del)):
         return not isinstance(parent, ast.AugAssign)
-    if isinstance(parent, ast.Subscript) and parent.value is name:
+    if isinstance(parent, (ast.Subscript, ast.Attribute)) and parent.value is name:
         above = parents.get(parent)
-        return isinstance(parent.ctx, (ast.Store, ast.Del)) and not isinstance(above, ast.AugAssign)
+        if isinstance(parent.ctx, (ast.Store, ast.Del)):
+            # `N[k] = v`, `N.attr = v`, `del N.attr`: written into, not read.
+            return not isinstance(above, ast.AugAssign)
+        if isinstance(parent, ast.Subscript):
+            return False
     if isinstance(parent, ast.Attribute) and parent.value is name and parent.attr in _MUTATORS:
         call = parents.get(parent)
         return (
@@ -178,15 +182,51 @@ def _digests(fn: Any, named: list[tuple[str, Any]], budget: int, with_code: bool
             elif isinstance(value, type):
                 # A class whose source cannot be read (OSError, TypeError) is left out
                 # below, with any other value that raises.
-                if with_code and getattr(value, "__module__", None) == fn.__module__:
+                if getattr(value, "__module__", None) != fn.__module__:
+                    continue
+                if with_code:
                     found[name] = _digest(inspect.getsource(value).encode("utf-8"))
+                else:
+                    text = _attributes(value, base, budget)
+                    if text is not None:
+                        found[name] = _digest(text.encode("utf-8"))
             else:
                 text = canonical(value, base, budget)
+                if text is None and not with_code and _of_the_file(value, fn):
+                    text = _attributes(value, base, budget)
                 if text is not None:
                     found[name] = _digest(text.encode("utf-8"))
         except Exception:
             found.pop(name, None)
     return dict(sorted(found.items()))
+
+
+def _of_the_file(value: Any, fn: Any) -> bool:
+    """Whether `value` is an instance of a class the pipeline's file defines."""
+    return getattr(type(value), "__module__", None) == fn.__module__
+
+
+def _attributes(value: Any, base: str, budget: int) -> str | None:
+    """The plain data a class of the pipeline's file, or an instance of one, holds in its
+    attributes, as `canonical` writes it; None when it holds none. A step that set
+    `State.threshold` from a random draw handed the next step another threshold every run
+    past containment, and the next step was told `PARALLEL_ORDER`."""
+    try:
+        held = vars(value)
+    except TypeError:
+        return None
+    plain = {}
+    for key, item in held.items():
+        if (
+            key.startswith("__")
+            or callable(item)
+            or isinstance(item, (property, classmethod, staticmethod))
+        ):
+            continue
+        text = canonical(item, base, budget)
+        if text is not None:
+            plain[key] = text
+    return repr(sorted(plain.items())) if plain else None
 
 
 @functools.lru_cache(maxsize=256)
