@@ -1615,118 +1615,76 @@ def test_a_step_reading_a_file_or_variable_an_earlier_step_rewrites_gets_no_caus
     if channel == "pickle":
         # Outside the pipeline's directory: a cache in /tmp, say.
         side = tmp_path_factory.mktemp("elsewhere") / "cache.pkl"
+    sql_copy = "COPY (SELECT i, random() AS r FROM range(100) t(i))"
+    pyarrow = "import random\n\nimport pyarrow as pa\nimport pyarrow.parquet as pq"
+    # Per channel: the imports, what `build` leaves past ctx, and how `use` reads it.
     steps = {
+        "file": (
+            "",
+            f"ctx.sql(\"{sql_copy} TO '{side}'\")",
+            f'ctx.write("out", "SELECT i, r > 0.5 AS big FROM \'{side}\' ORDER BY i")',
+        ),
+        # A CSV by another name, handed to read_csv: no suffix says it holds rows.
+        "text": (
+            "",
+            f"ctx.sql(\"{sql_copy} TO '{side}' (FORMAT csv)\")",
+            f'ctx.write("out", "SELECT i, r > 0.5 AS big FROM read_csv(\'{side}\') ORDER BY i")',
+        ),
+        "pyarrow": (
+            pyarrow,
+            'rows = pa.table({"i": list(range(50)), "r": [random.random() for _ in range(50)]})\n'
+            f'pq.write_table(rows, "{side}")',
+            f't = pq.read_table("{side}")\n'
+            'ctx.write("out", ctx.sql("SELECT i, r > 0.5 AS big FROM t").to_arrow_table())',
+        ),
+        "database": (
+            "",
+            f"ctx.sql(\"ATTACH '{side}' AS w\")\n"
+            'ctx.sql("CREATE OR REPLACE TABLE w.side AS SELECT i, random() AS r FROM range(100) t(i)")\n'
+            'ctx.sql("DETACH w")',
+            f"ctx.sql(\"ATTACH '{side}' AS w (READ_ONLY)\")\n"
+            'ctx.write("out", "SELECT i, r > 0.5 AS big FROM w.side ORDER BY i")',
+        ),
+        # IMPORT DATABASE read the directory EXPORT DATABASE wrote, unseen: PARALLEL_ORDER.
+        "export": (
+            "",
+            'ctx.sql("CREATE TABLE side AS SELECT i, random() AS r FROM range(100) t(i)")\n'
+            f"ctx.sql(\"EXPORT DATABASE '{side}' (FORMAT parquet)\")",
+            f"ctx.sql(\"IMPORT DATABASE '{side}'\")\n"
+            'ctx.write("out", "SELECT i, r > 0.5 AS big FROM side ORDER BY i")',
+        ),
+        # A tree of files under the one path the COPY names: its writer is named all the same.
+        "partitioned": (
+            "",
+            'ctx.sql("COPY (SELECT i, i % 3 AS g, random() AS r FROM range(100) t(i)) "\n'
+            f"        \"TO '{side}' (FORMAT parquet, PARTITION_BY (g), OVERWRITE_OR_IGNORE)\")",
+            f'ctx.write("out", "SELECT i, r > 0.5 AS big FROM \'{side}/**/*.parquet\' ORDER BY i")',
+        ),
         # Opened from Python where nothing beside the pipeline is: watched because a step
         # wrote it.
-        "pickle": f"""
-            import pickle
-            import random
-
-            import pyarrow as pa
-
-
-            def build(ctx):
-                with open({str(side)!r}, "wb") as f:
-                    pickle.dump([random.random() for _ in range(100)], f)
-                ctx.write("marker", "SELECT 1 AS one")
-
-
-            def use(ctx):
-                with open({str(side)!r}, "rb") as f:
-                    r = pickle.load(f)
-                ctx.write("out", pa.table({{"i": list(range(100)), "big": [x > 0.5 for x in r]}}))
-            """,
-        # A CSV by another name, handed to read_csv: no suffix says it holds rows.
-        "text": f"""
-            def build(ctx):
-                ctx.sql("COPY (SELECT i, random() AS r FROM range(100) t(i)) TO '{side}' (FORMAT csv)")
-                ctx.write("marker", "SELECT 1 AS one")
-
-
-            def use(ctx):
-                ctx.write("out", "SELECT i, r > 0.5 AS big FROM read_csv('{side}') ORDER BY i")
-            """,
-        # A tree of files under the one path the COPY names: its writer is named all the same.
-        "partitioned": f"""
-            def build(ctx):
-                ctx.sql(
-                    "COPY (SELECT i, i % 3 AS g, random() AS r FROM range(100) t(i)) "
-                    "TO '{side}' (FORMAT parquet, PARTITION_BY (g), OVERWRITE_OR_IGNORE)"
-                )
-                ctx.write("marker", "SELECT 1 AS one")
-
-
-            def use(ctx):
-                ctx.write("out", "SELECT i, r > 0.5 AS big FROM '{side}/**/*.parquet' ORDER BY i")
-            """,
-        # IMPORT DATABASE read the directory EXPORT DATABASE wrote, unseen: PARALLEL_ORDER.
-        "export": f"""
-            def build(ctx):
-                ctx.sql("CREATE TABLE side AS SELECT i, random() AS r FROM range(100) t(i)")
-                ctx.sql("EXPORT DATABASE '{side}' (FORMAT parquet)")
-                ctx.write("marker", "SELECT 1 AS one")
-
-
-            def use(ctx):
-                ctx.sql("IMPORT DATABASE '{side}'")
-                ctx.write("out", "SELECT i, r > 0.5 AS big FROM side ORDER BY i")
-            """,
-        "file": f"""
-            def build(ctx):
-                ctx.sql("COPY (SELECT i, random() AS r FROM range(100) t(i)) TO '{side}'")
-                ctx.write("marker", "SELECT 1 AS one")
-
-
-            def use(ctx):
-                ctx.write("out", "SELECT i, r > 0.5 AS big FROM '{side}' ORDER BY i")
-            """,
-        "database": f"""
-            def build(ctx):
-                ctx.sql("ATTACH '{side}' AS w")
-                ctx.sql("CREATE OR REPLACE TABLE w.side AS SELECT i, random() AS r FROM range(100) t(i)")
-                ctx.sql("DETACH w")
-                ctx.write("marker", "SELECT 1 AS one")
-
-
-            def use(ctx):
-                ctx.sql("ATTACH '{side}' AS w (READ_ONLY)")
-                ctx.write("out", "SELECT i, r > 0.5 AS big FROM w.side ORDER BY i")
-            """,
-        "pyarrow": f"""
-            import random
-
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-
-            def build(ctx):
-                rows = pa.table({{"i": list(range(50)), "r": [random.random() for _ in range(50)]}})
-                pq.write_table(rows, "{side}")
-                ctx.write("marker", "SELECT 1 AS one")
-
-
-            def use(ctx):
-                t = pq.read_table("{side}")
-                ctx.write("out", ctx.sql("SELECT i, r > 0.5 AS big FROM t").to_arrow_table())
-            """,
-        "environment": f"""
-            import os
-            import random
-
-
-            def build(ctx):
-                os.environ["{side_variable}"] = str(random.randint(0, 10**9))
-                ctx.write("marker", "SELECT 1 AS one")
-
-
-            def use(ctx):
-                seed = int(os.environ["{side_variable}"])
-                ctx.write("out", f"SELECT i, hash(i + {{seed}}) % 2 = 0 AS big FROM range(100) t(i)")
-            """,
+        "pickle": (
+            "import pickle\nimport random\n\nimport pyarrow as pa",
+            f'with open({str(side)!r}, "wb") as f:\n'
+            "    pickle.dump([random.random() for _ in range(100)], f)",
+            f'with open({str(side)!r}, "rb") as f:\n'
+            "    r = pickle.load(f)\n"
+            'ctx.write("out", pa.table({"i": list(range(100)), "big": [x > 0.5 for x in r]}))',
+        ),
+        "environment": (
+            "import os\nimport random",
+            f'os.environ["{side_variable}"] = str(random.randint(0, 10**9))',
+            f'seed = int(os.environ["{side_variable}"])\n'
+            'ctx.write("out", f"SELECT i, hash(i + {seed}) % 2 = 0 AS big FROM range(100) t(i)")',
+        ),
     }
     # Parquet under a name no file of rows has, written and read by pyarrow.
     steps["suffix"] = steps["pyarrow"]
-    path = write_pipeline(steps[channel])
+    imports, leaves, reads = steps[channel]
+    path = write_pipeline(
+        f"{imports}\n\n\ndef build(ctx):\n{textwrap.indent(leaves, '    ')}\n"
+        '    ctx.write("marker", "SELECT 1 AS one")\n\n\n'
+        f"def use(ctx):\n{textwrap.indent(reads, '    ')}\n"
+    )
     use = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"][1]
     what = {
         "environment": f"environment variable {side_variable}",
