@@ -26,6 +26,11 @@ def some(names, shown: int = 5) -> str:
     return f"{', '.join(names[:shown])} and {len(names) - shown:,} more"
 
 
+def few(names: list[str], shown: int = 5) -> str:
+    """`listed` while there are at most `shown` names, `some` past that."""
+    return listed(names) if len(names) <= shown else some(names, shown)
+
+
 def columns(text: str) -> int:
     """The columns `text` takes in a terminal: two for a wide or full-width character,
     none for a combining mark, one for anything else."""

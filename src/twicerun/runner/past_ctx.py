@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 import os
 
-from twicerun.display import listed, some
+from twicerun.display import few
 from twicerun.runner.records import Records
 from twicerun.storage.layout import LOOP, RunAddress
 from twicerun.storage.receipts import Receipt
@@ -109,12 +109,8 @@ def _named(names: list[str]) -> str:
     batch per run wrote one file a run."""
     if all(n.startswith("file ") for n in names):
         paths = [n.removeprefix("file ") for n in names]
-        return f"{'file' if len(paths) == 1 else 'files'} {_few(paths)}"
-    return _few(names)
-
-
-def _few(names: list[str]) -> str:
-    return listed(names) if len(names) <= 3 else some(names, shown=3)
+        return f"{'file' if len(paths) == 1 else 'files'} {few(paths, 3)}"
+    return few(names, 3)
 
 
 def _covers(path: str, changed: set[str]) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from twicerun.display import listed, ljust, some, widest
+from twicerun.display import few, ljust, widest
 from twicerun.storage.connections import same_time_zone
 from twicerun.storage.fingerprints import fingerprint
 from twicerun.storage.receipts import RECEIPT_VERSION, Receipt, value_digest
@@ -91,10 +91,6 @@ def twicerun_change(recorded_by: str, now: str) -> list[str]:
     return []
 
 
-def _few(names: list[str]) -> str:
-    return listed(names) if len(names) <= 5 else some(names)
-
-
 def _differ(recorded: dict[str, str], now: Callable[[str], str | None]) -> list[str]:
     """The names whose digest now is not the recorded one."""
     return [name for name, digest in sorted(recorded.items()) if now(name) != digest]
@@ -102,7 +98,7 @@ def _differ(recorded: dict[str, str], now: Callable[[str], str | None]) -> list[
 
 def _changed_since(names: list[str], which: str) -> str:
     return (
-        f"{_few(names)}, {which}, {'has' if len(names) == 1 else 'have'} changed since it "
+        f"{few(names)}, {which}, {'has' if len(names) == 1 else 'have'} changed since it "
         f"was recorded"
     )
 
@@ -141,7 +137,7 @@ def _reached_changed(
         if receipt.uses is None:
             if uses_now:
                 return (
-                    f"its receipt records no digest of {_few(sorted(uses_now))}, which it "
+                    f"its receipt records no digest of {few(sorted(uses_now))}, which it "
                     f"uses from the pipeline file (written by an older twicerun)"
                 )
         else:
@@ -153,7 +149,7 @@ def _reached_changed(
         gone = [rel for rel in sorted(receipt.opened) if on_disk(rel) is None]
         if gone:
             return (
-                f"{_few(gone)}, which it read {_where(gone)} when it was recorded, "
+                f"{few(gone)}, which it read {_where(gone)} when it was recorded, "
                 f"{'is' if len(gone) == 1 else 'are'} gone"
             )
         changed = _differ(receipt.opened, on_disk)
@@ -185,7 +181,7 @@ def _reached_changed(
             return f"{name}, which it read from the environment, {how}"
         if other:
             return (
-                f"{_few(other)}, which it read from the environment, differ now (set, unset "
+                f"{few(other)}, which it read from the environment, differ now (set, unset "
                 f"or given other values since it was recorded)"
             )
     return ""
