@@ -16,7 +16,7 @@ from twicerun.compare.digest import bytes_digest, canonical_digest
 from twicerun.runner.amplify.arrival_order import reorder
 from twicerun.runner.amplify.base import Applied, Declined, column_facts
 from twicerun.runner.amplify.row_multiplication import multiply_rows
-from twicerun.runner.amplify.tie_collapse import collapse_ties, plan_collapse
+from twicerun.runner.amplify.tie_collapse import collapse_ties, dependent_units, plan_collapse
 
 CON = duckdb.connect()
 
@@ -106,11 +106,13 @@ def test_tie_collapse_declines_when_only_the_most_distinct_column_is_exact(tmp_p
 
 
 def customers(tmp_path: Path, rows: int = 3000) -> Path:
-    """Two keys, the id first and the email second, and a region that repeats."""
+    """Two keys, the id first and the email second, and a region that repeats, which the
+    score does not decide (with range % 5 it would: the score is range * 37 % 1000)."""
     path = tmp_path / "customers.parquet"
     CON.execute(
         f"COPY (SELECT range AS customer_id, 'user' || ((range * 7919) % 100003) || '@x.org' "
-        f"AS email, range % 5 AS region, (range * 37) % 1000 AS score FROM range({rows})) "
+        f"AS email, (hash(range) % 5)::BIGINT AS region, (range * 37) % 1000 AS score "
+        f"FROM range({rows})) "
         f"TO '{path}' (FORMAT parquet)"
     )
     return path
@@ -293,6 +295,87 @@ def test_columns_unique_together_by_chance_are_not_taken_for_a_key(tmp_path):
     plan = plan_collapse((rows, columns), artifact="codes", rows_per_value=50)
     # With no key at all, the most distinct column is spared, as before.
     assert {c.name for c in plan.chosen} == {"b", "c"}
+
+
+def users(tmp_path: Path) -> Path:
+    """Events of 600 users: each user_id has one user_name and one credit limit (a float),
+    and the channel depends on nothing."""
+    path = tmp_path / "users.parquet"
+    CON.execute(
+        "COPY (SELECT range AS event_id, range % 600 AS user_id, "
+        "'u-' || (range % 600) AS user_name, (range % 600) * 1.5 AS credit, "
+        f"hash(range * 3) % 100 AS channel FROM range(3000)) TO '{path}' (FORMAT parquet)"
+    )
+    return path
+
+
+def decided(path: Path) -> tuple:
+    """Combinations of the three user columns, user_ids, channels; and how many of the
+    combinations the input never held."""
+    return CON.execute(
+        f"SELECT count(DISTINCT (user_id, user_name, credit)), count(DISTINCT user_id), "
+        f"count(DISTINCT channel) FROM '{path}'"
+    ).fetchone()
+
+
+def test_tie_collapse_keeps_what_one_column_decides_in_another(tmp_path):
+    """Folded apart, two users merged into one user_id kept their two names, and a correct
+    `any_value(user_name) ... GROUP BY user_id` fired. A column the input ties to a folded
+    one now moves with it, each row taking both from one row; the channel, tied to nothing,
+    is folded on its own as before."""
+    source = users(tmp_path)
+    assert decided(source) == (600, 600, 100)
+    target = tmp_path / "out.parquet"
+    outcome = collapse_ties(CON, source, target, artifact="users", rows_per_value=50)
+    assert outcome == Applied(
+        "users.user_id into 60 values, from 5 to 50 rows per value, user_name and credit "
+        "moved with it, each row taking all of them from one row (user_id decides them in "
+        "the input, and still does); users.channel into 60 values, from 30 to 50 rows per value"
+    )
+    assert decided(target) == (60, 60, 60)
+    (unknown,) = CON.execute(
+        f"SELECT count(*) FROM (SELECT user_id, user_name, credit FROM '{target}' "
+        f"EXCEPT SELECT user_id, user_name, credit FROM '{source}')"
+    ).fetchone()
+    assert unknown == 0  # every row's user columns are one real user's
+    assert [r[0] for r in rows_of(target)] == list(range(3000))  # ids and order kept
+
+    # The joint probe's input: the first copy as it was, the added one collapsed, and
+    # still one name and one limit per user_id across both.
+    facts = column_facts(CON, source)
+    plan = plan_collapse(facts, artifact="users", rows_per_value=50)
+    plan = dependent_units(CON, source, plan, facts, artifact="users")
+    stacked = tmp_path / "stacked.parquet"
+    multiply_rows(CON, source, stacked, artifact="users", facts=facts, collapse=plan)
+    combinations, ids, _ = decided(stacked)
+    assert combinations == ids == 600
+
+
+def test_two_folded_columns_that_decide_one_column_fold_as_one(tmp_path):
+    """A country that both the user and the city decide, though neither decides the other:
+    folded apart, with the country moving with either, what the other decides would
+    break. All three move as one, and each still decides what it did."""
+    source = tmp_path / "geo.parquet"
+    CON.execute(
+        "COPY (SELECT range AS event_id, hash(range) % 400 AS user_id, "
+        "12 * (hash(range * 7) % 12) + (hash(range) % 400) % 12 AS city, "
+        f"(hash(range) % 400) % 12 AS country FROM range(3000)) TO '{source}' (FORMAT parquet)"
+    )
+    facts = column_facts(CON, source)
+    assert {c.name: c.distinct for c in facts[1]}["city"] == 144
+    target = tmp_path / "out.parquet"
+    outcome = collapse_ties(CON, source, target, artifact="geo", rows_per_value=50)
+    assert outcome == Applied(
+        "geo.user_id into 60 values, from 8 to 50 rows per value, city and country moved "
+        "with it, each row taking all of them from one row (each depends on another of "
+        "them in the input, and still does)"
+    )
+    (users, user_countries, cities, city_countries) = CON.execute(
+        f"SELECT count(DISTINCT user_id), count(DISTINCT (user_id, country)), "
+        f"count(DISTINCT city), count(DISTINCT (city, country)) FROM '{target}'"
+    ).fetchone()
+    assert users == user_countries == 60
+    assert cities == city_countries
 
 
 def test_row_multiplication_keeps_every_key_a_key(tmp_path):

@@ -186,6 +186,45 @@ def test_a_sort_on_any_key_of_the_input_is_a_tiebreak_the_amplifiers_keep(write_
     assert outcome.code == 4
 
 
+NAMED_BY_ID = """
+def events(ctx):
+    ctx.write(
+        "events",
+        "SELECT range AS event_id, hash(range) % 2000 AS user_id, "
+        "'user-' || (hash(range) % 2000) AS user_name, hash(range * 3) % 40 AS channel "
+        "FROM range(20000)",
+    )
+
+def per_user(ctx):
+    ctx.read("events")
+    ctx.sql("SET threads = 1")
+    ctx.write(
+        "per_user",
+        "SELECT user_id, any_value(user_name) AS user_name, count(*) AS n FROM events GROUP BY user_id",
+    )
+
+def channel_per_user(ctx):
+    ctx.read("events")
+    ctx.sql("SET threads = 1")
+    ctx.write("channels", "SELECT user_id, any_value(channel) AS c FROM events GROUP BY user_id")
+"""
+
+
+def test_a_name_the_id_decides_is_not_a_tie_the_amplifiers_make(write_pipeline, twicerun):
+    """Each user_id has one user_name, so `any_value(user_name)` per user is correct on any
+    input where that holds. Tie collapse folded the two columns apart, merged users kept
+    their names, and the step came out STABLE_ON_THIS_INPUT. The channel, which the user
+    does not decide, still shows its step's pick."""
+    outcome = twicerun("run", write_pipeline(NAMED_BY_ID), "--amplify", "--json", "-")
+    steps = by_name(outcome.json())
+    assert steps["per_user"]["status"] == "NO_DIVERGENCE_OBSERVED", steps["per_user"]
+    tried = {a["kind"]: a for a in steps["per_user"]["amplifiers"]}
+    assert "user_name moved with it" in tried["tie collapse"]["detail"]
+    assert all(a["fired"] == 0 for a in tried.values())
+    assert steps["channel_per_user"]["status"] == "STABLE_ON_THIS_INPUT"
+    assert outcome.code == 4
+
+
 DAILY_PER_TIER = """
 def daily(ctx):
     ctx.write(

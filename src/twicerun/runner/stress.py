@@ -31,7 +31,12 @@ from twicerun.runner.amplify.base import (
 )
 from twicerun.runner.amplify.file_order import permutation
 from twicerun.runner.amplify.row_multiplication import multiply_rows
-from twicerun.runner.amplify.tie_collapse import Collapse, collapse_ties, plan_collapse
+from twicerun.runner.amplify.tie_collapse import (
+    Collapse,
+    collapse_ties,
+    dependent_units,
+    plan_collapse,
+)
 from twicerun.runner.interrupts import reraise_if_requested
 from twicerun.runner.series import Workbench, run_series
 from twicerun.storage.context import ArtifactRef
@@ -70,6 +75,7 @@ class Stressed:
         self._made: dict[tuple[str, str, int], Outcome] = {}
         # Two amplifiers count the same input's distinct values; count each file once.
         self._facts: dict[Path, Facts] = {}
+        self._collapses: dict[Path, Collapse | Declined] = {}
 
     def _facts_of(self, path: Path) -> Facts:
         if path not in self._facts:
@@ -77,8 +83,15 @@ class Stressed:
         return self._facts[path]
 
     def collapse_of(self, ref: ArtifactRef) -> Collapse | Declined:
-        """What tie collapse would fold in `ref`, decided from its facts without writing."""
-        return plan_collapse(self._facts_of(ref.path), artifact=ref.name)
+        """What tie collapse would fold in `ref`, decided from its facts (and which of its
+        columns decide which) without writing."""
+        if ref.path not in self._collapses:
+            facts = self._facts_of(ref.path)
+            plan = plan_collapse(facts, artifact=ref.name)
+            if isinstance(plan, Collapse):
+                plan = dependent_units(self.bench.con, ref.path, plan, facts, artifact=ref.name)
+            self._collapses[ref.path] = plan
+        return self._collapses[ref.path]
 
     def get(
         self, amplifier: str, ref: ArtifactRef, variant: int = 0, tag: str = ""
@@ -189,7 +202,7 @@ class Stressed:
         con = self.bench.con
         if amplifier == Amplifier.TIE_COLLAPSE:
             return collapse_ties(
-                con, ref.path, target, artifact=ref.name, facts=self._facts_of(ref.path)
+                con, ref.path, target, artifact=ref.name, plan=self.collapse_of(ref)
             )
         if amplifier == Amplifier.ROW_MULTIPLICATION:
             # The joint probe's stacked input: rows multiplied and the added copy's ties

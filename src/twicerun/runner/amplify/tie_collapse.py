@@ -12,6 +12,12 @@ below), and the extremes are where the ties are, so a top N in either direction
 meets them. One value would make the column a constant and take away every
 difference between its rows. Row order is kept, so this changes tie density and
 nothing else. A column already at or past the target is left alone.
+
+A column that decides another in the input (each `user_id` with one `user_name`, one
+`unit_price` per `product_id`) moves with it: such columns are folded as one, each row
+taking all of their values from one row of the input, so what one decides it still
+decides. Folded apart, two users merged into one `user_id` kept their two names, and a
+correct `any_value(user_name) ... GROUP BY user_id` fired.
 """
 
 from __future__ import annotations
@@ -19,11 +25,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 
 from twicerun import sql
 from twicerun.compare.columns import ColumnClass
+from twicerun.display import listed
 from twicerun.runner.amplify.base import (
     POSITION,
     Applied,
@@ -43,6 +51,18 @@ ROWS_PER_VALUE = 500
 MIN_VALUES = 2
 
 
+class Unit(NamedTuple):
+    """Columns folded as one: `lead` (a chosen column) orders them, and each row takes the
+    values of every column in `moved` from the one row that gives it its new `lead`."""
+
+    lead: ColumnFacts
+    moved: tuple[ColumnFacts, ...] = ()
+
+    @property
+    def columns(self) -> tuple[ColumnFacts, ...]:
+        return (self.lead, *self.moved)
+
+
 @dataclass(frozen=True)
 class Collapse:
     """Which columns fold into how many values: the plan, before any row is written."""
@@ -50,42 +70,190 @@ class Collapse:
     chosen: tuple[ColumnFacts, ...]
     buckets: int
     detail: str
+    # Each chosen column on its own, unless the input ties it to others (dependent_units).
+    units: tuple[Unit, ...] = ()
+
+    def __post_init__(self):
+        if not self.units:
+            object.__setattr__(self, "units", tuple(Unit(c) for c in self.chosen))
 
     def ctes(self, src: str = "src") -> list[str]:
-        """One value map per chosen column, over the relation `src`."""
+        """One value map per unit, over the relation `src` (numbered: POSITION)."""
         maps = []
         b = self.buckets
-        for i, c in enumerate(self.chosen):
-            # Each of the n distinct values, numbered k in sort order once; value k is in
-            # run k * b // n and takes the value numbered round(run * (n - 1) / (b - 1)),
-            # so every substitute is a real value of the column, the first run takes the
-            # least and the last the greatest. b >= 2 and n > b (plan_collapse).
+        # Each of the n distinct values (or combinations), numbered k in sort order once;
+        # k is in run k * b // n and takes the one numbered round(run * (n - 1) / (b - 1)),
+        # so every substitute is real, the first run takes the least and the last the
+        # greatest. b >= 2 and n > b (plan_collapse).
+        pick = f"t.k = ((o.k * {b} // o.n) * (o.n - 1) * 2 + {b - 1}) // ({2 * (b - 1)})"
+        for i, unit in enumerate(self.units):
+            c = unit.lead
+            if not unit.moved:
+                maps.append(
+                    f"r{i} AS (SELECT v, row_number() OVER (ORDER BY v) - 1 AS k, "
+                    f"count(*) OVER () AS n FROM "
+                    f"(SELECT DISTINCT {c.sql} AS v FROM {src} WHERE {c.sql} IS NOT NULL)), "
+                    f"m{i} AS (SELECT o.v AS old, t.v AS new FROM r{i} o JOIN r{i} t ON {pick})"
+                )
+                continue
+            # A combination is known by its hash and stands for the first row holding it; two
+            # combinations sharing a hash share a substitute, which is still one real row.
+            values = ", ".join(f"s.{m.sql}" for m in unit.columns)
             maps.append(
-                f"r{i} AS (SELECT v, row_number() OVER (ORDER BY v) - 1 AS k, "
-                f"count(*) OVER () AS n FROM "
-                f"(SELECT DISTINCT {c.sql} AS v FROM {src} WHERE {c.sql} IS NOT NULL)), "
-                f"m{i} AS (SELECT o.v AS old, t.v AS new FROM r{i} o JOIN r{i} t "
-                f"ON t.k = ((o.k * {b} // o.n) * (o.n - 1) * 2 + {b - 1}) // ({2 * (b - 1)}))"
+                f"r{i} AS (SELECT h, p, row_number() OVER (ORDER BY v, h) - 1 AS k, "
+                f"count(*) OVER () AS n FROM (SELECT {_combination(unit, src)} AS h, "
+                f"min({src}.{c.sql}) AS v, min({POSITION}) AS p FROM {src} "
+                f"WHERE {src}.{c.sql} IS NOT NULL GROUP BY h)), "
+                f"m{i} AS (SELECT o.h AS old, {values} FROM r{i} o JOIN r{i} t ON {pick} "
+                f"JOIN {src} s ON s.{POSITION} = t.p)"
             )
         return maps
 
     def select(self, src: str = "src") -> str:
         """Every column of `src` (its POSITION too), the chosen ones folded. The
         joins do not keep row order: a caller that writes these rows sorts them."""
-        folded = ", ".join(f"m{i}.new AS {c.sql}" for i, c in enumerate(self.chosen))
-        joins = " ".join(
-            f"LEFT JOIN m{i} ON {src}.{c.sql} = m{i}.old" for i, c in enumerate(self.chosen)
-        )
-        return f"SELECT {src}.* REPLACE ({folded}) FROM {src} {joins}"
+        folded, joins = [], []
+        for i, unit in enumerate(self.units):
+            if not unit.moved:
+                folded.append(f"m{i}.new AS {unit.lead.sql}")
+                joins.append(f"LEFT JOIN m{i} ON {src}.{unit.lead.sql} = m{i}.old")
+                continue
+            # A row whose lead is NULL has no substitute and keeps all of its values.
+            folded += [
+                f"CASE WHEN m{i}.old IS NULL THEN {src}.{m.sql} ELSE m{i}.{m.sql} END AS {m.sql}"
+                for m in unit.columns
+            ]
+            joins.append(f"LEFT JOIN m{i} ON {_combination(unit, src)} = m{i}.old")
+        return f"SELECT {src}.* REPLACE ({', '.join(folded)}) FROM {src} {' '.join(joins)}"
 
     def facts(self, facts: Facts) -> Facts:
         """The facts of the collapsed rows, without counting them again: a chosen column
         had more distinct values than buckets, and each of its runs of values went to a
-        value of its own, so it now has exactly `buckets`; the row count and every other
-        column are as they were."""
+        value of its own, so it now has exactly `buckets`; a column moved with it has at
+        most that many (counted as its old count where that was fewer); the row count
+        and every other column are as they were."""
         rows, columns = facts
         chosen = {c.name for c in self.chosen}
-        return rows, [replace(c, distinct=self.buckets) if c.name in chosen else c for c in columns]
+        moved = {m.name for u in self.units for m in u.moved}
+        return rows, [
+            replace(c, distinct=self.buckets)
+            if c.name in chosen
+            else replace(c, distinct=min(c.distinct, self.buckets))
+            if c.name in moved
+            else c
+            for c in columns
+        ]
+
+
+def _same_in_groups(
+    con: duckdb.DuckDBPyConnection,
+    source: Path,
+    x: ColumnFacts,
+    others: list[ColumnFacts],
+    subset: str,
+) -> dict[str, bool]:
+    """For each column of `others`, whether it has one value (NULL counting as one) on
+    all the rows of every value of `x`, among the rows `subset` keeps. A subset with no
+    value of x (a NULL from bool_and) rules nothing out."""
+    same: dict[str, bool] = {}
+    for start in range(0, len(others), DEPENDENTS_PER_QUERY):
+        batch = others[start : start + DEPENDENTS_PER_QUERY]
+        flags = ", ".join(f"bool_and(d{j})" for j in range(len(batch)))
+        named = ", ".join(
+            f"min(hash({y.sql})) = max(hash({y.sql})) AS d{j}" for j, y in enumerate(batch)
+        )
+        row = con.execute(
+            f"SELECT {flags} FROM (SELECT {named} FROM {sql.parquet(source)} "
+            f"WHERE {x.sql} IS NOT NULL AND {subset} GROUP BY {x.sql})"
+        ).fetchone()
+        same.update({y.name: flag is not False for y, flag in zip(batch, row, strict=True)})
+    return same
+
+
+def _combination(unit: Unit, src: str) -> str:
+    return f"hash({', '.join(f'{src}.{m.sql}' for m in unit.columns)})"
+
+
+# Columns whose dependence on one chosen column is checked in one query, at most: the
+# check is two plain aggregates per column, and a wide input is checked in batches.
+DEPENDENTS_PER_QUERY = 64
+SUBSET = 16
+MAX_DETERMINANTS = 16
+
+
+def dependent_units(
+    con: duckdb.DuckDBPyConnection, source: Path, plan: Collapse, facts: Facts, *, artifact: str
+) -> Collapse:
+    """`plan` with each chosen column joined by the columns it decides in `source`.
+
+    Column Y depends on chosen column X when every row with the same X (not NULL) has
+    the same Y, which one GROUP BY X settles for every Y at once. Columns tied by such
+    dependences, directly or through one another, form one unit. Only columns with two
+    values or more count: a constant depends on everything, and would tie every chosen
+    column to every other. Keys are left out as they are left alone. The cost is a
+    grouping of a sixteenth of the rows per chosen column (MAX_DETERMINANTS at most),
+    and one of every row for the few columns that pass it."""
+    rows, columns = facts
+    kept = {k.name for k in kept_intact(rows, [c for c in columns if c.cls is ColumnClass.EXACT])}
+    pool = [c for c in columns if c.name not in kept and c.distinct > 1]
+    chosen = {c.name for c in plan.chosen}
+    parent = {c.name: c.name for c in pool}
+
+    def root(name: str) -> str:
+        while parent[name] != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    decides: dict[str, set[str]] = {}
+    # On a wide input, only the chosen columns with the fewest values are looked at as
+    # deciding others, a bound on the work (one scan of the input each) paid for by
+    # folding the rest apart as before: an entity's id, on many rows each, is the usual
+    # column to decide a name or a price, a measure nearly unique on every row is not.
+    for x in sorted(plan.chosen, key=lambda c: c.distinct)[:MAX_DETERMINANTS]:
+        others = [y for y in pool if y.name != x.name and y.distinct <= x.distinct]
+        # Rows of a sixteenth of x's values first: a column that differs within one of
+        # their groups differs within x's, and is out at a sixteenth of the cost; what is
+        # left (most often the columns x does decide) is checked on every row.
+        for subset in (f"hash({x.sql}) % {SUBSET} = 0", "true"):
+            if others:
+                same = _same_in_groups(con, source, x, others, subset)
+                others = [y for y in others if same[y.name]]
+        decides[x.name] = {y.name for y in others}
+        for y in others:
+            parent[root(y.name)] = root(x.name)
+    if not any(decides.values()):
+        return plan
+    members: dict[str, list[ColumnFacts]] = {}
+    for c in pool:
+        members.setdefault(root(c.name), []).append(c)
+    units = []
+    for group in members.values():
+        leads = [c for c in group if c.name in chosen]
+        if leads:
+            # The most distinct chosen column orders the unit, the first in the table on a tie.
+            lead = max(leads, key=lambda c: c.distinct)
+            units.append(Unit(lead, tuple(c for c in group if c is not lead)))
+    # Said in the order the chosen columns come, as without dependences.
+    order = [c.name for c in plan.chosen]
+    units.sort(key=lambda u: order.index(u.lead.name))
+    detail = []
+    b = plan.buckets
+    for lead, moved in units:
+        line = _folded(artifact, lead, rows, b)
+        if moved:
+            names = [sql.shown(m.name) for m in moved]
+            if {m.name for m in moved} <= decides.get(lead.name, set()):
+                why = f"{sql.shown(lead.name)} decides {'it' if len(moved) == 1 else 'them'}"
+            else:
+                why = "each depends on another of them"
+            line += (
+                f", {listed(names)} moved with it, each row taking "
+                f"{'both' if len(moved) == 1 else 'all of them'} from one row "
+                f"({why} in the input, and still does)"
+            )
+        detail.append(line)
+    return Collapse(plan.chosen, b, "; ".join(detail), tuple(units))
 
 
 def plan_collapse(
@@ -124,12 +292,15 @@ def plan_collapse(
             f"per {rows_per_value:,} rows, and never fewer than {MIN_VALUES}), so there is "
             f"nothing to fold{unfolded}"
         )
-    detail = "; ".join(
-        f"{artifact}.{sql.shown(c.name)} into {_count(buckets, 'value')}, from {rows / c.distinct:,.0f} to "
-        f"{rows / buckets:,.0f} rows per value"
-        for c in chosen
-    )
+    detail = "; ".join(_folded(artifact, c, rows, buckets) for c in chosen)
     return Collapse(tuple(chosen), buckets, detail)
+
+
+def _folded(artifact: str, column: ColumnFacts, rows: int, buckets: int) -> str:
+    return (
+        f"{artifact}.{sql.shown(column.name)} into {_count(buckets, 'value')}, from "
+        f"{rows / column.distinct:,.0f} to {rows / buckets:,.0f} rows per value"
+    )
 
 
 def _kept(keep: list[ColumnFacts]) -> str:
@@ -156,10 +327,14 @@ def collapse_ties(
     artifact: str,
     rows_per_value: int = ROWS_PER_VALUE,
     facts: Facts | None = None,
+    plan: Collapse | Declined | None = None,
 ) -> Outcome:
-    plan = plan_collapse(
-        facts or column_facts(con, source), artifact=artifact, rows_per_value=rows_per_value
-    )
+    """`plan`, where the caller made it already (runner/stress.py), saves deciding again."""
+    if plan is None:
+        facts = facts or column_facts(con, source)
+        plan = plan_collapse(facts, artifact=artifact, rows_per_value=rows_per_value)
+        if isinstance(plan, Collapse):
+            plan = dependent_units(con, source, plan, facts, artifact=artifact)
     if isinstance(plan, Declined):
         return plan
     with numbered(con, source) as rows_of:
