@@ -225,6 +225,31 @@ def test_a_name_the_id_decides_is_not_a_tie_the_amplifiers_make(write_pipeline, 
     assert outcome.code == 4
 
 
+BEST_BY_SCORE = """
+def items(ctx):
+    ctx.write(
+        "items",
+        "SELECT range AS item_id, (range * 0.731 + (hash(range) % 1000) * 1e-7)::DOUBLE AS score, "
+        "'g' || (range % 50) AS grp FROM range(20000)",
+    )
+
+def best_per_group(ctx):
+    ctx.read("items")
+    ctx.write("best", "SELECT grp, arg_max(item_id, score) AS best FROM items GROUP BY grp")
+"""
+
+
+def test_the_best_by_a_score_no_two_rows_share_is_not_a_finding(write_pipeline, twicerun):
+    """Row multiplication repeated a float key as it was, so the best item per group by a
+    score unique in the input met ties, and the step came out STABLE_ON_THIS_INPUT."""
+    outcome = twicerun("run", write_pipeline(BEST_BY_SCORE), "--amplify", "--json", "-")
+    step = by_name(outcome.json())["best_per_group"]
+    assert step["status"] == "NO_DIVERGENCE_OBSERVED", step
+    tried = {a["kind"]: a for a in step["amplifiers"]}
+    assert "score raised to the next float up" in tried["row multiplication"]["detail"]
+    assert outcome.code == 0
+
+
 DAILY_PER_TIER = """
 def daily(ctx):
     ctx.write(

@@ -40,6 +40,7 @@ _MARKS = ("#", "~", "|", "\u241f")
 # The timestamps an artifact can hold: Parquet brings milliseconds and seconds back as
 # microseconds (TIMESTAMP), and keeps nanoseconds as they are.
 _TIMESTAMPS = ("timestamp", "timestamp with time zone", "timestamp_ns", "timestamptz_ns")
+_FLOATS = ("float", "double")
 # Shifted through HUGEINT and BIGINT below, which a UHUGEINT past 2**127 would overflow.
 _SHIFTABLE = INTEGER_IDS - {"uhugeint"}
 
@@ -103,14 +104,18 @@ def multiply_rows(
             )
             copy_ordered(con, query, target)
     grown = f"{artifact} {rows:,} {'row' if rows == 1 else 'rows'} to {rows * factor:,}"
-    if shifts:
-        # Said, since a step that checks its input's range (no day past the year) raises
-        # on what this wrote, and its error then names a value the input never held.
-        moved = [sql.shown(k.name) for k, _ in shifts]
+    copies = "copy" if factor == 2 else "copies"
+    # Said, since a step that checks its input's range (no day past the year) raises
+    # on what this wrote, and its error then names a value the input never held.
+    moved = [sql.shown(k.name) for k, _ in shifts if k.type.id not in _FLOATS]
+    if moved:
         grown += (
             f", {listed(moved)} moved past {'its range' if len(moved) == 1 else 'their ranges'} in the "
-            f"added {'copy' if factor == 2 else 'copies'}"
+            f"added {copies}"
         )
+    raised = [sql.shown(k.name) for k, _ in shifts if k.type.id in _FLOATS]
+    if raised:
+        grown += f", {listed(raised)} raised to the next float up in the added {copies}"
     if stuck:
         one = len(stuck) == 1
         grown += (
@@ -181,6 +186,8 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         if max(abs(low), abs(high + span * last)) >= 10 ** (precision - scale):
             return None
         return f"CAST({column} + {{copy}} * {span} AS {keep.type})"
+    if kind in _FLOATS:
+        return _next_float(con, keep, column, scan, factor)
     if kind == "date":
         span = _date_span(con, keep.sql, scan, last, down=True)
         return None if span is None else f"({column} + CAST({{copy}} * {span} AS INTEGER))"
@@ -330,6 +337,30 @@ def _flipped(con: duckdb.DuckDBPyConnection, keep, column: str, scan: str, facto
     if meets:
         return None
     return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {flip.format(column)} END"
+
+
+def _next_float(con: duckdb.DuckDBPyConnection, keep, column: str, scan: str, factor: int):
+    """For a float key (a score on no two rows alike): each copy takes the next float up
+    from the copy before it. Moving it past its range by adding a span, as an integer
+    moves, would round away the low bits that kept close values apart. Kept only where
+    no copy meets a value of another (adjacent floats in the input, NaN, infinity), which
+    one count over every copy's values checks; None otherwise, and the copies repeat it.
+
+    A unique score was repeated by the added copy, so a correct `arg_max(id, score)` per
+    group met ties the input never held and came out STABLE_ON_THIS_INPUT."""
+    up = f"CAST('inf' AS {keep.type})"
+
+    def raised(value: str, steps: int) -> str:
+        for _ in range(steps):
+            value = f"nextafter({value}, {up})"
+        return value
+
+    every = " UNION ALL ".join(f"SELECT {raised(keep.sql, n)} AS v {scan}" for n in range(factor))
+    distinct, values = con.execute(f"SELECT count(DISTINCT v), count(v) FROM ({every})").fetchone()
+    if distinct != values:
+        return None
+    later = " ".join(f"WHEN {n} THEN {raised(column, n)}" for n in range(1, factor))
+    return f"CASE {{copy}} WHEN 0 THEN {column} {later} END"
 
 
 def _other_uuid(column: str) -> str:
