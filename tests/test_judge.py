@@ -399,6 +399,33 @@ def test_an_exact_column_retyped_is_not_said_to_be_missing(write_pipeline, twice
     assert "it has no exact column" not in outcome.out
 
 
+def test_an_artifact_left_with_no_column_in_common_says_no_value_was_compared(
+    write_pipeline, twicerun
+):
+    """Its only column came back VARCHAR where run 1 wrote BIGINT, and there is no float:
+    the report said rows were paired by their float values, of which there were none."""
+    path = write_pipeline(
+        """
+        import itertools
+
+        _calls = itertools.count()
+
+
+        def typed(ctx):
+            cast = "BIGINT" if next(_calls) == 0 else "VARCHAR"
+            ctx.write("x", f"SELECT 7::{cast} AS v")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 1
+    assert "x: schema changed: retyped v from BIGINT to VARCHAR\n" in outcome.out
+    assert (
+        "x: matched on no key: no exact column kept its name and type in both runs, so no "
+        "value was compared, only how many rows each run wrote\n" in outcome.out
+    )
+    assert "float" not in outcome.out.split("retyped v")[1].split("\n\n")[0]
+
+
 def test_judge_does_not_report_the_runs_retention_as_its_own(write_pipeline, twicerun, run_dir):
     # The report judge printed ended "Removed 1 older invocation directory (--keep).",
     # copied from the run's Result, though judge executes and removes nothing.

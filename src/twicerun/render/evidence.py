@@ -103,10 +103,17 @@ def _artifact_lines(
         )
     elif not worst.key and worst.schema and (worst.schema.retyped or worst.schema.dropped):
         # Its exact columns may have been retyped or dropped: the key is what both sides
-        # share, and "it has no exact column" was said of an integer count retyped.
+        # share, and "it has no exact column" was said of an integer count retyped. With
+        # no float left either (drift has one entry per float compared), nothing paired
+        # rows at all, and "by their float values" named values there were none of.
+        paired = (
+            "rows were paired by their float values alone"
+            if worst.drift
+            else "no value was compared, only how many rows each run wrote"
+        )
         lines.append(
             f"{name}: matched on no key: no exact column kept its name and type in both "
-            f"runs, so rows were paired by their float values alone"
+            f"runs, so {paired}"
         )
     elif not worst.key:
         lines.append(
