@@ -190,9 +190,9 @@ NAMED_BY_ID = """
 def events(ctx):
     ctx.write(
         "events",
-        "SELECT range AS event_id, hash(range) % 2000 AS user_id, "
-        "'user-' || (hash(range) % 2000) AS user_name, hash(range * 3) % 40 AS channel "
-        "FROM range(20000)",
+        "SELECT range AS event_id, hash(range) % 600 AS user_id, "
+        "'user-' || (hash(range) % 600) AS user_name, hash(range * 3) % 40 AS channel "
+        "FROM range(6000)",
     )
 
 def per_user(ctx):
@@ -230,7 +230,7 @@ def items(ctx):
     ctx.write(
         "items",
         "SELECT range AS item_id, (range * 0.731 + (hash(range) % 1000) * 1e-7)::DOUBLE AS score, "
-        "'g' || (range % 50) AS grp FROM range(20000)",
+        "'g' || (range % 50) AS grp FROM range(5000)",
     )
 
 def best_per_group(ctx):
