@@ -447,7 +447,8 @@ def test_row_multiplication_says_which_key_it_could_not_move(tmp_path):
 def test_row_multiplication_keeps_a_float_key_distinct_with_the_next_float_up(tmp_path):
     """A score on no two rows alike was repeated by the added copy, so a correct
     `arg_max(id, score)` per group met ties the input never held. Each copy now takes the
-    next float up, a DOUBLE and a FLOAT alike, and the first copy is as it was."""
+    next float up, a DOUBLE and a FLOAT alike, and the first copy is as it was. Where the
+    next float up is a value the column holds already, it is repeated, and said so."""
     source = parquet_of(
         tmp_path,
         "scores.parquet",
@@ -466,17 +467,13 @@ def test_row_multiplication_keeps_a_float_key_distinct_with_the_next_float_up(tm
     ).fetchone() == (6000, 6000, "FLOAT")
     assert rows_of(source) == rows_of(target)[:3000]
 
-
-def test_row_multiplication_repeats_a_float_key_whose_next_float_it_holds(tmp_path):
-    """Two adjacent floats: the next float up from the first is the second, so no copy of
-    the column can stay distinct that way, and the detail says it is repeated."""
-    source = parquet_of(
+    adjacent = parquet_of(
         tmp_path,
         "adjacent.parquet",
         "SELECT x AS score, 1 AS g FROM (VALUES (1.0::DOUBLE), "
         "(nextafter(1.0::DOUBLE, 2.0::DOUBLE)), (5.0::DOUBLE)) t(x)",
     )
-    assert multiply_rows(CON, source, tmp_path / "out.parquet", artifact="adjacent") == Applied(
+    assert multiply_rows(CON, adjacent, tmp_path / "out2.parquet", artifact="adjacent") == Applied(
         "adjacent 3 rows to 6, score not moved (it spans too much of its type to move "
         "past, or is of a type that does not move), so the added copy repeats it"
     )

@@ -186,13 +186,18 @@ def test_a_sort_on_any_key_of_the_input_is_a_tiebreak_the_amplifiers_keep(write_
     assert outcome.code == 4
 
 
-NAMED_BY_ID = """
+RELIED_ON_BY_CORRECT_STEPS = """
 def events(ctx):
     ctx.write(
         "events",
         "SELECT range AS event_id, hash(range) % 600 AS user_id, "
         "'user-' || (hash(range) % 600) AS user_name, hash(range * 3) % 40 AS channel "
         "FROM range(6000)",
+    )
+    ctx.write(
+        "items",
+        "SELECT range AS item_id, (range * 0.731 + (hash(range) % 1000) * 1e-7)::DOUBLE AS score, "
+        "'g' || (range % 50) AS grp FROM range(5000)",
     )
 
 def per_user(ctx):
@@ -207,31 +212,6 @@ def channel_per_user(ctx):
     ctx.read("events")
     ctx.sql("SET threads = 1")
     ctx.write("channels", "SELECT user_id, any_value(channel) AS c FROM events GROUP BY user_id")
-"""
-
-
-def test_a_name_the_id_decides_is_not_a_tie_the_amplifiers_make(write_pipeline, twicerun):
-    """Each user_id has one user_name, so `any_value(user_name)` per user is correct on any
-    input where that holds. Tie collapse folded the two columns apart, merged users kept
-    their names, and the step came out STABLE_ON_THIS_INPUT. The channel, which the user
-    does not decide, still shows its step's pick."""
-    outcome = twicerun("run", write_pipeline(NAMED_BY_ID), "--amplify", "--json", "-")
-    steps = by_name(outcome.json())
-    assert steps["per_user"]["status"] == "NO_DIVERGENCE_OBSERVED", steps["per_user"]
-    tried = {a["kind"]: a for a in steps["per_user"]["amplifiers"]}
-    assert "user_name moved with it" in tried["tie collapse"]["detail"]
-    assert all(a["fired"] == 0 for a in tried.values())
-    assert steps["channel_per_user"]["status"] == "STABLE_ON_THIS_INPUT"
-    assert outcome.code == 4
-
-
-BEST_BY_SCORE = """
-def items(ctx):
-    ctx.write(
-        "items",
-        "SELECT range AS item_id, (range * 0.731 + (hash(range) % 1000) * 1e-7)::DOUBLE AS score, "
-        "'g' || (range % 50) AS grp FROM range(5000)",
-    )
 
 def best_per_group(ctx):
     ctx.read("items")
@@ -239,15 +219,27 @@ def best_per_group(ctx):
 """
 
 
-def test_the_best_by_a_score_no_two_rows_share_is_not_a_finding(write_pipeline, twicerun):
-    """Row multiplication repeated a float key as it was, so the best item per group by a
-    score unique in the input met ties, and the step came out STABLE_ON_THIS_INPUT."""
-    outcome = twicerun("run", write_pipeline(BEST_BY_SCORE), "--amplify", "--json", "-")
-    step = by_name(outcome.json())["best_per_group"]
-    assert step["status"] == "NO_DIVERGENCE_OBSERVED", step
-    tried = {a["kind"]: a for a in step["amplifiers"]}
-    assert "score raised to the next float up" in tried["row multiplication"]["detail"]
-    assert outcome.code == 0
+def test_what_the_input_guarantees_is_not_taken_away_by_the_amplifiers(write_pipeline, twicerun):
+    """Each user_id has one user_name, so `any_value(user_name)` per user is correct on any
+    input where that holds; no two items share a score, so the best item per group is too.
+    Tie collapse folded the user's two columns apart (merged users kept their names) and
+    row multiplication repeated the float score as it was, and both steps came out
+    STABLE_ON_THIS_INPUT. The channel, which the user does not decide, still shows its
+    step's pick."""
+    outcome = twicerun(
+        "run", write_pipeline(RELIED_ON_BY_CORRECT_STEPS), "--amplify", "--json", "-"
+    )
+    steps = by_name(outcome.json())
+    for name, kind, said in [
+        ("per_user", "tie collapse", "user_name moved with it"),
+        ("best_per_group", "row multiplication", "score raised to the next float up"),
+    ]:
+        assert steps[name]["status"] == "NO_DIVERGENCE_OBSERVED", steps[name]
+        tried = {a["kind"]: a for a in steps[name]["amplifiers"]}
+        assert said in tried[kind]["detail"]
+        assert all(a["fired"] == 0 for a in tried.values())
+    assert steps["channel_per_user"]["status"] == "STABLE_ON_THIS_INPUT"
+    assert outcome.code == 4
 
 
 DAILY_PER_TIER = """
