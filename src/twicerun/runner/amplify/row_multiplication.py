@@ -138,7 +138,8 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     as eight digits (20240131, as an integer or as text) moves by whole days and stays
     one; a UUID, or a string that reads back as one, becomes another UUID; text ending in
     a number (`ORD-000123`, or digits with zeros in front, `00042`) keeps the text before
-    it and moves the number, at its width where it fits. Other strings get a suffix.
+    it and moves the number, at its width where it fits. Other strings get a suffix. A
+    float does not move past its range but to the next float up (_next_float).
     Tie collapse never folds a column kept intact (a folded one has fewer values than
     the column it kept), so the range is the source's."""
     column = keep.sql.replace("{", "{{").replace("}", "}}")  # a name may hold braces
