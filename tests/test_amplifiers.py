@@ -367,8 +367,8 @@ def test_two_folded_columns_that_decide_one_column_fold_as_one(tmp_path):
     outcome = collapse_ties(CON, source, target, artifact="geo", rows_per_value=50)
     assert outcome == Applied(
         "geo.user_id into 60 values, from 8 to 50 rows per value, city and country moved "
-        "with it, each row taking all of them from one row (each depends on another of "
-        "them in the input, and still does)"
+        "with it, each row taking all of them from one row (they depend on one another "
+        "in the input, and still do)"
     )
     (users, user_countries, cities, city_countries) = CON.execute(
         f"SELECT count(DISTINCT user_id), count(DISTINCT (user_id, country)), "
@@ -376,6 +376,51 @@ def test_two_folded_columns_that_decide_one_column_fold_as_one(tmp_path):
     ).fetchone()
     assert users == user_countries == 60
     assert cities == city_countries
+
+
+def test_a_column_two_columns_decide_together_folds_with_both(tmp_path):
+    """A price per product and region: neither decides it alone, so it was folded apart
+    from the product, merged products kept their prices within a region, and a correct
+    `any_value(unit_price)` per product and region fired. The three move as one."""
+    source = parquet_of(
+        tmp_path,
+        "sales.parquet",
+        "SELECT range AS sale_id, hash(range) % 300 AS product_id, "
+        "['n', 's', 'e', 'w', 'c'][1 + (hash(range * 3) % 5)::INT] AS region, "
+        "hash((hash(range) % 300) * 10 + hash(range * 3) % 5) % 5000 AS unit_price "
+        "FROM range(6000)",
+    )
+    target = tmp_path / "out.parquet"
+    outcome = collapse_ties(CON, source, target, artifact="sales", rows_per_value=50)
+    assert outcome == Applied(
+        "sales.unit_price into 120 values, from 5 to 50 rows per value, product_id and "
+        "region moved with it, each row taking all of them from one row (they depend on "
+        "one another in the input, and still do)"
+    )
+    pairs, triples = CON.execute(
+        f"SELECT count(DISTINCT (product_id, region)), "
+        f"count(DISTINCT (product_id, region, unit_price)) FROM '{target}'"
+    ).fetchone()
+    assert pairs == triples
+
+
+def test_a_pair_whose_values_never_repeat_decides_nothing(tmp_path):
+    """All but five (group, day) pairs here are on one row, and the measure agrees on those
+    five by chance: taken as a dependence, it would fold the measure with the group. A
+    pair is read as deciding a column only where ten of its combinations or more repeat."""
+    source = parquet_of(
+        tmp_path,
+        "unique_pairs.parquet",
+        "SELECT range AS id, range % 1500 AS grp, "
+        "CASE WHEN range BETWEEN 1500 AND 1504 THEN (range - 1500) % 7 ELSE range % 7 END AS day, "
+        "CASE WHEN range BETWEEN 1500 AND 1504 THEN hash(range - 1500) ELSE hash(range) END % 900 "
+        "AS measure FROM range(3000)",
+    )
+    outcome = collapse_ties(CON, source, tmp_path / "out.parquet", artifact="p", rows_per_value=50)
+    assert outcome == Applied(
+        "p.grp into 60 values, from 2 to 50 rows per value; "
+        "p.measure into 60 values, from 3 to 50 rows per value"
+    )
 
 
 def test_row_multiplication_keeps_every_key_a_key(tmp_path):

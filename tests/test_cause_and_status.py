@@ -199,6 +199,13 @@ def events(ctx):
         "SELECT range AS item_id, (range * 0.731 + (hash(range) % 1000) * 1e-7)::DOUBLE AS score, "
         "'g' || (range % 50) AS grp FROM range(5000)",
     )
+    ctx.write(
+        "sales",
+        "SELECT range AS sale_id, hash(range) % 600 AS product_id, "
+        "['n', 's', 'e', 'w', 'c'][1 + (hash(range * 3) % 5)::INT] AS region, "
+        "hash((hash(range) % 600) * 10 + hash(range * 3) % 5) % 5000 AS unit_price "
+        "FROM range(6000)",
+    )
 
 def per_user(ctx):
     ctx.read("events")
@@ -216,14 +223,24 @@ def channel_per_user(ctx):
 def best_per_group(ctx):
     ctx.read("items")
     ctx.write("best", "SELECT grp, arg_max(item_id, score) AS best FROM items GROUP BY grp")
+
+def regional_prices(ctx):
+    ctx.read("sales")
+    ctx.sql("SET threads = 1")
+    ctx.write(
+        "regional",
+        "SELECT product_id, region, any_value(unit_price) AS unit_price, count(*) AS n "
+        "FROM sales GROUP BY product_id, region",
+    )
 """
 
 
 def test_what_the_input_guarantees_is_not_taken_away_by_the_amplifiers(write_pipeline, twicerun):
     """Each user_id has one user_name, so `any_value(user_name)` per user is correct on any
-    input where that holds; no two items share a score, so the best item per group is too.
-    Tie collapse folded the user's two columns apart (merged users kept their names) and
-    row multiplication repeated the float score as it was, and both steps came out
+    input where that holds; no two items share a score, so the best item per group is too;
+    a product has one price in each region. Tie collapse folded the user's two columns
+    apart (merged users kept their names) and the price apart from the product, and row
+    multiplication repeated the float score as it was, and the steps came out
     STABLE_ON_THIS_INPUT. The channel, which the user does not decide, still shows its
     step's pick."""
     outcome = twicerun(
@@ -233,6 +250,7 @@ def test_what_the_input_guarantees_is_not_taken_away_by_the_amplifiers(write_pip
     for name, kind, said in [
         ("per_user", "tie collapse", "user_name moved with it"),
         ("best_per_group", "row multiplication", "score raised to the next float up"),
+        ("regional_prices", "tie collapse", "product_id and region moved with it"),
     ]:
         assert steps[name]["status"] == "NO_DIVERGENCE_OBSERVED", steps[name]
         tried = {a["kind"]: a for a in steps[name]["amplifiers"]}

@@ -145,29 +145,96 @@ class Collapse:
         ]
 
 
+def _decided_together(
+    con: duckdb.DuckDBPyConnection,
+    source: Path,
+    plan: Collapse,
+    pool: list[ColumnFacts],
+    decides: dict[str, set[str]],
+) -> list[tuple[ColumnFacts, ColumnFacts, list[ColumnFacts]]]:
+    """Columns that a chosen column decides together with a column of few values that is
+    not folded: a price per product and region, a budget per account and month. Folding
+    the product alone merged products whose prices differ within a region, and a step
+    taking `any_value(unit_price)` per product and region fired.
+
+    Each such pair (x, z) is one grouping, a sixteenth of x's values first. A column z
+    decides on its own is left out, since folding x does not touch that, which costs one
+    grouping by z. At most MAX_PAIRS pairs, the fewest values first: on an input of many
+    such columns, a price that a pair further down decides is folded apart as before."""
+    chosen = {c.name for c in plan.chosen}
+    contexts = sorted(
+        (
+            c
+            for c in pool
+            if c.name not in chosen and c.cls is ColumnClass.EXACT and c.distinct <= plan.buckets
+        ),
+        key=lambda c: c.distinct,
+    )
+    if not contexts:
+        return []
+    alone: dict[str, set[str]] = {}
+
+    def decided_by(z: ColumnFacts) -> set[str]:
+        if z.name not in alone:
+            others = [y for y in pool if y.name != z.name and y.distinct <= z.distinct]
+            same, _ = _same_in_groups(con, source, [z], others, "true") if others else ({}, 0)
+            alone[z.name] = {name for name, flag in same.items() if flag}
+        return alone[z.name]
+
+    found = []
+    budget = MAX_PAIRS
+    for x in sorted(plan.chosen, key=lambda c: c.distinct)[:MAX_DETERMINANTS]:
+        for z in contexts:
+            if budget <= 0:
+                return found
+            targets = [
+                y
+                for y in pool
+                if y.name not in (x.name, z.name)
+                and y.name not in decides.get(x.name, set()) | decided_by(z)
+                and y.distinct <= x.distinct * z.distinct
+            ]
+            if not targets:
+                continue
+            budget -= 1
+            repeated = 0
+            for subset in (f"hash({x.sql}) % {SUBSET} = 0", "true"):
+                if targets:
+                    same, repeated = _same_in_groups(con, source, [x, z], targets, subset)
+                    targets = [y for y in targets if same[y.name]]
+            if targets and repeated >= MIN_REPEATED:
+                found.append((x, z, targets))
+    return found
+
+
 def _same_in_groups(
     con: duckdb.DuckDBPyConnection,
     source: Path,
-    x: ColumnFacts,
+    by: list[ColumnFacts],
     others: list[ColumnFacts],
     subset: str,
-) -> dict[str, bool]:
+) -> tuple[dict[str, bool], int]:
     """For each column of `others`, whether it has one value (NULL counting as one) on
-    all the rows of every value of `x`, among the rows `subset` keeps. A subset with no
-    value of x (a NULL from bool_and) rules nothing out."""
+    all the rows of every combination of `by`'s values (none NULL), among the rows
+    `subset` keeps; and how many combinations are on two rows or more, the only ones
+    that can rule a column out. A subset with no such row (a NULL from bool_and) rules
+    nothing out."""
     same: dict[str, bool] = {}
+    grouped = ", ".join(c.sql for c in by)
+    present = " AND ".join(f"{c.sql} IS NOT NULL" for c in by)
+    repeated = 0
     for start in range(0, len(others), DEPENDENTS_PER_QUERY):
         batch = others[start : start + DEPENDENTS_PER_QUERY]
         flags = ", ".join(f"bool_and(d{j})" for j in range(len(batch)))
         named = ", ".join(
             f"min(hash({y.sql})) = max(hash({y.sql})) AS d{j}" for j, y in enumerate(batch)
         )
-        row = con.execute(
-            f"SELECT {flags} FROM (SELECT {named} FROM {sql.parquet(source)} "
-            f"WHERE {x.sql} IS NOT NULL AND {subset} GROUP BY {x.sql})"
+        repeated, *row = con.execute(
+            f"SELECT count(*) FILTER (WHERE n > 1), {flags} FROM (SELECT count(*) AS n, {named} "
+            f"FROM {sql.parquet(source)} WHERE {present} AND {subset} GROUP BY {grouped})"
         ).fetchone()
         same.update({y.name: flag is not False for y, flag in zip(batch, row, strict=True)})
-    return same
+    return same, repeated
 
 
 def _combination(unit: Unit, src: str) -> str:
@@ -179,6 +246,12 @@ def _combination(unit: Unit, src: str) -> str:
 DEPENDENTS_PER_QUERY = 64
 SUBSET = 16
 MAX_DETERMINANTS = 16
+MAX_PAIRS = 4
+# A column is taken to depend on another only where ten values of that one or more sit
+# on two rows or more: a column with no repeated value is decided by it and everything
+# else alike, by chance, and a balanced two-valued column agrees within ten pairs of rows
+# one time in a thousand.
+MIN_REPEATED = 10
 
 
 def dependent_units(
@@ -215,14 +288,19 @@ def dependent_units(
         # Rows of a sixteenth of x's values first: a column that differs within one of
         # their groups differs within x's, and is out at a sixteenth of the cost; what is
         # left (most often the columns x does decide) is checked on every row.
+        repeated = 0
         for subset in (f"hash({x.sql}) % {SUBSET} = 0", "true"):
             if others:
-                same = _same_in_groups(con, source, x, others, subset)
+                same, repeated = _same_in_groups(con, source, [x], others, subset)
                 others = [y for y in others if same[y.name]]
-        decides[x.name] = {y.name for y in others}
-        for y in others:
-            parent[root(y.name)] = root(x.name)
-    if not any(decides.values()):
+        decides[x.name] = {y.name for y in others} if repeated >= MIN_REPEATED else set()
+        for y in decides[x.name]:
+            parent[root(y)] = root(x.name)
+    together = _decided_together(con, source, plan, pool, decides)
+    for x, z, ys in together:
+        for c in (z, *ys):
+            parent[root(c.name)] = root(x.name)
+    if not any(decides.values()) and not together:
         return plan
     members: dict[str, list[ColumnFacts]] = {}
     for c in pool:
@@ -244,13 +322,13 @@ def dependent_units(
         if moved:
             names = [sql.shown(m.name) for m in moved]
             if {m.name for m in moved} <= decides.get(lead.name, set()):
-                why = f"{sql.shown(lead.name)} decides {'it' if len(moved) == 1 else 'them'}"
+                it = "it" if len(moved) == 1 else "them"
+                why = f"{sql.shown(lead.name)} decides {it} in the input, and still does"
             else:
-                why = "each depends on another of them"
+                why = "they depend on one another in the input, and still do"
             line += (
                 f", {listed(names)} moved with it, each row taking "
-                f"{'both' if len(moved) == 1 else 'all of them'} from one row "
-                f"({why} in the input, and still does)"
+                f"{'both' if len(moved) == 1 else 'all of them'} from one row ({why})"
             )
         detail.append(line)
     return Collapse(plan.chosen, b, "; ".join(detail), tuple(units))
