@@ -428,6 +428,13 @@ def test_a_run_that_keep_removed_is_refused_saying_so_and_a_typo_is_not(
     assert outcome.err == (
         f"twicerun: refused: {typo} does not exist; give a recorded invocation directory\n"
     )
+    # A file that exists was said not to: the pipeline file, given as if the verb ran it.
+    outcome = twicerun(verb, *[path, *args[verb][1:]])
+    assert (outcome.code, outcome.err) == (
+        3,
+        f"twicerun: refused: {path} is a file, not a recorded invocation; give the directory "
+        f"`twicerun run` printed; to run the pipeline, `twicerun run {path}`\n",
+    )
 
 
 def test_a_run_named_by_its_directory_on_disk_is_that_run_and_a_path_deeper_says_what_to_give(

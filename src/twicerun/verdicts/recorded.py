@@ -155,6 +155,15 @@ class RecordedRun:
                 not path.is_absolute() and path.parent == Path() and removed_since(beside)
             ):
                 raise UsageError(f"{where} does not exist: {REMOVED_BY_KEEP}")
+            if path.exists():
+                # A pipeline file is the likely one: the verbs read what `run` recorded.
+                runs_it = (
+                    f"; to run the pipeline, `twicerun run {where}`" if path.suffix == ".py" else ""
+                )
+                raise UsageError(
+                    f"{where} is a file, not a recorded invocation; give the directory "
+                    f"`twicerun run` printed{runs_it}"
+                )
             raise UsageError(f"{where} does not exist; give a recorded invocation directory")
         address = RunAddress(LOOP, run_number)
         if not (invocation.root / address.series / str(run_number)).is_dir():
