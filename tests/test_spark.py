@@ -395,6 +395,19 @@ def test_what_a_cluster_run_did_not_vary_is_listed():
     assert "only shuffle partitions and input partitioning were varied" in on_cluster[1]
 
 
+def test_a_spark_run_does_not_list_duckdbs_version_among_what_it_held_fixed():
+    # It did: DuckDB digests and compares a Spark step's output, but computes none of it.
+    from twicerun.result import Environment
+    from twicerun.runner.scoring import not_varied
+
+    machine = {"duckdb": "2.0.1", "threads": 2, "platform": "Linux", "python": "3.11"}
+    on_spark = not_varied([], True, Environment(**machine, twicerun="0", engine="spark"))
+    on_duckdb = not_varied([], True, Environment(**machine, twicerun="0"))
+    assert "DuckDB version" not in on_spark
+    assert "Spark version and settings" in on_spark
+    assert on_duckdb[0] == "DuckDB version"
+
+
 def test_a_context_twicerun_starts_draws_no_progress_bar_over_its_own_lines():
     # Spark's console progress bar redraws itself on stderr, where twicerun's progress
     # lines go; it can only be turned off before the context starts, in the builder.
