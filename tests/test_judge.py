@@ -215,6 +215,20 @@ def test_judge_of_an_invocation_keep_removed_says_so_and_of_a_typo_does_not(
     assert outcome.err == (
         f"twicerun: {typo} does not exist; give an invocation or run directory\n"
     )
+    # Click refused a file as "Directory ... is a file", and said nothing of what to give.
+    (invocation,) = [p for p in run_dir.iterdir() if (p / "invocation.json").is_file()]
+    outcome = twicerun("judge", invocation / "result.json")
+    assert (outcome.code, outcome.err) == (
+        2,
+        f"twicerun: {invocation / 'result.json'} is a file of the invocation {invocation}; "
+        f"give {invocation}\n",
+    )
+    outcome = twicerun("judge", path)
+    assert (outcome.code, outcome.err) == (
+        2,
+        f"twicerun: {path} is a file, not an invocation or run directory; give the directory "
+        f"`twicerun run` printed; to run the pipeline, `twicerun run {path}`\n",
+    )
 
 
 def test_judge_of_a_directory_of_failed_invocations_says_they_are_there(

@@ -167,8 +167,9 @@ def run(
 
 
 @cli.command(epilog=RUN_EXIT_CODES)
-# Not exists=True: a directory --keep removed is told apart from a typo (resolve_invocation).
-@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
+# Neither exists=True nor file_okay=False: a directory --keep removed is told apart from a
+# typo, and a file (result.json, the pipeline) from a directory, by resolve_invocation.
+@click.argument("run_dir", type=click.Path(path_type=Path))
 @policy_options
 @result_json_option(
     "Also write the re-scored Result here ('-' for stdout, which replaces the report)."

@@ -55,7 +55,14 @@ def resolve_invocation(path: Path) -> Invocation:
         if removed_since(path):
             raise UsageError(f"{path} does not exist: {REMOVED_BY_KEEP}")
         raise UsageError(f"{path} does not exist; give an invocation or run directory")
-    raise UsageError(f"{path} is not an invocation directory (no {MANIFEST_NAME} in it)")
+    if (path.parent / MANIFEST_NAME).is_file():
+        # Its result.json, most likely: the invocation is the directory that holds it.
+        raise UsageError(f"{path} is a file of the invocation {path.parent}; give {path.parent}")
+    runs_it = f"; to run the pipeline, `twicerun run {path}`" if path.suffix == ".py" else ""
+    raise UsageError(
+        f"{path} is a file, not an invocation or run directory; give the directory "
+        f"`twicerun run` printed{runs_it}"
+    )
 
 
 def load_saved(invocation: Invocation) -> Result:
