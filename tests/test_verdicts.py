@@ -679,6 +679,22 @@ def test_reproduce_a_run_whose_file_lost_or_renamed_a_step_says_so_never_all_rep
     assert only.code == 0 and [s["name"] for s in only.json()["steps"]] == ["first"]
 
 
+def test_reproduce_of_a_run_whose_pipeline_moved_says_how_to_name_it(
+    twicerun, write_pipeline, run_dir
+):
+    # It said only that the file did not exist, as if the user had typed it.
+    path = write_pipeline(SEEDED)
+    run = record(twicerun, path, run_dir)
+    moved = path.rename(path.with_name("renamed.py"))
+    outcome = twicerun("reproduce", run)
+    assert (outcome.code, outcome.err) == (
+        3,
+        f"twicerun: refused: the pipeline {run} recorded, {path}, is no longer there; give "
+        f"the file to re-execute with --pipeline FILE\n",
+    )
+    assert twicerun("reproduce", run, "--pipeline", moved).code == 0
+
+
 def test_reproduce_a_run_that_stopped_says_so_for_the_steps_it_never_reached(
     twicerun, write_pipeline, run_dir
 ):

@@ -289,6 +289,13 @@ def reproduce(
     source = pipeline_path or Path(
         manifest.get("pipeline_resolved") or manifest.get("pipeline", "")
     )
+    if pipeline_path is None and str(source) not in ("", ".") and not source.exists():
+        # The file moved or was renamed since the run: the loader's "does not exist"
+        # alone did not say that this was the run's record, or how to name the new place.
+        raise BadInput(
+            f"the pipeline {run} recorded, {source}, is no longer there; give the file to "
+            f"re-execute with --pipeline FILE"
+        )
     # The engine the recorded run used (older manifests did not say: the pipeline's own).
     with imports_print_to_stderr():
         pipeline = load_pipeline(
