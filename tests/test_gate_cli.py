@@ -25,8 +25,11 @@ OTHER = 'def other(ctx):\n    ctx.write("other", "SELECT 2 AS v")\n'
 
 # Few trials keep the suite fast: 5 is the fewest with which a check of two
 # pipelines can reject at all (1 / C(5 + 3, 3) <= alpha / 2), which `baseline
-# update` checks.
-FAST = ["--trials", "5", "--no-amplify"]
+# update` checks. And 3 runs a trial rather than 5: the coins here are certain ones, so
+# a trial's score is all or nothing at any count, and each execution opens a DuckDB
+# database (about 18 ms of CPU here), most of what a test of this file costs.
+RUNS = ["--runs", "3"]
+FAST = ["--trials", "5", "--no-amplify", *RUNS]
 
 
 @pytest.fixture
@@ -75,6 +78,7 @@ def compare(twicerun, *args: str, pipelines: str = "pipelines/coins.py"):
         "--no-amplify",
         "--json",
         "gate.json",
+        *([] if "--runs" in args else RUNS),
         *args,
     )
     document = json.loads(Path("gate.json").read_text()) if Path("gate.json").exists() else None
@@ -106,14 +110,14 @@ def test_an_unchanged_pipeline_passes_and_a_steady_step_gone_random_fails(repo, 
     # so minutes of runs never pass in silence.
     said = [re.sub(r"in \d+\.\ds$", "in Ns", line) for line in outcome.err.splitlines()]
     assert said == [
-        "[twicerun] pipelines/coins.py: running, 5 runs",
+        "[twicerun] pipelines/coins.py: running, 3 runs",
         "[twicerun] pipelines/coins.py: 2 of 2 steps diverged, in Ns",
         *[
             line
             for k in (1, 2, 3)
             for line in (
                 f"[twicerun] pipelines/coins.py: a step looks worse; confirmation trial {k} of 3, "
-                "5 runs",
+                "3 runs",
                 "[twicerun] pipelines/coins.py: 2 of 2 steps diverged, in Ns",
             )
         ],
@@ -190,7 +194,7 @@ def test_compare_takes_its_pipelines_as_arguments_the_way_update_does(repo, twic
     update(twicerun, "pipelines/coins.py")
     outcome = twicerun(
         "baseline", "compare", "pipelines/coins.py", "--baseline", "baseline.json",
-        "--no-amplify", "--json", "gate.json",
+        "--no-amplify", "--json", "gate.json", *RUNS,
     )  # fmt: skip
     assert outcome.code == 0, outcome.err
     document = json.loads(Path("gate.json").read_text())
@@ -241,7 +245,7 @@ def test_the_gate_run_off_a_runner_leaves_nothing_in_the_working_tree(repo, twic
     before = sorted(p.name for p in Path(".").iterdir() if p.name != ".twicerun")
     outcome = twicerun(
         "gate", "--pipelines", "pipelines/steady.py", "--baseline", "baseline.json",
-        "--baseline-source", "pull-request", "--no-amplify", "--no-comment",
+        "--baseline-source", "pull-request", "--no-amplify", "--no-comment", *RUNS,
     )  # fmt: skip
     assert outcome.code == 0, outcome.err
     assert sorted(p.name for p in Path(".").iterdir() if p.name != ".twicerun") == before
@@ -397,7 +401,7 @@ def test_a_baseline_measured_with_other_runs_policy_amplifiers_or_threads_is_not
         outcome, document = compare(twicerun, *flags)
         assert outcome.code == 1, flags
         assert set(verdicts(document).values()) == {"not comparable: measured otherwise"}
-    assert f"threads={threads}, this check with runs=5, policy strict" in outcome.out
+    assert f"threads={threads}, this check with runs=3, policy strict" in outcome.out
 
 
 def test_a_check_that_compared_nothing_says_so_even_when_fail_on_lets_it_pass(repo, twicerun):
@@ -414,7 +418,7 @@ def test_a_check_that_compared_nothing_says_so_even_when_fail_on_lets_it_pass(re
     (listed,) = [li for li in lines if li.startswith("  - ")]
     assert listed.startswith(
         "  - pipelines/coins.py, 2 steps (steady, noisy): not comparable: measured otherwise "
-        "(the baseline was measured with runs=5,"
+        "(the baseline was measured with runs=3,"
     )
     Path("pipelines/coins.py").write_text(STEADY + "\n\n" + NOISY + "\n\n" + OTHER)
     outcome, _ = compare(twicerun, "--fail-on", "new,rate-up", "--format", "text")
@@ -557,7 +561,12 @@ def test_one_confirmation_trial_is_counted_in_the_singular(repo, twicerun):
 
 
 def test_trials_can_be_added_to_a_baseline_but_only_measured_alike(repo, twicerun):
-    update(twicerun, "pipelines/coins.py")
+    # At the default runs, which the note below speaks of (RUNS would change its figures).
+    made = twicerun(
+        "baseline", "update", "pipelines/coins.py", "--output", "baseline.json",
+        "--trials", "5", "--no-amplify",
+    )  # fmt: skip
+    assert made.code == 0, made.err
     outcome = twicerun(
         "baseline", "update", "pipelines/coins.py", "--add", "--trials", "2",
         "--output", "baseline.json", "--no-amplify",
@@ -608,7 +617,7 @@ def test_trials_of_another_twicerun_are_not_added_to_a_baseline(repo, twicerun):
     before = Path("baseline.json").read_bytes()
     outcome = twicerun(
         "baseline", "update", "pipelines/coins.py", "--add", "--trials", "1",
-        "--output", "baseline.json", "--no-amplify",
+        "--output", "baseline.json", "--no-amplify", *RUNS,
     )  # fmt: skip
     assert outcome.code == 2
     assert (
@@ -638,7 +647,7 @@ def test_an_old_baseline_is_refused_with_the_command_that_recreates_it(repo, twi
         (lambda d: d["settings"].update(without=["ties"]), 'settings.without should be a list of amplifiers (tie collapse, thread count, row multiplication, arrival order, file order), not "ties"'),
         (lambda d: d["trials"][1]["pipelines"]["pipelines/coins.py"]["noisy"].update(answers="01234"), 'trials[1].pipelines["pipelines/coins.py"].noisy.answers should be a list, not "01234"'),
         (lambda d: d["trials"][0]["pipelines"]["pipelines/coins.py"]["noisy"].update(answers=[0, 1.5, 2, 3, 4]), 'trials[0].pipelines["pipelines/coins.py"].noisy.answers[1] should be a whole number of at least 0, not 1.5'),
-        (lambda d: d["trials"][0]["pipelines"]["pipelines/coins.py"]["steady"].update(fired=9), 'trials[0].pipelines["pipelines/coins.py"].steady fired in 9 of 4 comparisons'),
+        (lambda d: d["trials"][0]["pipelines"]["pipelines/coins.py"]["steady"].update(fired=9), 'trials[0].pipelines["pipelines/coins.py"].steady fired in 9 of 2 comparisons'),
     ],
     ids=["runs-a-string", "amplify-a-string", "threads-a-boolean", "without-a-string", "without-unknown", "answers-a-string", "answer-a-fraction", "fired-past-compared"],
 )  # fmt: skip
@@ -730,7 +739,7 @@ def test_json_dash_prints_the_gate_document_instead_of_the_decision(repo, twicer
     update(twicerun, "pipelines/coins.py")
     outcome = twicerun(
         "baseline", "compare", "--pipelines", "pipelines/coins.py", "--baseline",
-        "baseline.json", "--no-amplify", "--json", "-",
+        "baseline.json", "--no-amplify", "--json", "-", *RUNS,
     )  # fmt: skip
     assert outcome.code == 0, outcome.err
     assert json.loads(outcome.out)["schema"].startswith("twicerun.gate/")
@@ -968,7 +977,7 @@ def test_a_baseline_measured_without_an_amplifier_is_checked_without_it(repo, tw
     assert "without" not in update(twicerun, "pipelines/coins.py")["settings"]
     made = twicerun(
         "baseline", "update", "pipelines/coins.py", "--output", "baseline.json",
-        "--trials", "5", "--amplify", "--without", "file-order",
+        "--trials", "5", "--amplify", "--without", "file-order", *RUNS,
     )  # fmt: skip
     assert made.code == 0, made.err
     assert json.loads(Path("baseline.json").read_text())["settings"]["without"] == ["file order"]
@@ -976,20 +985,20 @@ def test_a_baseline_measured_without_an_amplifier_is_checked_without_it(repo, tw
     outcome, document = compare(twicerun, "--amplify")
     assert outcome.code == 1
     assert set(verdicts(document).values()) == {"not comparable: measured otherwise"}
-    assert "without file order, this check with runs=5" in outcome.out
+    assert "without file order, this check with runs=3" in outcome.out
     outcome, document = compare(twicerun, "--amplify", "--without", "file-order")
     assert outcome.code == 0, outcome.out
     assert "not comparable" not in outcome.out
 
     refused = twicerun(
         "baseline", "update", "pipelines/coins.py", "--output", "baseline.json", "--add",
-        "--trials", "1", "--amplify", "--without", "arrival-order",
+        "--trials", "1", "--amplify", "--without", "arrival-order", *RUNS,
     )  # fmt: skip
     assert refused.code == 2
     assert "add trials with the same --without, or leave it out" in refused.err
     added = twicerun(
         "baseline", "update", "pipelines/coins.py", "--output", "baseline.json", "--add",
-        "--trials", "1", "--amplify",
+        "--trials", "1", "--amplify", *RUNS,
     )  # fmt: skip
     assert added.code == 0, added.err
     baseline = json.loads(Path("baseline.json").read_text())
