@@ -573,9 +573,15 @@ def _ratio_range(runs: list[dict], wall: str, steps: str) -> str:
     return f" ({min(ratios):.2f}x to {max(ratios):.2f}x)"
 
 
+def _size(size: float) -> str:
+    """Bytes for a table cell: KiB under a mebibyte, where a tiny pipeline's whole invocation
+    read "0 MiB" beside its multiple of a run's worth."""
+    return f"{size / 2**20:,.0f} MiB" if size >= 2**20 else f"{size / 2**10:,.0f} KiB"
+
+
 def _peak_disk(m: dict) -> str:
     cell = (
-        f"{m['peak_disk_bytes'] / 2**20:,.0f} MiB "
+        f"{_size(m['peak_disk_bytes'])} "
         f"({m['peak_disk_bytes'] / m['one_run_bytes']:.1f} runs' worth"
     )
     if m.get("one_run_parquet_bytes"):  # artifacts written before this split lack it

@@ -58,6 +58,9 @@ def test_the_peak_disk_cell_says_both_and_an_older_artifact_keeps_its_cell(bench
     assert bench_loop._peak_disk(newer) == (
         "3 MiB (3.0 runs' worth; the Parquet alone 1.0, 1.0 without amplified inputs)"
     )
+    # The tiny pipeline's invocation peaks at about 300 KB, which read "0 MiB".
+    small = {"peak_disk_bytes": 302_615, "one_run_bytes": 76_065}
+    assert bench_loop._peak_disk(small) == "296 KiB (4.0 runs' worth)"
 
 
 def test_both_codes_of_a_repetition_are_divided_by_the_fastest_plain(bench_loop):
