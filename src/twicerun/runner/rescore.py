@@ -23,6 +23,7 @@ from twicerun.storage.layout import (
     MANIFEST_NAME,
     Invocation,
     RunAddress,
+    a_file_given_for_a_run,
     find_invocations,
     follow,
     invocations_with,
@@ -58,11 +59,7 @@ def resolve_invocation(path: Path) -> Invocation:
     if (path.parent / MANIFEST_NAME).is_file():
         # Its result.json, most likely: the invocation is the directory that holds it.
         raise UsageError(f"{path} is a file of the invocation {path.parent}; give {path.parent}")
-    runs_it = f"; to run the pipeline, `twicerun run {path}`" if path.suffix == ".py" else ""
-    raise UsageError(
-        f"{path} is a file, not an invocation or run directory; give the directory "
-        f"`twicerun run` printed{runs_it}"
-    )
+    raise UsageError(a_file_given_for_a_run(path, "an invocation or run directory"))
 
 
 def load_saved(invocation: Invocation) -> Result:

@@ -212,6 +212,13 @@ class Invocation:
         return total
 
 
+def a_file_given_for_a_run(path: Path, wanted: str) -> str:
+    """The refusal for a file named where a recorded invocation belongs (`wanted` says what
+    the verb takes): most often the pipeline itself, given as if the verb ran it."""
+    runs_it = f"; to run the pipeline, `twicerun run {path}`" if path.suffix == ".py" else ""
+    return f"{path} is a file, not {wanted}; give the directory `twicerun run` printed{runs_it}"
+
+
 def find_invocations(run_dir: Path) -> list[Invocation]:
     """Every invocation directory under `run_dir`, oldest first."""
     run_dir = Path(run_dir)

@@ -28,6 +28,7 @@ from twicerun.storage.layout import (
     RUNNING,
     Invocation,
     RunAddress,
+    a_file_given_for_a_run,
     follow,
     invocations_with,
 )
@@ -156,14 +157,7 @@ class RecordedRun:
             ):
                 raise UsageError(f"{where} does not exist: {REMOVED_BY_KEEP}")
             if path.exists():
-                # A pipeline file is the likely one: the verbs read what `run` recorded.
-                runs_it = (
-                    f"; to run the pipeline, `twicerun run {where}`" if path.suffix == ".py" else ""
-                )
-                raise UsageError(
-                    f"{where} is a file, not a recorded invocation; give the directory "
-                    f"`twicerun run` printed{runs_it}"
-                )
+                raise UsageError(a_file_given_for_a_run(path, "a recorded invocation"))
             raise UsageError(f"{where} does not exist; give a recorded invocation directory")
         address = RunAddress(LOOP, run_number)
         if not (invocation.root / address.series / str(run_number)).is_dir():
