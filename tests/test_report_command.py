@@ -357,3 +357,25 @@ def test_a_doc_holding_some_of_the_tables_is_told_the_command_that_checks_it(
         "<!-- twicerun:steps-q --> <!-- /twicerun:steps-q -->\n"
     )
     assert twicerun("report", "results/result.json", "--check", "README.md").code == 0
+
+
+def test_an_invocation_directory_renders_its_result_and_another_directory_is_told_why(
+    twicerun, artifact, tmp_path
+):
+    """The directory `twicerun run` prints was refused with click's "File '...' is a
+    directory", which left the user to guess that its result.json was wanted."""
+    invocation = tmp_path / ".twicerun" / "20261206-131930-d360"
+    invocation.mkdir(parents=True)
+    (invocation / "result.json").write_bytes(artifact.read_bytes())
+    assert (
+        twicerun("report", invocation, "--format", "text").out
+        == twicerun("report", invocation / "result.json", "--format", "text").out
+    )
+    empty = tmp_path / "elsewhere"
+    empty.mkdir()
+    refused = twicerun("report", empty)
+    assert refused.code == 2
+    assert refused.err.strip() == (
+        f"twicerun: {empty} is a directory and holds no result.json; name the JSON artifacts to "
+        "render, or give the directory with --results to render the newest of each kind in it"
+    )

@@ -14,6 +14,7 @@ from twicerun.errors import UsageError
 from twicerun.render.markers import MarkerError, find_blocks, stale, update
 from twicerun.render.tables import BUILDERS, Artifact, render_tables, renders
 from twicerun.storage.atomic import write_bytes_atomic
+from twicerun.storage.layout import RESULT_NAME
 from twicerun.typed import schema_said
 from twicerun.vocabulary.exits import ReportExit
 
@@ -63,9 +64,10 @@ def _load_artifacts(paths: Sequence[str], results: Path) -> list[Artifact]:
                 newest[kind] = (*key, Artifact(str(candidate), document))
         return [a for _, _, a in newest.values()]
     artifacts = []
-    for path in paths:
+    for given in paths:
+        path = _artifact_in(Path(given))
         try:
-            document = json.loads(Path(path).read_text(encoding="utf-8"))
+            document = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise UsageError(
                 f"{path} is not JSON ({exc}); give the artifact a script wrote"
@@ -80,6 +82,19 @@ def _load_artifacts(paths: Sequence[str], results: Path) -> list[Artifact]:
     return artifacts
 
 
+def _artifact_in(path: Path) -> Path:
+    """A named artifact; an invocation directory, as `twicerun run` prints it, names its
+    Result, which is what a user giving it means."""
+    if not path.is_dir():
+        return path
+    if (path / RESULT_NAME).is_file():
+        return path / RESULT_NAME
+    raise UsageError(
+        f"{path} is a directory and holds no {RESULT_NAME}; name the JSON artifacts to render, "
+        f"or give the directory with --results to render the newest of each kind in it"
+    )
+
+
 def _between_markers(rendered: dict[str, str]) -> str:
     """Each table inside its marker pair, exactly as --update writes it into a file: the
     output pasted into a README is a block that --check accepts."""
@@ -89,7 +104,7 @@ def _between_markers(rendered: dict[str, str]) -> str:
 
 
 @cli.command(epilog=REPORT_EXIT_CODES)
-@click.argument("artifacts", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.argument("artifacts", nargs=-1, type=click.Path(exists=True))
 @click.option(
     "--format",
     "fmt",
@@ -128,6 +143,9 @@ def report(
     results: Path,
 ) -> int:
     """Render named tables from Result documents and eval artifacts.
+
+    An ARTIFACT is a JSON file a script or `twicerun run --json` wrote, or the
+    invocation directory `twicerun run` printed, which stands for its Result.
 
     In a Markdown file, a table NAME lives between `<!-- twicerun:NAME -->` and
     `<!-- /twicerun:NAME -->`, each on its own line. --update fills those blocks;
