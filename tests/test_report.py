@@ -311,6 +311,26 @@ def test_a_seeded_step_that_stayed_quiet_says_its_seed_was_held():
     assert "the seed was held" not in unseeded
 
 
+def test_a_bound_outside_says_what_it_points_at_and_one_inside_says_nothing_more():
+    """A quantile over a sample (reservoir_quantile) moved 0.35 relative and the report
+    printed only "OUTSIDE" under the bound, which read as float drift gone large."""
+    from twicerun.judge.bound import figures
+
+    def rendered(relative: float) -> list[str]:
+        bound = figures("quant", "med", "double", relative, 200_000, 50)
+        return render_run(
+            _seeded(fired=1, status="DIVERGENT", cause="PARALLEL_ORDER", bounds=[bound])
+        ).splitlines()
+
+    outside = rendered(0.348)
+    at = outside.index("  0 sample, quant.med: observed 0.348")
+    assert outside[at + 3 : at + 5] == [
+        "      OUTSIDE: more than adding the same terms in another order can move a sum, unless",
+        "      they cancel; the values themselves changed, as a sample, a quantile or first() does",
+    ]
+    assert not any(line.startswith("      OUTSIDE:") for line in rendered(1e-15))
+
+
 def test_what_a_step_prints_goes_to_stderr_so_json_on_stdout_stays_a_document(
     write_pipeline, twicerun
 ):

@@ -178,6 +178,14 @@ def _bound_section(result: Result) -> list[str]:
                 "      one thread on the same inputs still differed, so the order of adding "
                 "does not explain this drift, inside the bound or not"
             )
+        elif any(not b.clears_loose for b in s.bounds):
+            # OUTSIDE alone read as float drift gone large; say what it points at instead.
+            lines += [
+                "      OUTSIDE: more than adding the same terms in another order can move a sum, "
+                "unless",
+                "      they cancel; the values themselves changed, as a sample, a quantile or "
+                "first() does",
+            ]
     return lines
 
 
