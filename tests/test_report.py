@@ -326,7 +326,7 @@ def test_a_bound_outside_says_what_it_points_at_and_one_inside_says_nothing_more
     at = outside.index("  0 sample, quant.med: observed 0.348")
     assert outside[at + 3 : at + 5] == [
         "      OUTSIDE: more than adding the same terms in another order can move a sum, unless",
-        "      they cancel; the values themselves changed, as a sample, a quantile or first() does",
+        "      they cancel; the values themselves changed (first(), a sample, a running total over ties)",
     ]
     assert not any(line.startswith("      OUTSIDE:") for line in rendered(1e-15))
 

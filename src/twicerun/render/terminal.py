@@ -183,8 +183,8 @@ def _bound_section(result: Result) -> list[str]:
             lines += [
                 "      OUTSIDE: more than adding the same terms in another order can move a sum, "
                 "unless",
-                "      they cancel; the values themselves changed, as a sample, a quantile or "
-                "first() does",
+                "      they cancel; the values themselves changed (first(), a sample, a running "
+                "total over ties)",
             ]
     return lines
 
