@@ -272,6 +272,11 @@ CASES = [
     Case("compare-json-over-the-baseline", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "b.json", "--json", "b.json"], 2, "--json b.json: that is"),
     Case("compare-json-cannot-be-written", ["baseline", "compare", "--pipelines", "good.py", "--baseline", "b.json", "--json", "/proc/twicerun-g.json"], 2, "/proc cannot be written to"),
     Case("audit-json-cannot-be-written", ["audit", "good.py", "--json", "/proc/twicerun-a.json"], 2, "/proc cannot be written to"),
+    # A directory is never a pipeline; audit and reproduce said so in click's words ("File
+    # 'sub' is a directory"), run in the loader's, which say what to pass.
+    Case("run-a-directory", ["run", "sub"], 2, "sub is a directory; pass the pipeline's Python file"),
+    Case("audit-a-directory", ["audit", "sub"], 2, "sub is a directory; pass the pipeline's Python file"),
+    Case("reproduce-pipeline-a-directory", ["reproduce", "{invocation}", "--pipeline", "sub"], 3, "sub is a directory; pass the pipeline's Python file"),
     Case("run-json-cannot-be-written", [*RUN, "good.py", "--json", "/proc/twicerun-r.json"], 2, "/proc cannot be written to"),
     Case("compare-fail-on-unknown", ["baseline", "compare", "--pipelines", "good.py", "--fail-on", "everything"], 2, "everything"),
     Case("compare-fail-on-empty", ["baseline", "compare", "--pipelines", "good.py", "--fail-on", ""], 2, "--fail-on is empty"),

@@ -909,6 +909,27 @@ def test_a_pipeline_path_with_a_space_is_matched_by_the_glob_the_error_suggests(
     assert list(json.loads(Path("b.json").read_text())["pipelines"]) == ["my pipelines/p.py"]
 
 
+def test_a_directory_of_pipelines_names_what_its_glob_would(tmp_path, monkeypatch):
+    """`baseline update pipelines/` was refused as "a directory; pass the pipeline's Python
+    file", for the directory the default glob reads. It names the same pipelines as
+    pipelines/*.py, under the same keys, its modules skipped; nothing below it is read."""
+    from twicerun.cli.trials import expand_pipelines
+    from twicerun.errors import UsageError
+
+    monkeypatch.chdir(tmp_path)
+    Path("pipelines/deeper").mkdir(parents=True)
+    Path("pipelines/b.py").write_text(STEADY)
+    Path("pipelines/a.py").write_text(STEADY)
+    Path("pipelines/helpers.py").write_text("RATE = 2\n")
+    Path("pipelines/deeper/c.py").write_text(STEADY)
+    globbed = expand_pipelines(["pipelines/*.py"])
+    assert globbed == ["pipelines/a.py", "pipelines/b.py"]
+    assert expand_pipelines(["pipelines/"]) == expand_pipelines(["pipelines"]) == globbed
+    Path("empty").mkdir()
+    with pytest.raises(UsageError, match="no pipeline matches 'empty'"):
+        expand_pipelines(["empty"])
+
+
 def test_compare_prints_text_when_asked_and_markdown_by_default_off_a_terminal(repo, twicerun):
     update(twicerun, "pipelines/coins.py")
     markdown, _ = compare(twicerun)

@@ -159,8 +159,8 @@ def baseline_update(
 ) -> int:
     """Run PIPELINES (default pipelines/*.py) TRIALS times and write the baseline to commit.
 
-    A file a glob finds that defines no steps (a helpers.py the pipelines import)
-    is skipped, with a note.
+    A directory stands for the *.py files in it. A file a glob or a directory finds
+    that defines no steps (a helpers.py the pipelines import) is skipped, with a note.
 
     A trial runs every pipeline once; each trial is kept whole, dated and stamped
     with its environment. With --add, the new trials join an existing baseline, so

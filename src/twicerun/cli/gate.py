@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import glob
 import os
 import time
 from pathlib import Path
@@ -35,6 +34,7 @@ from twicerun.cli.trials import (
     expand_pipelines,
     fail_on_words,
     keyed_pipelines,
+    pattern_matches,
     run_all,
 )
 from twicerun.github.decision import (
@@ -73,7 +73,8 @@ def gate_options(fn):
                 default=DEFAULT_PIPELINES,
                 show_default=True,
                 help=(
-                    "Pipeline files or globs, separated by spaces. A file a glob finds that "
+                    "Pipeline files, globs or directories (a directory stands for its *.py "
+                    "files), separated by spaces. A file a glob or a directory finds that "
                     "defines no steps (a helpers.py the pipelines import) is skipped."
                 ),
             ),
@@ -295,7 +296,11 @@ def check_document_target(json_path: Path | None, options: dict, dash: str | Non
         protected=[
             # Every file the patterns name, by glob alone: expand_pipelines would read each one again
             # (and say again which define no steps) before run_check expands them for real.
-            *(Path(m) for part in options["pipelines"].split() for m in glob.glob(part) or [part]),
+            *(
+                Path(m)
+                for part in options["pipelines"].split()
+                for m in pattern_matches(part)[1] or [part]
+            ),
             Path(options["baseline_path"]),
             Path(options["run_dir"]),
         ],

@@ -60,6 +60,21 @@ def refuse_space(path: str) -> None:
     )
 
 
+def pattern_matches(part: str) -> tuple[bool, list[str]]:
+    """What one space-separated pattern names, and whether it named a file as it is."""
+    # A file that exists under the name given is that file, though `[`, `*` or `?` in its
+    # name would make a glob of it (one that matches it, or nothing, or others).
+    if Path(part).is_file():
+        return True, [part]
+    # A directory can hold pipelines but not be one: `pipelines/` was refused as "a
+    # directory; pass the pipeline's Python file" where the default glob reads it.
+    if Path(part).is_dir():
+        return False, sorted(glob.glob(os.path.join(glob.escape(part), "*.py")))
+    if not glob.has_magic(part):
+        return True, [part]
+    return False, sorted(glob.glob(part))
+
+
 def expand_pipelines(patterns: Sequence[str]) -> list[str]:
     found: list[str] = []
     modules: list[str] = []
@@ -68,10 +83,7 @@ def expand_pipelines(patterns: Sequence[str]) -> list[str]:
         if len(parts) > 1 and Path(pattern).is_file():
             refuse_space(pattern)
         for part in parts:
-            # A file that exists under the name given is that file, though `[`, `*` or `?`
-            # in its name would make a glob of it (one that matches it, or nothing, or others).
-            literal = not glob.has_magic(part) or Path(part).is_file()
-            matches = [part] if literal else sorted(glob.glob(part))
+            literal, matches = pattern_matches(part)
             for match in matches:
                 if match in found or match in modules:
                     continue

@@ -249,7 +249,8 @@ def _reproduce_master(run: str, engine: str, recorded: str | None, given: str | 
 @click.option(
     "--pipeline",
     "pipeline_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
+    metavar="FILE",
     default=None,
     help="The pipeline file to re-execute. Default: the one the run recorded.",
 )
@@ -436,7 +437,8 @@ def _unfinished(step, exc: StepCrashed) -> Replayed:
 
 
 @cli.command(epilog=epilog(AuditExit))
-@click.argument("pipeline", type=click.Path(dir_okay=False, path_type=Path))
+# No dir_okay=False: the loader's refusal of a directory says what to pass, click's did not.
+@click.argument("pipeline", type=click.Path(path_type=Path))
 @click.option("--step", "only", multiple=True, help="Only this step (repeatable).")
 @click.option(
     "--threads",
