@@ -441,6 +441,30 @@ def test_added_removed_and_renamed_steps_are_not_comparable_and_fail_by_default(
     assert verdicts(removed) == {"a": UNCHANGED, "b": STEP_REMOVED, "c": STEP_REMOVED}
 
 
+def test_a_name_the_baseline_lacks_says_how_an_intended_change_gets_past_the_check():
+    """A renamed step failed the required check with "not comparable: step renamed" and
+    nothing on what to do about it, which only docs/action.md said."""
+    trials = [result(("a",), ("b",)) for _ in range(19)]
+    way_out = (
+        "A step or pipeline the baseline has no trials of under its name cannot be called "
+        "unchanged. If the change is intended, merge it past this check (someone allowed to "
+        "override it, or a `fail-on` without `not-comparable` on this pull request), then "
+        "refresh the baseline on the base branch with `twicerun baseline update`."
+    )
+    renamed = evaluate({P: result(("a",), ("b2",))}, baseline_of(trials), rerun=never_rerun)
+    assert way_out in comment_body(renamed, P).split("\n\n")
+    # Not where nothing failed for a name, nor where only fail-on let a rename through.
+    same = evaluate({P: result(("a",), ("b",))}, baseline_of(trials), rerun=never_rerun)
+    assert "no trials of under its name" not in comment_body(same, P)
+    let_through = evaluate(
+        {P: result(("a",), ("b2",))},
+        baseline_of(trials),
+        rerun=never_rerun,
+        options=GateOptions(fail_on=("new", "rate-up")),
+    )
+    assert "no trials of under its name" not in comment_body(let_through, P)
+
+
 def test_a_pipeline_the_baseline_lacks_or_the_check_skipped_is_never_silently_green():
     trials = [result(("a",)) for _ in range(19)]
     gate = evaluate(

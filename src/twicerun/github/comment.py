@@ -103,6 +103,16 @@ def _line(d: StepDecision) -> str:
     return f"{where}: {d.verdict}, {_baseline(d)} on the baseline, {now}{p}"
 
 
+# Not comparable because of a name the baseline lacks or the check did not run: an
+# intended change, which only a new baseline resolves.
+_NEW_NAMES = (
+    words.STEP_ADDED,
+    words.STEP_REMOVED,
+    words.STEP_RENAMED,
+    words.PIPELINE_ADDED,
+    words.PIPELINE_MISSING,
+)
+
 # The parts of the instrument that measure; a platform or Python change is only named.
 MEASURING = ("twicerun", "duckdb", "spark")
 
@@ -181,6 +191,15 @@ def render(
     ]
     for title, lines in lists:
         parts.append(_bullets(title, lines, budget // 2 // len(lists), cut_from))
+    if any(d.verdict in _NEW_NAMES for d in uncompared):
+        # The verdict named the cause and left the reader to find the way out in the docs.
+        parts.append(
+            "A step or pipeline the baseline has no trials of under its name cannot be "
+            "called unchanged. If the change is intended, merge it past this check "
+            "(someone allowed to override it, or a `fail-on` without `not-comparable` on "
+            "this pull request), then refresh the baseline on the base branch with "
+            "`twicerun baseline update`."
+        )
     charted = [d for d in (*failed, *better, *notable) if d.baseline_fired_by_trial][:CHARTS]
     if charted:
         parts.append(
