@@ -468,6 +468,28 @@ def test_a_run_named_by_its_directory_on_disk_is_that_run_and_a_path_deeper_says
         assert (outcome.code, outcome.err) == (3, f"twicerun: refused: {message}\n")
 
 
+def test_one_run_named_twice_is_refused_rather_than_called_identical(
+    twicerun, write_pipeline, run_dir
+):
+    """`diff A A` printed `identical`, exit 0: true of any run and the mark of a slip, most
+    often `localize` meant for one invocation's own runs."""
+    a = record(twicerun, write_pipeline(STEADY), run_dir, "--no-amplify")
+    tail = (
+        f", and a run always matches itself; give another run (another invocation, or "
+        f"{a}#k for its run k), or `twicerun localize {a}` to find where its own runs disagreed\n"
+    )
+    for verb, b, named in [
+        ("diff", a, f"{a} is given twice"),
+        ("localize", a / "loop" / "1", f"{a} and {a / 'loop' / '1'} are both run 1 of {a}"),
+        ("diff", f"{a}#1", f"{a} and {a}#1 are both run 1 of {a}"),
+    ]:
+        outcome = twicerun(verb, a, b)
+        assert (outcome.code, outcome.err) == (3, f"twicerun: refused: {named}{tail}")
+    # A run directory names its newest completed invocation: that one, again.
+    assert twicerun("diff", run_dir, a).code == 3
+    assert twicerun("diff", a, f"{a}#2").code == 0
+
+
 # localize -----------------------------------------------------------------------------
 
 

@@ -51,7 +51,7 @@ from twicerun.storage.layout import LOOP, RunAddress
 from twicerun.verdicts.audit import AuditReport, audit_step
 from twicerun.verdicts.ladder import Located, localize_one
 from twicerun.verdicts.ladder import diff as diff_runs
-from twicerun.verdicts.recorded import RecordedRun, RecordedStep
+from twicerun.verdicts.recorded import RecordedRun, RecordedStep, two_runs
 from twicerun.verdicts.reproduce import (
     Replayed,
     ReproduceReport,
@@ -144,7 +144,7 @@ def diff(a: str, b: str, json_path: str | None) -> int:
     changes it.
     """
     _check_json(json_path, "twicerun.diff/")
-    left, right = RecordedRun.parse(a), RecordedRun.parse(b)
+    left, right = two_runs(a, b)
     with _reading() as con:
         ladder = diff_runs(left, right, con)
     _emit(ladder.to_dict(), ladder.lines(), json_path)
@@ -169,8 +169,7 @@ def localize(a: str, b: str | None, json_path: str | None) -> int:
         if b is not None:
             _check_json(json_path, "twicerun.localize/")
             ladder = diff_runs(
-                RecordedRun.parse(a),
-                RecordedRun.parse(b),
+                *two_runs(a, b),
                 con,
                 stop_at_first=True,
                 schema="twicerun.localize/1",

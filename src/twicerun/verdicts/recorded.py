@@ -294,6 +294,25 @@ class RecordedRun:
         return Output(name, digest, path, run=self.named(self.address.run))
 
 
+def two_runs(a: str, b: str) -> tuple[RecordedRun, RecordedRun]:
+    """A and B as `diff` and `localize` compare them: two runs, not one run named twice
+    (the same directory, or a run directory and its newest invocation), which would
+    always come out `identical` and say nothing."""
+    left, right = RecordedRun.parse(a), RecordedRun.parse(b)
+    if (left.invocation.root.resolve(), left.address) == (
+        right.invocation.root.resolve(),
+        right.address,
+    ):
+        root, run = left.invocation.root, left.address.run
+        named = f"{a} is given twice" if a == b else f"{a} and {b} are both run {run} of {root}"
+        raise UsageError(
+            f"{named}, and a run always matches itself; give another run (another "
+            f"invocation, or {root}#k for its run k), or `twicerun localize {root}` to find "
+            f"where its own runs disagreed"
+        )
+    return left, right
+
+
 def _enclosing_invocation(path: Path) -> tuple[Path, tuple[str, ...]] | None:
     """The invocation directory `path` lies inside (not `path` itself), with the parts
     below it, whether or not `path` exists (INV/loop/9 is a run that INV lacks); None when
