@@ -490,6 +490,25 @@ def test_one_run_named_twice_is_refused_rather_than_called_identical(
     assert twicerun("diff", a, f"{a}#2").code == 0
 
 
+def test_a_step_not_in_the_pipeline_is_refused_listing_its_steps_in_their_order(
+    twicerun, write_pipeline, run_dir
+):
+    """reproduce listed them from a set, in the order of this process's string hashes."""
+    names = ["load", "clean", "join", "enrich", "score", "rank", "export", "audit_log"]
+    path = write_pipeline(
+        "".join(f"def {n}(ctx):\n    ctx.write('{n}_out', 'SELECT 1 AS v')\n\n\n" for n in names)
+    )
+    a = record(twicerun, path, run_dir, "--no-amplify")
+    listed = ", ".join(names)
+    outcome = twicerun("reproduce", a, "--step", "nosuch")
+    assert (outcome.code, outcome.err) == (
+        3,
+        f"twicerun: refused: --step nosuch: {path} has no such step; its steps are {listed}\n",
+    )
+    outcome = twicerun("audit", path, "--step", "nosuch")
+    assert outcome.err.endswith(f"has no such step; its steps are {listed}\n")
+
+
 # localize -----------------------------------------------------------------------------
 
 

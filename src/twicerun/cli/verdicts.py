@@ -301,7 +301,8 @@ def reproduce(
         pipeline = load_pipeline(
             source, manifest.get("seeds") or {}, manifest.get("engine"), recorded_seeds=True
         )
-    names = {s.name for s in pipeline.steps}
+    # In the pipeline's order, as audit lists them: a set listed them in its hash order.
+    names = [s.name for s in pipeline.steps]
     unknown = [n for n in only if n not in names]
     if unknown:
         raise BadInput(
