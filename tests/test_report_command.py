@@ -371,6 +371,12 @@ def test_an_invocation_directory_renders_its_result_and_another_directory_is_tol
         twicerun("report", invocation, "--format", "text").out
         == twicerun("report", invocation / "result.json", "--format", "text").out
     )
+    # A run directory stands for its newest completed invocation, as for judge and diff.
+    (invocation / "invocation.json").write_text('{"outcome": "completed", "started": 1.0}')
+    assert (
+        twicerun("report", invocation.parent, "--format", "text").out
+        == twicerun("report", invocation / "result.json", "--format", "text").out
+    )
     empty = tmp_path / "elsewhere"
     empty.mkdir()
     refused = twicerun("report", empty)

@@ -14,7 +14,7 @@ from twicerun.errors import UsageError
 from twicerun.render.markers import MarkerError, find_blocks, stale, update
 from twicerun.render.tables import BUILDERS, Artifact, render_tables, renders
 from twicerun.storage.atomic import write_bytes_atomic
-from twicerun.storage.layout import RESULT_NAME
+from twicerun.storage.layout import COMPLETED, RESULT_NAME, invocations_with
 from twicerun.typed import schema_said
 from twicerun.vocabulary.exits import ReportExit
 
@@ -84,11 +84,14 @@ def _load_artifacts(paths: Sequence[str], results: Path) -> list[Artifact]:
 
 def _artifact_in(path: Path) -> Path:
     """A named artifact; an invocation directory, as `twicerun run` prints it, names its
-    Result, which is what a user giving it means."""
+    Result, and a run directory its newest completed invocation's, as for judge and diff."""
     if not path.is_dir():
         return path
     if (path / RESULT_NAME).is_file():
         return path / RESULT_NAME
+    completed = invocations_with(path, COMPLETED)
+    if completed:
+        return completed[-1][0].result_path
     raise UsageError(
         f"{path} is a directory and holds no {RESULT_NAME}; name the JSON artifacts to render, "
         f"or give the directory with --results to render the newest of each kind in it"
@@ -145,7 +148,8 @@ def report(
     """Render named tables from Result documents and eval artifacts.
 
     An ARTIFACT is a JSON file a script or `twicerun run --json` wrote, or the
-    invocation directory `twicerun run` printed, which stands for its Result.
+    invocation directory `twicerun run` printed, which stands for its Result (a run
+    directory such as .twicerun: its newest completed invocation's).
 
     In a Markdown file, a table NAME lives between `<!-- twicerun:NAME -->` and
     `<!-- /twicerun:NAME -->`, each on its own line. --update fills those blocks;
