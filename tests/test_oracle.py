@@ -931,3 +931,42 @@ def test_rows_handed_floats_across_two_key_columns_name_both():
         "t: in every comparison that moved, every row pairs with the same floats to the bit "
         "once any one of g or rn is dropped from the key: the same rows with g or rn handed"
     )
+
+
+def _up(x: float, n: int) -> float:
+    for _ in range(n):
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_rows_whose_first_float_swapped_order_pair_by_the_column_that_kept_it(keyed):
+    """Found by a pipeline that grouped floats and kept no label: two groups' sums were
+    two ulps apart, drift swapped their order, and rows paired sorted by the first float
+    column alone handed each row the other's average, a move of 501 billion ulps that a
+    --tolerance-rel then refused. Ordered by the average, every row pairs with its own
+    copy and the sums moved by three ulps and one."""
+    s0 = 116042.61428571488
+    ref = {"s": [s0, _up(s0, 2)], "a": [6.856892149124831, 6.8573378649431564]}
+    later = {"s": [_up(s0, 3), _up(s0, 1)], "a": ref["a"]}
+    if keyed:
+        ref, later = {"g": [1, 1], **ref}, {"g": [1, 1], **later}
+    f = measure(pa.table(ref), pa.table(later))
+    assert f.keyless is not keyed
+    drift = {d.column: (d.moved, d.max_ulps) for d in f.drift}
+    assert drift == {"s": (2, 3), "a": (0, None)}
+
+
+def test_drift_that_keeps_every_columns_order_is_paired_once():
+    """No pairing moves the leading column less than sorting by it does, so when no other
+    column moved further, the other orderings are not tried: they cost a pairing and a
+    measurement each, on every comparison of a drifting artifact without a key."""
+    import twicerun.compare.oracle as oracle
+
+    values = [float(v) * 1.25 for v in range(1, 50)]
+    ref = pa.table({"x": values, "y": [v * 3 for v in values], "z": [-v for v in values]})
+    later = pa.table({c: [math.nextafter(v, math.inf) for v in ref[c].to_pylist()] for c in "xyz"})
+    with patch.object(oracle, "_scalar_drifts", wraps=oracle._scalar_drifts) as measured:
+        f = measure(ref, later)
+    assert {d.column: (d.moved, d.max_ulps) for d in f.drift} == {c: (49, 1) for c in "xyz"}
+    assert measured.call_count == 1

@@ -275,6 +275,7 @@ def _row_count(con: duckdb.DuckDBPyConnection, path: Path) -> int:
 IMBALANCE = "__twicerun_imbalance"
 ROWS = "__twicerun_rows"
 PAIRS = "__twicerun_pairs"
+PAIRS_TRIED = "__twicerun_pairs_tried"
 RESIDUE = "__twicerun_residue"
 LEFTOVERS = "__twicerun_leftovers"
 
@@ -529,10 +530,13 @@ def _measure_with_floats(
     # DuckDB orders a float by value, -0.0 with 0.0 and every NaN last, and its bits
     # break the ties (-0.0 first). A float's value sorts in eight bytes where its place
     # on the ulp line (floats.ordered) took sixteen, and in less time.
-    order = ", ".join(
-        [f"{value(i)}, b{i}" for i in range(n_scalar)]
-        + [f"b{len(float_cols) + j}" for j in range(len(nested_float))]
-    )
+    def order_by(first: int) -> str:
+        scalars = [first, *(i for i in range(n_scalar) if i != first)]
+        return ", ".join(
+            [f"{value(i)}, b{i}" for i in scalars]
+            + [f"b{len(float_cols) + j}" for j in range(len(nested_float))]
+        )
+
     pair_on = " AND ".join([*([_on(ks)] if ks else []), "r.__i = l.__i"])
     if key:
         # A key group with one leftover row on a side numbers it 1 whatever the order,
@@ -547,7 +551,7 @@ def _measure_with_floats(
                 f"ON {_on(ks, 't', 'c')} WHERE t.{more} > t.{fewer}"
             )
 
-        def numbered(side: str) -> str:
+        def numbered(side: str, order: str) -> str:
             return (
                 f"SELECT * EXCLUDE (__c), 1 AS __i FROM {side} WHERE __c = 1 UNION ALL "
                 f"SELECT * EXCLUDE (__c), row_number() OVER ({partition} ORDER BY {order}) "
@@ -557,33 +561,50 @@ def _measure_with_floats(
         if _one_left_each(con):
             # No group has two rows left over on a side, so a row's partner is the one
             # row its group has left on the other side: nothing to expand or number.
-            sides = (
-                f"ro AS (SELECT * FROM {ROWS} WHERE rn > ln), "
-                f"lo AS (SELECT * FROM {ROWS} WHERE ln > rn)"
-            )
-            pair_on = _on(ks)
+            def sides(order: str) -> str:
+                return (
+                    f"ro AS (SELECT * FROM {ROWS} WHERE rn > ln), "
+                    f"lo AS (SELECT * FROM {ROWS} WHERE ln > rn)"
+                )
+
+            pair_on, sorted_pairs = _on(ks), False
         else:
-            sides = (
-                f"lr AS ({leftover('rn', 'ln', 'cr')}), "
-                f"ll AS ({leftover('ln', 'rn', 'cl')}), ro AS ({numbered('lr')}), "
-                f"lo AS ({numbered('ll')})"
-            )
+
+            def sides(order: str) -> str:
+                return (
+                    f"lr AS ({leftover('rn', 'ln', 'cr')}), "
+                    f"ll AS ({leftover('ln', 'rn', 'cl')}), ro AS ({numbered('lr', order)}), "
+                    f"lo AS ({numbered('ll', order)})"
+                )
+
+            sorted_pairs = True
     else:
         carried = ", ".join([*bs, *vs])
-        sides = (
-            f"ro AS (SELECT *, row_number() OVER (ORDER BY {order}) AS __i FROM "
-            f"(SELECT {carried}, unnest(range(rn - ln)) FROM {ROWS} WHERE rn > ln)), "
-            f"lo AS (SELECT *, row_number() OVER (ORDER BY {order}) AS __i FROM "
-            f"(SELECT {carried}, unnest(range(ln - rn)) FROM {ROWS} WHERE ln > rn))"
+
+        def sides(order: str) -> str:
+            return (
+                f"ro AS (SELECT *, row_number() OVER (ORDER BY {order}) AS __i FROM "
+                f"(SELECT {carried}, unnest(range(rn - ln)) FROM {ROWS} WHERE rn > ln)), "
+                f"lo AS (SELECT *, row_number() OVER (ORDER BY {order}) AS __i FROM "
+                f"(SELECT {carried}, unnest(range(ln - rn)) FROM {ROWS} WHERE ln > rn))"
+            )
+
+        sorted_pairs = True
+
+    def pair(order: str, into: str) -> None:
+        con.execute(
+            f"""
+            CREATE OR REPLACE TEMP TABLE {into} AS
+            WITH {sides(order)}
+            SELECT {", ".join(f"{value(i, 'r.')} AS a{i}, {value(i, 'l.')} AS b{i}" for i in range(n_leaf))}
+            FROM ro r JOIN lo l ON {pair_on}
+            """
         )
-    con.execute(
-        f"""
-        CREATE OR REPLACE TEMP TABLE {PAIRS} AS
-        WITH {sides}
-        SELECT {", ".join(f"{value(i, 'r.')} AS a{i}, {value(i, 'l.')} AS b{i}" for i in range(n_leaf))}
-        FROM ro r JOIN lo l ON {pair_on}
-        """
-    )
+
+    pair(order_by(0), PAIRS)
+    measured = _scalar_drifts(con, leaf_list)
+    if sorted_pairs and n_scalar > 1 and not _settled_by(measured, 0):
+        measured = _least_moved_pairing(con, measured, pair, order_by, n_scalar, leaf_list)
     identical = con.execute(
         "SELECT "
         + ", ".join(
@@ -592,7 +613,6 @@ def _measure_with_floats(
         )
         + f" FROM {ROWS}"
     ).fetchone()
-    measured = _scalar_drifts(con, leaf_list)
     drift = [
         _drift_of(leaf, measured[i], int(identical[i] or 0))
         if i in measured
@@ -600,6 +620,53 @@ def _measure_with_floats(
         for i, leaf in enumerate(leaf_list)
     ]
     return groups, drift
+
+
+# How many float columns may lead the order rows are paired by, one ordering each: each
+# costs a pairing and a measurement of the rows left over.
+PAIRING_ORDERS = 8
+
+
+def _worst(measured: dict[int, tuple]) -> tuple[int, int]:
+    """How far a pairing moves its rows: pairs moved to or from NaN or NULL, then the
+    most ulps any scalar float column moved."""
+    incomparable = sum(int(m[5] or 0) for m in measured.values())
+    return incomparable, max((int(m[2] or 0) for m in measured.values()), default=0)
+
+
+def _settled_by(measured: dict[int, tuple], first: int) -> bool:
+    """Whether the pairing sorted by scalar float `first` moves rows least of any.
+
+    Sorted to sorted is the pairing whose furthest move in the leading column is least
+    (in ulps, per key group), so every pairing moves that column at least as far. When no
+    other column moved further and nothing moved to or from NaN or NULL, no pairing can
+    have a smaller furthest move, and trying others would only cost time."""
+    incomparable, furthest = _worst(measured)
+    return incomparable == 0 and furthest <= int(measured[first][2] or 0)
+
+
+def _least_moved_pairing(con, measured, pair, order_by, n_scalar, leaf_list) -> dict[int, tuple]:
+    """Pair the leftover rows again with each of the first float columns leading the order,
+    and keep the pairing whose furthest move is least (the first, on a tie).
+
+    Sorting by the first float column pairs rows correctly only while drift leaves that
+    column's order alone. Two rows whose first values sit a few ulps apart swap order
+    under the smallest drift, and each is then paired with the other's remaining
+    columns: without a key, the report showed an average moving by 501 billion ulps
+    where it had moved by two. A column whose values are far apart keeps its order, and
+    the pairing it leads moves every column least; the data cannot name the rows, so the
+    least movement is the one story the report can defend."""
+    best = _worst(measured)
+    for first in range(1, min(n_scalar, PAIRING_ORDERS)):
+        pair(order_by(first), PAIRS_TRIED)
+        tried = _scalar_drifts(con, leaf_list, PAIRS_TRIED)
+        if _worst(tried) < best:
+            best, measured = _worst(tried), tried
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {PAIRS} AS FROM {PAIRS_TRIED}")
+        if _settled_by(tried, first):
+            break
+    con.execute(f"DROP TABLE IF EXISTS {PAIRS_TRIED}")
+    return measured
 
 
 def _reassigned(
@@ -753,7 +820,9 @@ def _distances(t: str, source: str, carried: str = "") -> str:
             FROM {source}"""
 
 
-def _scalar_drifts(con: duckdb.DuckDBPyConnection, leaf_list: Sequence[Leaf]) -> dict[int, tuple]:
+def _scalar_drifts(
+    con: duckdb.DuckDBPyConnection, leaf_list: Sequence[Leaf], pairs_table: str = PAIRS
+) -> dict[int, tuple]:
     """The drift aggregates of every scalar leaf, one query per float type: the leaves'
     pairs stacked into one column pair (UNPIVOT, NULL pairs kept) and grouped by leaf.
 
@@ -767,7 +836,7 @@ def _scalar_drifts(con: duckdb.DuckDBPyConnection, leaf_list: Sequence[Leaf]) ->
     measured: dict[int, tuple] = {}
     for t, indexes in by_type.items():
         pairs = ", ".join(f"(a{i}, b{i}) AS '{i}'" for i in indexes)
-        stacked = f"(FROM {PAIRS} UNPIVOT INCLUDE NULLS ((a, b) FOR __leaf IN ({pairs})))"
+        stacked = f"(FROM {pairs_table} UNPIVOT INCLUDE NULLS ((a, b) FOR __leaf IN ({pairs})))"
         rows = con.execute(
             f"SELECT __leaf::INTEGER, {_DRIFT_AGGREGATES} "
             f"FROM ({_distances(t, stacked, carried='__leaf, ')}) GROUP BY __leaf"
