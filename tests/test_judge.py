@@ -519,3 +519,44 @@ def test_a_wide_artifact_describes_five_moved_columns_and_counts_the_rest_on_one
         "74,015x, on sums.s11"
     )
     assert len(bounds) == 5 * 3 + 1
+
+
+def test_the_furthest_move_says_when_another_pair_moved_further_in_relative_terms():
+    """The furthest move is the pair with the most ulps, and the bound's observed figure is
+    the largest relative move, which can be another pair's: a running total over tied days
+    showed 'observed 2' under the bound and '1.67 relative' as its furthest move, and
+    neither said which was which."""
+    from twicerun.judge.bound import figures
+    from twicerun.render.evidence import bound_lines, step_evidence
+    from twicerun.result import Comparison, StepResult
+    from twicerun.vocabulary.loop import Difference, Presence, SettledBy
+
+    def step(max_relative: float) -> StepResult:
+        d = Drift(
+            column="total", type="double", unit="rows", moved=3, compared=10, max_ulps=9000,
+            max_relative=max_relative, reference_value=3.0, later_value=18.0,
+            shown_relative=5 / 6,
+        )  # fmt: skip
+        findings = ArtifactFindings(
+            artifact="t", presence=Presence.BOTH, classes=[Difference.VALUE_DRIFT],
+            reference_rows=10, later_rows=10, key=["day"], paired=10, drift=[d],
+        )  # fmt: skip
+        outcome = ArtifactOutcome(
+            name="t", presence=Presence.BOTH, settled_by=SettledBy.ORACLE, differs=True,
+            reference_rows=10, later_rows=10, findings=findings,
+        )  # fmt: skip
+        return StepResult(
+            1, "running", 1, 1, 1, None,
+            comparisons=[Comparison(run=2, fired=True, artifacts=[outcome])],
+            bounds=[figures("t", "total", "double", max_relative, 10, 10)],
+        )  # fmt: skip
+
+    further = step(2.0)
+    (furthest,) = [line for line in step_evidence(further) if line.startswith("furthest")]
+    assert furthest == (
+        "furthest move in this comparison: total, 9,000 ulps and 0.833 relative, 3.0 against "
+        "18.0; another pair moved further in relative terms, 2"
+    )
+    assert bound_lines(further)[0] == "1 running, t.total: observed 2"
+    (same,) = [line for line in step_evidence(step(5 / 6)) if line.startswith("furthest")]
+    assert same.endswith("3.0 against 18.0")

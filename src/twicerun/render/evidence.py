@@ -8,6 +8,8 @@ most moved values; the furthest move is the largest over all comparisons.
 
 from __future__ import annotations
 
+import math
+
 from twicerun.display import listed, some
 from twicerun.findings import NAMED_TOGETHER, ArtifactFindings, Attribution, Drift
 from twicerun.result import Comparison, StepResult
@@ -281,6 +283,29 @@ def _reordered_clause(a: Attribution) -> str:
     return f"; {names} {verb} the same elements in another order"
 
 
+def _finite(v: float | str | None) -> float | None:
+    if v is None:
+        return None
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+def _further_relative(far: Drift, drifts: list[Drift]) -> str:
+    """The largest relative move, where a pair other than the one shown made it.
+
+    The pair shown is the one furthest in ulps; the reassociation bound's observed figure
+    is the largest relative move, which a pair of smaller values can make with fewer ulps.
+    Without this the two figures disagreed with nothing to say why."""
+    largest = max((f for d in drifts if (f := _finite(d.max_relative)) is not None), default=None)
+    # A pair shown at an infinity (or without a figure) is as far as a pair can be.
+    shown = _finite(far.pair_relative())
+    if largest is None or shown is None or largest <= shown:
+        return ""
+    if f"{largest:.3g}" == f"{shown:.3g}":
+        return ""
+    return f"; another pair moved further in relative terms, {largest:.3g}"
+
+
 def _drift_lines(
     name: str, both: list[tuple[int, ArtifactFindings]], comparisons: int
 ) -> list[str]:
@@ -305,7 +330,7 @@ def _drift_lines(
             lines.append(
                 f"furthest move {over}: {column}, {plural(far.max_ulps, 'ulp')} and "
                 f"{far.relative_phrase(3)}, {value(far.reference_value)} against "
-                f"{value(far.later_value)}"
+                f"{value(far.later_value)}{_further_relative(far, drifts)}"
             )
         reordered = max(drifts, key=lambda d: d.lists_reordered)
         k, n = reordered.lists_reordered, reordered.lists_moved
