@@ -589,8 +589,8 @@ def test_state_the_step_never_writes_gets_a_note(write_pipeline, twicerun):
     outcome = twicerun("run", path, "--runs", "2", "--no-amplify", "--json", "-")
     a, b = outcome.json()["steps"]
     assert a["notes"] == [
-        "ctx.state('log') reads this step's own earlier log, but the step writes no log, so "
-        "every run started from the initial query"
+        "ctx.state('log') reads this step's own earlier output of that name, but the step "
+        "writes no artifact called log, so every run started from the initial query"
     ]
     assert b["notes"] == []
 
@@ -624,8 +624,8 @@ def test_a_step_whose_reruns_on_its_own_state_agree_with_each_other_gets_a_note(
         "    _first[0] = False\n"
     )
     said = (
-        "reads its own earlier log through ctx.state: run 1 started from the initial query "
-        "and every later run from run 1's log, and the later runs all wrote the same rows, "
+        "reads its own earlier output (log) through ctx.state: run 1 started from the initial "
+        "query and every later run from run 1's copy, and the later runs all wrote the same rows, "
         "which run 1 did not, as did the re-executions at one thread: rerunning the step on "
         "its own output changes its answer (an append, or a MERGE that is not idempotent)"
     )

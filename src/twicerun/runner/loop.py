@@ -428,8 +428,9 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
             # A typo, most often: ctx.state("log") beside ctx.write("logs"). Every run then
             # starts from the initial query, and the rerun the state exists to test never happens.
             notes.append(
-                f"ctx.state({name!r}) reads this step's own earlier {name}, but the step "
-                f"writes no {name}, so every run started from the initial query"
+                f"ctx.state({name!r}) reads this step's own earlier output of that name, but "
+                f"the step writes no artifact called {name}, so every run started from the "
+                f"initial query"
             )
     if run1 is not None and run1.threads_set_by_step is not None:
         # Every thread count this report names for the step (the loop's, an amplifier's
@@ -611,9 +612,11 @@ def _cause_and_amplify(
                         result,
                         notes=[
                             *result.notes,
-                            f"reads its own earlier {rerun} through ctx.state: run 1 started "
-                            f"from the initial query and every later run from run 1's {rerun}, "
-                            f"and the later runs all wrote the same rows, which run 1 did not, "
+                            # The artifact is named in brackets, as audit names it: a bare
+                            # name read as prose ("its own earlier runs", "run 1's runs").
+                            f"reads its own earlier output ({rerun}) through ctx.state: run 1 "
+                            f"started from the initial query and every later run from run 1's "
+                            f"copy, and the later runs all wrote the same rows, which run 1 did not, "
                             f"as did the re-executions at one thread: rerunning the step on its "
                             f"own output changes its answer (an append, or a MERGE that is not "
                             f"idempotent)",
