@@ -530,6 +530,37 @@ def test_a_step_reading_what_an_earlier_one_made_past_ctx_gets_no_cause(
     ]
 
 
+@pytest.mark.parametrize("kept", [True, False], ids=["kept", "default"])
+def test_a_quiet_step_reading_what_an_earlier_one_made_past_ctx_is_told_so(
+    twicerun, write_pipeline, default_table, kept
+):
+    """The same hand-off with rows that never change: the later step agreed with itself,
+    and the report said nothing, though containment never reached what it read, no
+    amplifier varied it, and `reproduce --step use` raised for want of the table."""
+    source = HANDED_OVER_PAST_CTX.format(
+        keep="CON = duckdb.connect()" if kept else "",
+        on="CON" if kept else "duckdb",
+        table=default_table,
+    ).replace("random()", "i / 100")
+    path = write_pipeline(source)
+    build, use = twicerun("run", path, "--runs", "3", "--json", "-").json()["steps"]
+    assert (build["status"], use["status"]) == ("NO_DIVERGENCE_OBSERVED",) * 2
+    assert build["notes"] == []
+    place = (
+        "the connection the pipeline keeps as CON"
+        if kept
+        else "DuckDB's default connection (duckdb.sql() and the like)"
+    )
+    assert use["notes"] == [
+        f"its code names table {default_table} on {place}, which step 0 build makes there: "
+        "that connection outlives each step, so what is made there reaches this step past "
+        "the artifacts: containment does not cover it, no amplifier varies it, and "
+        "`twicerun reproduce --step use` re-executes this step without it, so its agreeing "
+        "with itself says nothing about what it reads there (hand the rows over with "
+        "ctx.write and ctx.read)"
+    ]
+
+
 def test_steps_sharing_a_kept_connection_for_tables_of_their_own_are_bisected(
     twicerun, write_pipeline
 ):

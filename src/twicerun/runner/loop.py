@@ -659,6 +659,10 @@ def _cause_and_amplify(
                 result = _attached_for_writing(bench, result)
             elif not result.fired:
                 result = _attached_for_writing(bench, result, quiet=True)
+                if result.index in past_containment:
+                    result = _quiet_past_containment(
+                        result, step.name, past_containment[result.index]
+                    )
             final.append(result)
     finally:
         discard_directory(bench, AMPLIFIED_DIR)
@@ -729,6 +733,29 @@ def _not_bisected_past_containment(result: StepResult, named: str) -> StepResult
             f"there. Not bisected: re-executed alone at one thread, this step would read "
             f"whatever the last execution before it left there, so its runs could not say "
             f"why it differed (hand the rows over with ctx.write and ctx.read)",
+        ],
+    )
+
+
+def _quiet_past_containment(result: StepResult, name: str, named: str) -> StepResult:
+    """`result`, quiet in the loop, with the note that what it read from an earlier step
+    past ctx was never put to the test, unless a note already says where it came from.
+
+    A step that differs is told this beside its missing bisect; one that agreed with
+    itself was told nothing, though every run read what the earlier step's last execution
+    left, the amplifiers stress only what ctx hands over, and `reproduce --step` re-runs
+    it in a process where the earlier step never ran."""
+    if any(note.startswith(named) for note in result.notes):
+        return result
+    return replace(
+        result,
+        notes=[
+            *result.notes,
+            f"{named}: that connection outlives each step, so what is made there reaches this "
+            f"step past the artifacts: containment does not cover it, no amplifier varies it, "
+            f"and `twicerun reproduce --step {name}` re-executes this step without it, so its "
+            f"agreeing with itself says nothing about what it reads there (hand the rows over "
+            f"with ctx.write and ctx.read)",
         ],
     )
 
