@@ -135,3 +135,25 @@ def test_nan_payloads_do_not_move():
         f"SELECT {floats.moved('$1::DOUBLE', '$2::DOUBLE', 'double')}", [quiet, other]
     ).fetchone()
     assert value is False
+
+
+def sql_bits(a: float, type_id: str = "double") -> int | None:
+    sql_type = "DOUBLE" if type_id == "double" else "FLOAT"
+    (value,) = CON.execute(f"SELECT {floats.bits(f'$1::{sql_type}', type_id)}", [a]).fetchone()
+    return value
+
+
+@pytest.mark.parametrize(("a", "b"), EDGES)
+def test_ulps_apart_on_bits_matches_sql_ulps_on_the_edge_cases(a, b):
+    """The exact pairing measures rows in Python from the bits SQL gave them; it must count
+    as `ulps()` does, NaN against a number included (None); two NaNs are one value to the
+    oracle, not a move, so 0 where `ulps()` has no figure."""
+    expected = 0 if sql_bits(a) == sql_bits(b) else sql_ulps(a, b)
+    assert floats.ulps_apart(sql_bits(a), sql_bits(b), "double") == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(width=32), st.floats(width=32))
+def test_ulps_apart_on_float32_bits_matches_sql_ulps(a, b):
+    x, y = sql_bits(a, "float"), sql_bits(b, "float")
+    assert floats.ulps_apart(x, y, "float") == (0 if x == y else sql_ulps(a, b, "float"))

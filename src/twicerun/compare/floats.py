@@ -59,6 +59,23 @@ def from_bits(value: int | None, type_id: str) -> float | None:
     return struct.unpack("<f", struct.pack("<i", int(value)))[0]
 
 
+def ulps_apart(a: int | None, b: int | None, type_id: str) -> int | None:
+    """`ulps()` in Python, on two floats' bits as `bits()` gives them: None where exactly
+    one is NaN or NULL, and 0 for equal bits, two NaNs and two NULLs included (where
+    `ulps()` has no figure, since they are no move); -0.0 and 0.0 are 0 apart."""
+    if a == b:
+        return 0
+    nan = CANONICAL_NAN[type_id]
+    if a is None or b is None or a == nan or b == nan:
+        return None
+    lowest = -(2**63) if type_id == "double" else -(2**31)
+
+    def line(v: int) -> int:
+        return lowest - v if v < 0 else v
+
+    return abs(line(a) - line(b))
+
+
 def ordered(expr: str, type_id: str) -> str:
     """The bits mapped onto a monotone integer line; -0.0 and 0.0 both map to 0."""
     _, minimum = _WIDTH[type_id]
