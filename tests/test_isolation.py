@@ -497,6 +497,20 @@ def use(ctx):
 """
 
 
+def _handed_over(kept: bool, table: str) -> tuple[str, str]:
+    """HANDED_OVER_PAST_CTX on a connection the pipeline keeps or on the default one, and
+    the place the report names."""
+    source = HANDED_OVER_PAST_CTX.format(
+        keep="CON = duckdb.connect()" if kept else "", on="CON" if kept else "duckdb", table=table
+    )
+    place = (
+        "the connection the pipeline keeps as CON"
+        if kept
+        else "DuckDB's default connection (duckdb.sql() and the like)"
+    )
+    return source, place
+
+
 @pytest.mark.parametrize("kept", [True, False], ids=["kept", "default"])
 def test_a_step_reading_what_an_earlier_one_made_past_ctx_gets_no_cause(
     twicerun, write_pipeline, default_table, kept
@@ -505,21 +519,12 @@ def test_a_step_reading_what_an_earlier_one_made_past_ctx_gets_no_cause(
     containment; the bisect re-ran the later step alone, on whatever the last run of the
     earlier one had left, went quiet and called it PARALLEL_ORDER. One thread was never
     the question."""
-    source = HANDED_OVER_PAST_CTX.format(
-        keep="CON = duckdb.connect()" if kept else "",
-        on="CON" if kept else "duckdb",
-        table=default_table,
-    )
+    source, place = _handed_over(kept, default_table)
     path = write_pipeline(source)
     steps = twicerun("run", path, "--runs", "3", "--threads", "2", "--json", "-").json()["steps"]
     build, use = steps
     assert (build["status"], use["status"]) == ("NO_DIVERGENCE_OBSERVED", "DIVERGENT")
     assert (use["cause"], use["bisect"]) == (None, None)
-    place = (
-        "the connection the pipeline keeps as CON"
-        if kept
-        else "DuckDB's default connection (duckdb.sql() and the like)"
-    )
     assert use["notes"] == [
         f"its code names table {default_table} on {place}, which step 0 build makes there: "
         "that connection outlives each step, so what is made there reaches this step in "
@@ -537,20 +542,11 @@ def test_a_quiet_step_reading_what_an_earlier_one_made_past_ctx_is_told_so(
     """The same hand-off with rows that never change: the later step agreed with itself,
     and the report said nothing, though containment never reached what it read, no
     amplifier varied it, and `reproduce --step use` raised for want of the table."""
-    source = HANDED_OVER_PAST_CTX.format(
-        keep="CON = duckdb.connect()" if kept else "",
-        on="CON" if kept else "duckdb",
-        table=default_table,
-    ).replace("random()", "i / 100")
-    path = write_pipeline(source)
+    source, place = _handed_over(kept, default_table)
+    path = write_pipeline(source.replace("random()", "i / 100"))
     build, use = twicerun("run", path, "--runs", "3", "--json", "-").json()["steps"]
     assert (build["status"], use["status"]) == ("NO_DIVERGENCE_OBSERVED",) * 2
     assert build["notes"] == []
-    place = (
-        "the connection the pipeline keeps as CON"
-        if kept
-        else "DuckDB's default connection (duckdb.sql() and the like)"
-    )
     assert use["notes"] == [
         f"its code names table {default_table} on {place}, which step 0 build makes there: "
         "that connection outlives each step, so what is made there reaches this step past "
