@@ -2115,3 +2115,58 @@ def test_listed_directories_share_one_budget_of_bytes_and_a_walk_is_not_watched(
         (tmp_path / f"d{k}").mkdir()
         recording.consider_listing(tmp_path / f"d{k}")
     assert recording.listings(tmp_path) == {}
+
+
+DRAWS_IN_SQL = """
+from twicerun import step
+
+
+def src(ctx):
+    ctx.write("t", "SELECT i AS id, i % 7 AS g FROM range(1000) t(i)")
+
+
+def shuffled_top(ctx):
+    ctx.read("t")
+    ctx.write("top", "SELECT id FROM t ORDER BY random() LIMIT 10")
+
+
+def sampled(ctx):
+    ctx.read("t")
+    ctx.write("sample", "SELECT id FROM t USING SAMPLE 10 ROWS")
+
+
+def sampled_with_a_seed(ctx):
+    ctx.read("t")
+    ctx.write("seeded", "SELECT id FROM t USING SAMPLE 10 ROWS (reservoir, 7)")
+
+
+@step(stochastic=True, seed="seed")
+def seeded_draw(ctx, seed: int = 3):
+    ctx.read("t")
+    ctx.sql(f"SELECT setseed({seed} / 10)")
+    ctx.write("drawn", "SELECT id, random() AS r FROM t ORDER BY id LIMIT 5")
+"""
+
+
+def test_a_step_whose_sql_draws_at_random_is_told_which_query_draws(write_pipeline, twicerun):
+    """One thread did not stop these steps differing, and the report said only that it does
+    not guess among what is left. Their SQL says it: random() and a sample without a seed
+    hand out other values every execution. Seeded draws (a sample's seed, setseed before
+    random()) are not named, and they did not differ."""
+    path = write_pipeline(DRAWS_IN_SQL)
+    steps = by_name(twicerun("run", path, "--runs", "3", "--no-amplify", "--json", "-").json())
+    for name, query in (
+        ("shuffled_top", "SELECT id FROM t ORDER BY random() LIMIT 10"),
+        ("sampled", "SELECT id FROM t USING SAMPLE 10 ROWS"),
+    ):
+        assert steps[name]["cause"] == "PERSISTS_SINGLE_THREADED"
+        assert steps[name]["notes"] == [
+            f"its SQL draws at random and nothing in the step seeds the draw: {query}; "
+            "random(), the uuid functions and a sample without a seed give other values in "
+            "every execution, at any thread count (a draw meant to happen is declared with "
+            "@step(stochastic=True, seed=...) and seeded from it, by setseed() or the "
+            "sample's seed; the uuid functions take no seed, and an id meant to stay is "
+            "derived from the row, md5(key)::UUID for one)"
+        ]
+    for name in ("sampled_with_a_seed", "seeded_draw"):
+        assert (steps[name]["fired"], steps[name]["notes"]) == (0, [])

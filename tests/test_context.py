@@ -817,3 +817,34 @@ def test_a_step_whose_total_differs_past_two_to_the_53_is_caught_as_rows(write_p
     (step,) = document["steps"]
     assert (step["fired"], step["compared"]) == (2, 2)
     assert step["classes"] == ["ROW_MISSING", "ROW_EXTRA"]
+
+
+@pytest.mark.parametrize(
+    ("query", "draws"),
+    [
+        ("SELECT id FROM t USING SAMPLE 10 ROWS", True),
+        ("SELECT id FROM t USING SAMPLE 10%", True),
+        ("SELECT id FROM t USING SAMPLE 10% (bernoulli)", True),
+        ("SELECT id FROM t USING SAMPLE 10% WHERE id IN (1, 2)", True),
+        ("SELECT id FROM t USING SAMPLE 10% (bernoulli, 42)", False),
+        ("SELECT id FROM t USING SAMPLE reservoir(50 ROWS) REPEATABLE (100)", False),
+        ("SELECT id FROM t USING SAMPLE 10% (system) REPEATABLE (377)", False),
+        ("SELECT count(*) FROM t TABLESAMPLE 10% (system, 7)", False),
+        ("SELECT count(*) FROM t TABLESAMPLE 5 PERCENT", True),
+        ("SELECT id FROM t ORDER BY random() LIMIT 3", True),
+        ("SELECT id, RANDOM ( ) AS r FROM t", True),
+        ("SELECT gen_random_uuid() AS u", True),
+        ("SELECT uuid() AS u", True),
+        ("SELECT md5(id::VARCHAR)::UUID AS u, random_column FROM t", False),
+        ("SELECT id FROM t ORDER BY id", False),
+    ],
+)
+def test_which_sql_draws_at_random_without_a_seed(query, draws):
+    """The queries the loop names for a step one thread did not quiet: a sample's seed is
+    written after its size, as (method, seed) or REPEATABLE (seed), and a list after the
+    sample is not one."""
+    from twicerun.storage.context import draws_unseeded
+
+    assert draws_unseeded(query) is draws
+    if "random()" in query:
+        assert draws_unseeded(query, seeded=True) is False

@@ -657,6 +657,7 @@ def _cause_and_amplify(
             if result.cause is Cause.PERSISTS_SINGLE_THREADED or (threads == 1 and result.fired):
                 result = _left_on_default_connection(step, result, at_import)
                 result = _attached_for_writing(bench, result)
+                result = _draws_in_sql(bench, result)
             elif not result.fired:
                 result = _attached_for_writing(bench, result, quiet=True)
                 if result.index in past_containment:
@@ -733,6 +734,27 @@ def _not_bisected_past_containment(result: StepResult, named: str) -> StepResult
             f"there. Not bisected: re-executed alone at one thread, this step would read "
             f"whatever the last execution before it left there, so its runs could not say "
             f"why it differed (hand the rows over with ctx.write and ctx.read)",
+        ],
+    )
+
+
+def _draws_in_sql(bench: Workbench, result: StepResult) -> StepResult:
+    """`result` with a note naming the first query of its run 1 that drew at random with
+    nothing in the step seeding it, where one thread did not stop the step differing: the
+    report otherwise said only that it does not guess among what is left."""
+    run1 = bench.records.get(RunAddress(LOOP, 1), result.index)
+    if run1 is None or not run1.sql_draws:
+        return result
+    return replace(
+        result,
+        notes=[
+            *result.notes,
+            f"its SQL draws at random and nothing in the step seeds the draw: "
+            f"{run1.sql_draws[0]}; random(), the uuid functions and a sample without a seed "
+            f"give other values in every execution, at any thread count (a draw meant to "
+            f"happen is declared with @step(stochastic=True, seed=...) and seeded from it, "
+            f"by setseed() or the sample's seed; the uuid functions take no seed, and an id "
+            f"meant to stay is derived from the row, md5(key)::UUID for one)",
         ],
     )
 

@@ -68,6 +68,28 @@ _READ_ARGUMENT = re.compile(
     r"\b(?:read_\w+|parquet_scan|sqlite_scan)\s*\(\s*(\[(?:[^\]']|'(?:[^']|'')*')*\]|'(?:[^']|'')*')",
     re.IGNORECASE,
 )
+# SQL that draws at random, other values in every execution at any thread count: random()
+# unless the step called setseed() first, the uuid functions, and a sample with no seed
+# (a seed is written `(reservoir, 7)` or `REPEATABLE (7)` after the sample's size).
+_RANDOM = re.compile(r"\brandom\s*\(\s*\)", re.IGNORECASE)
+_SETSEED = re.compile(r"\bsetseed\s*\(", re.IGNORECASE)
+_UUID = re.compile(r"\b(?:gen_random_uuid|uuid|uuidv4|uuidv7)\s*\(\s*\)", re.IGNORECASE)
+_SAMPLE = re.compile(
+    r"\b(?:using\s+sample|tablesample)\s+(?:\w+\s*\([^()]*\)|[\d.]+\s*(?:%|percent|rows)?)\s*"
+    r"(?:\(\s*\w+\s*(?:,\s*(?P<seed>\d+)\s*)?\)\s*)?"
+    r"(?:repeatable\s*\(\s*(?P<repeatable>\d+)\s*\))?",
+    re.IGNORECASE,
+)
+
+
+def draws_unseeded(text: str, seeded: bool = False) -> bool:
+    """Whether SQL `text` draws at random with no seed: random() (unless `seeded`, a
+    setseed() before it in the step), a uuid function, or a sample without a seed."""
+    if _UUID.search(text) or (not seeded and _RANDOM.search(text)):
+        return True
+    return any(not (m.group("seed") or m.group("repeatable")) for m in _SAMPLE.finditer(text))
+
+
 # IMPORT DATABASE reads every file of the directory EXPORT DATABASE wrote (its schema and
 # load scripts, and a file of rows per table), none of which need name a file of rows.
 _IMPORT = re.compile(r"\bimport\s+database\s+'((?:[^']|'')*)'", re.IGNORECASE)
@@ -95,6 +117,9 @@ class StepOutput:
     sources: list[SourceRecord] = field(default_factory=list)
     sql_outside_ctx: list[str] = field(default_factory=list)
     sql_writes_outside_ctx: list[str] = field(default_factory=list)
+    # Queries that draw at random with nothing in the step seeding the draw (_RANDOM and
+    # its kin above), as run.
+    sql_draws: list[str] = field(default_factory=list)
     # Files a query named by a quoted path and read past ctx, each with its fingerprint as
     # the query began ("" when absent): a file an earlier step, or an earlier run, rewrote
     # with other rows shows as another fingerprint.
@@ -358,6 +383,8 @@ class StepContext(ContractChecks):
         # Whether the step attached a database file: DuckDB lets one database in the process
         # hold a file, so this connection must be closed before the next execution opens one.
         self._attached = False
+        # Whether the step's SQL called setseed(): random() after it draws seeded.
+        self._seeded = False
 
     @property
     def threads(self) -> int:
@@ -545,6 +572,7 @@ class StepContext(ContractChecks):
             if _OUTSIDE_READ.search(data):
                 self.output.sql_outside_ctx.append(" ".join(data.split())[:200])
                 self._stamp_files(data)
+            self._note_draws(data)
             query = self._one_query(name, data)
             try:
                 bound = caller.sql(query)
@@ -666,6 +694,12 @@ class StepContext(ContractChecks):
             )
         return _without_final_semicolons(statement.query)
 
+    def _note_draws(self, text: str) -> None:
+        """Note a query that draws at random unseeded: other values every execution."""
+        self._seeded = self._seeded or bool(_SETSEED.search(text))
+        if draws_unseeded(text, self._seeded):
+            self.output.sql_draws.append(" ".join(text.split())[:200])
+
     def _outside(self, query: str, statements: list[_Statement]) -> None:
         """Note SQL that moves rows past ctx: a read of a file or database, and a file
         written by COPY ... TO or EXPORT DATABASE, which nothing compares. The file a
@@ -673,6 +707,7 @@ class StepContext(ContractChecks):
         reads = False
         for statement in statements:
             text = statement.query
+            self._note_draws(text)
             target = _TARGET_FILE.search(text)
             if statement.kind == "EXPORT" or (statement.kind == "COPY" and target):
                 self.output.sql_writes_outside_ctx.append(" ".join(text.split())[:200])
