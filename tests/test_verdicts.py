@@ -1972,3 +1972,32 @@ def test_diff_names_a_module_value_that_differed_as_the_step_ran(twicerun, write
     assert changed.startswith("values of the pipeline file as it ran (SHARED ")
     edit_receipt(b, 1, 1, values_read=None)
     assert twicerun("diff", a, b, "--json", "-").json()["steps"][1]["instrument"] == []
+
+
+def test_an_audit_names_the_query_that_draws_at_random_and_calls_no_such_step_deterministic(
+    write_pipeline, twicerun
+):
+    """A step ordering by random() was not reproducible with nothing said of why, and one
+    whose draw happened not to show (a filter every row passes) was called deterministic,
+    where a step drawing from Python's random module is only reproducible: nothing held
+    the draw still."""
+    path = write_pipeline(
+        'def src(ctx):\n    ctx.write("t", "SELECT i AS id FROM range(100) t(i)")\n\n\n'
+        "def shuffled(ctx):\n    ctx.read('t')\n"
+        '    ctx.write("top", "SELECT id FROM t ORDER BY random() LIMIT 5")\n\n\n'
+        "def passes(ctx):\n    ctx.read('t')\n"
+        '    ctx.write("all", "SELECT count(*) AS n FROM t WHERE random() < 2")\n'
+    )
+    text = twicerun("audit", path).out
+    assert (
+        "its SQL draws at random and nothing in the step seeds the draw, which moves its "
+        "values at any thread count: SELECT id FROM t ORDER BY random() LIMIT 5"
+    ) in text
+    assert (
+        "though it drew from random in its SQL (SELECT count(*) AS n FROM t WHERE random() < 2) "
+        "without seeding it in the step, so nothing held it still"
+    ) in text
+    steps = {s["name"]: s for s in twicerun("audit", path, "--json", "-").json()["steps"]}
+    assert steps["shuffled"]["verdict"] == "not reproducible"
+    assert steps["passes"]["verdict"] == "reproducible"
+    assert steps["src"]["draws_in_sql"] is None

@@ -536,6 +536,7 @@ def audit(
                 tuple((r.seconds, r.bytes, r.canonical) for r in a.runs),
                 state=a.runs[0].state or a.runs[1].state,
                 drew=drew_unseeded([r.generators for r in a.runs]),
+                draws=a.runs[0].draws or a.runs[1].draws,
                 raised=(a.runs[0].raised, a.runs[1].raised),
                 default_connection=made if a.step.uses_duckdb_module else (),
                 reached=(a.runs[0].reached, a.runs[1].reached),

@@ -183,6 +183,8 @@ class AuditRun:
     raised: str = ""
     # What it read past ctx, as `runner.series.uncontained` names it, with each digest.
     reached: dict[str, str] = field(default_factory=dict)
+    # Its first query that drew at random with nothing in the step seeding it; "" for none.
+    draws: str = ""
     # Where its artifacts are while the pair is compared, by name (removed right after).
     files: dict[str, str] = field(default_factory=dict)
 
@@ -197,6 +199,7 @@ def audit_run(receipt: Receipt, seconds: float, where: Callable[[str], Path]) ->
         state=tuple(r.name for r in receipt.reads if r.via == "state"),
         generators=receipt.generators,
         reached=uncontained(receipt),
+        draws=receipt.sql_draws[0] if receipt.sql_draws else "",
         files={a.name: str(where(a.file)) for a in receipt.artifacts},
     )
 

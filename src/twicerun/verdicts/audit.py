@@ -59,6 +59,9 @@ class StepAudit:
     # The process-wide random generators it drew from without seeding them (the two runs
     # left them in different states), as "Python's random module"; None where it did not.
     drew: str | None = None
+    # Its first query that drew at random with nothing in the step seeding it (random(), a
+    # uuid function, a sample without a seed); "" where none did. Like `drew`.
+    draws: str = ""
     # Per audit run, what it raised where the other run wrote ("" where it wrote).
     raised: tuple[str, str] = ("", "")
     # What the steps made on DuckDB's default connection (duckdb.sql()), which is the
@@ -112,9 +115,10 @@ class StepAudit:
                         f"    {'':<{width}}  because `{self.seed}` was held at {self.seed_value}, "
                         f"not because the step cannot change"
                     )
-                elif self.drew:
+                elif self.drew or self.draws:
+                    source = self.drew or f"random in its SQL ({self.draws})"
                     out.append(
-                        f"    {'':<{width}}  though it drew from {self.drew} without seeding "
+                        f"    {'':<{width}}  though it drew from {source} without seeding "
                         f"it in the step, so nothing held it still: the runs agreed, not "
                         f"because the step cannot change"
                     )
@@ -135,6 +139,12 @@ class StepAudit:
                     out.append(
                         f"    {'':<{width}}  it drew from {self.drew} without seeding it in the "
                         f"step, which moves its numbers at any thread count"
+                    )
+                if self.draws:
+                    out.append(
+                        f"    {'':<{width}}  its SQL draws at random and nothing in the step "
+                        f"seeds the draw, which moves its values at any thread count: "
+                        f"{self.draws}"
                     )
         if any(self.raised):
             second = "the second run" + (" (in another Python process)" if fresh_process else "")
@@ -211,6 +221,7 @@ class StepAudit:
             "seconds": list(self.seconds),
             "state": list(self.state),
             "drew_unseeded": self.drew,
+            "draws_in_sql": self.draws or None,
             "raised": list(self.raised),
             "default_connection": list(self.default_connection),
             "moved_past_ctx": list(self.moved_past_ctx),
@@ -236,6 +247,7 @@ def audit_step(
     runs: tuple[tuple[float, dict[str, str], dict[str, str]], ...],
     state: tuple[str, ...] = (),
     drew: str | None = None,
+    draws: str = "",
     raised: tuple[str, str] = ("", ""),
     default_connection: tuple[str, ...] = (),
     reached: tuple[dict[str, str], dict[str, str]] = ({}, {}),
@@ -259,7 +271,9 @@ def audit_step(
         else:
             pair_b, pair_c = (b1[artifact], b2[artifact]), (c1[artifact], c2[artifact])
             found = verdict(
-                pair_b[0] == pair_b[1], pair_c[0] == pair_c[1], seed is not None or bool(drew)
+                pair_b[0] == pair_b[1],
+                pair_c[0] == pair_c[1],
+                seed is not None or bool(drew) or bool(draws),
             )
         artifacts.append(ArtifactAudit(artifact, found, pair_b, pair_c))
     return StepAudit(
@@ -271,6 +285,7 @@ def audit_step(
         artifacts,
         tuple(state),
         drew,
+        draws,
         raised,
         default_connection,
         tuple(
