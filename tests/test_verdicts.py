@@ -1990,8 +1990,8 @@ def test_an_audit_names_the_query_that_draws_at_random_and_calls_no_such_step_de
     )
     text = twicerun("audit", path).out
     assert (
-        "its SQL draws at random and nothing in the step seeds the draw, which moves its "
-        "values at any thread count: SELECT id FROM t ORDER BY random() LIMIT 5"
+        "its SQL draws at random and nothing in the step seeds the draw: "
+        "SELECT id FROM t ORDER BY random() LIMIT 5"
     ) in text
     assert (
         "though it drew from random in its SQL (SELECT count(*) AS n FROM t WHERE random() < 2) "
@@ -2001,3 +2001,27 @@ def test_an_audit_names_the_query_that_draws_at_random_and_calls_no_such_step_de
     assert steps["shuffled"]["verdict"] == "not reproducible"
     assert steps["passes"]["verdict"] == "reproducible"
     assert steps["src"]["draws_in_sql"] is None
+
+
+def test_diff_and_reproduce_quote_the_query_that_draws_at_random(write_pipeline, twicerun, run_dir):
+    """A step ordering by random() "diverged with identical inputs" in diff and was
+    DIVERGED in reproduce, with nothing said of why; both now quote the query."""
+    path = write_pipeline(
+        'def src(ctx):\n    ctx.write("t", "SELECT i AS id FROM range(100) t(i)")\n\n\n'
+        "def shuffled(ctx):\n    ctx.read('t')\n"
+        '    ctx.write("top", "SELECT id FROM t ORDER BY random() LIMIT 5")\n'
+    )
+    twicerun("run", path, "--runs", "2", "--no-amplify", "--keep-copies", "--run-dir", run_dir)
+    (invocation,) = [p for p in Path(run_dir).iterdir() if p.is_dir()]
+    said = (
+        "       its SQL draws at random and nothing in the step seeds the draw: "
+        "SELECT id FROM t ORDER BY random() LIMIT 5"
+    )
+    diff = twicerun("diff", str(invocation), f"{invocation}#2").out.splitlines()
+    assert diff[diff.index("       diverged with identical inputs") + 1] == said
+    reproduce = twicerun("reproduce", str(invocation)).out.splitlines()
+    assert said in reproduce
+    assert reproduce.index(said) > next(i for i, line in enumerate(reproduce) if "DIVERGED" in line)
+    document = twicerun("reproduce", str(invocation), "--json", "-").json()
+    shuffled = next(s for s in document["steps"] if s["name"] == "shuffled")
+    assert shuffled["draws_in_sql"] == "SELECT id FROM t ORDER BY random() LIMIT 5"

@@ -55,3 +55,10 @@ def ljust(text: str, width: int) -> str:
 def rjust(text: str, width: int) -> str:
     """Spaces up to `width` columns, then `text` (as `f"{text:>{width}}"` for ASCII)."""
     return " " * max(0, width - columns(text)) + text
+
+
+def unseeded_draw(query: str) -> str:
+    """What the loop's notes and the verdicts say of a step whose SQL drew at random with
+    nothing in the step seeding it (storage/context.py's draws_unseeded), quoting the
+    query: one sentence, so that every report names it alike."""
+    return f"its SQL draws at random and nothing in the step seeds the draw: {query}"

@@ -382,7 +382,14 @@ def reproduce(
                 }
                 verdict, detail = compare_fresh(con, record.outputs, outputs)
                 report_steps.append(
-                    Replayed(step.index, step.name, verdict, detail, round(fresh.seconds, 3))
+                    Replayed(
+                        step.index,
+                        step.name,
+                        verdict,
+                        detail,
+                        round(fresh.seconds, 3),
+                        draws=fresh.sql_draws[0] if fresh.sql_draws else "",
+                    )
                 )
                 scratch.forget(recorded.address, step)
         progress.clear()

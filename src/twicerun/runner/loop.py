@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from twicerun.compare.oracle import ReferenceCache
-from twicerun.display import listed, some
+from twicerun.display import listed, some, unseeded_draw
 from twicerun.errors import TwicerunError, UnknownArtifact, UsageError
 from twicerun.judge.cause import CONFIDENCE
 from twicerun.judge.policy import Policy
@@ -749,8 +749,8 @@ def _draws_in_sql(bench: Workbench, result: StepResult) -> StepResult:
         result,
         notes=[
             *result.notes,
-            f"its SQL draws at random and nothing in the step seeds the draw: "
-            f"{run1.sql_draws[0]}; random(), the uuid functions and a sample without a seed "
+            f"{unseeded_draw(run1.sql_draws[0])}; random(), the uuid functions and a sample "
+            f"without a seed "
             f"give other values in every execution, at any thread count (a draw meant to "
             f"happen is declared with @step(stochastic=True, seed=...) and seeded from it, "
             f"by setseed() or the sample's seed; the uuid functions take no seed, and an id "

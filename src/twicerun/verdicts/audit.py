@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from twicerun.display import ljust, some, widest
+from twicerun.display import ljust, some, unseeded_draw, widest
 from twicerun.findings import ArtifactFindings
 from twicerun.verdicts.explain import describe
 from twicerun.vocabulary.audit import Repeatability
@@ -141,11 +141,7 @@ class StepAudit:
                         f"step, which moves its numbers at any thread count"
                     )
                 if self.draws:
-                    out.append(
-                        f"    {'':<{width}}  its SQL draws at random and nothing in the step "
-                        f"seeds the draw, which moves its values at any thread count: "
-                        f"{self.draws}"
-                    )
+                    out.append(f"    {'':<{width}}  {unseeded_draw(self.draws)}")
         if any(self.raised):
             second = "the second run" + (" (in another Python process)" if fresh_process else "")
             which, other = ("the first run", second) if self.raised[0] else (second, "the first")

@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from twicerun.display import listed, ljust, widest
+from twicerun.display import listed, ljust, unseeded_draw, widest
 from twicerun.storage.connections import same_time_zone
 from twicerun.storage.layout import FAILED, INTERRUPTED, KILLED
 from twicerun.verdicts.explain import NOT_ON_DISK, explain
@@ -59,6 +59,9 @@ class StepVerdict:
     instrument: list[str] = field(default_factory=list)  # what produced it differently
     inputs: str = ""  # "identical", "differ: x, y", or "" when unknown
     explanation: str = ""  # the oracle's, on the first difference
+    # A query of the step that drew at random with nothing in the step seeding it, from
+    # either run's receipt; "" for none.
+    draws: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +71,7 @@ class StepVerdict:
             "why": self.why,
             "instrument": self.instrument,
             "inputs": self.inputs,
+            "draws_in_sql": self.draws or None,
             "explanation": self.explanation,
         }
 
@@ -112,6 +116,8 @@ class Ladder:
                 out.append(f"       {note}")
             if s.instrument:
                 out.append(f"       produced differently: {'; '.join(s.instrument)}")
+            if s.draws and s.rung in (Rung.FIRST_DIFFERENCE, Rung.DOWNSTREAM):
+                out.append(f"       {unseeded_draw(s.draws)}")
         if self.stopped_at_first:
             out.append("  (stopped at the first difference)")
         return out
@@ -298,7 +304,11 @@ def diff(
                 StepVerdict(s.index, s.name, Rung.COULD_NOT_CHECK, why=absent("second"))
             )
             continue
-        common = dict(instrument=instrument_changes(s, other), inputs=inputs_compared(s, other))
+        common = dict(
+            instrument=instrument_changes(s, other),
+            inputs=inputs_compared(s, other),
+            draws=next((q for r in (s.receipt, other.receipt) if r for q in r.sql_draws), ""),
+        )
         if not s.checkable or not other.checkable:
             why = "; ".join(
                 f"{side}: {step.problem()}"

@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from twicerun.display import few, ljust, widest
+from twicerun.display import few, ljust, unseeded_draw, widest
 from twicerun.storage.connections import same_time_zone
 from twicerun.storage.fingerprints import fingerprint
 from twicerun.storage.receipts import RECEIPT_VERSION, Receipt, value_digest
@@ -32,6 +32,8 @@ class Replayed:
     verdict: Replay
     detail: str = ""
     seconds: float | None = None
+    # A query of the re-execution that drew at random with nothing in the step seeding it.
+    draws: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -40,6 +42,7 @@ class Replayed:
             "verdict": str(self.verdict),
             "detail": self.detail,
             "seconds": self.seconds,
+            "draws_in_sql": self.draws or None,
         }
 
 
@@ -80,6 +83,8 @@ class ReproduceReport:
             out.append(f"  {s.index:>2} {ljust(s.name, width)}  {s.verdict}{took}")
             if s.detail:
                 out.append(f"       {s.detail}")
+            if s.draws and s.verdict is Replay.DIVERGED:
+                out.append(f"       {unseeded_draw(s.draws)}")
         return out
 
 
