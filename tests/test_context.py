@@ -848,3 +848,26 @@ def test_which_sql_draws_at_random_without_a_seed(query, draws):
     assert draws_unseeded(query) is draws
     if "random()" in query:
         assert draws_unseeded(query, seeded=True) is False
+
+
+@pytest.mark.parametrize(
+    ("query", "draws"),
+    [
+        ("SELECT id FROM t ORDER BY rand() LIMIT 3", True),
+        ("SELECT randn() AS r", True),
+        ("SELECT uuid() AS u", True),
+        ("SELECT shuffle(array(1, 2, 3)) AS s", True),
+        ("SELECT * FROM t TABLESAMPLE (10 PERCENT)", True),
+        ("SELECT * FROM t TABLESAMPLE (5 ROWS)", True),
+        ("SELECT * FROM t TABLESAMPLE (10 PERCENT) REPEATABLE (42)", False),
+        ("SELECT rand(7) AS r", False),
+        ("SELECT * FROM t TABLESAMPLE (BUCKET 1 OUT OF 4 ON id)", False),
+        ("SELECT id FROM t ORDER BY id", False),
+    ],
+)
+def test_which_spark_sql_draws_at_random_without_a_seed(query, draws):
+    """Spark's names for the same draws; rand(7) is seeded (per partition, which the
+    thread-count amplifier varies), and a bucket of a column is no draw."""
+    from twicerun.storage.context import spark_draws_unseeded
+
+    assert spark_draws_unseeded(query) is draws

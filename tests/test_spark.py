@@ -731,6 +731,30 @@ def test_a_pandas_or_arrow_frame_written_on_spark_is_refused_with_how_to_make_it
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
 
 
+def test_spark_sql_that_draws_at_random_is_noted_for_the_receipt(spark, tmp_path):
+    """The DuckDB ctx noted such queries for the loop's note and the verdicts; the Spark
+    ctx noted none, so a Spark step ordering by rand() got the bare sentence."""
+    from twicerun.storage.spark_context import SparkStepContext
+
+    ctx = SparkStepContext(
+        session=spark,
+        threads=2,
+        step_index=1,
+        step_name="step",
+        out_dir=tmp_path / "out",
+        visible={},
+        state_source=lambda name: None,
+        owners={},
+    )
+    ctx.sql("SELECT 1 AS one")
+    ctx.sql("SELECT rand() AS r")
+    ctx.write("t", "SELECT id FROM range(10) ORDER BY rand() LIMIT 3")
+    assert ctx.output.sql_draws == [
+        "SELECT rand() AS r",
+        "SELECT id FROM range(10) ORDER BY rand() LIMIT 3",
+    ]
+
+
 def test_a_first_call_apart_by_a_module_value_gets_no_cause_in_spark_words(
     write_pipeline, twicerun
 ):

@@ -657,7 +657,7 @@ def _cause_and_amplify(
             if result.cause is Cause.PERSISTS_SINGLE_THREADED or (threads == 1 and result.fired):
                 result = _left_on_default_connection(step, result, at_import)
                 result = _attached_for_writing(bench, result)
-                result = _draws_in_sql(bench, result)
+                result = _draws_in_sql(bench, result, spark=pipeline.engine == "spark")
             elif not result.fired:
                 result = _attached_for_writing(bench, result, quiet=True)
                 if result.index in past_containment:
@@ -738,25 +738,31 @@ def _not_bisected_past_containment(result: StepResult, named: str) -> StepResult
     )
 
 
-def _draws_in_sql(bench: Workbench, result: StepResult) -> StepResult:
+def _draws_in_sql(bench: Workbench, result: StepResult, spark: bool = False) -> StepResult:
     """`result` with a note naming the first query of its run 1 that drew at random with
     nothing in the step seeding it, where one thread did not stop the step differing: the
-    report otherwise said only that it does not guess among what is left."""
+    report otherwise said only that it does not guess among what is left. How to seed a
+    draw is said in the engine's own SQL."""
     run1 = bench.records.get(RunAddress(LOOP, 1), result.index)
     if run1 is None or not run1.sql_draws:
         return result
-    return replace(
-        result,
-        notes=[
-            *result.notes,
-            f"{unseeded_draw(run1.sql_draws[0])}; random(), the uuid functions and a sample "
-            f"without a seed "
-            f"give other values in every execution, at any thread count (a draw meant to "
-            f"happen is declared with @step(stochastic=True, seed=...) and seeded from it, "
-            f"by setseed() or the sample's seed; the uuid functions take no seed, and an id "
-            f"meant to stay is derived from the row, md5(key)::UUID for one)",
-        ],
-    )
+    if spark:
+        how = (
+            "rand(), randn(), uuid(), shuffle() and a TABLESAMPLE without REPEATABLE give "
+            "other values in every execution, at any partition count (a draw meant to "
+            "happen is declared with @step(stochastic=True, seed=...) and seeded from it, "
+            "by rand(seed) or the sample's REPEATABLE (seed); an id meant to stay is derived "
+            "from the row, md5(key) for one)"
+        )
+    else:
+        how = (
+            "random(), the uuid functions and a sample without a seed give other values in "
+            "every execution, at any thread count (a draw meant to happen is declared with "
+            "@step(stochastic=True, seed=...) and seeded from it, by setseed() or the "
+            "sample's seed; the uuid functions take no seed, and an id meant to stay is "
+            "derived from the row, md5(key)::UUID for one)"
+        )
+    return replace(result, notes=[*result.notes, f"{unseeded_draw(run1.sql_draws[0])}; {how}"])
 
 
 def _quiet_past_containment(result: StepResult, name: str, named: str) -> StepResult:

@@ -82,6 +82,20 @@ _SAMPLE = re.compile(
 )
 
 
+# The same in Spark SQL: rand(), randn() and random() with no seed argument (one with a
+# seed is seeded per partition), uuid(), shuffle() of an array, and a TABLESAMPLE of a
+# share or a count of rows with no REPEATABLE (seed) after it.
+_SPARK_RANDOM = re.compile(r"\b(?:rand|randn|random|uuid)\s*\(\s*\)|\bshuffle\s*\(", re.I)
+_SPARK_SAMPLE = re.compile(
+    r"\btablesample\s*\(\s*[\d.]+\s*(?:percent|rows)\s*\)(?!\s*repeatable\s*\()", re.I
+)
+
+
+def spark_draws_unseeded(text: str) -> bool:
+    """Whether Spark SQL `text` draws at random with no seed (`draws_unseeded` on Spark)."""
+    return bool(_SPARK_RANDOM.search(text) or _SPARK_SAMPLE.search(text))
+
+
 def draws_unseeded(text: str, seeded: bool = False) -> bool:
     """Whether SQL `text` draws at random with no seed: random() (unless `seeded`, a
     setseed() before it in the step), a uuid function, or a sample without a seed."""

@@ -136,7 +136,7 @@ class Receipt:
     sql_writes_outside_ctx: list[str] = field(default_factory=list)
     # Queries that drew at random with nothing in the step seeding the draw (random()
     # before any setseed(), a uuid function, a sample without a seed), as run: empty when
-    # there were none, or it was not recorded (an older twicerun, or Spark).
+    # there were none, or it was not recorded (an older twicerun).
     sql_draws: list[str] = field(default_factory=list)
     # Database files the step attached without READ_ONLY, which outlive it and the
     # invocation; empty when there were none or it was not recorded (an older twicerun).

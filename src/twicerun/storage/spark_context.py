@@ -36,7 +36,12 @@ import duckdb
 
 from twicerun.errors import ContractError, EngineUnavailable, UnknownArtifact
 from twicerun.storage.atomic import atomic_path
-from twicerun.storage.context import ArtifactRef, ContractChecks, check_name
+from twicerun.storage.context import (
+    ArtifactRef,
+    ContractChecks,
+    check_name,
+    spark_draws_unseeded,
+)
 from twicerun.storage.source_files import SOURCE_COPY, checked_files, duckdb_glob, reader_of
 
 # Settings of the Spark context, fixed once it starts: no web UI, and no console
@@ -407,12 +412,19 @@ class SparkStepContext(ContractChecks):
 
     def sql(self, query: str, params: Any = None) -> Any:
         """Spark SQL on this step's session; the DataFrame it returns."""
+        self._note_draws(query)
         return self.session.sql(query, args=params) if params else self.session.sql(query)
+
+    def _note_draws(self, text: str) -> None:
+        """Note a query that draws at random unseeded, as the DuckDB ctx does."""
+        if spark_draws_unseeded(text):
+            self.output.sql_draws.append(" ".join(text.split())[:200])
 
     def write(self, name: str, data: Any) -> None:
         """Make `data` (a Spark SQL query or a DataFrame) this step's artifact, atomically."""
         final = self._check_write(name, "Spark")
         if isinstance(data, str):
+            self._note_draws(data)
             frame = self.session.sql(data.strip().removesuffix(";"))
         elif type(data).__module__.startswith("pyspark.sql"):
             frame = data
