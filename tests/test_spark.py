@@ -702,14 +702,11 @@ def test_a_context_twicerun_starts_runs_its_workers_on_its_own_python_from_anywh
     assert pq.read_table(where).to_pylist() == [{"version": "{}.{}".format(*sys.version_info[:2])}]
 
 
-def test_a_pandas_or_arrow_frame_written_on_spark_is_refused_with_how_to_make_it_a_spark_one(
-    spark, tmp_path
-):
-    """It read "must be ... a DataFrame, got DataFrame" to a step holding pandas' DataFrame."""
-    from twicerun.errors import ContractError
+def _bare_context(spark, tmp_path):
+    """A Spark ctx for step 1 `step`, reading nothing, writing under tmp_path/out."""
     from twicerun.storage.spark_context import SparkStepContext
 
-    ctx = SparkStepContext(
+    return SparkStepContext(
         session=spark,
         threads=2,
         step_index=1,
@@ -719,6 +716,15 @@ def test_a_pandas_or_arrow_frame_written_on_spark_is_refused_with_how_to_make_it
         state_source=lambda name: None,
         owners={},
     )
+
+
+def test_a_pandas_or_arrow_frame_written_on_spark_is_refused_with_how_to_make_it_a_spark_one(
+    spark, tmp_path
+):
+    """It read "must be ... a DataFrame, got DataFrame" to a step holding pandas' DataFrame."""
+    from twicerun.errors import ContractError
+
+    ctx = _bare_context(spark, tmp_path)
     with pytest.raises(ContractError) as refused:
         ctx.write("t", pa.table({"a": [1]}))
     assert str(refused.value) == (
@@ -734,18 +740,7 @@ def test_a_pandas_or_arrow_frame_written_on_spark_is_refused_with_how_to_make_it
 def test_spark_sql_that_draws_at_random_is_noted_for_the_receipt(spark, tmp_path):
     """The DuckDB ctx noted such queries for the loop's note and the verdicts; the Spark
     ctx noted none, so a Spark step ordering by rand() got the bare sentence."""
-    from twicerun.storage.spark_context import SparkStepContext
-
-    ctx = SparkStepContext(
-        session=spark,
-        threads=2,
-        step_index=1,
-        step_name="step",
-        out_dir=tmp_path / "out",
-        visible={},
-        state_source=lambda name: None,
-        owners={},
-    )
+    ctx = _bare_context(spark, tmp_path)
     ctx.sql("SELECT 1 AS one")
     ctx.sql("SELECT rand() AS r")
     ctx.write("t", "SELECT id FROM range(10) ORDER BY rand() LIMIT 3")
