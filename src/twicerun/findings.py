@@ -31,6 +31,15 @@ def json_float(value: float | None) -> float | str | None:
     return value
 
 
+def finite(value: float | str | None) -> float | None:
+    """A figure as `json_float` stored it, as a number; None where it is absent, NaN or
+    infinite, which no bound or comparison of sizes can use."""
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
 @dataclass(frozen=True)
 class SchemaChange:
     """Columns added, dropped or retyped between run 1 and a later run, and reordering."""

@@ -17,11 +17,10 @@ never sets exit code 1.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from twicerun.findings import ArtifactOutcome, BoundFigures, Drift
+from twicerun.findings import ArtifactOutcome, BoundFigures, Drift, finite
 from twicerun.judge.bound import figures, reassociation_bound
 from twicerun.vocabulary.loop import Difference, Judged, ordered
 
@@ -58,13 +57,6 @@ class StepJudgement:
         return self.verdicts.count(TOLERATED)
 
 
-def _number(value: float | str | None) -> float | None:
-    if value is None:
-        return None
-    number = float(value)
-    return None if math.isnan(number) or math.isinf(number) else number
-
-
 def drift_tolerated(
     drift: Drift, rows_read: int, policy: Policy, reassociation: bool = True
 ) -> bool:
@@ -75,7 +67,7 @@ def drift_tolerated(
     which claims no cause, still applies."""
     if drift.moved == 0:
         return True
-    relative = _number(drift.max_relative)
+    relative = finite(drift.max_relative)
     if drift.incomparable or relative is None:
         return False
     # A list whose floats came back in another order was not summed in another order:
@@ -137,7 +129,7 @@ def judge_step(
                     # Every list that moved holds its floats in another order: no sum was
                     # reassociated, so a bound on reassociation has nothing to say of it.
                     continue
-                relative = _number(d.max_relative)
+                relative = finite(d.max_relative)
                 if d.moved and relative is not None:
                     k = (pair.name, d.column)
                     if k not in worst or relative > worst[k][0]:

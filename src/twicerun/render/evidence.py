@@ -8,10 +8,8 @@ most moved values; the furthest move is the largest over all comparisons.
 
 from __future__ import annotations
 
-import math
-
 from twicerun.display import listed, some
-from twicerun.findings import NAMED_TOGETHER, ArtifactFindings, Attribution, Drift
+from twicerun.findings import NAMED_TOGETHER, ArtifactFindings, Attribution, Drift, finite
 from twicerun.result import Comparison, StepResult
 from twicerun.sql import shown
 from twicerun.vocabulary.loop import Presence
@@ -283,22 +281,15 @@ def _reordered_clause(a: Attribution) -> str:
     return f"; {names} {verb} the same elements in another order"
 
 
-def _finite(v: float | str | None) -> float | None:
-    if v is None:
-        return None
-    f = float(v)
-    return f if math.isfinite(f) else None
-
-
 def _further_relative(far: Drift, drifts: list[Drift]) -> str:
     """The largest relative move, where a pair other than the one shown made it.
 
     The pair shown is the one furthest in ulps; the reassociation bound's observed figure
     is the largest relative move, which a pair of smaller values can make with fewer ulps.
     Without this the two figures disagreed with nothing to say why."""
-    largest = max((f for d in drifts if (f := _finite(d.max_relative)) is not None), default=None)
+    largest = max((f for d in drifts if (f := finite(d.max_relative)) is not None), default=None)
     # A pair shown at an infinity (or without a figure) is as far as a pair can be.
-    shown = _finite(far.pair_relative())
+    shown = finite(far.pair_relative())
     if largest is None or shown is None or largest <= shown:
         return ""
     if f"{largest:.3g}" == f"{shown:.3g}":

@@ -91,8 +91,9 @@ _SPARK_SAMPLE = re.compile(
 )
 
 
-def spark_draws_unseeded(text: str) -> bool:
-    """Whether Spark SQL `text` draws at random with no seed (`draws_unseeded` on Spark)."""
+def spark_draws_unseeded(text: str, seeded: bool = False) -> bool:
+    """Whether Spark SQL `text` draws at random with no seed (`draws_unseeded` on Spark,
+    which has no setseed(), so `seeded` changes nothing)."""
     return bool(_SPARK_RANDOM.search(text) or _SPARK_SAMPLE.search(text))
 
 
@@ -217,9 +218,21 @@ class ContractChecks:
         self.output = StepOutput()
         self._read_names: set[str] = set()
         self._where = f"step {step_index} {step_name}"
+        # Whether the step's SQL called setseed(): DuckDB's random() after it draws seeded.
+        self._seeded = False
 
     # What a step may use: the contract's calls, and what an engine adds (Spark's session).
     OFFERS: tuple[str, ...] = ("read", "state", "write", "sql", "source", "threads")
+
+    # Whether a query of this engine's SQL draws at random unseeded (given whether the
+    # step seeded the generator already).
+    _draws_unseeded: Callable[[str, bool], bool] = staticmethod(draws_unseeded)
+
+    def _note_draws(self, text: str) -> None:
+        """Note a query that draws at random unseeded: other values every execution."""
+        self._seeded = self._seeded or bool(_SETSEED.search(text))
+        if self._draws_unseeded(text, self._seeded):
+            self.output.sql_draws.append(" ".join(text.split())[:200])
 
     def _threads_left(self) -> int | None:
         """The thread count the step left in force, where it set one of its own; None
@@ -397,8 +410,6 @@ class StepContext(ContractChecks):
         # Whether the step attached a database file: DuckDB lets one database in the process
         # hold a file, so this connection must be closed before the next execution opens one.
         self._attached = False
-        # Whether the step's SQL called setseed(): random() after it draws seeded.
-        self._seeded = False
 
     @property
     def threads(self) -> int:
@@ -707,12 +718,6 @@ class StepContext(ContractChecks):
                 f"{statement.kind} statement; run it with ctx.sql and write a query of its result"
             )
         return _without_final_semicolons(statement.query)
-
-    def _note_draws(self, text: str) -> None:
-        """Note a query that draws at random unseeded: other values every execution."""
-        self._seeded = self._seeded or bool(_SETSEED.search(text))
-        if draws_unseeded(text, self._seeded):
-            self.output.sql_draws.append(" ".join(text.split())[:200])
 
     def _outside(self, query: str, statements: list[_Statement]) -> None:
         """Note SQL that moves rows past ctx: a read of a file or database, and a file

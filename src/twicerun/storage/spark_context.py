@@ -293,6 +293,7 @@ class SparkStepContext(ContractChecks):
     """The `ctx` of one execution of one step, on a Spark session of its own."""
 
     OFFERS = (*ContractChecks.OFFERS, "spark")
+    _draws_unseeded = staticmethod(spark_draws_unseeded)
 
     # A job Spark cancelled comes back within a fraction of a second in local mode; a signal
     # landing in the middle of a py4j call could leave its connection with an answer
@@ -414,11 +415,6 @@ class SparkStepContext(ContractChecks):
         """Spark SQL on this step's session; the DataFrame it returns."""
         self._note_draws(query)
         return self.session.sql(query, args=params) if params else self.session.sql(query)
-
-    def _note_draws(self, text: str) -> None:
-        """Note a query that draws at random unseeded, as the DuckDB ctx does."""
-        if spark_draws_unseeded(text):
-            self.output.sql_draws.append(" ".join(text.split())[:200])
 
     def write(self, name: str, data: Any) -> None:
         """Make `data` (a Spark SQL query or a DataFrame) this step's artifact, atomically."""
