@@ -2135,6 +2135,10 @@ def sampled(ctx):
     ctx.write("sample", "SELECT id FROM t USING SAMPLE 10 ROWS")
 
 
+def shuffled_by_relation(ctx):
+    ctx.write("top_rel", ctx.read("t").order("random()").limit(10))
+
+
 def sampled_with_a_seed(ctx):
     ctx.read("t")
     ctx.write("seeded", "SELECT id FROM t USING SAMPLE 10 ROWS (reservoir, 7)")
@@ -2158,6 +2162,8 @@ def test_a_step_whose_sql_draws_at_random_is_told_which_query_draws(write_pipeli
     for name, query in (
         ("shuffled_top", "SELECT id FROM t ORDER BY random() LIMIT 10"),
         ("sampled", "SELECT id FROM t USING SAMPLE 10 ROWS"),
+        # Built with the relation API: the query DuckDB renders for it.
+        ("shuffled_by_relation", 'SELECT * FROM "t" ORDER BY random() LIMIT 10'),
     ):
         assert steps[name]["cause"] == "PERSISTS_SINGLE_THREADED"
         assert steps[name]["notes"] == [

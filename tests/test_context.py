@@ -850,6 +850,26 @@ def test_which_sql_draws_at_random_without_a_seed(query, draws):
         assert draws_unseeded(query, seeded=True) is False
 
 
+def test_a_relation_built_to_draw_at_random_is_noted_as_its_sql_would_be(tmp_path):
+    """A draw made with the relation API (`rel.order("random()")`) is in no string the
+    step handed ctx, and a step writing one got the bare PERSISTS_SINGLE_THREADED line;
+    the query DuckDB renders for the relation is read as a query string is. A relation
+    over rows ctx.sql already holds draws nothing more, and is not noted twice."""
+    ctx = make_ctx(tmp_path)
+    base = ctx.sql("SELECT * FROM range(20) t(id)")
+    ctx.write("shuffled", base.order("random()").limit(5))
+    ctx.write("kept", base.filter("id % 2 = 0").order("id"))
+    ctx.write("drawn", ctx.sql("SELECT id, uuid() AS u FROM range(3) t(id)"))
+    assert ctx.output.sql_draws == [
+        "SELECT * FROM (SELECT * FROM range(20) t(id)) ORDER BY random() LIMIT 5",
+        "SELECT id, uuid() AS u FROM range(3) t(id)",
+    ]
+    seeded = make_ctx(tmp_path / "seeded")
+    seeded.sql("SELECT setseed(0.25)")
+    seeded.write("shuffled", seeded.sql("SELECT * FROM range(20) t(id)").order("random()"))
+    assert seeded.output.sql_draws == []
+
+
 @pytest.mark.parametrize(
     ("query", "draws"),
     [

@@ -105,6 +105,18 @@ def draws_unseeded(text: str, seeded: bool = False) -> bool:
     return any(not (m.group("seed") or m.group("repeatable")) for m in _SAMPLE.finditer(text))
 
 
+def relation_sql(relation: duckdb.DuckDBPyRelation) -> str:
+    """The SQL DuckDB runs for `relation`, or nothing where it cannot render one."""
+    try:
+        return relation.sql_query()
+    except (duckdb.Error, AttributeError, RuntimeError):
+        return ""
+
+
+# A table of ctx.sql's rows, as DuckDB renders its name in a relation's query.
+_HELD = re.compile(r'"?(__twicerun_sql_\d+)"?')
+
+
 # IMPORT DATABASE reads every file of the directory EXPORT DATABASE wrote (its schema and
 # load scripts, and a file of rows per table), none of which need name a file of rows.
 _IMPORT = re.compile(r"\bimport\s+database\s+'((?:[^']|'')*)'", re.IGNORECASE)
@@ -228,11 +240,12 @@ class ContractChecks:
     # step seeded the generator already).
     _draws_unseeded: Callable[[str, bool], bool] = staticmethod(draws_unseeded)
 
-    def _note_draws(self, text: str) -> None:
-        """Note a query that draws at random unseeded: other values every execution."""
+    def _note_draws(self, text: str, shown: str = "") -> None:
+        """Note a query that draws at random unseeded: other values every execution.
+        `shown` is how the query reads to the step's author, where that is not `text`."""
         self._seeded = self._seeded or bool(_SETSEED.search(text))
         if self._draws_unseeded(text, self._seeded):
-            self.output.sql_draws.append(" ".join(text.split())[:200])
+            self.output.sql_draws.append(" ".join((shown or text).split())[:200])
 
     def _threads_left(self) -> int | None:
         """The thread count the step left in force, where it set one of its own; None
@@ -406,6 +419,8 @@ class StepContext(ContractChecks):
         super().__init__(**bound)
         self._con = connection
         self._results = 0
+        # The query whose rows each ctx.sql table holds, to show in place of its name.
+        self._held: dict[str, str] = {}
         self._names_threads = False
         # Whether the step attached a database file: DuckDB lets one database in the process
         # hold a file, so this connection must be closed before the next execution opens one.
@@ -565,6 +580,7 @@ class StepContext(ContractChecks):
         if kind == "SELECT" or self._is_query(last):
             self._results += 1
             table = f"__twicerun_sql_{self._results}"
+            self._held[table] = last.query
             # The query on a line of its own, so DuckDB's error snippet (LINE n) shows the
             # step's SQL rather than this wrapper and its table name.
             caller.execute(f"CREATE TEMP TABLE {table} AS\n{last.query}\n", params)
@@ -628,6 +644,12 @@ class StepContext(ContractChecks):
                 if kept is not None:
                     self._con.execute(f"DROP TABLE IF EXISTS {kept}")
         elif isinstance(data, duckdb.DuckDBPyRelation):
+            # A relation built with the relation API (`rel.order("random()")`) draws in
+            # SQL no string of the step's holds; DuckDB renders what it will run.
+            # Rows ctx.sql holds were drawn, and noted, when it ran: only what the relation
+            # adds draws now, so its own text decides and the held query is only shown.
+            rendered = relation_sql(data)
+            self._note_draws(rendered, shown=self._unheld(rendered))
             casts = exact_casts(data.columns, data.types)
             if casts:
                 data = data.project(", ".join(projection(data.columns, casts)))
@@ -683,6 +705,14 @@ class StepContext(ContractChecks):
             f"ctx.write({name!r}, data) in step {self._index} {self._name}: the {what} has no "
             f"columns, and an artifact needs at least one; write the columns it should hold "
             f"(or a count, `SELECT count(*) AS n ...`)"
+        )
+
+    def _unheld(self, rendered: str) -> str:
+        """A relation's query as the step wrote it: a table holding the rows of a ctx.sql
+        query shown as that query, not under a name the step never wrote."""
+        held = self._held
+        return _HELD.sub(
+            lambda m: f"({held[m.group(1)]})" if m.group(1) in held else m.group(0), rendered
         )
 
     @contextlib.contextmanager
