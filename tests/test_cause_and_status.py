@@ -854,7 +854,7 @@ def test_a_step_drawing_from_pythons_random_unseeded_is_named_whatever_its_cause
     outcome = twicerun("run", path, "--runs", "5", "--no-amplify", "--json", "-")
     steps = by_name(outcome.json())
     said = (
-        "drew from Python's random module without seeding it in the step: its runs left it in "
+        "drew from Python's random module with no seed fixed in the step: its runs left it in "
         "states of their own, so they drew other numbers, at any thread count"
     )
     assert [n for n in steps["unseeded"]["notes"] if n.startswith(said)], steps["unseeded"]
@@ -871,19 +871,25 @@ def test_a_step_drawing_from_pythons_random_unseeded_is_named_whatever_its_cause
 def test_a_seed_set_once_at_import_is_named_as_no_seed_of_the_steps_own(write_pipeline, twicerun):
     """A pipeline that calls random.seed(42) at the top of its file did seed the generator,
     and a note saying only "without seeding it" read as wrong to its author; the seed is
-    spent by run 1, and later runs start where run 1 left it."""
+    spent by run 1, and later runs start where run 1 left it. So did a step calling
+    random.seed() with no value, which takes a new seed from the system each time: the note
+    says no seed was fixed in the step, and why neither fixes one."""
     path = write_pipeline(
         "import random\n\nrandom.seed(42)\n\n\n"
-        'def draws(ctx):\n    ctx.write("drawn", f"SELECT {random.random()} AS v")\n'
+        'def draws(ctx):\n    ctx.write("drawn", f"SELECT {random.random()} AS v")\n\n\n'
+        "def reseeds(ctx):\n    random.seed()\n"
+        '    ctx.write("redrawn", f"SELECT {random.random()} AS v")\n'
     )
-    step = twicerun("run", path, "--runs", "3", "--no-amplify", "--json", "-").json()["steps"][0]
-    assert step["fired"] == 2
+    steps = twicerun("run", path, "--runs", "3", "--no-amplify", "--json", "-").json()["steps"]
     said = (
-        "drew from Python's random module without seeding it in the step: its runs left it in "
+        "drew from Python's random module with no seed fixed in the step: its runs left it in "
         "states of their own, so they drew other numbers, at any thread count (a seed set "
-        "once, at import, only fixes where run 1 starts)"
+        "once, at import, only fixes where run 1 starts, and seed() with no value takes a new "
+        "one from the system each time)"
     )
-    assert [n for n in step["notes"] if n.startswith(said)], step["notes"]
+    for step in steps:
+        assert step["fired"] == 2
+        assert [n for n in step["notes"] if n.startswith(said)], step["notes"]
 
 
 SEEDED = """

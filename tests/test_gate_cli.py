@@ -137,7 +137,7 @@ def test_a_step_gone_random_in_python_says_so_beside_its_verdict(repo, twicerun)
     decision = next(d for d in document["decisions"] if d["name"] == "steady")
     assert decision["verdict"] == "new divergence"
     said = (
-        "it drew from Python's random module without seeding it in the step, which moves its "
+        "it drew from Python's random module with no seed fixed in the step, which moves its "
         "numbers at any thread count"
     )
     assert said in decision["evidence"]

@@ -1462,7 +1462,7 @@ def test_an_audit_never_calls_a_step_that_drew_unseeded_deterministic(twicerun, 
     )  # fmt: skip
     text = twicerun("audit", path, "--threads", "1").out
     assert (
-        "though it drew from Python's random module without seeding it in the step, so nothing "
+        "though it drew from Python's random module with no seed fixed in the step, so nothing "
         "held it still: the runs agreed, not because the step cannot change"
     ) in text
 
@@ -1995,7 +1995,7 @@ def test_an_audit_names_the_query_that_draws_at_random_and_calls_no_such_step_de
     ) in text
     assert (
         "though it drew from random in its SQL (SELECT count(*) AS n FROM t WHERE random() < 2) "
-        "without seeding it in the step, so nothing held it still"
+        "with no seed fixed in the step, so nothing held it still"
     ) in text
     steps = {s["name"]: s for s in twicerun("audit", path, "--json", "-").json()["steps"]}
     assert steps["shuffled"]["verdict"] == "not reproducible"

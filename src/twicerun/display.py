@@ -57,6 +57,14 @@ def rjust(text: str, width: int) -> str:
     return " " * max(0, width - columns(text)) + text
 
 
+def drew_unseeded(generators: str) -> str:
+    """What every report says of a step that drew from a process-wide generator (Python's
+    random module, numpy's global one) and left it in another state each run. "Without
+    seeding it" read as wrong to a step that called `random.seed()` with no value, which
+    takes a seed from the system afresh each time: no seed the step fixed, either way."""
+    return f"drew from {generators} with no seed fixed in the step"
+
+
 def unseeded_draw(query: str) -> str:
     """What the loop's notes and the verdicts say of a step whose SQL drew at random with
     nothing in the step seeding it (storage/context.py's draws_unseeded), quoting the

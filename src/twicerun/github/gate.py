@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from twicerun.display import drew_unseeded
 from twicerun.github.baseline import (
     Baseline,
     StepRecord,
@@ -401,10 +402,7 @@ def _drawn(s: StepResult) -> list[str]:
     reading the annotation on its line would otherwise have to find in the log."""
     if not s.drew_unseeded or not (s.fired or any(a.fired for a in s.stress)):
         return []
-    return [
-        f"it drew from {s.drew_unseeded} without seeding it in the step, which moves its "
-        f"numbers at any thread count"
-    ]
+    return [f"it {drew_unseeded(s.drew_unseeded)}, which moves its numbers at any thread count"]
 
 
 def _pipeline(

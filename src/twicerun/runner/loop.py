@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from twicerun.compare.oracle import ReferenceCache
+from twicerun.display import drew_unseeded as drew_without_a_seed
 from twicerun.display import listed, some, unseeded_draw
 from twicerun.errors import TwicerunError, UnknownArtifact, UsageError
 from twicerun.judge.cause import CONFIDENCE
@@ -459,9 +460,10 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
     unseeded = drew_unseeded(left)
     if unseeded:
         notes.append(
-            f"drew from {unseeded} without seeding it in the step: its runs left it in states "
-            f"of their own, so they drew other numbers, at any thread count (a seed set once, "
-            f"at import, only fixes where run 1 starts); seed it from a declared seed "
+            f"{drew_without_a_seed(unseeded)}: its runs left it in states of their own, so "
+            f"they drew other numbers, at any thread count (a seed set once, at import, only "
+            f"fixes where run 1 starts, and seed() with no value takes a new one from the "
+            f"system each time); seed it from a declared seed "
             f"(@step(stochastic=True, seed=...)), or derive values with hash()"
         )
     if run1 is not None and run1.sql_outside_ctx:
