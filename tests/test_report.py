@@ -370,3 +370,36 @@ def test_what_a_pipeline_prints_as_it_is_imported_goes_to_stderr_too(
     outcome = twicerun("reproduce", invocation, "--json", "-")
     assert json.loads(outcome.out)["schema"] == "twicerun.reproduce/1"
     assert "loading config" in outcome.err.splitlines()
+
+
+def test_an_amplifier_line_over_many_inputs_shows_its_first_parts_and_counts_the_rest():
+    """A step reading 300 artifacts printed what each amplifier did to every one of them on
+    one line, 40,000 characters of it. The line now stops near a thousand and says how many
+    parts the Result holds beside; a line within that is printed whole, as before."""
+    from twicerun.result import Series
+    from twicerun.vocabulary.loop import Amplifier
+
+    many = "; ".join(f"part_{k} 100 rows to 200, i moved past its range" for k in range(300))
+    few = "; ".join(f"part_{k} 100 rows to 200, i moved past its range" for k in range(3))
+    declined = "; ".join(f"part_{k} has no exact column besides its keys" for k in range(300))
+
+    def rendered(detail: str) -> list[str]:
+        step = StepResult(
+            index=0, name="fan_in", line=1, fired=0, compared=4, status="NO_DIVERGENCE_OBSERVED",
+            amplifiers=[
+                Series(kind=Amplifier.ROW_MULTIPLICATION, threads=2, runs=3, compared=2, detail=detail),
+                Series(kind=Amplifier.TIE_COLLAPSE, threads=2, declined=declined),
+            ],
+        )  # fmt: skip
+        return render_run(a_result(pipeline="p.py", runs=5, seconds=1.0, steps=[step])).splitlines()
+
+    (line,) = [x for x in rendered(many) if x.lstrip().startswith("row multiplication")]
+    assert len(line) < 1100
+    shown = line.partition("0 of 2: ")[2]
+    assert shown.startswith("part_0 100 rows to 200, i moved past its range; part_1 ")
+    kept = shown.count("; ")
+    assert shown.endswith(f"; and {300 - kept} more, which the Result (--json) holds")
+    (line,) = [x for x in rendered(many) if x.lstrip().startswith("tie collapse")]
+    assert len(line) < 1100 and line.endswith("more, which the Result (--json) holds")
+    (line,) = [x for x in rendered(few) if x.lstrip().startswith("row multiplication")]
+    assert line.endswith(f"0 of 2: {few}")

@@ -165,18 +165,18 @@ def amplification_section(result: Result) -> list[str]:
                 if a.kind in everywhere or a is not group[0]:
                     continue
                 if len(group) == 1:
-                    lines.append(f"      {a.kind:<19} not run: {a.declined}")
+                    lines.append(f"      {a.kind:<19} not run: {shortened(a.declined)}")
                 else:
                     names = ", ".join(str(g.kind) for g in group)
-                    lines.append(f"      {names}, not run: {a.declined}")
+                    lines.append(f"      {names}, not run: {shortened(a.declined)}")
                 continue
             if a.error:
                 # What it varied, too: a step that rejects a stressed input names a value
                 # the reader has never seen without it.
-                on = f" on {a.detail}" if a.detail else ""
+                on = f" on {shortened(a.detail)}" if a.detail else ""
                 text = f"FAILED after {plural(a.runs, 'run')}{on}: {a.error}"
             else:
-                text = f"{series_rate(a)}: {a.detail}" if a.detail else series_rate(a)
+                text = f"{series_rate(a)}: {shortened(a.detail)}" if a.detail else series_rate(a)
                 if a.tolerated:
                     text += f" ({a.tolerated} tolerated)"
             lines.append(f"      {a.kind:<19} {text}")
@@ -185,6 +185,29 @@ def amplification_section(result: Result) -> list[str]:
 
 # How many quiet steps varied alike share one line.
 ALIKE = 5
+
+# What an amplifier varied, or why it did not run, is said input by input, and a step that
+# reads 300 artifacts printed one line of 40,000 characters. Past this many, the line keeps
+# its first parts (inputs are separated by "; ") and counts the rest; the Result keeps all.
+DETAIL_CHARS = 1000
+
+
+def shortened(text: str) -> str:
+    """`text` as the terminal shows it: whole up to DETAIL_CHARS, else its first parts
+    within that and how many more the Result (--json) holds."""
+    if len(text) <= DETAIL_CHARS:
+        return text
+    parts = text.split("; ")
+    kept, size = [parts[0]], len(parts[0])
+    for part in parts[1:]:
+        size += 2 + len(part)
+        if size > DETAIL_CHARS:
+            break
+        kept.append(part)
+    left = len(parts) - len(kept)
+    if not left:
+        return text
+    return "; ".join(kept) + f"; and {left} more, which the Result (--json) holds"
 
 
 def _spans(indices: list[int]) -> str:
@@ -241,7 +264,7 @@ def _joint_probe(members: list[Series]) -> list[str]:
     detail = first.detail
     if detail.startswith("probed together with "):
         detail = detail.partition(": ")[2]
-    return [text, f"          {detail}"] if detail else [text]
+    return [text, f"          {shortened(detail)}"] if detail else [text]
 
 
 def _varied(s: StepResult, off: list[str]) -> tuple[list[str], list[str]]:
