@@ -403,3 +403,28 @@ def test_an_amplifier_line_over_many_inputs_shows_its_first_parts_and_counts_the
     assert len(line) < 1100 and line.endswith("more, which the Result (--json) holds")
     (line,) = [x for x in rendered(few) if x.lstrip().startswith("row multiplication")]
     assert line.endswith(f"0 of 2: {few}")
+
+
+def test_a_step_with_many_artifacts_that_differed_describes_five_and_counts_the_rest(
+    write_pipeline, twicerun, tmp_path
+):
+    """A step writing 200 artifacts that all differed printed two lines for each, 400 lines
+    under one step. Five are described; one line names how many more, which, and the classes
+    they showed, which a reader would otherwise not know were there."""
+    path = write_pipeline(
+        "def fan_out(ctx):\n"
+        "    for k in range(8):\n"
+        "        ctx.write(f'same_{k}', 'SELECT 1 AS v')\n"
+        "        ctx.write(f'part_{k}', 'SELECT i, (random() < 0.5)::INT + i * 10 AS v FROM range(40) t(i)')\n"
+        "    ctx.write('gone', 'SELECT i FROM range(40) t(i) WHERE random() < 0.5')\n"
+    )
+    saved = tmp_path / "result.json"
+    lines = twicerun("run", path, "--runs", "2", "--no-amplify", "--json", saved).out.splitlines()
+    described = [x.strip().partition(":")[0] for x in lines if x.strip().startswith("part_")]
+    assert described == [f"part_{k}" for k in range(5)]
+    assert (
+        " " * 8 + "4 more artifacts differed too (part_5, part_6, part_7 and 1 more), showing "
+        "ROW_MISSING ROW_EXTRA; the Result (--json) has what each showed"
+    ) in lines
+    (comparison,) = json.loads(saved.read_text())["steps"][0]["comparisons"]
+    assert sum(a["differs"] for a in comparison["artifacts"]) == 9

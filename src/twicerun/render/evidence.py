@@ -12,7 +12,7 @@ from twicerun.display import listed, some
 from twicerun.findings import NAMED_TOGETHER, ArtifactFindings, Attribution, Drift, finite
 from twicerun.result import Comparison, StepResult
 from twicerun.sql import shown
-from twicerun.vocabulary.loop import Presence
+from twicerun.vocabulary.loop import Difference, Presence
 
 
 def number(n: int | None) -> str:
@@ -40,12 +40,30 @@ def _per_artifact(comparisons: list[Comparison]) -> dict[str, list[tuple[int, Ar
     return found
 
 
+# Artifacts described one by one; a step writing 200 artifacts that all differed printed
+# two lines or more for every one, 400 lines under one step.
+ARTIFACTS_SHOWN = 5
+
+
 def evidence(comparisons: list[Comparison]) -> list[str]:
     """The sentences for one series of comparisons: the loop's, or an amplifier's (whose
-    run 1 is the reference its later runs were compared with)."""
+    run 1 is the reference its later runs were compared with). Past ARTIFACTS_SHOWN
+    artifacts, one line counts the rest, with the classes they showed."""
     lines: list[str] = []
-    for name, seen in _per_artifact(comparisons).items():
+    found = _per_artifact(comparisons)
+    for name, seen in list(found.items())[:ARTIFACTS_SHOWN]:
         lines.extend(_artifact_lines(name, seen, len(comparisons)))
+    rest = list(found.items())[ARTIFACTS_SHOWN:]
+    if rest:
+        classes = sorted(
+            {c for _, seen in rest for _, f in seen for c in f.classes},
+            key=list(Difference).index,
+        )
+        lines.append(
+            f"{plural(len(rest), 'more artifact')} differed too ({some([n for n, _ in rest], 3)})"
+            + (f", showing {' '.join(classes)}" if classes else "")
+            + "; the Result (--json) has what each showed"
+        )
     return lines
 
 
