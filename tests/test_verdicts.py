@@ -340,6 +340,26 @@ def test_diff_says_which_columns_moved_and_that_a_list_only_came_back_in_another
     )
 
 
+def test_diff_names_the_other_artifacts_of_the_step_that_differ(
+    twicerun, write_pipeline, run_dir, monkeypatch
+):
+    """diff explains one artifact of the first difference, and said nothing of the others: a
+    step whose five artifacts all moved read as if only the first had. The others are named
+    from their digests, with no oracle run on them; one that did not move is not named."""
+    path = write_pipeline(
+        "import os\n\n\n"
+        "def fan_out(ctx):\n"
+        '    shift = int(os.environ.get("SHIFT", "0"))\n'
+        '    ctx.write("steady", "SELECT 1 AS v")\n'
+        "    for k in range(5):\n"
+        '        ctx.write(f"part_{k}", f"SELECT {k + shift} AS v")\n'
+    )
+    assert diffed_once_set(twicerun, path, run_dir, monkeypatch, "SHIFT", "1") == (
+        "       part_0: ROW_MISSING, ROW_EXTRA; 1 row only in the first, 1 row only in the "
+        "second (of 1 and 1); part_1, part_2, part_3 and 1 more differ too"
+    )
+
+
 def test_diff_says_which_floats_differ_on_the_rows_a_column_pairs(
     twicerun, write_pipeline, run_dir, monkeypatch
 ):

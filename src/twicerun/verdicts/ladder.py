@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from twicerun.display import listed, ljust, unseeded_draw, widest
+from twicerun.display import listed, ljust, some, unseeded_draw, widest
 from twicerun.storage.connections import same_time_zone
 from twicerun.storage.layout import FAILED, INTERRUPTED, KILLED
 from twicerun.verdicts.explain import NOT_ON_DISK, explain
@@ -390,14 +390,20 @@ def _explanation(con: duckdb.DuckDBPyConnection, a: RecordedStep, b: RecordedSte
     only = sorted(set(left) ^ set(right))
     if only:
         return f"written on one side only: {', '.join(only)}"
-    for name in left:
-        if left[name].canonical != right[name].canonical:
-            elsewhere = _kept_elsewhere(name, left[name], right[name])
-            if elsewhere:
-                return f"{NOT_ON_DISK}; {elsewhere}"
-            _, sentence = explain(con, name, left[name].path, right[name].path)
-            return sentence
-    return ""
+    differ = [name for name in left if left[name].canonical != right[name].canonical]
+    if not differ:
+        return ""
+    # One artifact is explained (the oracle's work); the others that differ are only named,
+    # from their digests: "part_0: ..." alone read as if part_0 were all that moved.
+    name, *others = differ
+    more = (
+        f"; {some(others, 3)} {'differs' if len(others) == 1 else 'differ'} too" if others else ""
+    )
+    elsewhere = _kept_elsewhere(name, left[name], right[name])
+    if elsewhere:
+        return f"{NOT_ON_DISK}; {elsewhere}{more}"
+    _, sentence = explain(con, name, left[name].path, right[name].path)
+    return sentence + more
 
 
 def _kept_elsewhere(name: str, left: Output, right: Output) -> str:
