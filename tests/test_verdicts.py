@@ -559,6 +559,27 @@ def test_localize_one_invocation_clean_and_located(twicerun, write_pipeline, run
     )
 
 
+def test_localize_of_one_run_names_the_other_artifacts_that_differed(
+    twicerun, write_pipeline, run_dir
+):
+    """From the Result, localize describes the first artifact that differed, and named no
+    other: a step whose four artifacts all moved read as if one had."""
+    path = write_pipeline(
+        "import itertools\n\n_calls = itertools.count()\n\n\n"
+        "def fan_out(ctx):\n"
+        "    n = next(_calls)\n"
+        '    ctx.write("steady", "SELECT 1 AS v")\n'
+        "    for k in range(4):\n"
+        '        ctx.write(f"part_{k}", f"SELECT {k + n} AS v")\n'
+    )
+    noisy = record(twicerun, path, run_dir, "--no-amplify")
+    found = twicerun("localize", noisy, "--json", "-").json()
+    assert found["explanation"].startswith("ROW_MISSING, ROW_EXTRA, in 1 of 1 comparisons")
+    assert found["explanation"].endswith(
+        "; part_1, part_2 and part_3 differ too), as the invocation's Result recorded it"
+    )
+
+
 def test_localize_two_runs_stops_at_the_first_difference(twicerun, write_pipeline, run_dir):
     path = write_pipeline(LADDER)
     a, b = record(twicerun, path, run_dir), record(twicerun, path, run_dir)

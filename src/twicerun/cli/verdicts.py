@@ -33,6 +33,7 @@ from twicerun.cli.app import (
     step_timeout_option,
     write_target,
 )
+from twicerun.display import few
 from twicerun.errors import BadInput, EngineUnavailable, StepCrashed, StepTimedOut, UsageError
 from twicerun.github.commands import neutralize
 from twicerun.pipeline import Pipeline, load_pipeline
@@ -211,6 +212,13 @@ def _how(located: Located, run: RecordedRun) -> Located:
     if step is None or not step.fired:
         return located
     evidence = "; ".join(step_evidence(step)[:2])
+    # The two lines describe one artifact (the first with findings, as the report orders
+    # them); the others that differed are named after it.
+    pairs = [(a.name, a.findings) for c in step.comparisons for a in c.artifacts if a.differs]
+    described = next((name for name, findings in pairs if findings), None)
+    others = [name for name in dict.fromkeys(name for name, _ in pairs) if name != described]
+    if evidence and others:
+        evidence += f"; {few(others, 3)} {'differs' if len(others) == 1 else 'differ'} too"
     how = (
         f"{', '.join(step.classes)}, in {step.fired} of {step.compared} comparisons with run 1"
         + (f" ({evidence})" if evidence else "")
