@@ -559,24 +559,29 @@ def test_localize_one_invocation_clean_and_located(twicerun, write_pipeline, run
     )
 
 
-def test_localize_of_one_run_names_the_other_artifacts_that_differed(
+def test_localize_and_reproduce_of_one_run_name_the_other_artifacts_that_differed(
     twicerun, write_pipeline, run_dir
 ):
-    """From the Result, localize describes the first artifact that differed, and named no
-    other: a step whose four artifacts all moved read as if one had."""
+    """From the Result, localize describes the first artifact that differed, and reproduce
+    the first that its re-execution changed; neither named another: a step whose four
+    artifacts all moved read as if one had. An unseeded draw moves all four on every
+    execution, a re-execution in a fresh process too; the steady one is not named."""
     path = write_pipeline(
-        "import itertools\n\n_calls = itertools.count()\n\n\n"
         "def fan_out(ctx):\n"
-        "    n = next(_calls)\n"
         '    ctx.write("steady", "SELECT 1 AS v")\n'
         "    for k in range(4):\n"
-        '        ctx.write(f"part_{k}", f"SELECT {k + n} AS v")\n'
+        '        ctx.write(f"part_{k}", "SELECT (random() * 1e15)::BIGINT AS v")\n'
     )
     noisy = record(twicerun, path, run_dir, "--no-amplify")
     found = twicerun("localize", noisy, "--json", "-").json()
     assert found["explanation"].startswith("ROW_MISSING, ROW_EXTRA, in 1 of 1 comparisons")
     assert found["explanation"].endswith(
         "; part_1, part_2 and part_3 differ too), as the invocation's Result recorded it"
+    )
+    lines = twicerun("reproduce", noisy).out.splitlines()
+    assert lines[2] == (
+        "       part_0: ROW_MISSING, ROW_EXTRA; 1 row only as recorded, 1 row only as "
+        "re-executed (of 1 and 1); part_1, part_2 and part_3 differ too"
     )
 
 

@@ -57,6 +57,12 @@ def rjust(text: str, width: int) -> str:
     return " " * max(0, width - columns(text)) + text
 
 
+def differ_too(names: list[str]) -> str:
+    """The other artifacts of a step that differ, after the one a verb explains: named from
+    their digests, the oracle run on none of them."""
+    return f"{few(names, 3)} {'differs' if len(names) == 1 else 'differ'} too"
+
+
 def drew_unseeded(generators: str) -> str:
     """What every report says of a step that drew from a process-wide generator (Python's
     random module, numpy's global one) and left it in another state each run. "Without

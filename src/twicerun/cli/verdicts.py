@@ -33,7 +33,7 @@ from twicerun.cli.app import (
     step_timeout_option,
     write_target,
 )
-from twicerun.display import few
+from twicerun.display import differ_too
 from twicerun.errors import BadInput, EngineUnavailable, StepCrashed, StepTimedOut, UsageError
 from twicerun.github.commands import neutralize
 from twicerun.pipeline import Pipeline, load_pipeline
@@ -218,7 +218,7 @@ def _how(located: Located, run: RecordedRun) -> Located:
     described = next((name for name, findings in pairs if findings), None)
     others = [name for name in dict.fromkeys(name for name, _ in pairs) if name != described]
     if evidence and others:
-        evidence += f"; {few(others, 3)} {'differs' if len(others) == 1 else 'differ'} too"
+        evidence += f"; {differ_too(others)}"
     how = (
         f"{', '.join(step.classes)}, in {step.fired} of {step.compared} comparisons with run 1"
         + (f" ({evidence})" if evidence else "")

@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from twicerun.display import few, listed, ljust, unseeded_draw, widest
+from twicerun.display import differ_too, listed, ljust, unseeded_draw, widest
 from twicerun.storage.connections import same_time_zone
 from twicerun.storage.layout import FAILED, INTERRUPTED, KILLED
 from twicerun.verdicts.explain import NOT_ON_DISK, explain
@@ -396,7 +396,7 @@ def _explanation(con: duckdb.DuckDBPyConnection, a: RecordedStep, b: RecordedSte
     # One artifact is explained (the oracle's work); the others that differ are only named,
     # from their digests: "part_0: ..." alone read as if part_0 were all that moved.
     name, *others = differ
-    more = f"; {few(others, 3)} {'differs' if len(others) == 1 else 'differ'} too" if others else ""
+    more = f"; {differ_too(others)}" if others else ""
     elsewhere = _kept_elsewhere(name, left[name], right[name])
     if elsewhere:
         return f"{NOT_ON_DISK}; {elsewhere}{more}"

@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from twicerun.display import few, ljust, unseeded_draw, widest
+from twicerun.display import differ_too, few, ljust, unseeded_draw, widest
 from twicerun.storage.connections import same_time_zone
 from twicerun.storage.fingerprints import fingerprint
 from twicerun.storage.receipts import RECEIPT_VERSION, Receipt, value_digest
@@ -265,9 +265,12 @@ def compare_fresh(
     if names != set(fresh):
         only = sorted(names ^ set(fresh))
         return Replay.DIVERGED, f"it wrote another set of artifacts ({', '.join(only)})"
-    for o in recorded:
-        digest, path = fresh[o.name]
-        if digest != o.canonical:
-            _, sentence = explain(con, o.name, o.path, path, AGAINST_RECORD)
-            return Replay.DIVERGED, sentence
-    return Replay.REPRODUCED, ""
+    moved = [o for o in recorded if fresh[o.name][0] != o.canonical]
+    if not moved:
+        return Replay.REPRODUCED, ""
+    # The oracle explains the first; the others are named from their digests, as diff does.
+    first, *others = moved
+    _, sentence = explain(con, first.name, first.path, fresh[first.name][1], AGAINST_RECORD)
+    if others:
+        sentence += f"; {differ_too([o.name for o in others])}"
+    return Replay.DIVERGED, sentence
