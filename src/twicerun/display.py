@@ -63,7 +63,7 @@ def differ_too(names: list[str]) -> str:
     return f"{few(names, 3)} {'differs' if len(names) == 1 else 'differ'} too"
 
 
-def drew_unseeded(generators: str) -> str:
+def unseeded_generator(generators: str) -> str:
     """What every report says of a step that drew from a process-wide generator (Python's
     random module, numpy's global one) and left it in another state each run. "Without
     seeding it" read as wrong to a step that called `random.seed()` with no value, which

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from twicerun.display import drew_unseeded
+from twicerun.display import unseeded_generator
 from twicerun.github.baseline import (
     Baseline,
     StepRecord,
@@ -402,7 +402,9 @@ def _drawn(s: StepResult) -> list[str]:
     reading the annotation on its line would otherwise have to find in the log."""
     if not s.drew_unseeded or not (s.fired or any(a.fired for a in s.stress)):
         return []
-    return [f"it {drew_unseeded(s.drew_unseeded)}, which moves its numbers at any thread count"]
+    return [
+        f"it {unseeded_generator(s.drew_unseeded)}, which moves its numbers at any thread count"
+    ]
 
 
 def _pipeline(

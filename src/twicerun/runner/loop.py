@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from twicerun.compare.oracle import ReferenceCache
-from twicerun.display import drew_unseeded as drew_without_a_seed
-from twicerun.display import listed, some, unseeded_draw
+from twicerun.display import listed, some, unseeded_draw, unseeded_generator
 from twicerun.errors import TwicerunError, UnknownArtifact, UsageError
 from twicerun.judge.cause import CONFIDENCE
 from twicerun.judge.policy import Policy
@@ -460,7 +459,7 @@ def _measured(records: Records, step: Step, comparisons: list[Comparison], runs:
     unseeded = drew_unseeded(left)
     if unseeded:
         notes.append(
-            f"{drew_without_a_seed(unseeded)}: its runs left it in states of their own, so "
+            f"{unseeded_generator(unseeded)}: its runs left it in states of their own, so "
             f"they drew other numbers, at any thread count (a seed set once, at import, only "
             f"fixes where run 1 starts, and seed() with no value takes a new one from the "
             f"system each time); seed it from a declared seed "

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from twicerun.display import drew_unseeded, ljust, some, unseeded_draw, widest
+from twicerun.display import ljust, some, unseeded_draw, unseeded_generator, widest
 from twicerun.findings import ArtifactFindings
 from twicerun.verdicts.explain import describe
 from twicerun.vocabulary.audit import Repeatability
@@ -118,7 +118,7 @@ class StepAudit:
                 elif self.drew or self.draws:
                     source = self.drew or f"random in its SQL ({self.draws})"
                     out.append(
-                        f"    {'':<{width}}  though it {drew_unseeded(source)}, so nothing "
+                        f"    {'':<{width}}  though it {unseeded_generator(source)}, so nothing "
                         f"held it still: the runs agreed, not because the step cannot change"
                     )
             elif a.canonical[0] == a.canonical[1]:
@@ -136,7 +136,7 @@ class StepAudit:
                     out.append(f"    {'':<{width}}  {self._moved_anyway(threads, spark)}")
                 if self.drew:
                     out.append(
-                        f"    {'':<{width}}  it {drew_unseeded(self.drew)}, which moves its "
+                        f"    {'':<{width}}  it {unseeded_generator(self.drew)}, which moves its "
                         f"numbers at any thread count"
                     )
                 if self.draws:
