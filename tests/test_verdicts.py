@@ -1494,6 +1494,26 @@ def draws_nothing(ctx):
 """
 
 
+def test_an_audit_of_a_step_with_many_artifacts_shows_the_worst_and_counts_the_rest(
+    twicerun, write_pipeline
+):
+    """A step writing 300 artifacts got two lines or more for each, 600 lines. Five are
+    shown, the ones that moved first (so one moving artifact among many is not counted
+    away), and one line says how the rest came out."""
+    path = write_pipeline(
+        "def fan_out(ctx):\n"
+        "    for k in range(7):\n"
+        '        ctx.write(f"part_{k}", f"SELECT {k} AS v")\n'
+        '    ctx.write("moves", "SELECT (random() * 1e15)::BIGINT AS v")\n'
+    )
+    lines = twicerun("audit", path, "--threads", "1").out.splitlines()
+    rows = [re.match(r"    (\w+) +(identical bytes|the rows differ)", line) for line in lines]
+    assert [m.group(1) for m in rows if m] == ["moves", "part_0", "part_1", "part_2", "part_3"]
+    assert "    and 3 more artifacts: 3 with identical bytes both times" in lines
+    (step,) = twicerun("audit", path, "--threads", "1", "--json", "-").json()["steps"]
+    assert len(step["artifacts"]) == 8
+
+
 def test_an_audit_never_calls_a_step_that_drew_unseeded_deterministic(twicerun, write_pipeline):
     """Equal bytes from a step that drew from Python's random module without seeding it
     were called deterministic, as if nothing could move them: like a held seed, the draw is

@@ -45,6 +45,23 @@ class ArtifactAudit:
     canonical: tuple[str, str]
 
 
+# Artifacts of a step described one by one: a step writing 300 printed 600 lines.
+AUDIT_SHOWN = 5
+
+
+def _the_rest(rest: list[ArtifactAudit]) -> str:
+    """One line for a step's artifacts past AUDIT_SHOWN: how many came out each way."""
+    same = [a for a in rest if a.bytes[0] == a.bytes[1]]
+    rows = [a for a in rest if a not in same and a.canonical[0] == a.canonical[1]]
+    moved = [a.name for a in rest if a not in same and a not in rows]
+    kinds = [
+        f"{len(same):,} with identical bytes both times" if same else "",
+        f"{len(rows):,} whose bytes differ and rows do not" if rows else "",
+        f"{len(moved):,} whose rows differ ({some(moved, 3)})" if moved else "",
+    ]
+    return f"and {len(rest):,} more artifacts: " + "; ".join(k for k in kinds if k)
+
+
 @dataclass(frozen=True)
 class StepAudit:
     index: int
@@ -101,8 +118,12 @@ class StepAudit:
             f"{self.verdict!s:<17} {self.index:>{index_width}} {self.name}  "
             f"({self.seconds[0]:.2f}s and {self.seconds[1]:.2f}s)"
         ]
-        width = max(width, widest(a.name for a in self.artifacts))
-        for a in self.artifacts:
+        # Past AUDIT_SHOWN artifacts, the worst come first and the rest are counted.
+        shown = self.artifacts
+        if len(shown) > AUDIT_SHOWN:
+            shown = sorted(shown, key=lambda a: -a.verdict.rank)[:AUDIT_SHOWN]
+        width = max(width, widest(a.name for a in shown))
+        for a in shown:
 
             def row(label: str, text: str, name: str = "") -> str:
                 return f"    {ljust(name, width)}  {label:<26}  {text}"
@@ -141,6 +162,8 @@ class StepAudit:
                     )
                 if self.draws:
                     out.append(f"    {'':<{width}}  {unseeded_draw(self.draws)}")
+        if len(self.artifacts) > len(shown):
+            out.append(f"    {_the_rest([a for a in self.artifacts if a not in shown])}")
         if any(self.raised):
             second = "the second run" + (" (in another Python process)" if fresh_process else "")
             which, other = ("the first run", second) if self.raised[0] else (second, "the first")
