@@ -227,6 +227,14 @@ def test_a_declaration_refused_at_import_names_the_file_and_line(write_pipeline)
             "is `ctx`, or a list STEPS of step functions",
         ),
         (
+            # The likeliest reason a file of functions has no steps is the parameter's name.
+            "def load(context):\n    pass\n\n\ndef save(c, n=1):\n    pass\n\n\n"
+            "def _helper(x):\n    pass\n",
+            "{path} defines no steps: define top-level functions whose first parameter "
+            "is `ctx`, or a list STEPS of step functions (load(context) and save(c) take a "
+            "first parameter of another name; steps are found by the name ctx)",
+        ),
+        (
             "STEPS = []\n",
             "{path} defines no steps: define top-level functions whose first "
             "parameter is `ctx`, or a list STEPS of step functions",

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import CodeType, FunctionType, ModuleType
 from typing import Any
 
+from twicerun.display import few
 from twicerun.errors import InvalidStep, NoSteps, PipelineError, UsageError
 from twicerun.pipeline.declarations import (
     StepDeclaration,
@@ -159,6 +160,7 @@ def load_pipeline(
         raise NoSteps(
             f"{path} defines no steps: define top-level functions whose first parameter is "
             f"`ctx`, or a list STEPS of step functions"
+            + (_named_otherwise(module, source_path) if how == "functions" else "")
         )
 
     overrides = dict(seed_overrides or {})
@@ -437,6 +439,27 @@ def _discovered_steps(module: ModuleType, path: Path) -> list[Callable[..., Any]
             found.append(value)
     found.sort(key=lambda f: f.__code__.co_firstlineno)
     return found
+
+
+def _named_otherwise(module: ModuleType, path: Path) -> str:
+    """For a file with no steps: its own top-level functions whose first parameter has
+    another name (`def load(context)`), which is the likeliest reason it has none."""
+    resolved = str(path.resolve())
+    named = []
+    for name, value in vars(module).items():
+        if not inspect.isfunction(value) or name.startswith("_") or value.__qualname__ != name:
+            continue
+        if str(Path(value.__code__.co_filename).resolve()) != resolved:
+            continue
+        params = list(inspect.signature(value).parameters)
+        if params:
+            named.append(f"{name}({params[0]})")
+    if not named:
+        return ""
+    return (
+        f" ({few(named, 3)} {'takes' if len(named) == 1 else 'take'} a first parameter of "
+        f"another name; steps are found by the name ctx)"
+    )
 
 
 def _imported_ctx_functions(module: ModuleType, path: Path) -> tuple[str, ...]:
