@@ -3,13 +3,14 @@
     python -m bench.dependences [--repeat 3] [--json PATH]
 
 Before folding, tie collapse asks which columns each column it folds decides, alone or
-with a column of few values (runner/amplify/tie_collapse.py, dependent_units). This
+with one or two columns of few values (runner/amplify/tie_collapse.py, dependent_units). This
 times that question against the two things tie collapse did already for the same
 input: counting each column's values (column_facts) and writing the folded copy. The
 inputs are the reference pipeline's, as its first step writes them, and three made to
 be hard: 100 columns to fold whose counts differ, 100 that share one count (the worst
 case for the bound on how many are asked), and 50 to fold beside 50 of few values (the
-worst case for the pairs); and one where there is something to find. Each figure is the median of --repeat timings, in this
+worst case for the pairs and triples); and two where there is something to find, by two
+columns together and by three. Each figure is the median of --repeat timings, in this
 process, at two threads.
 """
 
@@ -45,6 +46,12 @@ MADE = {
         "hash(range) % 6000 AS user_id, 'u' || (hash(range) % 6000) AS user_name, "
         "hash(range * 5) % 3000 AS product_id, hash(range * 7) % 5 AS region, "
         "hash((hash(range * 5) % 3000) * 10 + hash(range * 7) % 5) % 90000 AS unit_price"
+    ),
+    # And one only three columns together find: a price per product, region and tier.
+    "a price per product, region and tier": (
+        "hash(range * 5) % 3000 AS product_id, hash(range * 7) % 5 AS region, "
+        "hash(range * 11) % 4 AS tier, "
+        "hash(hash(range * 5) % 3000, hash(range * 7) % 5, hash(range * 11) % 4) % 90000 AS price"
     ),
 }
 

@@ -404,6 +404,34 @@ def test_a_column_two_columns_decide_together_folds_with_both(tmp_path):
     assert pairs == triples
 
 
+def test_a_column_three_columns_decide_together_folds_with_all_three(tmp_path):
+    """A price per product, region and tier: no column decides it alone, nor the product
+    with either of the others, so it was folded apart from the product, merged products
+    kept their prices within a region and tier, and a correct `any_value(price)` per
+    product, region and tier fired (/tmp/unseen47/fd3.py, a price list joined to sales).
+    The four move as one; a quantity the product decides alone moves with them too."""
+    source = parquet_of(
+        tmp_path,
+        "sales.parquet",
+        "SELECT range AS sale_id, range % 400 AS product_id, (range // 400) % 5 AS region, "
+        "(range // 2000) % 4 AS tier, "
+        "hash(range % 400, (range // 400) % 5, (range // 2000) % 4) % 5000 AS price "
+        "FROM range(16000)",
+    )
+    target = tmp_path / "out.parquet"
+    outcome = collapse_ties(CON, source, target, artifact="sales", rows_per_value=50)
+    assert outcome == Applied(
+        "sales.price into 320 values, from 4 to 50 rows per value, product_id, region "
+        "and tier moved with it, each row taking all of them from one row (they depend on "
+        "one another in the input, and still do)"
+    )
+    triples, quads = CON.execute(
+        f"SELECT count(DISTINCT (product_id, region, tier)), "
+        f"count(DISTINCT (product_id, region, tier, price)) FROM '{target}'"
+    ).fetchone()
+    assert triples == quads
+
+
 def test_a_pair_whose_values_never_repeat_decides_nothing(tmp_path):
     """All but five (group, day) pairs here are on one row, and the measure agrees on those
     five by chance: taken as a dependence, it would fold the measure with the group. A

@@ -22,6 +22,7 @@ correct `any_value(user_name) ... GROUP BY user_id` fired.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -151,16 +152,18 @@ def _decided_together(
     plan: Collapse,
     pool: list[ColumnFacts],
     decides: dict[str, set[str]],
-) -> list[tuple[ColumnFacts, ColumnFacts, list[ColumnFacts]]]:
-    """Columns that a chosen column decides together with a column of few values that is
-    not folded: a price per product and region, a budget per account and month. Folding
-    the product alone merged products whose prices differ within a region, and a step
-    taking `any_value(unit_price)` per product and region fired.
+) -> list[tuple[ColumnFacts, tuple[ColumnFacts, ...], list[ColumnFacts]]]:
+    """Columns that a chosen column decides together with one or two columns of few values
+    that are not folded: a price per product and region, a budget per account and month, a
+    price per product, region and tier. Folding the product alone merged products whose
+    prices differ within a region, and a step taking `any_value(unit_price)` per product
+    and region fired.
 
-    Each such pair (x, z) is one grouping, a sixteenth of x's values first. A column z
-    decides on its own is left out, since folding x does not touch that, which costs one
-    grouping by z. At most MAX_PAIRS pairs, the fewest values first: on an input of many
-    such columns, a price that a pair further down decides is folded apart as before."""
+    Each such set (x and its contexts) is one grouping, a sixteenth of x's values first. A
+    column the contexts decide on their own is left out, since folding x does not touch
+    that, which costs one grouping by them. At most MAX_PAIRS pairs, the fewest values
+    first, and then MAX_TRIPLES triples, for what no pair decided: on an input of many such
+    columns, a price that a set further down decides is folded apart as before."""
     chosen = {c.name for c in plan.chosen}
     contexts = sorted(
         (
@@ -172,38 +175,53 @@ def _decided_together(
     )
     if not contexts:
         return []
-    alone: dict[str, set[str]] = {}
+    alone: dict[tuple[str, ...], set[str]] = {}
 
-    def decided_by(z: ColumnFacts) -> set[str]:
-        if z.name not in alone:
-            others = [y for y in pool if y.name != z.name and y.distinct <= z.distinct]
-            same, _ = _same_in_groups(con, source, [z], others, "true") if others else ({}, 0)
-            alone[z.name] = {name for name, flag in same.items() if flag}
-        return alone[z.name]
+    def decided_by(zs: tuple[ColumnFacts, ...]) -> set[str]:
+        key = tuple(z.name for z in zs)
+        if key not in alone:
+            most = math.prod(z.distinct for z in zs)
+            others = [y for y in pool if y.name not in key and y.distinct <= most]
+            same, _ = _same_in_groups(con, source, list(zs), others, "true") if others else ({}, 0)
+            alone[key] = {name for name, flag in same.items() if flag}
+        return alone[key]
 
-    found = []
-    budget = MAX_PAIRS
-    for x in sorted(plan.chosen, key=lambda c: c.distinct)[:MAX_DETERMINANTS]:
-        for z in contexts:
+    found: list[tuple[ColumnFacts, tuple[ColumnFacts, ...], list[ColumnFacts]]] = []
+    leads = sorted(plan.chosen, key=lambda c: c.distinct)[:MAX_DETERMINANTS]
+    for size, budget in ((1, MAX_PAIRS), (2, MAX_TRIPLES)):
+        for x in leads:
             if budget <= 0:
-                return found
-            targets = [
-                y
-                for y in pool
-                if y.name not in (x.name, z.name)
-                and y.name not in decides.get(x.name, set()) | decided_by(z)
-                and y.distinct <= x.distinct * z.distinct
-            ]
-            if not targets:
-                continue
-            budget -= 1
-            repeated = 0
-            for subset in (f"hash({x.sql}) % {SUBSET} = 0", "true"):
-                if targets:
-                    same, repeated = _same_in_groups(con, source, [x, z], targets, subset)
-                    targets = [y for y in targets if same[y.name]]
-            if targets and repeated >= MIN_REPEATED:
-                found.append((x, z, targets))
+                break
+            # Triples among the few contexts with the fewest values only: each is a grouping
+            # of the contexts alone before the one that counts, and 50 contexts make 1,225.
+            for zs in itertools.combinations(contexts if size == 1 else contexts[:4], size):
+                if budget <= 0:
+                    break
+                names = {x.name, *(z.name for z in zs)}
+                # What x decides alone, or with a smaller set already found, is settled.
+                settled = decides.get(x.name, set()) | {
+                    y.name for lead, _, ys in found if lead is x for y in ys
+                }
+                most = x.distinct * math.prod(z.distinct for z in zs)
+                targets = [
+                    y
+                    for y in pool
+                    if y.name not in names and y.name not in settled and y.distinct <= most
+                ]
+                if size > 1 and targets:
+                    budget -= 1  # the grouping by the contexts alone counts, for triples
+                targets = [y for y in targets if y.name not in decided_by(zs)] if targets else []
+                if not targets:
+                    continue
+                if size == 1:
+                    budget -= 1
+                repeated = 0
+                for subset in (f"hash({x.sql}) % {SUBSET} = 0", "true"):
+                    if targets:
+                        same, repeated = _same_in_groups(con, source, [x, *zs], targets, subset)
+                        targets = [y for y in targets if same[y.name]]
+                if targets and repeated >= MIN_REPEATED:
+                    found.append((x, zs, targets))
     return found
 
 
@@ -247,6 +265,7 @@ DEPENDENTS_PER_QUERY = 64
 SUBSET = 16
 MAX_DETERMINANTS = 16
 MAX_PAIRS = 4
+MAX_TRIPLES = 4
 # A column is taken to depend on another only where ten values of that one or more sit
 # on two rows or more: a column with no repeated value is decided by it and everything
 # else alike, by chance, and a balanced two-valued column agrees within ten pairs of rows
@@ -297,8 +316,8 @@ def dependent_units(
         for y in decides[x.name]:
             parent[root(y)] = root(x.name)
     together = _decided_together(con, source, plan, pool, decides)
-    for x, z, ys in together:
-        for c in (z, *ys):
+    for x, zs, ys in together:
+        for c in (*zs, *ys):
             parent[root(c.name)] = root(x.name)
     if not any(decides.values()) and not together:
         return plan
