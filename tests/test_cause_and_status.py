@@ -206,6 +206,12 @@ def events(ctx):
         "hash((hash(range) % 600) * 10 + hash(range * 3) % 5) % 5000 AS unit_price "
         "FROM range(6000)",
     )
+    ctx.write(
+        "daily_sales",
+        "SELECT range AS sale_id, range % 40 AS product, "
+        "DATE '2024-01-01' + ((range // 40) % 50)::INTEGER AS day, "
+        "hash(range % 40, (range // 40) % 50) % 9000 AS price FROM range(30000)",
+    )
 
 def per_user(ctx):
     ctx.read("events")
@@ -232,17 +238,28 @@ def regional_prices(ctx):
         "SELECT product_id, region, any_value(unit_price) AS unit_price, count(*) AS n "
         "FROM sales GROUP BY product_id, region",
     )
+
+def daily_prices(ctx):
+    ctx.read("daily_sales")
+    ctx.sql("SET threads = 1")
+    ctx.write(
+        "daily_prices",
+        "SELECT product, day, any_value(price) AS price, count(*) AS n "
+        "FROM daily_sales GROUP BY product, day",
+    )
 """
 
 
 def test_what_the_input_guarantees_is_not_taken_away_by_the_amplifiers(write_pipeline, twicerun):
     """Each user_id has one user_name, so `any_value(user_name)` per user is correct on any
     input where that holds; no two items share a score, so the best item per group is too;
-    a product has one price in each region. Tie collapse folded the user's two columns
-    apart (merged users kept their names) and the price apart from the product, and row
-    multiplication repeated the float score as it was, and the steps came out
-    STABLE_ON_THIS_INPUT. The channel, which the user does not decide, still shows its
-    step's pick."""
+    a product has one price in each region, and one on each day. Tie collapse folded the
+    user's two columns apart (merged users kept their names) and the price apart from the
+    product, and row multiplication repeated the float score as it was, and the steps came
+    out STABLE_ON_THIS_INPUT. The daily price, which the product and day decide and neither
+    alone, was folded on its own, which keeps that in the folded copy; but the joint probe
+    folds only its added copy, so each product and day of the first copy met a second
+    price there. The channel, which the user does not decide, still shows its step's pick."""
     outcome = twicerun(
         "run", write_pipeline(RELIED_ON_BY_CORRECT_STEPS), "--amplify", "--json", "-"
     )
@@ -251,6 +268,7 @@ def test_what_the_input_guarantees_is_not_taken_away_by_the_amplifiers(write_pip
         ("per_user", "tie collapse", "user_name moved with it"),
         ("best_per_group", "row multiplication", "score raised to the next float up"),
         ("regional_prices", "tie collapse", "product_id and region moved with it"),
+        ("daily_prices", "tie collapse", "product and day moved with it"),
     ]:
         assert steps[name]["status"] == "NO_DIVERGENCE_OBSERVED", steps[name]
         tried = {a["kind"]: a for a in steps[name]["amplifiers"]}

@@ -175,16 +175,23 @@ def _decided_together(
     )
     if not contexts:
         return []
-    alone: dict[tuple[str, ...], set[str]] = {}
+    alone: dict[tuple[str, ...], tuple[set[str], int]] = {}
 
-    def decided_by(zs: tuple[ColumnFacts, ...]) -> set[str]:
+    def grouped_by(zs: tuple[ColumnFacts, ...]) -> tuple[set[str], int]:
+        """What the contexts `zs` decide on their own, and on how many of their
+        combinations that could be told (those on two rows or more)."""
         key = tuple(z.name for z in zs)
         if key not in alone:
             most = math.prod(z.distinct for z in zs)
             others = [y for y in pool if y.name not in key and y.distinct <= most]
-            same, _ = _same_in_groups(con, source, list(zs), others, "true") if others else ({}, 0)
-            alone[key] = {name for name, flag in same.items() if flag}
+            same, repeated = (
+                _same_in_groups(con, source, list(zs), others, "true") if others else ({}, 0)
+            )
+            alone[key] = ({name for name, flag in same.items() if flag}, repeated)
         return alone[key]
+
+    def decided_by(zs: tuple[ColumnFacts, ...]) -> set[str]:
+        return grouped_by(zs)[0]
 
     found: list[tuple[ColumnFacts, tuple[ColumnFacts, ...], list[ColumnFacts]]] = []
     leads = sorted(plan.chosen, key=lambda c: c.distinct)[:MAX_DETERMINANTS]
@@ -222,6 +229,24 @@ def _decided_together(
                         targets = [y for y in targets if same[y.name]]
                 if targets and repeated >= MIN_REPEATED:
                     found.append((x, zs, targets))
+    # A chosen column that two contexts decide together, a daily price per product and day:
+    # folded on its own it keeps that (a fold is a function of the value), but the joint
+    # probe folds only its added copy, which then gave each product and day of the first
+    # copy a second price, and a correct any_value(price) per product and day fired. Folded
+    # with the two, each added row takes all three from one real row, which agrees with the
+    # first copy. At most MAX_TRIPLES such questions, each one grouping by the two.
+    budget = MAX_TRIPLES
+    for x in leads:
+        for zs in itertools.combinations(contexts[:4], 2):
+            if budget <= 0:
+                return found
+            if math.prod(z.distinct for z in zs) < x.distinct:
+                continue  # fewer combinations than x has values: they cannot decide it
+            budget -= 1
+            decided, repeated = grouped_by(zs)
+            if x.name in decided and repeated >= MIN_REPEATED:
+                found.append((x, zs, []))
+                break
     return found
 
 
