@@ -432,6 +432,28 @@ def test_a_column_three_columns_decide_together_folds_with_all_three(tmp_path):
     assert triples == quads
 
 
+def test_a_column_two_folded_columns_decide_folds_with_both(tmp_path):
+    """A negotiated price per customer and product, with too many of each for either to be
+    a column of few values: the three were folded apart, merged customers and products kept
+    their prices, and a correct `any_value(price)` per customer and product fired
+    (/tmp/unseen47/fd_two_chosen.py). The three move as one."""
+    source = parquet_of(
+        tmp_path,
+        "negotiated.parquet",
+        "SELECT range AS sale_id, hash(range) % 1000 AS customer_id, "
+        "hash(range * 7) % 800 AS product_id, "
+        "hash(hash(range) % 1000, hash(range * 7) % 800) % 50000 AS price FROM range(20000)",
+    )
+    target = tmp_path / "out.parquet"
+    outcome = collapse_ties(CON, source, target, artifact="sales", rows_per_value=50)
+    assert "customer_id and product_id moved with it" in outcome.detail
+    pairs, triples = CON.execute(
+        f"SELECT count(DISTINCT (customer_id, product_id)), "
+        f"count(DISTINCT (customer_id, product_id, price)) FROM '{target}'"
+    ).fetchone()
+    assert pairs == triples
+
+
 def test_a_pair_whose_values_never_repeat_decides_nothing(tmp_path):
     """All but five (group, day) pairs here are on one row, and the measure agrees on those
     five by chance: taken as a dependence, it would fold the measure with the group. A

@@ -173,8 +173,6 @@ def _decided_together(
         ),
         key=lambda c: c.distinct,
     )
-    if not contexts:
-        return []
     alone: dict[tuple[str, ...], tuple[set[str], int]] = {}
 
     def grouped_by(zs: tuple[ColumnFacts, ...]) -> tuple[set[str], int]:
@@ -229,6 +227,30 @@ def _decided_together(
                         targets = [y for y in targets if same[y.name]]
                 if targets and repeated >= MIN_REPEATED:
                     found.append((x, zs, targets))
+    # Two columns that are both folded can decide a third together: a negotiated price per
+    # customer and product, where there are too many of each to be a context. Folded apart,
+    # merged customers and merged products kept their prices, and a correct any_value(price)
+    # per customer and product fired. What either decides alone is known already (`decides`,
+    # for the chosen columns asked), so each pair costs its own grouping only; at most
+    # MAX_PAIRS of them, the columns with the fewest values first.
+    budget = MAX_PAIRS
+    for i, x in enumerate(leads):
+        for z in leads[i + 1 :]:
+            if budget <= 0:
+                break
+            settled = decides.get(x.name, set()) | decides.get(z.name, set())
+            settled |= {y.name for lead, _, ys in found if lead in (x, z) for y in ys}
+            targets = [y for y in pool if y.name not in (x.name, z.name, *settled)]
+            if not targets:
+                continue
+            budget -= 1
+            repeated = 0
+            for subset in (f"hash({x.sql}) % {SUBSET} = 0", "true"):
+                if targets:
+                    same, repeated = _same_in_groups(con, source, [x, z], targets, subset)
+                    targets = [y for y in targets if same[y.name]]
+            if targets and repeated >= MIN_REPEATED:
+                found.append((x, (z,), targets))
     # A chosen column that two contexts decide together, a daily price per product and day:
     # folded on its own it keeps that (a fold is a function of the value), but the joint
     # probe folds only its added copy, which then gave each product and day of the first
