@@ -378,30 +378,37 @@ def test_two_folded_columns_that_decide_one_column_fold_as_one(tmp_path):
     assert cities == city_countries
 
 
+def folded_keeping(tmp_path, rows: str, by: list[str], decided: str) -> str:
+    """Tie collapse of `rows` at 50 rows per value, checked to leave `decided` with one
+    value per combination of `by`, as the input has it; what it says it did."""
+    source = parquet_of(tmp_path, "input.parquet", rows)
+    target = tmp_path / "out.parquet"
+    outcome = collapse_ties(CON, source, target, artifact="sales", rows_per_value=50)
+    combinations, with_it = CON.execute(
+        f"SELECT count(DISTINCT ({', '.join(by)})), "
+        f"count(DISTINCT ({', '.join(by)}, {decided})) FROM '{target}'"
+    ).fetchone()
+    assert combinations == with_it
+    return outcome.detail
+
+
 def test_a_column_two_columns_decide_together_folds_with_both(tmp_path):
     """A price per product and region: neither decides it alone, so it was folded apart
     from the product, merged products kept their prices within a region, and a correct
     `any_value(unit_price)` per product and region fired. The three move as one."""
-    source = parquet_of(
+    assert folded_keeping(
         tmp_path,
-        "sales.parquet",
         "SELECT range AS sale_id, hash(range) % 300 AS product_id, "
         "['n', 's', 'e', 'w', 'c'][1 + (hash(range * 3) % 5)::INT] AS region, "
         "hash((hash(range) % 300) * 10 + hash(range * 3) % 5) % 5000 AS unit_price "
         "FROM range(6000)",
-    )
-    target = tmp_path / "out.parquet"
-    outcome = collapse_ties(CON, source, target, artifact="sales", rows_per_value=50)
-    assert outcome == Applied(
+        ["product_id", "region"],
+        "unit_price",
+    ) == (
         "sales.unit_price into 120 values, from 5 to 50 rows per value, product_id and "
         "region moved with it, each row taking all of them from one row (they depend on "
         "one another in the input, and still do)"
     )
-    pairs, triples = CON.execute(
-        f"SELECT count(DISTINCT (product_id, region)), "
-        f"count(DISTINCT (product_id, region, unit_price)) FROM '{target}'"
-    ).fetchone()
-    assert pairs == triples
 
 
 def test_a_column_three_columns_decide_together_folds_with_all_three(tmp_path):
@@ -409,27 +416,20 @@ def test_a_column_three_columns_decide_together_folds_with_all_three(tmp_path):
     with either of the others, so it was folded apart from the product, merged products
     kept their prices within a region and tier, and a correct `any_value(price)` per
     product, region and tier fired (/tmp/unseen47/fd3.py, a price list joined to sales).
-    The four move as one; a quantity the product decides alone moves with them too."""
-    source = parquet_of(
+    The four move as one."""
+    assert folded_keeping(
         tmp_path,
-        "sales.parquet",
         "SELECT range AS sale_id, range % 400 AS product_id, (range // 400) % 5 AS region, "
         "(range // 2000) % 4 AS tier, "
         "hash(range % 400, (range // 400) % 5, (range // 2000) % 4) % 5000 AS price "
         "FROM range(16000)",
-    )
-    target = tmp_path / "out.parquet"
-    outcome = collapse_ties(CON, source, target, artifact="sales", rows_per_value=50)
-    assert outcome == Applied(
+        ["product_id", "region", "tier"],
+        "price",
+    ) == (
         "sales.price into 320 values, from 4 to 50 rows per value, product_id, region "
         "and tier moved with it, each row taking all of them from one row (they depend on "
         "one another in the input, and still do)"
     )
-    triples, quads = CON.execute(
-        f"SELECT count(DISTINCT (product_id, region, tier)), "
-        f"count(DISTINCT (product_id, region, tier, price)) FROM '{target}'"
-    ).fetchone()
-    assert triples == quads
 
 
 def test_a_column_two_folded_columns_decide_folds_with_both(tmp_path):
@@ -437,21 +437,15 @@ def test_a_column_two_folded_columns_decide_folds_with_both(tmp_path):
     a column of few values: the three were folded apart, merged customers and products kept
     their prices, and a correct `any_value(price)` per customer and product fired
     (/tmp/unseen47/fd_two_chosen.py). The three move as one."""
-    source = parquet_of(
+    detail = folded_keeping(
         tmp_path,
-        "negotiated.parquet",
         "SELECT range AS sale_id, hash(range) % 1000 AS customer_id, "
         "hash(range * 7) % 800 AS product_id, "
         "hash(hash(range) % 1000, hash(range * 7) % 800) % 50000 AS price FROM range(20000)",
+        ["customer_id", "product_id"],
+        "price",
     )
-    target = tmp_path / "out.parquet"
-    outcome = collapse_ties(CON, source, target, artifact="sales", rows_per_value=50)
-    assert "customer_id and product_id moved with it" in outcome.detail
-    pairs, triples = CON.execute(
-        f"SELECT count(DISTINCT (customer_id, product_id)), "
-        f"count(DISTINCT (customer_id, product_id, price)) FROM '{target}'"
-    ).fetchone()
-    assert pairs == triples
+    assert "customer_id and product_id moved with it" in detail
 
 
 def test_a_pair_whose_values_never_repeat_decides_nothing(tmp_path):
