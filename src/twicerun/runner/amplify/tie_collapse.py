@@ -163,7 +163,10 @@ def _decided_together(
     column the contexts decide on their own is left out, since folding x does not touch
     that, which costs one grouping by them. At most MAX_PAIRS pairs, the fewest values
     first, and then MAX_TRIPLES triples, for what no pair decided: on an input of many such
-    columns, a price that a set further down decides is folded apart as before."""
+    columns, a price that a set further down decides is folded apart as before. Then two
+    chosen columns together (a price per customer and product), and two contexts that
+    decide a chosen column (a price per product and day), each bounded the same way. Each
+    find is (x, the columns with it, what they decide), and all of them join x's unit."""
     chosen = {c.name for c in plan.chosen}
     contexts = sorted(
         (
