@@ -9,8 +9,8 @@ input: counting each column's values (column_facts) and writing the folded copy.
 inputs are the reference pipeline's, as its first step writes them, and three made to
 be hard: 100 columns to fold whose counts differ, 100 that share one count (the worst
 case for the bound on how many are asked), and 50 to fold beside 50 of few values (the
-worst case for the pairs and triples); and four where there is something to find, by two
-columns together, by three, by two that are both folded, and by two that are not. Each figure is the median of --repeat timings, in this
+worst case for the pairs and triples); and five where there is something to find, by two
+columns together, by three, by two that are both folded, and by two or three that are not. Each figure is the median of --repeat timings, in this
 process, at two threads.
 """
 
@@ -58,6 +58,12 @@ MADE = {
     "a price per customer and product": (
         "hash(range) % 3000 AS customer_id, hash(range * 7) % 2000 AS product_id, "
         "hash(hash(range) % 3000, hash(range * 7) % 2000) % 90000 AS price"
+    ),
+    # And one where three columns not folded decide the one folded: a rate per region, tier
+    # and day.
+    "a rate per region, tier and day": (
+        "hash(range * 5) % 5 AS region, hash(range * 7) % 4 AS tier, hash(range * 11) % 60 AS day, "
+        "hash(hash(range * 5) % 5, hash(range * 7) % 4, hash(range * 11) % 60) % 1000 AS rate"
     ),
     # And one where two columns not folded decide the one folded: a price per product and day.
     "a price per product and day": (

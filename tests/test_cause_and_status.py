@@ -212,6 +212,12 @@ def events(ctx):
         "DATE '2024-01-01' + ((range // 40) % 50)::INTEGER AS day, "
         "hash(range % 40, (range // 40) % 50) % 9000 AS price FROM range(30000)",
     )
+    ctx.write(
+        "usage",
+        "SELECT range AS usage_id, range % 5 AS region, (range // 5) % 4 AS tier, "
+        "DATE '2024-01-01' + ((range // 20) % 60)::INTEGER AS day, "
+        "hash(range % 5, (range // 5) % 4, (range // 20) % 60) % 1000 AS rate FROM range(60000)",
+    )
 
 def per_user(ctx):
     ctx.read("events")
@@ -247,6 +253,15 @@ def daily_prices(ctx):
         "SELECT product, day, any_value(price) AS price, count(*) AS n "
         "FROM daily_sales GROUP BY product, day",
     )
+
+def billed(ctx):
+    ctx.read("usage")
+    ctx.sql("SET threads = 1")
+    ctx.write(
+        "billed",
+        "SELECT region, tier, day, any_value(rate) AS rate, count(*) AS n "
+        "FROM usage GROUP BY region, tier, day",
+    )
 """
 
 
@@ -259,7 +274,8 @@ def test_what_the_input_guarantees_is_not_taken_away_by_the_amplifiers(write_pip
     out STABLE_ON_THIS_INPUT. The daily price, which the product and day decide and neither
     alone, was folded on its own, which keeps that in the folded copy; but the joint probe
     folds only its added copy, so each product and day of the first copy met a second
-    price there. The channel, which the user does not decide, still shows its step's pick."""
+    price there; so did a daily rate per region and tier, which three decide. The channel,
+    which the user does not decide, still shows its step's pick."""
     outcome = twicerun(
         "run", write_pipeline(RELIED_ON_BY_CORRECT_STEPS), "--amplify", "--json", "-"
     )
@@ -269,6 +285,7 @@ def test_what_the_input_guarantees_is_not_taken_away_by_the_amplifiers(write_pip
         ("best_per_group", "row multiplication", "score raised to the next float up"),
         ("regional_prices", "tie collapse", "product_id and region moved with it"),
         ("daily_prices", "tie collapse", "product and day moved with it"),
+        ("billed", "tie collapse", "region, tier and day moved with it"),
     ]:
         assert steps[name]["status"] == "NO_DIVERGENCE_OBSERVED", steps[name]
         tried = {a["kind"]: a for a in steps[name]["amplifiers"]}

@@ -164,8 +164,8 @@ def _decided_together(
     that, which costs one grouping by them. At most MAX_PAIRS pairs, the fewest values
     first, and then MAX_TRIPLES triples, for what no pair decided: on an input of many such
     columns, a price that a set further down decides is folded apart as before. Then two
-    chosen columns together (a price per customer and product), and two contexts that
-    decide a chosen column (a price per product and day), each bounded the same way. Each
+    chosen columns together (a price per customer and product), and two or three contexts
+    that decide a chosen column (a price per product and day), each bounded the same way. Each
     find is (x, the columns with it, what they decide), and all of them join x's unit."""
     chosen = {c.name for c in plan.chosen}
     contexts = sorted(
@@ -254,7 +254,8 @@ def _decided_together(
                     targets = [y for y in targets if same[y.name]]
             if targets and repeated >= MIN_REPEATED:
                 found.append((x, (z,), targets))
-    # A chosen column that two contexts decide together, a daily price per product and day:
+    # A chosen column that two contexts (or three) decide together, a daily price per
+    # product and day:
     # folded on its own it keeps that (a fold is a function of the value), but the joint
     # probe folds only its added copy, which then gave each product and day of the first
     # copy a second price, and a correct any_value(price) per product and day fired. Folded
@@ -262,14 +263,22 @@ def _decided_together(
     # first copy. At most MAX_TRIPLES such questions, each one grouping by the two.
     budget = MAX_TRIPLES
     for x in leads:
-        for zs in itertools.combinations(contexts[:4], 2):
+        # Three as well, a daily rate per region and tier, among the same four.
+        sets = [zs for size in (2, 3) for zs in itertools.combinations(contexts[:4], size)]
+        for zs in sets:
             if budget <= 0:
                 return found
             if math.prod(z.distinct for z in zs) < x.distinct:
                 continue  # fewer combinations than x has values: they cannot decide it
             budget -= 1
-            decided, repeated = grouped_by(zs)
-            if x.name in decided and repeated >= MIN_REPEATED:
+            key = tuple(z.name for z in zs)
+            if key in alone:  # asked of every column already, for the triples above
+                decided, repeated = alone[key]
+                decides_x = x.name in decided
+            else:  # asked of x alone: one aggregate, where every column made it 0.9 s
+                same, repeated = _same_in_groups(con, source, list(zs), [x], "true")
+                decides_x = same[x.name]
+            if decides_x and repeated >= MIN_REPEATED:
                 found.append((x, zs, []))
                 break
     return found
