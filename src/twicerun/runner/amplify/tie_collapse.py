@@ -223,11 +223,7 @@ def _decided_together(
                     continue
                 if size == 1:
                     budget -= 1
-                repeated = 0
-                for subset in (f"hash({x.sql}) % {SUBSET} = 0", "true"):
-                    if targets:
-                        same, repeated = _same_in_groups(con, source, [x, *zs], targets, subset)
-                        targets = [y for y in targets if same[y.name]]
+                targets, repeated = _one_value_within(con, source, [x, *zs], targets)
                 if targets and repeated >= MIN_REPEATED:
                     found.append((x, zs, targets))
     # Two columns that are both folded can decide a third together: a negotiated price per
@@ -247,11 +243,7 @@ def _decided_together(
             if not targets:
                 continue
             budget -= 1
-            repeated = 0
-            for subset in (f"hash({x.sql}) % {SUBSET} = 0", "true"):
-                if targets:
-                    same, repeated = _same_in_groups(con, source, [x, z], targets, subset)
-                    targets = [y for y in targets if same[y.name]]
+            targets, repeated = _one_value_within(con, source, [x, z], targets)
             if targets and repeated >= MIN_REPEATED:
                 found.append((x, (z,), targets))
     # A chosen column that two contexts (or three) decide together, a daily price per
@@ -282,6 +274,24 @@ def _decided_together(
                 found.append((x, zs, []))
                 break
     return found
+
+
+def _one_value_within(
+    con: duckdb.DuckDBPyConnection,
+    source: Path,
+    by: list[ColumnFacts],
+    targets: list[ColumnFacts],
+) -> tuple[list[ColumnFacts], int]:
+    """Those of `targets` with one value on the rows of every combination of `by`, and on
+    how many combinations that could be told; asked first of the rows of a sixteenth of the
+    first column's values, which rules most columns out at a sixteenth of the cost, and then
+    of every row for the columns left."""
+    repeated = 0
+    for subset in (f"hash({by[0].sql}) % {SUBSET} = 0", "true"):
+        if targets:
+            same, repeated = _same_in_groups(con, source, by, targets, subset)
+            targets = [y for y in targets if same[y.name]]
+    return targets, repeated
 
 
 def _same_in_groups(
@@ -366,11 +376,7 @@ def dependent_units(
         # Rows of a sixteenth of x's values first: a column that differs within one of
         # their groups differs within x's, and is out at a sixteenth of the cost; what is
         # left (most often the columns x does decide) is checked on every row.
-        repeated = 0
-        for subset in (f"hash({x.sql}) % {SUBSET} = 0", "true"):
-            if others:
-                same, repeated = _same_in_groups(con, source, [x], others, subset)
-                others = [y for y in others if same[y.name]]
+        others, repeated = _one_value_within(con, source, [x], others)
         decides[x.name] = {y.name for y in others} if repeated >= MIN_REPEATED else set()
         for y in decides[x.name]:
             parent[root(y)] = root(x.name)
