@@ -81,7 +81,7 @@ def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> Facts:
         ColumnFacts(n, t, classify(n, t).cls, int(d))
         for n, t, d in zip(names, types, distinct, strict=True)
     ]
-    joint = _joint_keys(con, source, rows, facts)
+    joint = _joint_keys(con, source, rows, facts) | _repeats_told_apart(con, source, rows, facts)
     return rows, [replace(c, joint=True) if c.name in joint else c for c in facts]
 
 
@@ -162,6 +162,45 @@ def _joint_keys(
         if budget <= 0:
             break
     return {c.name for key in keys for c in key}
+
+
+# A nearly unique column whose every repeat one other column tells apart is taken for half of
+# a key where random values of that column would do so less often than this.
+APART_BY_CHANCE = 1 / 150
+
+
+def _repeats_told_apart(
+    con: duckdb.DuckDBPyConnection, source: Path, rows: int, facts: list[ColumnFacts]
+) -> set[str]:
+    """The pairs that are a key where one column is nearly unique on its own and the other
+    tells its repeats apart: an event id that an at-least-once feed repeats, and the file
+    each copy arrived in. `_joint_keys` leaves nearly unique columns out, since they are
+    unique together with almost anything; so tie collapse folded the event id, and a
+    correct `DISTINCT ON (event_id) ... ORDER BY event_id, filename DESC` fired.
+
+    What sets such a pair apart from chance is the repeats: with r rows repeating a value
+    of the column, a second column of k values drawn at random tells all of them apart
+    at most (1 - 1/k)**r of the time (less where its values are not equally likely, or
+    where a value repeats more than once). Only pairs where that is under APART_BY_CHANCE
+    are counted, partners with the fewest values first, MAX_SUBSETS at most, in one query;
+    a measure that rarely ties meets few such partners, and stays foldable."""
+    exact = [c for c in facts if c.cls is ColumnClass.EXACT and c.distinct > 1]
+    pairs: list[tuple[ColumnFacts, ColumnFacts]] = []
+    for column in exact:
+        repeats = rows - column.distinct
+        if not (repeats > 0 and 2 * column.distinct > rows):
+            continue
+        pairs += [
+            (column, partner)
+            for partner in sorted(exact, key=lambda c: c.distinct)
+            if partner is not column and (1 - 1 / partner.distinct) ** repeats < APART_BY_CHANCE
+        ]
+    pairs = pairs[:MAX_SUBSETS]
+    if not pairs:
+        return set()
+    counts = ", ".join(f"count(DISTINCT ({a.sql}, {b.sql}))" for a, b in pairs)
+    found = con.execute(f"SELECT {counts} FROM {sql.parquet(source)}").fetchone()
+    return {c.name for pair, n in zip(pairs, found, strict=True) if n == rows for c in pair}
 
 
 def most_distinct(facts: list[ColumnFacts]) -> ColumnFacts | None:
