@@ -10,8 +10,10 @@ inputs are the reference pipeline's, as its first step writes them, and three ma
 be hard: 100 columns to fold whose counts differ, 100 that share one count (the worst
 case for the bound on how many are asked), and 50 to fold beside 50 of few values (the
 worst case for the pairs and triples); and five where there is something to find, by two
-columns together, by three, by two that are both folded, and by two or three that are not. Each figure is the median of --repeat timings, in this
-process, at two threads.
+columns together, by three, by two that are both folded, and by two or three that are not;
+and two for the check on nearly unique columns that repeat (counting values holds it): the
+worst case, and a repeated event id the file of each copy tells apart. Each figure is the
+median of --repeat timings, in this process, at two threads.
 """
 
 from __future__ import annotations
@@ -64,6 +66,18 @@ MADE = {
     "a rate per region, tier and day": (
         "hash(range * 5) % 5 AS region, hash(range * 7) % 4 AS tier, hash(range * 11) % 60 AS day, "
         "hash(hash(range * 5) % 5, hash(range * 7) % 4, hash(range * 11) % 60) % 1000 AS rate"
+    ),
+    # The worst case for the check on nearly unique columns (base._repeats_told_apart): two
+    # of them repeating values, beside 14 columns of few values to check them against.
+    "2 nearly unique with repeats, 14 of few values": ", ".join(
+        ["range % 150000 AS near", "hash(range) % 300000 AS near2"]
+        + [f"hash(range * {j + 3}) % {j + 2} AS f{j}" for j in range(14)]
+        + ["hash(range * 99) % 5000 AS amount"]
+    ),
+    # And one it finds something in: an event id a feed repeats, and the file of each copy.
+    "an event id repeated in the next file": (
+        "CASE WHEN range % 50 = 0 THEN range - 1 ELSE range END AS event_id, "
+        "range % 4 AS file, hash(range * 99) % 5000 AS amount"
     ),
     # And one where two columns not folded decide the one folded: a price per product and day.
     "a price per product and day": (
