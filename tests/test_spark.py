@@ -554,6 +554,64 @@ def test_a_source_is_stressed_on_spark_from_a_copy_spark_reads(
     assert step["status"] == "STABLE_ON_THIS_INPUT"
 
 
+LATEST_BY_FILE_ON_SPARK = """
+import os
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+ENGINE = "spark"
+
+
+def latest_copy(ctx):
+    raw = ctx.source("raw", os.environ["FEED"] + "/*.csv", header="true", inferSchema="true")
+    latest = Window.partitionBy("event_id").orderBy(F.col("file").desc())
+    rows = raw.withColumn("file", F.input_file_name()).withColumn("n", F.row_number().over(latest))
+    ctx.write("events", rows.where("n = 1").drop("n", "file"))
+"""
+
+
+def test_a_source_read_for_each_row_s_file_is_not_stressed_as_one_file(
+    write_pipeline, twicerun, tmp_path, monkeypatch
+):
+    """An event repeated in the next file, the copy from the latest file kept by ordering on
+    input_file_name(): correct, and STABLE_ON_THIS_INPUT, since the stressed copy of the
+    source is one file and every row then came from it. Such a source is now left
+    unstressed, and the report says why."""
+    feed = tmp_path / "feed"
+    feed.mkdir()
+    for f in range(3):
+        rows = "".join(
+            f"{(f - 1) * 100 + n if f and n % 10 == 0 else f * 100 + n},{f}\n" for n in range(100)
+        )
+        (feed / f"part-{f}.csv").write_text("event_id,batch\n" + rows)
+    monkeypatch.setenv("FEED", str(feed))
+    outcome = twicerun(
+        "run", write_pipeline(LATEST_BY_FILE_ON_SPARK), "--runs", "2", "--amplify", "--json", "-",
+        "--without", "thread-count", "--without", "file-order",
+    )  # fmt: skip
+    (step,) = outcome.json()["steps"]
+    assert step["status"] == "NO_DIVERGENCE_OBSERVED", step
+    stressed = {a["kind"]: a for a in step["amplifiers"]}
+    assert "(input_file_name())" in stressed["arrival order"]["declined"]
+    assert (
+        "its source raw is read for the file each row came from"
+        in (stressed["tie collapse"]["declined"])
+    )
+
+
+def test_what_in_a_plan_names_each_row_s_file_is_noted(spark, tmp_path):
+    from pyspark.sql import functions as F
+
+    ctx = _bare_context(spark, tmp_path)
+    (tmp_path / "a.csv").write_text("k,v\n1,2\n")
+    frame = spark.read.option("header", "true").csv(str(tmp_path / "a.csv"))
+    ctx.write("plain", frame)
+    assert ctx.output.row_files == []
+    ctx.write("paths", frame.select("k", "_metadata.file_path"))
+    ctx.write("names", frame.select("k", F.input_file_name().alias("file")))
+    assert ctx.output.row_files == ["_metadata", "input_file_name()"]
+
+
 def test_a_step_timeout_cancels_a_spark_job(write_pipeline, twicerun, run_dir):
     """--step-timeout was refused on Spark, since stopping the driver's call leaves the
     job running; the step's jobs are now cancelled, and the session goes on working."""

@@ -304,6 +304,7 @@ def execute_step(
         files_changed=changed,
         sql_writes_outside_ctx=ctx.output.sql_writes_outside_ctx,
         sql_draws=ctx.output.sql_draws,
+        row_files=ctx.output.row_files,
         attached_for_writing=ctx.output.attached_for_writing,
         reused_objects=reused(str(invocation.root), step.index, ctx.output.objects),
         threads_set_by_step=threads_set_by_step,

@@ -322,6 +322,7 @@ class _Inputs:
         self.original = original
         self.read = [r.name for r in receipt.reads if r.via == "read"] if receipt else []
         self.sources = list(receipt.sources) if receipt else []
+        self.row_files = list(receipt.row_files) if receipt else []
         self._made: tuple[Mapping[str, ArtifactRef], list[str], list[str]] | None = None
 
     def _make(self) -> tuple[Mapping[str, ArtifactRef], list[str], list[str]]:
@@ -330,7 +331,15 @@ class _Inputs:
             unstressed: list[str] = []
             names = [s.name for s in self.sources]
             for source in self.sources:
-                if names.count(source.name) > 1:
+                if self.row_files:
+                    # Its copy is one file in another place: every row would come from it,
+                    # and a step ordering by file would meet ties the files never make.
+                    unstressed.append(
+                        f"its source {source.name} is read for the file each row came from "
+                        f"({listed(self.row_files)}), which a stressed copy, one file "
+                        f"elsewhere, would change for every row"
+                    )
+                elif names.count(source.name) > 1:
                     if source is self.sources[names.index(source.name)]:
                         unstressed.append(
                             f"its source {source.name} is read more than once, from "

@@ -147,6 +147,9 @@ class StepOutput:
     # Queries that draw at random with nothing in the step seeding the draw (_RANDOM and
     # its kin above), as run.
     sql_draws: list[str] = field(default_factory=list)
+    # What in a written plan gave each row the file it was read from (Spark's
+    # input_file_name(), _metadata): a stressed copy of a source is one file elsewhere.
+    row_files: list[str] = field(default_factory=list)
     # Files a query named by a quoted path and read past ctx, each with its fingerprint as
     # the query began ("" when absent): a file an earlier step, or an earlier run, rewrote
     # with other rows shows as another fingerprint.

@@ -138,6 +138,11 @@ class Receipt:
     # before any setseed(), a uuid function, a sample without a seed), as run: empty when
     # there were none, or it was not recorded (an older twicerun).
     sql_draws: list[str] = field(default_factory=list)
+    # What in the plan of an artifact it wrote gave each row the file it was read from
+    # (Spark's input_file_name(), _metadata): empty when nothing did, or it was not
+    # recorded (DuckDB, whose filename column is a column of the rows; Spark Connect; an
+    # older twicerun).
+    row_files: list[str] = field(default_factory=list)
     # Database files the step attached without READ_ONLY, which outlive it and the
     # invocation; empty when there were none or it was not recorded (an older twicerun).
     attached_for_writing: list[str] = field(default_factory=list)

@@ -62,6 +62,10 @@ POSITION = "__twicerun_position"
 LANDING = "__twicerun_partition_key"
 _LANDING: dict[int, list[int]] = {}
 JAVA_NEEDED = 17
+# What in an analyzed plan gives each row the file it was read from.
+_ROW_FILES = re.compile(
+    r"\b(input_file_name|input_file_block_start|input_file_block_length)\(\)|\b(_metadata)#\d"
+)
 
 
 def java_major() -> int | None:
@@ -439,6 +443,9 @@ class SparkStepContext(ContractChecks):
                 f"ctx.write({name!r}, data) in step {self._index} {self._name}: data must be a "
                 f"Spark SQL query string or a Spark DataFrame, got {got}{advice}"
             )
+        for named in _row_files(frame):
+            if named not in self.output.row_files:
+                self.output.row_files.append(named)
         # Spark writes a directory of part files; twicerun's artifacts are one file.
         # The parts are joined in their written order through a temporary name, so no
         # reader sees a partial artifact under the final one.
@@ -451,6 +458,19 @@ class SparkStepContext(ContractChecks):
         finally:
             shutil.rmtree(parts, ignore_errors=True)
         self.output.written[name] = final
+
+
+def _row_files(frame: Any) -> list[str]:
+    """What in the plan of `frame` names the file each row came from (`input_file_name()`,
+    `_metadata`), as shown in the report. Spark Connect keeps the plan on the server, so
+    there it is never found."""
+    try:
+        plan = frame._jdf.queryExecution().analyzed().toString()
+    except Exception:
+        return []
+    return sorted(
+        {m.group(1) + "()" if m.group(1) else m.group(2) for m in _ROW_FILES.finditer(plan)}
+    )
 
 
 def _landing_keys(session: Any, partitions: int) -> list[int]:
