@@ -472,13 +472,13 @@ def test_rows_read_through_a_source_are_stressed_like_an_artifact(
     assert data.read_text().startswith("i,j\n0,0\n")  # the file itself untouched
 
 
-def _receipt_reading(*names: str):
+def _receipt_reading(*names: str, row_files: tuple[str, ...] = ()):
     from types import SimpleNamespace
 
     from twicerun.storage.receipts import SourceRecord
 
     sources = [SourceRecord(name=n, reader="parquet", files=[], rows=3) for n in names]
-    return SimpleNamespace(reads=[], sources=sources)
+    return SimpleNamespace(reads=[], sources=sources, row_files=list(row_files))
 
 
 def test_a_source_the_amplifiers_cannot_copy_is_named_with_the_reason():
@@ -493,6 +493,24 @@ def test_a_source_the_amplifiers_cannot_copy_is_named_with_the_reason():
     assert inputs.nothing_to_stress() == (
         "this step reads no artifact through ctx.read, and its source raw is read more than "
         "once, from different calls, so no one copy stands in for it"
+    )
+
+
+def test_a_source_read_for_the_file_of_each_row_is_not_copied():
+    """Spark notes a step that reads which file each row came from; its stressed copy, one
+    file, would make every row come from one file."""
+    from types import SimpleNamespace
+
+    from twicerun.runner.stress import _Inputs
+
+    bench = SimpleNamespace(connections=SimpleNamespace(name="spark"))
+    receipt = _receipt_reading("raw", row_files=("input_file_name()",))
+    inputs = _Inputs(bench, None, None, receipt, {})
+    assert inputs.names == []
+    assert inputs.nothing_to_stress() == (
+        "this step reads no artifact through ctx.read, and its source raw is read for the "
+        "file each row came from (input_file_name()), which a stressed copy, one file "
+        "elsewhere, would change for every row"
     )
 
 
