@@ -182,8 +182,9 @@ def _repeats_told_apart(
     of the column, a second column of k values drawn at random tells all of them apart
     at most (1 - 1/k)**r of the time (less where its values are not equally likely, or
     where a value repeats more than once). Only pairs where that is under APART_BY_CHANCE
-    are counted, partners with the fewest values first, MAX_SUBSETS at most, in one query;
-    a measure that rarely ties meets few such partners, and stays foldable."""
+    are counted, partners with the fewest values first, MAX_SUBSETS at most (past
+    SCREEN_ROWS rows, first on a share of the values: _unique_on_a_share); a measure that
+    rarely ties meets few such partners, and stays foldable."""
     exact = [c for c in facts if c.cls is ColumnClass.EXACT and c.distinct > 1]
     pairs: list[tuple[ColumnFacts, ColumnFacts]] = []
     for column in exact:
