@@ -220,6 +220,20 @@ def test_the_amplifiers_keep_a_four_column_key_a_key(tmp_path):
     )  # fmt: skip
 
 
+class Traced:
+    """CON, with every query run through `execute` noted in `queries`."""
+
+    def __init__(self, queries: list[str]):
+        self.queries = queries
+
+    def execute(self, query, *args):
+        self.queries.append(query)
+        return CON.execute(query, *args)
+
+    def sql(self, query, *args):
+        return CON.sql(query, *args)
+
+
 def test_a_four_column_key_is_looked_for_only_where_no_smaller_one_is(tmp_path):
     """A table with a key of two has its grain; sets of four are not counted there, which
     would cost every such input one more query for supersets of a grain it already has."""
@@ -230,16 +244,7 @@ def test_a_four_column_key_is_looked_for_only_where_no_smaller_one_is(tmp_path):
         f"FROM range(30) x(t), range(40) y(d)) TO '{source}' (FORMAT parquet)"
     )
     queries: list[str] = []
-
-    class Traced:
-        def execute(self, query, *args):
-            queries.append(query)
-            return CON.execute(query, *args)
-
-        def sql(self, query, *args):
-            return CON.sql(query, *args)
-
-    _, columns = column_facts(Traced(), source)
+    _, columns = column_facts(Traced(queries), source)
     assert {c.name for c in columns if c.joint} == {"tier", "day"}
     counted = [
         sets.count(",") + 1
@@ -338,16 +343,7 @@ def test_on_a_large_input_pairs_are_ruled_out_on_a_share_of_the_values_first(tmp
         "FROM range(4) a(f), range(30000) b(n)",
     )  # fmt: skip
     queries: list[str] = []
-
-    class Traced:
-        def execute(self, query, *args):
-            queries.append(query)
-            return CON.execute(query, *args)
-
-        def sql(self, query, *args):
-            return CON.sql(query, *args)
-
-    _, columns = column_facts(Traced(), source)
+    _, columns = column_facts(Traced(queries), source)
     assert {c.name for c in columns if c.joint} == {"event_id", "file"}
     screened = [q for q in queries if 'hash("event_id") % 64 = 0' in q]
     assert len(screened) == 1 and '("event_id", "shelf")' in screened[0]
