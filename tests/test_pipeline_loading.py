@@ -235,9 +235,11 @@ def test_a_declaration_refused_at_import_names_the_file_and_line(write_pipeline)
             "first parameter of another name; steps are found by the name ctx)",
         ),
         (
-            "STEPS = []\n",
-            "{path} defines no steps: define top-level functions whose first "
-            "parameter is `ctx`, or a list STEPS of step functions",
+            # It used to get the sentence above, which asks for what the file already has.
+            "def load(ctx):\n    pass\n\n\nSTEPS = []\n",
+            "STEPS in {path} is empty, so it defines no steps: list the step functions in "
+            "it, or remove it, and every top-level function whose first parameter is `ctx` "
+            "is a step",
         ),
         ("STEPS = 'abc'\n", "STEPS in {path} is a str; make it a list of step functions"),
         (

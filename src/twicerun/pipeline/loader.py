@@ -156,11 +156,16 @@ def load_pipeline(
         functions = _discovered_steps(module, source_path)
         how = "functions"
     imported = _imported_ctx_functions(module, source_path) if how == "functions" else ()
+    if not functions and how == "STEPS":
+        raise NoSteps(
+            f"STEPS in {path} is empty, so it defines no steps: list the step functions in "
+            f"it, or remove it, and every top-level function whose first parameter is `ctx` "
+            f"is a step"
+        )
     if not functions:
         raise NoSteps(
             f"{path} defines no steps: define top-level functions whose first parameter is "
-            f"`ctx`, or a list STEPS of step functions"
-            + (_named_otherwise(module, source_path) if how == "functions" else "")
+            f"`ctx`, or a list STEPS of step functions" + _named_otherwise(module, source_path)
         )
 
     overrides = dict(seed_overrides or {})
