@@ -12,8 +12,9 @@ case for the bound on how many are asked), and 50 to fold beside 50 of few value
 worst case for the pairs and triples); and five where there is something to find, by two
 columns together, by three, by two that are both folded, and by two or three that are not;
 and two for the check on nearly unique columns that repeat (counting values holds it): the
-worst case, and a repeated event id the file of each copy tells apart. Each figure is the
-median of --repeat timings, in this process, at two threads.
+worst case, and a repeated event id the file of each copy tells apart; and a change time
+per entity and version that rises with the version (counting values holds that check too).
+Each figure is the median of --repeat timings, in this process, at two threads.
 """
 
 from __future__ import annotations
@@ -78,6 +79,13 @@ MADE = {
     "an event id repeated in the next file": (
         "CASE WHEN range % 50 = 0 THEN range - 1 ELSE range END AS event_id, "
         "range % 4 AS file, hash(range * 99) % 5000 AS amount"
+    ),
+    # The check for a column ordered within a key's groups (base._ordered_within): a change
+    # time per entity and version, repeating across entities, rising with the version.
+    "a change time rising with the version": (
+        "range // 10 AS entity_id, range % 10 AS version, "
+        "(range // 10) % 15000 * 37 + range % 10 * 1000 AS changed_at, "
+        "hash(range * 99) % 5000 AS amount"
     ),
     # And one where two columns not folded decide the one folded: a price per product and day.
     "a price per product and day": (

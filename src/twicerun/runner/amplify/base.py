@@ -81,7 +81,12 @@ def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> Facts:
         ColumnFacts(n, t, classify(n, t).cls, int(d))
         for n, t, d in zip(names, types, distinct, strict=True)
     ]
-    joint = _joint_keys(con, source, rows, facts) | _repeats_told_apart(con, source, rows, facts)
+    keys = _key_sets(con, source, rows, facts)
+    joint = (
+        {c.name for key in keys for c in key}
+        | _repeats_told_apart(con, source, rows, facts)
+        | _ordered_within(con, source, rows, facts, keys)
+    )
     return rows, [replace(c, joint=True) if c.name in joint else c for c in facts]
 
 
@@ -97,7 +102,14 @@ CHANCE = 10
 def _joint_keys(
     con: duckdb.DuckDBPyConnection, source: Path, rows: int, facts: list[ColumnFacts]
 ) -> set[str]:
-    """The columns of each set of two to five that is a key together, though no smaller
+    """The columns of the keys _key_sets finds."""
+    return {c.name for key in _key_sets(con, source, rows, facts) for c in key}
+
+
+def _key_sets(
+    con: duckdb.DuckDBPyConnection, source: Path, rows: int, facts: list[ColumnFacts]
+) -> list[tuple[ColumnFacts, ...]]:
+    """Each set of two to five columns that is a key together, though no smaller
     part of it is: a daily total per (tier, day), units sold per (store, product, day),
     per (store, product, channel, day) or per (store, product, channel, region, day). A step ordering by day within a tier relies on the
     pair, as a sort on an id relies on the id.
@@ -121,14 +133,14 @@ def _joint_keys(
         c for c in facts if c.cls is ColumnClass.EXACT and c.distinct > 1 and 2 * c.distinct <= rows
     ]
     if len(candidates) < 2 or math.prod(c.distinct for c in candidates) < rows:
-        return set()
+        return []
 
     scan = f"FROM {sql.parquet(source)}"
     (together,) = con.execute(
         f"SELECT count(DISTINCT ({', '.join(c.sql for c in candidates)})) {scan}"
     ).fetchone()
     if together != rows:
-        return set()
+        return []
     keys: list[tuple[ColumnFacts, ...]] = []
     budget = MAX_SUBSETS
     for size in (2, 3, 4, 5):
@@ -161,7 +173,67 @@ def _joint_keys(
         keys.extend(subset for subset, n in zip(subsets, found, strict=True) if n == rows)
         if budget <= 0:
             break
-    return {c.name for key in keys for c in key}
+    return keys
+
+
+# Nearly unique columns asked, per key of two columns, whether they order each group as the
+# key's other column does: the fewest values first.
+MAX_ORDERED = 8
+
+
+def _ordered_within(
+    con: duckdb.DuckDBPyConnection,
+    source: Path,
+    rows: int,
+    facts: list[ColumnFacts],
+    keys: list[tuple[ColumnFacts, ...]],
+) -> set[str]:
+    """Nearly unique columns that order the rows of each value of one column of a key of two
+    as its other column does: a change's time within an entity, rising with its version. A
+    step taking each entity's latest change by that time relies on its never repeating
+    within an entity. Tie collapse folded it, since it repeats across entities, and
+    `arg_max(payload, changed_at)` per entity came out STABLE_ON_THIS_INPUT.
+
+    Being unique within each entity says little on its own: over 3,000 entities of six
+    changes each, a time repeated across pairs of entities stays unique within every
+    entity about one time in seven at random. Rising, or falling, with the version in
+    every entity says more: a column of random values does so at most 2 * 2**-p of the
+    time over p consecutive pairs (n rows fall in order one time in n!, and n! >= 2**(n-1)),
+    so it is taken for design where that is under APART_BY_CHANCE. Such a column is
+    kept whole, as a key's column is; its repeats across entities stay in the input."""
+    candidates = [
+        c
+        for c in facts
+        if c.cls is ColumnClass.EXACT and 2 * c.distinct > rows and c.distinct < rows
+    ]
+    found: set[str] = set()
+    for first, second in [key for key in keys if len(key) == 2][:2]:
+        for group, order in ((first, second), (second, first)):
+            asked = [c for c in candidates if c.name not in found][:MAX_ORDERED]
+            if not asked:
+                return found
+            lagged = ", ".join(
+                f"{c.sql} AS x{i}, lag({c.sql}) OVER w AS p{i}" for i, c in enumerate(asked)
+            )
+            counts = ", ".join(
+                f"count(x{i}), count(p{i}), count(*) FILTER (WHERE x{i} > p{i}), "
+                f"count(*) FILTER (WHERE x{i} < p{i})"
+                for i in range(len(asked))
+            )
+            figures = con.execute(
+                f"SELECT {counts} FROM (SELECT {lagged} FROM {sql.parquet(source)} "
+                f"WINDOW w AS (PARTITION BY {group.sql} ORDER BY {order.sql}))"
+            ).fetchone()
+            for i, column in enumerate(asked):
+                present, pairs, up, down = figures[4 * i : 4 * i + 4]
+                if (
+                    present == rows
+                    and pairs
+                    and pairs in (up, down)
+                    and 2 * 0.5**pairs < APART_BY_CHANCE
+                ):
+                    found.add(column.name)
+    return found
 
 
 # A nearly unique column whose every repeat one other column tells apart is taken for half of
