@@ -302,6 +302,19 @@ def test_columns_unique_together_by_chance_are_not_taken_for_a_key(tmp_path):
     assert {c.name for c in plan.chosen} == {"b", "c"}
 
 
+def answers_under_the_joint_probe(tmp_path: Path, source: Path, plan, query: str) -> set:
+    """The distinct answers of `query` (a `{}` for the file) over the joint probe's input
+    for `plan`, in the three arrival orders its runs read: one answer, for a correct step."""
+    joint = tmp_path / "joint.parquet"
+    multiply_rows(CON, source, joint, artifact=source.stem, collapse=plan)
+    answers = set()
+    for variant in (1, 2, 3):
+        reordered = tmp_path / f"order{variant}.parquet"
+        reorder(CON, joint, reordered, artifact=source.stem, variant=variant)
+        answers.add(tuple(CON.execute(query.format(reordered)).fetchall()))
+    return answers
+
+
 def test_a_repeated_event_id_is_kept_whole_with_the_file_that_tells_its_copies_apart(tmp_path):
     """An at-least-once feed: each file repeats a few events of the one before, and a line
     number makes (file, line) the key. The event id, nearly unique, was left out of the
@@ -317,18 +330,11 @@ def test_a_repeated_event_id_is_kept_whole_with_the_file_that_tells_its_copies_a
     assert {c.name for c in facts[1] if c.joint} == {"event_id", "file", "line"}
     plan = plan_collapse(facts, artifact="feed", rows_per_value=100)
     assert [c.name for c in plan.chosen] == ["amount"]
-    joint = tmp_path / "joint.parquet"
-    multiply_rows(CON, source, joint, artifact="feed", collapse=plan)
     latest = (
         "SELECT DISTINCT ON (event_id) event_id, amount FROM read_parquet('{}') "
         "ORDER BY event_id, file DESC"
     )
-    answers = set()
-    for variant in (1, 2, 3):
-        reordered = tmp_path / f"order{variant}.parquet"
-        reorder(CON, joint, reordered, artifact="feed", variant=variant)
-        answers.add(tuple(CON.execute(latest.format(reordered)).fetchall()))
-    assert len(answers) == 1
+    assert len(answers_under_the_joint_probe(tmp_path, source, plan, latest)) == 1
 
 
 def test_on_a_large_input_pairs_are_ruled_out_on_a_share_of_the_values_first(tmp_path):
@@ -366,18 +372,11 @@ def test_a_time_that_rises_with_the_version_within_each_entity_is_kept_whole(tmp
     assert {c.name for c in facts[1] if c.joint} == {"entity_id", "version", "changed_at"}
     plan = plan_collapse(facts, artifact="changes")
     assert [c.name for c in plan.chosen] == ["payload"]
-    joint = tmp_path / "joint.parquet"
-    multiply_rows(CON, source, joint, artifact="changes", collapse=plan)
     latest = (
         "SELECT entity_id, arg_max(payload, changed_at) FROM read_parquet('{}') "
         "GROUP BY entity_id ORDER BY entity_id"
     )
-    answers = set()
-    for variant in (1, 2, 3):
-        reordered = tmp_path / f"order{variant}.parquet"
-        reorder(CON, joint, reordered, artifact="changes", variant=variant)
-        answers.add(tuple(CON.execute(latest.format(reordered)).fetchall()))
-    assert len(answers) == 1
+    assert len(answers_under_the_joint_probe(tmp_path, source, plan, latest)) == 1
 
 
 def test_a_measure_whose_few_repeats_another_column_happens_to_tell_apart_is_still_folded(
