@@ -177,7 +177,7 @@ def _key_sets(
 
 
 # Nearly unique columns asked, per key of two columns, whether they order each group as the
-# key's other column does: the fewest values first.
+# key's other column does, at most: the first in the input's column order.
 MAX_ORDERED = 8
 
 
