@@ -16,7 +16,12 @@ from twicerun.compare.digest import bytes_digest, canonical_digest
 from twicerun.runner.amplify.arrival_order import reorder
 from twicerun.runner.amplify.base import Applied, Declined, column_facts
 from twicerun.runner.amplify.row_multiplication import multiply_rows
-from twicerun.runner.amplify.tie_collapse import collapse_ties, dependent_units, plan_collapse
+from twicerun.runner.amplify.tie_collapse import (
+    ROWS_PER_VALUE,
+    collapse_ties,
+    dependent_units,
+    plan_collapse,
+)
 
 CON = duckdb.connect()
 
@@ -270,7 +275,7 @@ def test_looking_for_keys_never_hashes_a_duckdb_type(tmp_path):
     from dataclasses import replace
 
     from twicerun.compare.oracle import _Column
-    from twicerun.runner.amplify.base import _joint_keys
+    from twicerun.runner.amplify.base import _key_sets
 
     source = tmp_path / "daily.parquet"
     CON.execute(
@@ -280,7 +285,8 @@ def test_looking_for_keys_never_hashes_a_duckdb_type(tmp_path):
     )
     rows, columns = column_facts(CON, source)
     as_on_140 = [replace(c, type=_UnhashableType()) for c in columns]
-    assert _joint_keys(CON, source, rows, as_on_140) == {"tier", "day"}
+    keys = _key_sets(CON, source, rows, as_on_140)
+    assert {c.name for key in keys for c in key} == {"tier", "day"}
     column = as_on_140[0]
     assert hash(_Column(column.name, column.type, column.cls)) is not None
 
@@ -300,6 +306,18 @@ def test_columns_unique_together_by_chance_are_not_taken_for_a_key(tmp_path):
     plan = plan_collapse((rows, columns), artifact="codes", rows_per_value=50)
     # With no key at all, the most distinct column is spared, as before.
     assert {c.name for c in plan.chosen} == {"b", "c"}
+
+
+def assert_kept_and_folded(
+    source: Path, kept: set[str], folded: list[str], rows_per_value: int = ROWS_PER_VALUE
+):
+    """The columns of `source` kept whole as a key's are `kept`, tie collapse chooses to fold
+    `folded`; the plan, for what the test does with it."""
+    facts = column_facts(CON, source)
+    assert {c.name for c in facts[1] if c.joint} == kept
+    plan = plan_collapse(facts, artifact=source.stem, rows_per_value=rows_per_value)
+    assert [c.name for c in plan.chosen] == folded
+    return plan
 
 
 def answers_under_the_joint_probe(tmp_path: Path, source: Path, plan, query: str) -> set:
@@ -326,10 +344,7 @@ def test_a_repeated_event_id_is_kept_whole_with_the_file_that_tells_its_copies_a
         "AS event_id, 'part-' || f || '.csv' AS file, n AS line, "
         "(hash(f * 500 + n) % 100000)::BIGINT AS amount FROM range(4) a(f), range(500) b(n)",
     )  # fmt: skip
-    facts = column_facts(CON, source)
-    assert {c.name for c in facts[1] if c.joint} == {"event_id", "file", "line"}
-    plan = plan_collapse(facts, artifact="feed", rows_per_value=100)
-    assert [c.name for c in plan.chosen] == ["amount"]
+    plan = assert_kept_and_folded(source, {"event_id", "file", "line"}, ["amount"], 100)
     latest = (
         "SELECT DISTINCT ON (event_id) event_id, amount FROM read_parquet('{}') "
         "ORDER BY event_id, file DESC"
@@ -368,10 +383,7 @@ def test_a_time_that_rises_with_the_version_within_each_entity_is_kept_whole(tmp
         "INTERVAL ((e % 2000) * 37 + v * 1000) SECOND AS changed_at, "
         "(hash(e, v) % 100000)::BIGINT AS payload FROM range(3000) a(e), range(6) b(v)",
     )  # fmt: skip
-    facts = column_facts(CON, source)
-    assert {c.name for c in facts[1] if c.joint} == {"entity_id", "version", "changed_at"}
-    plan = plan_collapse(facts, artifact="changes")
-    assert [c.name for c in plan.chosen] == ["payload"]
+    plan = assert_kept_and_folded(source, {"entity_id", "version", "changed_at"}, ["payload"])
     latest = (
         "SELECT entity_id, arg_max(payload, changed_at) FROM read_parquet('{}') "
         "GROUP BY entity_id ORDER BY entity_id"
@@ -392,13 +404,10 @@ def test_a_measure_whose_few_repeats_another_column_happens_to_tell_apart_is_sti
         "hash(CASE WHEN n % 100 = 1 THEN n - 1 ELSE n END) % 1000000 AS code "
         "FROM range(400) t(n)",
     )  # fmt: skip
-    facts = column_facts(CON, source)
     assert CON.execute(f"SELECT count(DISTINCT (code, region)) FROM '{source}'").fetchone() == (
         400,
     )
-    assert {c.name for c in facts[1] if c.joint} == {"region", "slot"}
-    plan = plan_collapse(facts, artifact="grid", rows_per_value=50)
-    assert [c.name for c in plan.chosen] == ["code"]
+    assert_kept_and_folded(source, {"region", "slot"}, ["code"], 50)
 
 
 def users(tmp_path: Path) -> Path:

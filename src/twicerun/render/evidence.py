@@ -50,10 +50,10 @@ def evidence(comparisons: list[Comparison]) -> list[str]:
     run 1 is the reference its later runs were compared with). Past ARTIFACTS_SHOWN
     artifacts, one line counts the rest, with the classes they showed."""
     lines: list[str] = []
-    found = _per_artifact(comparisons)
-    for name, seen in list(found.items())[:ARTIFACTS_SHOWN]:
+    found = list(_per_artifact(comparisons).items())
+    for name, seen in found[:ARTIFACTS_SHOWN]:
         lines.extend(_artifact_lines(name, seen, len(comparisons)))
-    rest = list(found.items())[ARTIFACTS_SHOWN:]
+    rest = found[ARTIFACTS_SHOWN:]
     if rest:
         classes = sorted(
             {c for _, seen in rest for _, f in seen for c in f.classes},

@@ -99,13 +99,6 @@ MAX_POOL = {3: 40, 4: 20, 5: 16}
 CHANCE = 10
 
 
-def _joint_keys(
-    con: duckdb.DuckDBPyConnection, source: Path, rows: int, facts: list[ColumnFacts]
-) -> set[str]:
-    """The columns of the keys _key_sets finds."""
-    return {c.name for key in _key_sets(con, source, rows, facts) for c in key}
-
-
 def _key_sets(
     con: duckdb.DuckDBPyConnection, source: Path, rows: int, facts: list[ColumnFacts]
 ) -> list[tuple[ColumnFacts, ...]]:
@@ -176,6 +169,12 @@ def _key_sets(
     return keys
 
 
+def _nearly_unique_repeating(rows: int, facts: list[ColumnFacts]) -> list[ColumnFacts]:
+    """Exact columns unique on more than half the rows but not on all: the ones _key_sets
+    leaves out, and the two checks after it ask about."""
+    return [c for c in facts if c.cls is ColumnClass.EXACT and rows / 2 < c.distinct < rows]
+
+
 # Nearly unique columns asked, per key of two columns, whether they order each group as the
 # key's other column does, at most: the first in the input's column order.
 MAX_ORDERED = 8
@@ -201,11 +200,7 @@ def _ordered_within(
     time over p consecutive pairs (n rows fall in order one time in n!, and n! >= 2**(n-1)),
     so it is taken for design where that is under APART_BY_CHANCE. Such a column is
     kept whole, as a key's column is; its repeats across entities stay in the input."""
-    candidates = [
-        c
-        for c in facts
-        if c.cls is ColumnClass.EXACT and 2 * c.distinct > rows and c.distinct < rows
-    ]
+    candidates = _nearly_unique_repeating(rows, facts)
     found: set[str] = set()
     for first, second in [key for key in keys if len(key) == 2][:2]:
         for group, order in ((first, second), (second, first)):
@@ -246,7 +241,7 @@ def _repeats_told_apart(
 ) -> set[str]:
     """The pairs that are a key where one column is nearly unique on its own and the other
     tells its repeats apart: an event id that an at-least-once feed repeats, and the file
-    each copy arrived in. `_joint_keys` leaves nearly unique columns out, since they are
+    each copy arrived in. `_key_sets` leaves nearly unique columns out, since they are
     unique together with almost anything; so tie collapse folded the event id, and a
     correct `DISTINCT ON (event_id) ... ORDER BY event_id, filename DESC` fired.
 
@@ -259,10 +254,8 @@ def _repeats_told_apart(
     rarely ties meets few such partners, and stays foldable."""
     exact = [c for c in facts if c.cls is ColumnClass.EXACT and c.distinct > 1]
     pairs: list[tuple[ColumnFacts, ColumnFacts]] = []
-    for column in exact:
+    for column in _nearly_unique_repeating(rows, facts):
         repeats = rows - column.distinct
-        if not (repeats > 0 and 2 * column.distinct > rows):
-            continue
         pairs += [
             (column, partner)
             for partner in sorted(exact, key=lambda c: c.distinct)
