@@ -531,6 +531,38 @@ def test_the_comment_calls_not_comparable_steps_that_and_not_worse_one_line_per_
     assert "- `pipelines/p.py`, 3 steps (`a`, `b`, `c`): not comparable: pipeline not run" in only
 
 
+def test_a_step_the_baseline_lacks_that_differed_now_says_so_in_the_list():
+    """An added step that gave a new answer on every run was listed as "not comparable:
+    step added", word for word what a steady one got; only the table below said 4 of 4,
+    and the way out the comment offers (merge past the check, refresh the baseline)
+    makes that differing the step's normal."""
+    from dataclasses import replace
+
+    trials = [result(("a",)) for _ in range(19)]
+    now = result(("a",), ("steady",), ("random", NOISY), ("stressed", STEADY, (2, 2)))
+    now.steps[3] = replace(now.steps[3], status="STABLE_ON_THIS_INPUT")
+    new = result(("x", NOISY), ("y",), pipeline="pipelines/new.py")
+    gate = evaluate({P: now, "pipelines/new.py": new}, baseline_of(trials), rerun=never_rerun)
+    body = comment_body(gate, P)
+    listed = body.split("**Not comparable with the baseline**\n\n", 1)[1].split("\n\n")
+    assert listed[0].splitlines() == [
+        "- `steady` in `pipelines/p.py`: not comparable: step added",
+        "- `random` in `pipelines/p.py`: not comparable: step added; it differed in 4 of 4 "
+        "comparisons now (DIVERGENT)",
+        "- `stressed` in `pipelines/p.py`: not comparable: step added; it differed only under "
+        "the amplifiers: 2 of 2 now (STABLE_ON_THIS_INPUT)",
+        "- `pipelines/new.py`, 2 steps (`x`, `y`): not comparable: pipeline not in the "
+        "baseline; differed: `x` in 4 of 4 comparisons now (DIVERGENT)",
+    ]
+    assert listed[1].endswith(
+        "A baseline refreshed with a step that differed here takes its differing as its "
+        "normal, and the check stops flagging it."
+    )
+    # Steady steps alone get the way out without the warning.
+    steady = evaluate({P: result(("a",), ("steady",))}, baseline_of(trials), rerun=never_rerun)
+    assert "takes its differing" not in comment_body(steady, P)
+
+
 def test_a_pipeline_added_or_not_run_is_named_once_in_a_code_span_never_escaped():
     """The verdict's reason said again what the verdict says, with the pipeline's path as
     escaped text: `pipelines\\/one\\.py is in the check but not in the baseline`, which is

@@ -88,7 +88,12 @@ def _line(d: StepDecision) -> str:
         return f"{where}: {d.verdict}" + (f" ({bare(first)})" if first else "")
     if d.verdict in words.NOT_COMPARABLE:
         reason = _reason(d.verdict, d.evidence[0] if d.evidence else "")
-        return f"{where}: {d.verdict}" + (f" ({bare(reason)})" if reason else "")
+        differed = _differed_now(d)
+        return (
+            f"{where}: {d.verdict}"
+            + (f" ({bare(reason)})" if reason else "")
+            + (f"; it differed {differed}" if differed else "")
+        )
     p = "" if d.p_value is None else f", {_p_phrase(d.p_value)}"
     if d.verdict in words.OF_A_KIND and d.evidence:
         # Its fire counts are no news (it differed on the baseline too); the kind is.
@@ -101,6 +106,26 @@ def _line(d: StepDecision) -> str:
     if d.verdict in (words.RATE_UP, words.RATE_DOWN) and d.evidence:
         now += f"; {bare(d.evidence[0])}"  # what moved, where the comparisons did not
     return f"{where}: {d.verdict}, {_baseline(d)} on the baseline, {now}{p}"
+
+
+# Not comparable because of a name the baseline lacks, with the step run now: what the
+# run saw it do is all there is to judge it by.
+_RAN_NOW = (words.STEP_ADDED, words.STEP_RENAMED, words.PIPELINE_ADDED)
+
+
+def _differed_now(d: StepDecision) -> str:
+    """How a step the baseline has no trials of differed in this run, or "" when it did
+    not: "in 4 of 4 comparisons now (DIVERGENT)". Only the table used to say so, and the
+    list's line read alike for a steady step and a random one, though the way out it
+    offers (merge past the check, refresh the baseline) makes the random one normal."""
+    if d.verdict not in _RAN_NOW:
+        return ""
+    status = f" ({d.status})" if d.status else ""
+    if d.now_fired:
+        return f"in {d.now_fired} of {d.now_compared} comparisons now{status}"
+    if d.stress_only():
+        return f"{d.stress_only()}{status}"
+    return ""
 
 
 # Not comparable because of a name the baseline lacks or the check did not run: an
@@ -199,6 +224,12 @@ def render(
             "(someone allowed to override it, or a `fail-on` without `not-comparable` on "
             "this pull request), then refresh the baseline on the base branch with "
             "`twicerun baseline update`."
+            + (
+                " A baseline refreshed with a step that differed here takes its differing "
+                "as its normal, and the check stops flagging it."
+                if any(_differed_now(d) for d in uncompared)
+                else ""
+            )
         )
     charted = [d for d in (*failed, *better, *notable) if d.baseline_fired_by_trial][:CHARTS]
     if charted:
@@ -335,10 +366,12 @@ def _uncompared_lines(decisions: list[StepDecision]) -> list[str]:
             lines += [_line(d) for d in members]
             continue
         said = _reason(verdict, reason)
+        differed = [f"{code(d.name)} {_differed_now(d)}" for d in members if _differed_now(d)]
         lines.append(
             f"{code(pipeline)}, {plural(len(members), 'step')} "
             f"({some([code(d.name) for d in members])}): {verdict}"
             + (f" ({bare(said)})" if said else "")
+            + (f"; differed: {some(differed, 3)}" if differed else "")
         )
     return lines
 
