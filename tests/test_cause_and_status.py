@@ -927,6 +927,46 @@ def test_a_seed_set_once_at_import_is_named_as_no_seed_of_the_steps_own(write_pi
         assert [n for n in step["notes"] if n.startswith(said)], step["notes"]
 
 
+def test_a_generator_the_file_makes_at_import_is_named_as_the_modules_is(
+    write_pipeline, twicerun, run_dir
+):
+    """`RNG = random.Random(7)` at the top of the file is one stream for the process, as the
+    random module is: a step drawing from it differed in every comparison, at one thread
+    too, and got no note saying why, where the same draw from the module got one. Found
+    through a helper of the file as well; a step that seeds it every run, or only holds
+    one, is not named, and a SystemRandom, which has no state to read, is left out."""
+    path = write_pipeline(
+        "import random\n\nRNG = random.Random(7)\nSYSTEM = random.SystemRandom()\n\n\n"
+        "def _pick():\n    return RNG.randint(0, 10**9)\n\n\n"
+        'def draws(ctx):\n    ctx.write("drawn", f"SELECT {RNG.random()} AS v")\n\n\n'
+        'def draws_in_helper(ctx):\n    ctx.write("picked", f"SELECT {_pick()} AS v")\n\n\n'
+        "def reseeds(ctx):\n    RNG.seed(3)\n"
+        '    ctx.write("reseeded", f"SELECT {RNG.random()} AS v")\n\n\n'
+        'def holds(ctx):\n    ctx.write("held", f"SELECT {len(repr(RNG))} > 0 AS v")\n\n\n'
+        'def system(ctx):\n    ctx.write("sys", f"SELECT {SYSTEM.random()} AS v")\n'
+    )
+    steps = {
+        s["name"]: s
+        for s in twicerun("run", path, "--runs", "3", "--no-amplify", "--json", "-").json()["steps"]
+    }
+    said = (
+        "drew from the generator RNG (a random.Random) with no seed fixed in the step: its "
+        "runs left it in states of their own, so they drew other numbers, at any thread count"
+    )
+    for name in ("draws", "draws_in_helper"):
+        assert steps[name]["fired"] == 2
+        assert [n for n in steps[name]["notes"] if n.startswith(said)], steps[name]["notes"]
+    assert steps["reseeds"]["fired"] == 0 and steps["reseeds"]["notes"] == []
+    assert steps["holds"]["fired"] == 0 and steps["holds"]["notes"] == []
+    assert steps["system"]["fired"] == 2
+    assert not [n for n in steps["system"]["notes"] if "generator" in n]
+    receipts = {
+        p.parent.name: json.loads(p.read_text()) for p in run_dir.glob("*/loop/1/*/receipt.json")
+    }
+    assert receipts["00-draws"]["generators"].startswith("the generator RNG (a random.Random):")
+    assert receipts["03-holds"]["generators"] is None
+
+
 SEEDED = """
 import itertools
 

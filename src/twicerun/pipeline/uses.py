@@ -80,6 +80,13 @@ def _reached(fn: Any) -> tuple[list[CodeType], list[tuple[str, Any]]]:
     return codes, list(named.items())
 
 
+def reached_values(fn: Any) -> list[tuple[str, Any]]:
+    """Every global and closure value the step's code, and the code of its file's functions
+    it calls, names (`_reached`), whatever its type: for what is read off objects rather
+    than digested (the random generators a step draws from, runner/generators.py)."""
+    return _reached(fn)[1]
+
+
 def step_uses(fn: Any) -> dict[str, str]:
     """Name to SHA-256 of what `fn` (the function a step runs) reads from its own file, as
     the file was imported: values that are plain data, and functions and classes the file

@@ -22,13 +22,13 @@ from twicerun.compare.digest import Digests, digests
 from twicerun.errors import BadInput, ContractError, StepCrashed, StepTimedOut, UnsupportedColumn
 from twicerun.pipeline import Step
 from twicerun.pipeline.loader import line_in, missing_module_advice
-from twicerun.pipeline.uses import read_now
+from twicerun.pipeline.uses import reached_values, read_now
 from twicerun.runner import own_workers
 from twicerun.runner.default_connection import already_exists
 from twicerun.runner.engines import Engine, session_time_zone
 from twicerun.runner.environ_read import reading_environment
 from twicerun.runner.environment import platform_stamp
-from twicerun.runner.generators import generator_states, left_in
+from twicerun.runner.generators import generator_states, left_in, named_generators
 from twicerun.runner.handed_objects import reused
 from twicerun.runner.interrupts import (
     deadline,
@@ -155,7 +155,8 @@ def execute_step(
     # connection helpers cost the loop a few tenths of a millisecond per execution.
     cwd = invocation.working_directory
     ended = None
-    drawn = generator_states()
+    own_generators = named_generators(reached_values(step.fn))
+    drawn = generator_states(own_generators)
     # Files beside the pipeline the step opens itself (SQL kept in .sql files): part of
     # what it computes, for the verdicts to name (runner/opened.py).
     reads_beside = (
@@ -190,7 +191,7 @@ def execute_step(
             ):
                 returned = step.call(ctx)
             ended = time.perf_counter()
-            generators = left_in(drawn, generator_states())
+            generators = left_in(drawn, generator_states(own_generators))
             # A file the step itself rewrote is its output (an export), not something
             # handed to it: only files it left as it found them count as read.
             changed = []
