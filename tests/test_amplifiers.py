@@ -642,7 +642,8 @@ def test_row_multiplication_says_which_key_it_could_not_move(tmp_path):
     )
     assert multiply_rows(CON, source, tmp_path / "out.parquet", artifact="full") == Applied(
         "full 4 rows to 8, k not moved (it spans too much of its type to move "
-        "past, or is of a type that does not move), so the added copy repeats it"
+        "past, or is of a type, or text in a form, that does not move), so the added copy "
+        "repeats it"
     )
 
 
@@ -677,7 +678,8 @@ def test_row_multiplication_keeps_a_float_key_distinct_with_the_next_float_up(tm
     )
     assert multiply_rows(CON, adjacent, tmp_path / "out2.parquet", artifact="adjacent") == Applied(
         "adjacent 3 rows to 6, score not moved (it spans too much of its type to move "
-        "past, or is of a type that does not move), so the added copy repeats it"
+        "past, or is of a type, or text in a form, that does not move), so the added copy "
+        "repeats it"
     )
 
 
@@ -693,12 +695,49 @@ def test_row_multiplication_repeats_a_json_key_rather_than_write_what_is_not_jso
     target = tmp_path / "out.parquet"
     assert multiply_rows(CON, source, target, artifact="docs") == Applied(
         "docs 6 rows to 12, doc not moved (it spans too much of its type to move "
-        "past, or is of a type that does not move), so the added copy repeats it"
+        "past, or is of a type, or text in a form, that does not move), so the added copy "
+        "repeats it"
     )
     assert CON.execute(
         f"SELECT count(*), bool_and(json_valid(doc)), any_value(typeof(doc)) "
         f"FROM read_parquet('{target}')"
     ).fetchone() == (12, True, "JSON")
+
+
+def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_parse(tmp_path):
+    """Text keys a step reads as another type were suffixed (`{"id": 7}#1`) or had their
+    trailing number moved (`10:00:65`): a correct step that parsed them raised, and row
+    multiplication failed on it (a JSON payload per session, unseen72). Timestamps written
+    as DuckDB writes them now move as timestamps, in whole units of their finest part, and
+    stay text; times, timestamps in other forms and JSON text are left as they are."""
+    source = parquet_of(
+        tmp_path,
+        "texts.parquet",
+        "SELECT i % 3 AS g, "
+        "CAST(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND AS VARCHAR) AS at_s, "
+        "CAST(TIMESTAMP '2026-03-01' + INTERVAL (i * 70) MILLISECOND AS VARCHAR) AS at_ms, "
+        "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND, '%Y-%m-%dT%H:%M:%SZ') AS iso, "
+        "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND, '%H:%M:%S') AS clock, "
+        "'{\"id\": ' || i || '}' AS payload, 'ORD-' || lpad(i::VARCHAR, 5, '0') AS code "
+        "FROM range(500) t(i)",
+    )
+    target = tmp_path / "out.parquet"
+    assert multiply_rows(CON, source, target, artifact="texts") == Applied(
+        "texts 500 rows to 1,000, at_s, at_ms and code moved past their ranges in the added "
+        "copy, iso, clock and payload not moved (they span too much of their types to move "
+        "past, or are of a type, or text in a form, that does not move), so the added copy "
+        "repeats them"
+    )
+    scan = f"FROM read_parquet('{target}')"
+    assert CON.execute(
+        "SELECT count(DISTINCT at_s), count(DISTINCT at_ms), count(DISTINCT code), "
+        "bool_and(CAST(CAST(at_s AS TIMESTAMP) AS VARCHAR) = at_s), "
+        "bool_and(CAST(CAST(at_ms AS TIMESTAMP) AS VARCHAR) = at_ms), "
+        "bool_and(at_s NOT LIKE '%.%'), bool_and(try_strptime(iso, '%Y-%m-%dT%H:%M:%SZ') "
+        "IS NOT NULL), bool_and(TRY_CAST(clock AS TIME) IS NOT NULL), "
+        f"bool_and(json_valid(payload)) {scan}"
+    ).fetchone() == (1000, 1000, 1000, True, True, True, True, True, True)
+    assert rows_of(source) == rows_of(target)[:500]  # the first copy as it was
 
 
 def test_row_multiplication_keeps_a_blob_key_distinct_and_a_hash_key_at_its_length(tmp_path):

@@ -121,7 +121,7 @@ def multiply_rows(
         grown += (
             f", {listed(stuck)} not moved ({'it spans' if one else 'they span'} too much of "
             f"{'its type' if one else 'their types'} to move past, or {'is' if one else 'are'} "
-            f"of a type that does not move), so the added "
+            f"of a type, or text in a form, that does not move), so the added "
             f"{'copy repeats' if factor == 2 else 'copies repeat'} {'it' if one else 'them'}"
         )
     return Applied(grown)
@@ -255,6 +255,9 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         other = f"CAST({_other_uuid(column)} AS VARCHAR)"
         other = other if not not_uuid else f"upper({other})"
         return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {other} END"
+    parsed = _parsed_text(con, keep.sql, column, scan, last)
+    if parsed is not None:
+        return parsed or None
     numbered_text = None if not_numbered else _numbered_text(con, keep.sql, column, scan, last)
     if numbered_text is not None:
         return numbered_text
@@ -263,6 +266,46 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     mark = next((m for m, n in zip(_MARKS, held, strict=True) if not n), _MARKS[0])
     mark = sql.string(mark).replace("{", "{{").replace("}", "}}")
     return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {column} || {mark} || {{copy}} END"
+
+
+# Microseconds a text timestamp moves by a multiple of, the coarsest its values all keep
+# (whole days, seconds, milliseconds), so that a moved value is written as its own were.
+_GRAINS = (86_400_000_000, 1_000_000, 1_000, 1)
+
+
+def _parsed_text(
+    con: duckdb.DuckDBPyConnection, value: str, column: str, scan: str, last: int
+) -> str | None:
+    """For text a step may read as another type: a template moving timestamps written as
+    DuckDB writes them (`2026-03-01 10:00:05`) past their range, in whole units of the
+    finest part any value uses, and written back as text alike; "" (not moved) for other
+    times, a timestamp in another form (`2026-03-01T10:00:05Z`) or a JSON object or array
+    in every row; None for anything else, which moves as text does. A suffix or a moved
+    trailing number wrote `{"id": 7}#1` and `10:00:65`, which a correct step that parses
+    them raised on, and row multiplication failed on a step that had done nothing wrong."""
+    as_ts = f"TRY_CAST({value} AS TIMESTAMP)"
+    not_ts, not_written, not_time, not_json, low, high, *off_grain = con.execute(
+        f"SELECT count(*) FILTER (WHERE {as_ts} IS NULL), "
+        f"count(*) FILTER (WHERE CAST({as_ts} AS VARCHAR) IS DISTINCT FROM {value}), "
+        f"count(*) FILTER (WHERE TRY_CAST({value} AS TIME) IS NULL), "
+        f"count(*) FILTER (WHERE NOT coalesce(json_valid({value}) "
+        f"AND left(ltrim({value}), 1) IN ('{{', '['), false)), "
+        f"epoch_us(min({as_ts})), epoch_us(max({as_ts})), "
+        + ", ".join(f"count(*) FILTER (WHERE epoch_us({as_ts}) % {g} <> 0)" for g in _GRAINS)
+        + f" {scan} WHERE {value} IS NOT NULL"
+    ).fetchone()
+    if not not_written and low is not None:
+        grain = next(g for g, off in zip(_GRAINS, off_grain, strict=True) if not off)
+        span = -(-(high - low + 1) // grain) * grain
+        if high + span * last < _YEAR_10000_US:
+            return (
+                f"CAST(CAST({column} AS TIMESTAMP) + "
+                f"to_microseconds(CAST({{copy}} AS BIGINT) * {span}) AS VARCHAR)"
+            )
+        return ""
+    if not not_ts or not not_time or not not_json:
+        return ""
+    return None
 
 
 def _numbered_text(
