@@ -708,8 +708,9 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
     """Text keys a step reads as another type were suffixed (`{"id": 7}#1`) or had their
     trailing number moved (`10:00:65`): a correct step that parsed them raised, and row
     multiplication failed on it (a JSON payload per session, unseen72). Timestamps written
-    as DuckDB writes them now move as timestamps, in whole units of their finest part, and
-    stay text; times, timestamps in other forms and JSON text are left as they are."""
+    as DuckDB writes them, or in an ISO form every value shares, now move as timestamps, in
+    whole units of their finest part, and are written back in that form; times, timestamps
+    in a form of their own (an offset) and JSON text are left as they are."""
     source = parquet_of(
         tmp_path,
         "texts.parquet",
@@ -717,26 +718,33 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
         "CAST(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND AS VARCHAR) AS at_s, "
         "CAST(TIMESTAMP '2026-03-01' + INTERVAL (i * 70) MILLISECOND AS VARCHAR) AS at_ms, "
         "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND, '%Y-%m-%dT%H:%M:%SZ') AS iso, "
+        "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 70) MILLISECOND, "
+        "'%Y-%m-%dT%H:%M:%S.%gZ') AS iso_ms, "
+        "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND, '%Y-%m-%d %H:%M:%S+01') AS zoned, "
         "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND, '%H:%M:%S') AS clock, "
         "'{\"id\": ' || i || '}' AS payload, 'ORD-' || lpad(i::VARCHAR, 5, '0') AS code "
         "FROM range(500) t(i)",
     )
     target = tmp_path / "out.parquet"
     assert multiply_rows(CON, source, target, artifact="texts") == Applied(
-        "texts 500 rows to 1,000, at_s, at_ms and code moved past their ranges in the added "
-        "copy, iso, clock and payload not moved (they span too much of their types to move "
-        "past, or are of a type, or text in a form, that does not move), so the added copy "
-        "repeats them"
+        "texts 500 rows to 1,000, at_s, at_ms, iso, iso_ms and code moved past their ranges in "
+        "the added copy, zoned, clock and payload not moved (they span too much of their "
+        "types to move past, or are of a type, or text in a form, that does not move), so the "
+        "added copy repeats them"
     )
     scan = f"FROM read_parquet('{target}')"
     assert CON.execute(
-        "SELECT count(DISTINCT at_s), count(DISTINCT at_ms), count(DISTINCT code), "
+        "SELECT count(DISTINCT at_s), count(DISTINCT at_ms), count(DISTINCT iso), "
+        "count(DISTINCT iso_ms), count(DISTINCT code), "
         "bool_and(CAST(CAST(at_s AS TIMESTAMP) AS VARCHAR) = at_s), "
         "bool_and(CAST(CAST(at_ms AS TIMESTAMP) AS VARCHAR) = at_ms), "
-        "bool_and(at_s NOT LIKE '%.%'), bool_and(try_strptime(iso, '%Y-%m-%dT%H:%M:%SZ') "
-        "IS NOT NULL), bool_and(TRY_CAST(clock AS TIME) IS NOT NULL), "
-        f"bool_and(json_valid(payload)) {scan}"
-    ).fetchone() == (1000, 1000, 1000, True, True, True, True, True, True)
+        "bool_and(at_s NOT LIKE '%.%'), "
+        "bool_and(strftime(strptime(iso, '%Y-%m-%dT%H:%M:%SZ'), '%Y-%m-%dT%H:%M:%SZ') = iso), "
+        "bool_and(strftime(strptime(iso_ms, '%Y-%m-%dT%H:%M:%S.%gZ'), "
+        "'%Y-%m-%dT%H:%M:%S.%gZ') = iso_ms), "
+        "bool_and(TRY_CAST(zoned AS TIMESTAMPTZ) IS NOT NULL), "
+        f"bool_and(TRY_CAST(clock AS TIME) IS NOT NULL), bool_and(json_valid(payload)) {scan}"
+    ).fetchone() == (1000, 1000, 1000, 1000, 1000, True, True, True, True, True, True, True, True)
     assert rows_of(source) == rows_of(target)[:500]  # the first copy as it was
 
 

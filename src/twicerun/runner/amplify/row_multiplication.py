@@ -271,38 +271,74 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
 # Microseconds a text timestamp moves by a multiple of, the coarsest its values all keep
 # (whole days, seconds, milliseconds), so that a moved value is written as its own were.
 _GRAINS = (86_400_000_000, 1_000_000, 1_000, 1)
+# The forms a timestamp kept as text is written in, besides DuckDB's own (its VARCHAR
+# cast), which a moved value is written back in: ISO 8601 with a T, with or without a Z and
+# a fraction of three or six digits, the same with a space, with slashes, and compact.
+_WRITTEN = (
+    "%Y-%m-%dT%H:%M:%S.%fZ",
+    "%Y-%m-%dT%H:%M:%S.%gZ",
+    "%Y-%m-%dT%H:%M:%SZ",
+    "%Y-%m-%dT%H:%M:%S.%f",
+    "%Y-%m-%dT%H:%M:%S.%g",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%d %H:%M:%S.%f",
+    "%Y-%m-%d %H:%M:%S.%g",
+    "%Y/%m/%d %H:%M:%S",
+    "%Y%m%dT%H%M%SZ",
+)
 
 
 def _parsed_text(
     con: duckdb.DuckDBPyConnection, value: str, column: str, scan: str, last: int
 ) -> str | None:
-    """For text a step may read as another type: a template moving timestamps written as
-    DuckDB writes them (`2026-03-01 10:00:05`) past their range, in whole units of the
-    finest part any value uses, and written back as text alike; "" (not moved) for other
-    times, a timestamp in another form (`2026-03-01T10:00:05Z`) or a JSON object or array
-    in every row; None for anything else, which moves as text does. A suffix or a moved
-    trailing number wrote `{"id": 7}#1` and `10:00:65`, which a correct step that parses
-    them raised on, and row multiplication failed on a step that had done nothing wrong."""
-    as_ts = f"TRY_CAST({value} AS TIMESTAMP)"
-    not_ts, not_written, not_time, not_json, low, high, *off_grain = con.execute(
-        f"SELECT count(*) FILTER (WHERE {as_ts} IS NULL), "
-        f"count(*) FILTER (WHERE CAST({as_ts} AS VARCHAR) IS DISTINCT FROM {value}), "
+    """For text a step may read as another type: a template moving timestamps past their
+    range, in whole units of the finest part any value uses, written back in the form every
+    value is written in (DuckDB's own, `2026-03-01 10:00:05`, or one of `_WRITTEN`, such as
+    `2026-03-01T10:00:05.000Z`); "" (not moved) for times of day, timestamps in any other
+    form, and JSON objects or arrays; None for anything else, which moves as text does. A
+    suffix or a moved trailing number wrote `{"id": 7}#1` and `10:00:65`, which a correct
+    step that parses them raised on, and row multiplication failed on a step that had done
+    nothing wrong."""
+    (sample,) = con.execute(f"SELECT min({value}) {scan}").fetchone()
+    if sample is None:
+        return None
+    # The form is guessed from one value, then checked on every value, in one scan.
+    matches = con.execute(
+        "SELECT "
+        + ", ".join(
+            ["CAST(TRY_CAST(? AS TIMESTAMP) AS VARCHAR) = ?"]
+            + [f"strftime(try_strptime(?, {sql.string(f)}), {sql.string(f)}) = ?" for f in _WRITTEN]
+        ),
+        [sample, sample] * (1 + len(_WRITTEN)),
+    ).fetchone()
+    form = next((f for f, hit in zip((None, *_WRITTEN), matches, strict=True) if hit), False)
+    if form is not False:
+        read = (
+            "TRY_CAST({} AS TIMESTAMP)"
+            if form is None
+            else f"try_strptime({{}}, {sql.string(form)})"
+        )
+        write = "CAST({} AS VARCHAR)" if form is None else f"strftime({{}}, {sql.string(form)})"
+        parsed = read.format(value)
+        off, low, high, *off_grain = con.execute(
+            f"SELECT count(*) FILTER (WHERE {write.format(parsed)} IS DISTINCT FROM {value}), "
+            f"epoch_us(min({parsed})), epoch_us(max({parsed})), "
+            + ", ".join(f"count(*) FILTER (WHERE epoch_us({parsed}) % {g} <> 0)" for g in _GRAINS)
+            + f" {scan} WHERE {value} IS NOT NULL"
+        ).fetchone()
+        if not off and low is not None:
+            grain = next(g for g, n in zip(_GRAINS, off_grain, strict=True) if not n)
+            span = -(-(high - low + 1) // grain) * grain
+            if high + span * last >= _YEAR_10000_US:
+                return ""
+            moved = f"{read.format(column)} + to_microseconds(CAST({{copy}} AS BIGINT) * {span})"
+            return write.format(moved)
+    not_ts, not_time, not_json = con.execute(
+        f"SELECT count(*) FILTER (WHERE TRY_CAST({value} AS TIMESTAMP) IS NULL), "
         f"count(*) FILTER (WHERE TRY_CAST({value} AS TIME) IS NULL), "
         f"count(*) FILTER (WHERE NOT coalesce(json_valid({value}) "
-        f"AND left(ltrim({value}), 1) IN ('{{', '['), false)), "
-        f"epoch_us(min({as_ts})), epoch_us(max({as_ts})), "
-        + ", ".join(f"count(*) FILTER (WHERE epoch_us({as_ts}) % {g} <> 0)" for g in _GRAINS)
-        + f" {scan} WHERE {value} IS NOT NULL"
+        f"AND left(ltrim({value}), 1) IN ('{{', '['), false)) {scan} WHERE {value} IS NOT NULL"
     ).fetchone()
-    if not not_written and low is not None:
-        grain = next(g for g, off in zip(_GRAINS, off_grain, strict=True) if not off)
-        span = -(-(high - low + 1) // grain) * grain
-        if high + span * last < _YEAR_10000_US:
-            return (
-                f"CAST(CAST({column} AS TIMESTAMP) + "
-                f"to_microseconds(CAST({{copy}} AS BIGINT) * {span}) AS VARCHAR)"
-            )
-        return ""
     if not not_ts or not not_time or not not_json:
         return ""
     return None
