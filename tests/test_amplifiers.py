@@ -46,6 +46,15 @@ def parquet_of(tmp_path: Path, name: str, select: str) -> Path:
     return path
 
 
+def multiplied(tmp_path: Path, name: str, select: str) -> tuple[str, Path, Path]:
+    """Row multiplication's detail on the rows of `select`, their file and its output."""
+    source = parquet_of(tmp_path, f"{name}.parquet", select)
+    target = tmp_path / f"{name}-out.parquet"
+    outcome = multiply_rows(CON, source, target, artifact=name)
+    assert isinstance(outcome, Applied), outcome
+    return outcome.detail, source, target
+
+
 # Tie collapse ---------------------------------------------------------------------------
 
 
@@ -687,13 +696,12 @@ def test_row_multiplication_repeats_a_json_key_rather_than_write_what_is_not_jso
     """A JSON column with a value per row is a key, and was suffixed like other text:
     `{"k": 0}#1` is no JSON, so writing the stressed input raised and row multiplication
     failed on a step that had done nothing wrong."""
-    source = parquet_of(
+    detail, _, target = multiplied(
         tmp_path,
-        "docs.parquet",
+        "docs",
         "SELECT i % 3 AS g, ('{\"k\": ' || i || '}')::JSON AS doc FROM range(6) t(i)",
     )
-    target = tmp_path / "out.parquet"
-    assert multiply_rows(CON, source, target, artifact="docs") == Applied(
+    assert detail == (
         "docs 6 rows to 12, doc not moved (it spans too much of its type to move "
         "past, or is of a type, or text in a form, that does not move), so the added copy "
         "repeats it"
@@ -711,9 +719,9 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
     as DuckDB writes them, or in an ISO form every value shares, now move as timestamps, in
     whole units of their finest part, and are written back in that form; times, timestamps
     in a form of their own (an offset) and JSON text are left as they are."""
-    source = parquet_of(
+    detail, source, target = multiplied(
         tmp_path,
-        "texts.parquet",
+        "texts",
         "SELECT i % 3 AS g, "
         "CAST(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND AS VARCHAR) AS at_s, "
         "CAST(TIMESTAMP '2026-03-01' + INTERVAL (i * 70) MILLISECOND AS VARCHAR) AS at_ms, "
@@ -725,8 +733,7 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
         "'{\"id\": ' || i || '}' AS payload, 'ORD-' || lpad(i::VARCHAR, 5, '0') AS code "
         "FROM range(500) t(i)",
     )
-    target = tmp_path / "out.parquet"
-    assert multiply_rows(CON, source, target, artifact="texts") == Applied(
+    assert detail == (
         "texts 500 rows to 1,000, at_s, at_ms, iso, iso_ms and code moved past their ranges in "
         "the added copy, zoned, clock and payload not moved (they span too much of their "
         "types to move past, or are of a type, or text in a form, that does not move), so the "
