@@ -3,9 +3,10 @@
 Python's `random` module, numpy's legacy global generator where numpy is loaded, and a
 `random.Random` the pipeline's file makes at import are each one stream for the whole
 process: a step that draws from one without seeding it continues where the previous
-execution left off, so its runs see other numbers, at any thread count. Whether a step did that is a fact twicerun can read off the
-generators themselves: the state an execution leaves them in. A step that seeds them
-leaves the same state in every run; one that draws unseeded leaves another each time.
+execution left off, so its runs see other numbers, at any thread count. Whether a step
+did that is a fact twicerun can read off the generators themselves: the state an
+execution leaves them in. A step that seeds them leaves the same state in every run; one
+that draws unseeded leaves another each time.
 """
 
 from __future__ import annotations

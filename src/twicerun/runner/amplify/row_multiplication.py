@@ -302,16 +302,23 @@ def _parsed_text(
     (sample,) = con.execute(f"SELECT min({value}) {scan}").fetchone()
     if sample is None:
         return None
-    # The form is guessed from one value, then checked on every value, in one scan.
-    matches = con.execute(
+    # The form is guessed from one value, then checked on every value, in one scan; a value
+    # that reads as no timestamp, time or JSON says the column is other text, unscanned.
+    *matches, parses = con.execute(
         "SELECT "
         + ", ".join(
             ["CAST(TRY_CAST(? AS TIMESTAMP) AS VARCHAR) = ?"]
             + [f"strftime(try_strptime(?, {sql.string(f)}), {sql.string(f)}) = ?" for f in _WRITTEN]
+            + [
+                "TRY_CAST(? AS TIMESTAMP) IS NOT NULL OR TRY_CAST(? AS TIME) IS NOT NULL "
+                "OR coalesce(json_valid(?) AND left(ltrim(?), 1) IN ('{', '['), false)"
+            ]
         ),
-        [sample, sample] * (1 + len(_WRITTEN)),
+        [sample, sample] * (1 + len(_WRITTEN)) + [sample] * 4,
     ).fetchone()
     form = next((f for f, hit in zip((None, *_WRITTEN), matches, strict=True) if hit), False)
+    if form is False and not parses:
+        return None
     if form is not False:
         read = (
             "TRY_CAST({} AS TIMESTAMP)"
