@@ -731,11 +731,13 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
         "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND, '%Y%m%dT%H%M%SZ') AS compact, "
         "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND, '%Y-%m-%d %H:%M:%S+01') AS zoned, "
         "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND, '%H:%M:%S') AS clock, "
-        "'{\"id\": ' || i || '}' AS payload, 'ORD-' || lpad(i::VARCHAR, 5, '0') AS code "
+        "'{\"id\": ' || i || '}' AS payload, 'ORD-' || lpad(i::VARCHAR, 5, '0') AS code, "
+        "((i - 250)::DOUBLE / 100)::VARCHAR AS amount "
         "FROM range(500) t(i)",
     )
     assert detail == (
-        "texts 500 rows to 1,000, at_s, at_ms, iso, iso_ms, compact and code moved past their ranges in "
+        "texts 500 rows to 1,000, at_s, at_ms, iso, iso_ms, compact, code and amount moved past their "
+        "ranges in "
         "the added copy, zoned, clock and payload not moved (they span too much of their "
         "types to move past, or are of a type, or text in a form, that does not move), so the "
         "added copy repeats them"
@@ -745,6 +747,7 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
         CON.execute(
             "SELECT count(DISTINCT at_s), count(DISTINCT at_ms), count(DISTINCT iso), "
             "count(DISTINCT iso_ms), count(DISTINCT compact), count(DISTINCT code), "
+            "count(DISTINCT CAST(amount AS DECIMAL(9, 2))), "
             "bool_and(CAST(CAST(at_s AS TIMESTAMP) AS VARCHAR) = at_s), "
             "bool_and(CAST(CAST(at_ms AS TIMESTAMP) AS VARCHAR) = at_ms), "
             "bool_and(at_s NOT LIKE '%.%'), "
@@ -755,7 +758,7 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
             "bool_and(TRY_CAST(zoned AS TIMESTAMPTZ) IS NOT NULL), "
             f"bool_and(TRY_CAST(clock AS TIME) IS NOT NULL), bool_and(json_valid(payload)) {scan}"
         ).fetchone()
-        == (1000,) * 6 + (True,) * 9
+        == (1000,) * 7 + (True,) * 9
     )
     assert rows_of(source) == rows_of(target)[:500]  # the first copy as it was
 

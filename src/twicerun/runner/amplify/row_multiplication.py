@@ -10,6 +10,7 @@ other column keeps its values, so each tie group grows too.
 from __future__ import annotations
 
 import datetime
+import re
 from pathlib import Path
 
 import duckdb
@@ -302,6 +303,9 @@ def _parsed_text(
     (sample,) = con.execute(f"SELECT min({value}) {scan}").fetchone()
     if sample is None:
         return None
+    decimal = _decimal_text(con, sample, value, column, scan, last)
+    if decimal is not None:
+        return decimal
     # The form is guessed from one value, then checked on every value, in one scan; a value
     # that reads as no timestamp, time or JSON says the column is other text, unscanned.
     *matches, parses = con.execute(
@@ -349,6 +353,47 @@ def _parsed_text(
     if not not_ts or not not_time or not not_json:
         return ""
     return None
+
+
+# Digits after the point a decimal kept as text may have for it to move as a DECIMAL(38, s).
+_MAX_SCALE = 18
+_DECIMAL_TEXT = r"-?[0-9]+(\.[0-9]+)?"
+
+
+def _decimal_text(
+    con: duckdb.DuckDBPyConnection, sample: str, value: str, column: str, scan: str, last: int
+) -> str | None:
+    """For numbers kept as text with a point (`12.5`, `-0.05`; a column landed as text to be
+    cast in a later step): a template moving them past their range by whole units, as a
+    DECIMAL with as many digits after the point as the longest value has, written back as
+    text, so a step's CAST to a number still reads them. None for anything else, and where
+    two values are one number (`1.5` and `1.50`), which would meet in a copy. Where the
+    fraction had no one width, the trailing number moved, or the text got a suffix, and a
+    correct CAST raised."""
+    if not re.fullmatch(_DECIMAL_TEXT, sample):
+        return None
+    pattern = sql.string(_DECIMAL_TEXT)
+    other, scale = con.execute(
+        f"SELECT count(*) FILTER (WHERE NOT regexp_full_match({value}, {pattern})), "
+        f"max(length(split_part({value}, '.', 2))) {scan} WHERE {value} IS NOT NULL"
+    ).fetchone()
+    if other or not scale or scale > _MAX_SCALE:
+        return None
+    number = f"CAST({value} AS DECIMAL(38, {scale}))"
+    low, high, texts, numbers = con.execute(
+        f"SELECT min({number}), max({number}), count(DISTINCT {value}), count(DISTINCT {number}) "
+        f"{scan}"
+    ).fetchone()
+    span = int(high) - int(low) + 1 if low is not None else 0
+    if (
+        texts != numbers
+        or low is None
+        or max(abs(low), abs(high) + span * last) >= 10 ** (38 - scale)
+    ):
+        return None
+    moved = f"CAST(CAST({column} AS DECIMAL(38, {scale})) + {{copy}} * {span} AS VARCHAR)"
+    # The first copy as it was: written back as a DECIMAL, `-2.5` would read `-2.50`.
+    return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {moved} END"
 
 
 def _numbered_text(
