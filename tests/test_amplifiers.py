@@ -763,6 +763,39 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
     assert rows_of(source) == rows_of(target)[:500]  # the first copy as it was
 
 
+def test_row_multiplication_moves_one_member_of_a_key_of_several_columns(tmp_path):
+    """Every member of a key of year, month and day moved past its range, so the added
+    copy held (2027, 13, 32) and a correct `make_date(y, m, dd)` raised: row
+    multiplication failed on a step that had done nothing wrong (unseen75). One moved
+    member keeps the key distinct: the one with the fewest values that can move, and a year
+    moves by whole 400-year cycles, so 29 February still exists. Where that member cannot
+    move (JSON text), the next one does."""
+    detail, source, target = multiplied(
+        tmp_path,
+        "daily",
+        "SELECT year(d)::INT AS y, month(d)::INT AS m, day(d)::INT AS dd, "
+        "(hash(d) % 1000)::INT AS visits FROM (SELECT DATE '2024-01-01' + i::INT AS d "
+        "FROM range(900) t(i))",
+    )
+    assert detail == "daily 900 rows to 1,800, y moved past its range in the added copy"
+    assert CON.execute(
+        "SELECT count(DISTINCT (y, m, dd)), count(make_date(y, m, dd)), min(y) FILTER "
+        f"(WHERE y > 2026), bool_and(m BETWEEN 1 AND 12) FROM read_parquet('{target}')"
+    ).fetchone() == (1800, 1800, 2424, True)
+    assert rows_of(source) == rows_of(target)[:900]
+
+    detail, _, target = multiplied(
+        tmp_path,
+        "tagged",
+        "SELECT '{\"kind\": ' || (i % 3) || '}' AS tag, i // 3 AS n, i % 2 AS g "
+        "FROM range(300) t(i)",
+    )
+    assert detail == "tagged 300 rows to 600, n moved past its range in the added copy"
+    assert CON.execute(
+        f"SELECT count(DISTINCT (tag, n)), bool_and(json_valid(tag)) FROM read_parquet('{target}')"
+    ).fetchone() == (600, True)
+
+
 def test_row_multiplication_keeps_a_blob_key_distinct_and_a_hash_key_at_its_length(tmp_path):
     """A BLOB key (a Data Vault hash key, `unhex(md5(...))`) was repeated by the added copy,
     so a correct step relying on it met duplicates no production input holds."""

@@ -43,6 +43,9 @@ class ColumnFacts:
     distinct: int
     # Part of a key of two to five columns: no two rows share its values and its partners'.
     joint: bool = False
+    # The keys of two to five columns it is part of, each by its columns' names: one moved
+    # member keeps such a key distinct in row multiplication's added copy.
+    keys: tuple[tuple[str, ...], ...] = field(default=(), hash=False, compare=False)
 
     @property
     def sql(self) -> str:
@@ -87,7 +90,11 @@ def column_facts(con: duckdb.DuckDBPyConnection, source: Path) -> Facts:
         | _repeats_told_apart(con, source, rows, facts)
         | _ordered_within(con, source, rows, facts, keys)
     )
-    return rows, [replace(c, joint=True) if c.name in joint else c for c in facts]
+    of = {
+        c.name: tuple(tuple(k.name for k in key) for key in keys if c.name in {k.name for k in key})
+        for c in facts
+    }
+    return rows, [replace(c, joint=True, keys=of[c.name]) if c.name in joint else c for c in facts]
 
 
 # Column sets of two to five checked for being a key together, at most, the likeliest first.

@@ -1,10 +1,11 @@
 """Row multiplication: more rows of the same shape.
 
-The input is written `factor` times over, one copy after another. Each column
-base.kept_intact keeps (every key of the input, single or of two to five
-columns; where there is none, the most distinct column) is kept distinct where
-it can be, in the form a step reads it (`_shift`), so an id stays an id; every
-other column keeps its values, so each tie group grows too.
+The input is written `factor` times over, one copy after another. Every key
+base.kept_intact finds stays a key where it can (a column unique on its own, or
+where there is none the most distinct, moved; a key of two to five columns by
+moving one of its members, `_moves`), each moved column in the form a step reads
+it (`_shift`), so an id stays an id; every other column keeps its values, so each
+tie group grows too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from twicerun.runner.amplify.base import (
     COPY,
     POSITION,
     Applied,
+    ColumnFacts,
     Declined,
     Facts,
     Outcome,
@@ -67,13 +69,7 @@ def multiply_rows(
         return Declined(f"{artifact} has no rows to multiply")
     # Every key of the input stays a key (base.kept_intact): a step may rely on any of them.
     # One that cannot be moved within its type is said, not left to look like a key.
-    shifts, stuck = [], []
-    for keep in kept_intact(rows, columns):
-        shift = _shift(con, source, keep, factor)
-        if shift is None:
-            stuck.append(sql.shown(keep.name))
-        else:
-            shifts.append((keep, shift))
+    shifts, stuck = _moves(con, source, kept_intact(rows, columns), factor)
 
     def replaced(copy: str) -> str:
         # The kept columns' values in copy number `copy` (a literal, or a column).
@@ -128,6 +124,50 @@ def multiply_rows(
     return Applied(grown)
 
 
+def _moves(
+    con: duckdb.DuckDBPyConnection, source: Path, kept: list[ColumnFacts], factor: int
+) -> tuple[list[tuple[ColumnFacts, str]], list[str]]:
+    """The kept columns to move, each with its template, and those that had to move and
+    could not. A column unique on its own moves, and so does one kept for another reason
+    than a key (a repeat told apart, a time ordered within a key); a key of several columns
+    needs only one member moved to stay distinct, the one with the fewest values that can
+    move (a year, not a day of the month). Moving every member wrote (2027, 13, 32) for a
+    key of year, month and day, and a correct `make_date` on it raised."""
+    shifts: dict[str, tuple[ColumnFacts, str]] = {}
+    stuck: list[str] = []
+    tried: dict[str, str | None] = {}
+
+    def shift(keep: ColumnFacts) -> str | None:
+        if keep.name not in tried:
+            tried[keep.name] = _shift(con, source, keep, factor)
+        return tried[keep.name]
+
+    by_name = {c.name: c for c in kept}
+    for keep in kept:
+        if keep.keys:
+            continue  # below, once per key
+        moved = shift(keep)
+        if moved is None:
+            stuck.append(sql.shown(keep.name))
+        else:
+            shifts[keep.name] = (keep, moved)
+    keys = list(dict.fromkeys(key for c in kept for key in c.keys))
+    for key in keys:
+        members = [by_name[n] for n in key if n in by_name]
+        if any(m.name in shifts for m in members):
+            continue
+        for member in sorted(members, key=lambda m: m.distinct):
+            moved = shift(member)
+            if moved is not None:
+                shifts[member.name] = (member, moved)
+                break
+        else:
+            stuck += [sql.shown(m.name) for m in members if sql.shown(m.name) not in stuck]
+    # In the input's column order, as the detail lists them.
+    order = {c.name: i for i, c in enumerate(kept)}
+    return sorted(shifts.values(), key=lambda pair: order[pair[0].name]), stuck
+
+
 def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> str | None:
     """An expression template (`{copy}` is the copy's number) that keeps `keep` distinct
     across copies, or None when the column cannot be shifted.
@@ -170,7 +210,7 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         # either (a hash) cannot move at all.
         if low is None:
             return None
-        span = high - low + 1
+        span = _whole_cycles(low, high, last) or high - low + 1
         if high + span * last < 2**63:
             return f"({column}::BIGINT + {{copy}} * {span})"
         if low - span * last >= -(2**63):
@@ -247,7 +287,8 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         if shifted is not None:
             return shifted
     if not not_int and low is not None and high + (high - low + 1) * last < 2**126:
-        return f"CAST(CAST({column} AS HUGEINT) + {{copy}} * {high - low + 1} AS VARCHAR)"
+        span = _whole_cycles(low, high, last) or high - low + 1
+        return f"CAST(CAST({column} AS HUGEINT) + {{copy}} * {span} AS VARCHAR)"
     if not not_date:
         span = _date_span(con, f"CAST({keep.sql} AS DATE)", scan, last)
         if span is not None:
@@ -450,6 +491,22 @@ def _ymd_shift(
 
 # Bits flipped in a key that spans its whole type (a 64-bit hash), by the type's width.
 _FLIP_BITS = {"tinyint": 8, "smallint": 16, "integer": 32, "bigint": 64, "hugeint": 128}
+
+
+# Years of the Gregorian calendar, after which every date recurs on the same day.
+_CYCLE = 400
+
+
+def _whole_cycles(low: int, high: int, last: int) -> int | None:
+    """For integers that could be years (all within 1000 to 9999): a span past their range
+    in whole 400-year cycles, where the last copy stays within four digits; else None. A key
+    of year, month and day moved by its own range (three years) made 2024-02-29 into
+    2027-02-29, and a correct `make_date` raised; a year moved by whole cycles keeps every
+    date it is part of, leap days included."""
+    if low < 1000 or high > 9999:
+        return None
+    span = -(-(high - low + 1) // _CYCLE) * _CYCLE
+    return span if high + span * last <= 9999 else None
 
 
 def _flipped(con: duckdb.DuckDBPyConnection, keep, column: str, scan: str, factor: int):
