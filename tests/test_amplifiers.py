@@ -767,9 +767,9 @@ def test_row_multiplication_moves_one_member_of_a_key_of_several_columns(tmp_pat
     """Every member of a key of year, month and day moved past its range, so the added
     copy held (2027, 13, 32) and a correct `make_date(y, m, dd)` raised: row
     multiplication failed on a step that had done nothing wrong (unseen75). One moved
-    member keeps the key distinct: the one with the fewest values that can move, and a year
-    moves by whole 400-year cycles, so 29 February still exists. Where that member cannot
-    move (JSON text), the next one does."""
+    member keeps the key distinct: a date or the like first, else the one with the fewest
+    values that can move, and a year moves by whole 400-year cycles, so 29 February still
+    exists. Where that member cannot move (JSON text), the next one does."""
     detail, source, target = multiplied(
         tmp_path,
         "daily",
@@ -794,6 +794,19 @@ def test_row_multiplication_moves_one_member_of_a_key_of_several_columns(tmp_pat
     assert CON.execute(
         f"SELECT count(DISTINCT (tag, n)), bool_and(json_valid(tag)) FROM read_parquet('{target}')"
     ).fetchone() == (600, True)
+
+    # A date moves before a member with fewer values: an hour moved past 23 is no hour.
+    detail, _, target = multiplied(
+        tmp_path,
+        "hourly",
+        "SELECT DATE '2026-01-01' + (i // 24)::INT AS day, (i % 24)::INT AS hour "
+        "FROM range(24 * 90) t(i)",
+    )
+    assert detail == "hourly 2,160 rows to 4,320, day moved past its range in the added copy"
+    assert CON.execute(
+        "SELECT count(DISTINCT (day, hour)), count(make_time(hour, 0, 0)) "
+        f"FROM read_parquet('{target}')"
+    ).fetchone() == (4320, 4320)
 
 
 def test_row_multiplication_keeps_a_blob_key_distinct_and_a_hash_key_at_its_length(tmp_path):

@@ -130,9 +130,9 @@ def _moves(
     """The kept columns to move, each with its template, and those that had to move and
     could not. A column unique on its own moves, and so does one kept for another reason
     than a key (a repeat told apart, a time ordered within a key); a key of several columns
-    needs only one member moved to stay distinct, the one with the fewest values that can
-    move (a year, not a day of the month). Moving every member wrote (2027, 13, 32) for a
-    key of year, month and day, and a correct `make_date` on it raised."""
+    needs only one member moved to stay distinct (`_move_first` says which is tried first).
+    Moving every member wrote (2027, 13, 32) for a key of year, month and day, and a
+    correct `make_date` on it raised."""
     shifts: dict[str, tuple[ColumnFacts, str]] = {}
     stuck: list[str] = []
     tried: dict[str, str | None] = {}
@@ -156,7 +156,7 @@ def _moves(
         members = [by_name[n] for n in key if n in by_name]
         if any(m.name in shifts for m in members):
             continue
-        for member in sorted(members, key=lambda m: m.distinct):
+        for member in sorted(members, key=_move_first):
             moved = shift(member)
             if moved is not None:
                 shifts[member.name] = (member, moved)
@@ -166,6 +166,19 @@ def _moves(
     # In the input's column order, as the detail lists them.
     order = {c.name: i for i, c in enumerate(kept)}
     return sorted(shifts.values(), key=lambda pair: order[pair[0].name]), stuck
+
+
+# Types whose moved values are always values of the same kind (a day, an instant, a UUID, a
+# hash key), whatever a step builds from them: the member of a key moved first.
+_MOVE_CLEANLY = frozenset({"date", "uuid", "blob", *_TIMESTAMPS})
+
+
+def _move_first(member: ColumnFacts) -> tuple[bool, int]:
+    """The order the members of a key are tried in: a date, a timestamp, a UUID or a BLOB
+    first, then the member with the fewest values (a year before a day of the month). An
+    hour of the day beside a date, moved past its range, made 24:00 of every hour a
+    correct `make_time` raised on; the date moved instead stays a date."""
+    return (member.type.id not in _MOVE_CLEANLY, member.distinct)
 
 
 def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> str | None:
