@@ -1727,7 +1727,7 @@ def test_what_a_step_only_writes_into_is_not_watched_as_read(
     spec = importlib.util.spec_from_file_location("written_only", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    values, _ = read_now(module.step)
+    values, _, _ = read_now(module.step)
     assert ("N" in values) is watched
 
 

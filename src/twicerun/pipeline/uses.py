@@ -80,13 +80,6 @@ def _reached(fn: Any) -> tuple[list[CodeType], list[tuple[str, Any]]]:
     return codes, list(named.items())
 
 
-def reached_values(fn: Any) -> list[tuple[str, Any]]:
-    """Every global and closure value the step's code, and the code of its file's functions
-    it calls, names (`_reached`), whatever its type: for what is read off objects rather
-    than digested (the random generators a step draws from, runner/generators.py)."""
-    return _reached(fn)[1]
-
-
 def step_uses(fn: Any) -> dict[str, str]:
     """Name to SHA-256 of what `fn` (the function a step runs) reads from its own file, as
     the file was imported: values that are plain data, and functions and classes the file
@@ -95,22 +88,24 @@ def step_uses(fn: Any) -> dict[str, str]:
     return _digests(fn, named, BUDGET, with_code=True) if codes else {}
 
 
-def read_now(fn: Any) -> tuple[dict[str, str], list[str]]:
+def read_now(fn: Any) -> tuple[dict[str, str], list[str], list[tuple[str, Any]]]:
     """Taken before every execution, from one walk of what the step reaches (`_reached`):
     name to SHA-256 of the plain data of its file it reads as it is now, which shows a
     value an earlier step, or an earlier run, changed (a module dict one step fills and
     another reads) and which reached the step past containment, a value of more than
-    `WATCHED` items left out as too costly to read every time; and its strings
-    (`step_strings`)."""
+    `WATCHED` items left out as too costly to read every time; its strings
+    (`step_strings`); and every value it names, whatever its type, for what is read off
+    objects rather than digested (the random generators it draws from,
+    runner/generators.py)."""
     codes, named = _reached(fn)
     if not codes:
-        return {}, []
+        return {}, [], []
     # A value the step only writes into (a dict of row counts every step fills) cannot
     # change what it computes; watched, it made every step of such a pipeline look fed
     # past containment, and took the cause from each.
     only_written = _only_written(tuple(codes))
     values = [(n, v) for n, v in named if n not in only_written]
-    return _digests(fn, values, WATCHED, with_code=False), _strings(codes, named)
+    return _digests(fn, values, WATCHED, with_code=False), _strings(codes, named), named
 
 
 # Methods that change a list, dict, set or deque in place; called as a statement, their

@@ -22,7 +22,7 @@ from twicerun.compare.digest import Digests, digests
 from twicerun.errors import BadInput, ContractError, StepCrashed, StepTimedOut, UnsupportedColumn
 from twicerun.pipeline import Step
 from twicerun.pipeline.loader import line_in, missing_module_advice
-from twicerun.pipeline.uses import reached_values, read_now
+from twicerun.pipeline.uses import read_now
 from twicerun.runner import own_workers
 from twicerun.runner.default_connection import already_exists
 from twicerun.runner.engines import Engine, session_time_zone
@@ -144,7 +144,7 @@ def execute_step(
     # or run, it reached the step past containment (pipeline/uses.py). And the files of
     # rows its code names, by a stamp: whatever reads them, an earlier step or run that
     # rewrote one shows here (runner/opened.py).
-    values, strings = read_now(step.fn)
+    values, strings, reached = read_now(step.fn)
     named = files_named(strings)
     # The step's seconds are its own call, writes included; opening and closing the
     # connection is the tool's cost of isolating steps, and is counted as overhead.
@@ -155,7 +155,7 @@ def execute_step(
     # connection helpers cost the loop a few tenths of a millisecond per execution.
     cwd = invocation.working_directory
     ended = None
-    own_generators = named_generators(reached_values(step.fn))
+    own_generators = named_generators(reached)
     drawn = generator_states(own_generators)
     # Files beside the pipeline the step opens itself (SQL kept in .sql files): part of
     # what it computes, for the verdicts to name (runner/opened.py).
