@@ -366,7 +366,7 @@ def _uncompared_lines(decisions: list[StepDecision]) -> list[str]:
             lines += [_line(d) for d in members]
             continue
         said = _reason(verdict, reason)
-        differed = [f"{code(d.name)} {said}" for d in members if (said := _differed_now(d))]
+        differed = [f"{code(d.name)} {how}" for d in members if (how := _differed_now(d))]
         lines.append(
             f"{code(pipeline)}, {plural(len(members), 'step')} "
             f"({some([code(d.name) for d in members])}): {verdict}"
