@@ -223,6 +223,46 @@ def test_a_rate_up_that_every_comparison_already_showed_names_the_answers_that_m
     assert "4 of 10 now, against 9 to 10 on the baseline, median 9" in comment_body(gate, P)
 
 
+def test_a_suspect_that_was_not_confirmed_names_the_answers_that_made_it_suspect():
+    """On a baseline where a step differed in every trial, a trial whose comparisons were
+    no more (3 of 4) is suspect when it gave a third answer. The list said only "suspect,
+    not confirmed, differed in 19 of 19 trials on the baseline, 3 of 4 now, then ...": no
+    figure shown was out of the ordinary, and the reader could not tell why it was re-run."""
+    trials = [result(("a", SPLIT)) for _ in range(19)]
+    three = (0, 0, 1, 2, 2)  # 3 of 4 comparisons, as in SPLIT; 8 pairs apart, not 6
+    gate = evaluate(
+        {P: result(("a", three))}, baseline_of(trials), rerun=rerun_with(*[result(("a", SPLIT))] * 3)
+    )
+    assert verdicts(gate) == {"a": NOT_CONFIRMED}
+    body = comment_body(gate, P)
+    (line,) = [x for x in body.splitlines() if x.startswith("- `a`")]
+    assert line == (
+        f"- `a` in `{P}`: suspect, not confirmed, differed in 19 of 19 trials on the "
+        "baseline, 3 of 4 now, then 3, 3, 3 on re-runs; pairs of runs with different "
+        "answers: 8 of 10 now, then 6, 6, 6 on re-runs, against 6 in every baseline trial, "
+        "p = 1"
+    )
+    # A re-run quiet in the loop and differing only under the amplifiers is scored by
+    # their fraction; no two of its runs gave different answers, and it says 0 of them.
+    stressed = result(("a", STEADY, (1, 2)))
+    gate = evaluate(
+        {P: result(("a", three))},
+        baseline_of(trials),
+        rerun=rerun_with(result(("a", SPLIT)), stressed, result(("a", SPLIT))),
+    )
+    assert verdicts(gate) == {"a": NOT_CONFIRMED}
+    (line,) = [x for x in comment_body(gate, P).splitlines() if x.startswith("- `a`")]
+    assert "pairs of runs with different answers: 8 of 10 now, then 6, 0, 6 on re-runs" in line
+    # Where the baseline never differed, its comparisons say it all: nothing is added.
+    trials = [result(("a", STEADY)) for _ in range(19)]
+    steady = result(("a", STEADY))
+    gate = evaluate(
+        {P: result(("a", SPLIT))}, baseline_of(trials), rerun=rerun_with(steady, steady, steady)
+    )
+    (line,) = [x for x in comment_body(gate, P).splitlines() if x.startswith("- `a`")]
+    assert "pairs of runs" not in line
+
+
 def test_floats_moving_past_the_bound_are_tested_only_against_a_baseline_that_recorded_it():
     """A step drifting inside the reassociation bound on every baseline trial now drifts past
     it: `drifts past the bound now`. A baseline written before the statistic existed has no

@@ -103,7 +103,7 @@ def _line(d: StepDecision) -> str:
         now += f", then {', '.join(str(k) for k in d.confirm_fired)} on re-runs"
     if d.stress_only():
         now += f"; {d.stress_only()}"
-    if d.verdict in (words.RATE_UP, words.RATE_DOWN) and d.evidence:
+    if d.verdict in (words.RATE_UP, words.RATE_DOWN, words.NOT_CONFIRMED) and d.evidence:
         now += f"; {bare(d.evidence[0])}"  # what moved, where the comparisons did not
     return f"{where}: {d.verdict}, {_baseline(d)} on the baseline, {now}{p}"
 

@@ -514,7 +514,13 @@ def _pipeline(
                 kind.evidence(scores[kind.key(s.name)], outcome, fresh_kinds[kind.key(s.name)])
             ]
             by_trial = {kind.charted: [int(x) for x in trials]}
-        if kind is None and verdict in (words.RATE_UP, words.RATE_DOWN):
+        if kind is None and (
+            verdict in (words.RATE_UP, words.RATE_DOWN)
+            # Suspect by how far its answers spread, on a baseline where they spread too:
+            # its comparisons alone ("3 of 4 now" against 19 trials that differed) do
+            # not say what looked worse.
+            or (verdict == words.NOT_CONFIRMED and any(x >= 1 for x in history))
+        ):
             evidence = _answers_spread(history, outcome, len(StepRecord.of(s).answers))
         stressed = sum(1 for r in records if r.status != Status.AMPLIFICATION_FAILED)
         if not s.compared and measured:
@@ -640,11 +646,12 @@ def _answers_spread(history: Sequence[float], outcome: Outcome, runs: int) -> li
     gave different answers (the score), which can move while every comparison with run 1
     fired before and after (a first run that was the odd one out, then every run its own)."""
     fresh = list(outcome.test.fresh) if outcome.test else []
-    if outcome.screened.score < 1 or any(0 < x < 1 for x in fresh):
+    if outcome.screened.score < 1:
         return []  # scored by the amplifiers: the comparisons they fired say it
 
     def pairs(x: float) -> int:
-        return int(x) if x >= 1 else 0  # below 1, a quiet loop's amplifier fraction
+        # Below 1, a quiet loop's amplifier fraction: no two of its runs' answers differed.
+        return int(x) if x >= 1 else 0
 
     before = sorted(pairs(x) for x in history)
     text = (
