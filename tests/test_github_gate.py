@@ -231,7 +231,9 @@ def test_a_suspect_that_was_not_confirmed_names_the_answers_that_made_it_suspect
     trials = [result(("a", SPLIT)) for _ in range(19)]
     three = (0, 0, 1, 2, 2)  # 3 of 4 comparisons, as in SPLIT; 8 pairs apart, not 6
     gate = evaluate(
-        {P: result(("a", three))}, baseline_of(trials), rerun=rerun_with(*[result(("a", SPLIT))] * 3)
+        {P: result(("a", three))},
+        baseline_of(trials),
+        rerun=rerun_with(*[result(("a", SPLIT))] * 3),
     )
     assert verdicts(gate) == {"a": NOT_CONFIRMED}
     body = comment_body(gate, P)
