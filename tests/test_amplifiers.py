@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 from pathlib import Path
 
@@ -717,8 +718,9 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
     trailing number moved (`10:00:65`): a correct step that parsed them raised, and row
     multiplication failed on it (a JSON payload per session, unseen72). Timestamps written
     as DuckDB writes them, or in an ISO form every value shares, now move as timestamps, in
-    whole units of their finest part, and are written back in that form; times, timestamps
-    in a form of their own (an offset) and JSON text are left as they are."""
+    whole units of their finest part, and are written back in that form; timestamps in a
+    form of their own (an offset) and JSON text are left as they are. (A time of day moves
+    too, since 0.7.12: the next test.)"""
     detail, source, target = multiplied(
         tmp_path,
         "texts",
@@ -736,31 +738,89 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
         "FROM range(500) t(i)",
     )
     assert detail == (
-        "texts 500 rows to 1,000, at_s, at_ms, iso, iso_ms, compact, code and amount moved past their "
-        "ranges in "
-        "the added copy, zoned, clock and payload not moved (they span too much of their "
-        "types to move past, or are of a type, or text in a form, that does not move), so the "
-        "added copy repeats them"
+        "texts 500 rows to 1,000, at_s, at_ms, iso, iso_ms, compact, clock, code and amount "
+        "moved past their ranges in the added copy, zoned and payload not moved (they span too "
+        "much of their types to move past, or are of a type, or text in a form, that does not "
+        "move), so the added copy repeats them"
     )
     scan = f"FROM read_parquet('{target}')"
+    assert CON.execute(
+        "SELECT count(DISTINCT at_s), count(DISTINCT at_ms), count(DISTINCT iso), "
+        "count(DISTINCT iso_ms), count(DISTINCT compact), count(DISTINCT code), "
+        "count(DISTINCT CAST(amount AS DECIMAL(9, 2))), "
+        "bool_and(CAST(CAST(at_s AS TIMESTAMP) AS VARCHAR) = at_s), "
+        "bool_and(CAST(CAST(at_ms AS TIMESTAMP) AS VARCHAR) = at_ms), "
+        "bool_and(at_s NOT LIKE '%.%'), "
+        "bool_and(strftime(strptime(iso, '%Y-%m-%dT%H:%M:%SZ'), '%Y-%m-%dT%H:%M:%SZ') = iso), "
+        "bool_and(strftime(strptime(iso_ms, '%Y-%m-%dT%H:%M:%S.%gZ'), "
+        "'%Y-%m-%dT%H:%M:%S.%gZ') = iso_ms), "
+        "bool_and(strftime(strptime(compact, '%Y%m%dT%H%M%SZ'), '%Y%m%dT%H%M%SZ') = compact), "
+        "bool_and(TRY_CAST(zoned AS TIMESTAMPTZ) IS NOT NULL), "
+        f"bool_and(TRY_CAST(clock AS TIME) IS NOT NULL), bool_and(json_valid(payload)), "
+        f"count(DISTINCT clock) {scan}"
+    ).fetchone() == (1000,) * 7 + (True,) * 9 + (1000,)
+    assert rows_of(source) == rows_of(target)[:500]  # the first copy as it was
+
+
+def test_row_multiplication_moves_a_time_of_day_round_the_clock(tmp_path):
+    """A unique time of day (the slots of a day, a TIME or text) has nowhere past its range
+    to go, so the added copy repeated it while the slot's id moved: a correct row number
+    ordered by the time met a tie between each row and its copy, which differed in the id,
+    and came out STABLE_ON_THIS_INPUT, exit 4, on correct code (unseen82). Each copy now
+    moves on by the values' span, in whole units of their finest part, round past
+    midnight, and text is written back in its form; a TIME spanning more than half the
+    day moves by half its finest part instead. Text that fills the day has no room in its
+    form, and is repeated as before."""
+    detail, source, target = multiplied(
+        tmp_path,
+        "slots",
+        "SELECT i AS slot_id, TIME '20:00:00' + INTERVAL (i * 17) SECOND AS starts, "
+        "CAST(TIME '20:00:00' + INTERVAL (i * 17) SECOND AS VARCHAR) AS at_text, "
+        "strftime(TIMESTAMP '2026-01-01 08:00:00' + INTERVAL (i) MINUTE, '%H:%M') AS hhmm, "
+        "strftime(TIMESTAMP '2026-01-01 08:00:00' + INTERVAL (i * 10) MILLISECOND, "
+        "'%H:%M:%S.%g') AS at_ms, i % 7 AS load FROM range(600) t(i)",
+    )
+    assert detail == (
+        "slots 600 rows to 1,200, slot_id, starts, at_text, hhmm and at_ms moved past their ranges "
+        "in the added copy"
+    )
     assert (
         CON.execute(
-            "SELECT count(DISTINCT at_s), count(DISTINCT at_ms), count(DISTINCT iso), "
-            "count(DISTINCT iso_ms), count(DISTINCT compact), count(DISTINCT code), "
-            "count(DISTINCT CAST(amount AS DECIMAL(9, 2))), "
-            "bool_and(CAST(CAST(at_s AS TIMESTAMP) AS VARCHAR) = at_s), "
-            "bool_and(CAST(CAST(at_ms AS TIMESTAMP) AS VARCHAR) = at_ms), "
-            "bool_and(at_s NOT LIKE '%.%'), "
-            "bool_and(strftime(strptime(iso, '%Y-%m-%dT%H:%M:%SZ'), '%Y-%m-%dT%H:%M:%SZ') = iso), "
-            "bool_and(strftime(strptime(iso_ms, '%Y-%m-%dT%H:%M:%S.%gZ'), "
-            "'%Y-%m-%dT%H:%M:%S.%gZ') = iso_ms), "
-            "bool_and(strftime(strptime(compact, '%Y%m%dT%H%M%SZ'), '%Y%m%dT%H%M%SZ') = compact), "
-            "bool_and(TRY_CAST(zoned AS TIMESTAMPTZ) IS NOT NULL), "
-            f"bool_and(TRY_CAST(clock AS TIME) IS NOT NULL), bool_and(json_valid(payload)) {scan}"
+            "SELECT count(DISTINCT starts), count(DISTINCT at_text), count(DISTINCT hhmm), "
+            "count(DISTINCT at_ms), bool_and(CAST(CAST(at_text AS TIME) AS VARCHAR) = at_text), "
+            "bool_and(strftime(strptime(hhmm, '%H:%M'), '%H:%M') = hhmm), "
+            "bool_and(strftime(strptime(at_ms, '%H:%M:%S.%g'), '%H:%M:%S.%g') = at_ms), "
+            "bool_and(starts = CAST(at_text AS TIME)) "
+            f"FROM read_parquet('{target}')"
         ).fetchone()
-        == (1000,) * 7 + (True,) * 9
+        == (1200,) * 4 + (True,) * 4
     )
-    assert rows_of(source) == rows_of(target)[:500]  # the first copy as it was
+    assert rows_of(source) == rows_of(target)[:600]  # the first copy as it was
+    # From 20:00 on, a span of 10,184 s: the copy of every slot from 21:10:16 on goes round
+    # past midnight, and is a time of day all the same.
+    assert CON.execute(
+        f"SELECT count(*) FILTER (WHERE starts < TIME '20:00:00'), min(starts) "
+        f"FROM read_parquet('{target}') WHERE slot_id >= 600"
+    ).fetchone() == (352, datetime.time(0, 0))
+
+    # Every minute of the day: a TIME takes the half minute; text in hours and minutes has
+    # no half minute to take, and is repeated.
+    detail, _, target = multiplied(
+        tmp_path,
+        "minutes",
+        "SELECT i AS minute_id, TIME '00:00:00' + INTERVAL (i) MINUTE AS starts, "
+        "strftime(TIMESTAMP '2026-01-01' + INTERVAL (i) MINUTE, '%H:%M') AS hhmm "
+        "FROM range(1440) t(i)",
+    )
+    assert detail == (
+        "minutes 1,440 rows to 2,880, minute_id and starts moved past their ranges in the added "
+        "copy, hhmm not moved (it spans too much of its type to move past, or is of a type, or "
+        "text in a form, that does not move), so the added copy repeats it"
+    )
+    assert CON.execute(
+        "SELECT count(DISTINCT starts), count(*) FILTER (WHERE second(starts) = 30) "
+        f"FROM read_parquet('{target}')"
+    ).fetchone() == (2880, 1440)
 
 
 def test_row_multiplication_moves_one_member_of_a_key_of_several_columns(tmp_path):

@@ -145,7 +145,8 @@ def customers(ctx):
         "customers",
         "SELECT range AS customer_id, 'user' || ((range * 7919) % 100003) || '@x.org' AS email, "
         "range % 5 AS region, md5('c' || range)::UUID AS token, "
-        "unhex(md5('h' || range)) AS hash_key FROM range(3000)",
+        "unhex(md5('h' || range)) AS hash_key, "
+        "TIME '06:00:00' + INTERVAL (range * 17) SECOND AS slot FROM range(3000)",
     )
 
 def rank_by_email(ctx):
@@ -164,6 +165,10 @@ def rank_by_hash_key(ctx):
     ctx.read("customers")
     ctx.write("by_hash", "SELECT customer_id, row_number() OVER (ORDER BY hash_key) AS rk FROM customers")
 
+def rank_by_slot(ctx):
+    ctx.read("customers")
+    ctx.write("by_slot", "SELECT customer_id, row_number() OVER (ORDER BY slot) AS rk FROM customers")
+
 def rank_by_region(ctx):
     ctx.read("customers")
     ctx.write("by_region", "SELECT customer_id, row_number() OVER (ORDER BY region) AS rk FROM customers")
@@ -175,11 +180,17 @@ def test_a_sort_on_any_key_of_the_input_is_a_tiebreak_the_amplifiers_keep(write_
     intact: tie collapse folded the email and row multiplication repeated it, so a rank by
     email and one id per email came out STABLE_ON_THIS_INPUT, both correct on any input
     whose emails are unique. A UUID key was repeated as it was by row multiplication, so a
-    rank by it fired too, and so did one by a BLOB hash key (a Data Vault hub's). A rank by
-    region, which ties, still fires."""
+    rank by it fired too, and so did one by a BLOB hash key (a Data Vault hub's), and one by
+    a unique time of day (unseen82). A rank by region, which ties, still fires."""
     outcome = twicerun("run", write_pipeline(RANKED_BY_A_SECOND_KEY), "--amplify", "--json", "-")
     steps = by_name(outcome.json())
-    for name in ("rank_by_email", "one_id_per_email", "rank_by_token", "rank_by_hash_key"):
+    for name in (
+        "rank_by_email",
+        "one_id_per_email",
+        "rank_by_token",
+        "rank_by_hash_key",
+        "rank_by_slot",
+    ):
         assert steps[name]["status"] == "NO_DIVERGENCE_OBSERVED", steps[name]
         assert all(a["fired"] == 0 for a in steps[name]["amplifiers"])
     assert steps["rank_by_region"]["status"] == "STABLE_ON_THIS_INPUT"

@@ -192,7 +192,8 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     as eight digits (20240131, as an integer or as text) moves by whole days and stays
     one; a UUID, or a string that reads back as one, becomes another UUID; text ending in
     a number (`ORD-000123`, or digits with zeros in front, `00042`) keeps the text before
-    it and moves the number, at its width where it fits. Other strings get a suffix. A
+    it and moves the number, at its width where it fits; a time of day goes round the
+    clock (`_time_moved`). Other strings get a suffix. A
     float does not move past its range but to the next float up (_next_float).
     Tie collapse never folds a column kept intact (a folded one has fewer values than
     the column it kept), so the range is the source's."""
@@ -243,6 +244,9 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         return f"CAST({column} + {{copy}} * {span} AS {keep.type})"
     if kind in _FLOATS:
         return _next_float(con, keep, column, scan, factor)
+    if kind == "time":
+        moved = _time_moved(con, keep.sql, column, scan, factor, finer=True)
+        return None if moved is None else f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {moved} END"
     if kind == "date":
         span = _date_span(con, keep.sql, scan, last, down=True)
         return None if span is None else f"({column} + CAST({{copy}} * {span} AS INTEGER))"
@@ -349,8 +353,9 @@ def _parsed_text(
     """For text a step may read as another type: a template moving timestamps past their
     range, in whole units of the finest part any value uses, written back in the form every
     value is written in (DuckDB's own, `2026-03-01 10:00:05`, or one of `_WRITTEN`, such as
-    `2026-03-01T10:00:05.000Z`); "" (not moved) for times of day, timestamps in any other
-    form, and JSON objects or arrays; None for anything else, which moves as text does. A
+    `2026-03-01T10:00:05.000Z`); times of day round the clock (`_time_text`); "" (not
+    moved) for timestamps in any other form, times that fill the day, and JSON objects or
+    arrays; None for anything else, which moves as text does. A
     suffix or a moved trailing number wrote `{"id": 7}#1` and `10:00:65`, which a correct
     step that parses them raised on, and row multiplication failed on a step that had done
     nothing wrong."""
@@ -404,9 +409,93 @@ def _parsed_text(
         f"count(*) FILTER (WHERE NOT coalesce(json_valid({value}) "
         f"AND left(ltrim({value}), 1) IN ('{{', '['), false)) {scan} WHERE {value} IS NOT NULL"
     ).fetchone()
+    if not not_time:
+        moved = _time_text(con, value, column, scan, last + 1)
+        if moved is not None:
+            return moved
     if not not_ts or not not_time or not not_json:
         return ""
     return None
+
+
+_DAY_US = 86_400_000_000
+# Microseconds a time of day moves by a multiple of, the coarsest its values all keep
+# (whole minutes, seconds, milliseconds), so that a moved value is written as its own were.
+_TIME_GRAINS = (60_000_000, *_GRAINS[1:])
+# The forms a time of day kept as text is written in besides DuckDB's own (`10:00:05`,
+# `10:00:05.5`): hours and minutes, and seconds with three or six digits of fraction.
+_TIME_WRITTEN = ("%H:%M", "%H:%M:%S.%g", "%H:%M:%S.%f")
+
+
+def _time_moved(
+    con: duckdb.DuckDBPyConnection, value: str, column: str, scan: str, factor: int, finer: bool
+) -> str | None:
+    """For a time of day (`value` read as a TIME; `column`, the same in the template): the
+    added copies' expression, a TIME, or None where none keeps every copy distinct.
+
+    A time of day has nowhere past its range to go, so a unique one was repeated by the
+    added copy; a step ordering by it (a row number over the slots of a day, correct on
+    its input) then met ties between each row and its copy, which differed in the key that
+    did move, and came out STABLE_ON_THIS_INPUT. Where the values span at most a day's
+    share per copy, each copy moves on by that span, in whole units of the finest part any
+    value uses, round past midnight: still a time of day, written as its own were. With
+    `finer` (a TIME, whose form is its type), one that spans more moves by a fraction of
+    that finest part instead (a slot of every minute of the day gets its half minute)."""
+    low, high, *off_grain = con.execute(
+        f"SELECT epoch_us(min({value})), epoch_us(max({value})), "
+        + ", ".join(f"count(*) FILTER (WHERE epoch_us({value}) % {g} <> 0)" for g in _TIME_GRAINS)
+        + f" {scan}"
+    ).fetchone()
+    if low is None or high >= _DAY_US:  # 24:00:00 wraps onto midnight
+        return None
+    grain = next(g for g, n in zip(_TIME_GRAINS, off_grain, strict=True) if not n)
+    span = high - low + grain
+    if span * factor <= _DAY_US:
+        return (
+            f"(TIME '00:00:00' + to_microseconds((epoch_us({column}) + "
+            f"CAST({{copy}} AS BIGINT) * {span}) % {_DAY_US}))"
+        )
+    if finer and grain >= factor:
+        return f"({column} + to_microseconds(CAST({{copy}} AS BIGINT) * {grain // factor}))"
+    return None
+
+
+def _time_text(
+    con: duckdb.DuckDBPyConnection, value: str, column: str, scan: str, factor: int
+) -> str | None:
+    """For text that reads as a time of day in one form every value is written in
+    (DuckDB's own, or one of `_TIME_WRITTEN`): a template moving it as `_time_moved` does
+    and writing it back in that form, or None."""
+    forms = (None, *_TIME_WRITTEN)
+    off = con.execute(
+        "SELECT "
+        + ", ".join(
+            f"count(*) FILTER (WHERE {_time_written(f, _time_read(f, value))} "
+            f"IS DISTINCT FROM {value})"
+            for f in forms
+        )
+        + f" {scan} WHERE {value} IS NOT NULL"
+    ).fetchone()
+    form = next((f for f, n in zip(forms, off, strict=True) if not n), False)
+    if form is False:
+        return None
+    read = _time_read(form, "{}")
+    moved = _time_moved(con, read.format(value), read.format(column), scan, factor, finer=False)
+    if moved is None:
+        return None
+    return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {_time_written(form, moved)} END"
+
+
+def _time_read(form: str | None, value: str) -> str:
+    if form is None:
+        return f"TRY_CAST({value} AS TIME)"
+    return f"CAST(try_strptime({value}, {sql.string(form)}) AS TIME)"
+
+
+def _time_written(form: str | None, time: str) -> str:
+    if form is None:
+        return f"CAST({time} AS VARCHAR)"
+    return f"strftime(DATE '1900-01-01' + {time}, {sql.string(form)})"
 
 
 # Digits after the point a decimal kept as text may have for it to move as a DECIMAL(38, s).
