@@ -762,6 +762,46 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
     assert rows_of(source) == rows_of(target)[:500]  # the first copy as it was
 
 
+def test_row_multiplication_moves_a_period_kept_as_text_by_whole_periods(tmp_path):
+    """A month kept as text (`2024-03`, the key of a monthly table) ends in a number, and
+    that number was moved past its range, to `2024-14`: a correct `CAST(month || '-01' AS
+    DATE)` raised, and row multiplication failed on it, exit 5 (unseen83); an ISO week
+    became `2024-W54`, a month kept as the integer 202403 became 202413. Months, ISO weeks,
+    quarters and days written otherwise than ISO 8601 now move by whole periods past their
+    range, written back in their own form."""
+    detail, source, target = multiplied(
+        tmp_path,
+        "periods",
+        "SELECT strftime(DATE '2023-01-01' + INTERVAL (i) MONTH, '%Y-%m') AS month, "
+        "strftime(DATE '2024-01-01' + INTERVAL (7 * i) DAY, '%G-W%V') AS week, "
+        "strftime(DATE '2024-02-20' + i::INT, '%m/%d/%Y') AS us, "
+        "strftime(DATE '2024-02-20' + i::INT, '%-m/%-d/%Y') AS unpadded, "
+        "strftime(DATE '2024-02-20' + i::INT, '%d.%m.%Y') AS eu, "
+        "(2015 + i // 4) || '-Q' || (i % 4 + 1) AS quarter, "
+        "CAST(strftime(DATE '2021-01-01' + INTERVAL (i) MONTH, '%Y%m') AS INTEGER) AS ym_int, "
+        "strftime(DATE '2021-01-01' + INTERVAL (i) MONTH, '%Y%m') AS ym_text "
+        "FROM range(40) t(i)",
+    )
+    assert detail == (
+        "periods 40 rows to 80, month, week, us, unpadded, eu, quarter, ym_int and ym_text "
+        "moved past their ranges in the added copy"
+    )
+    assert CON.execute(
+        "SELECT count(DISTINCT month), count(DISTINCT week), count(DISTINCT us), "
+        "count(DISTINCT unpadded), count(DISTINCT eu), count(DISTINCT quarter), "
+        "count(DISTINCT ym_int), count(DISTINCT ym_text), "
+        "count(CAST(month || '-01' AS DATE)), count(strptime(week, '%G-W%V')), "
+        "count(strptime(us, '%m/%d/%Y')), count(strptime(unpadded, '%-m/%-d/%Y')), "
+        "count(strptime(eu, '%d.%m.%Y')), "
+        "count(make_date(CAST(left(quarter, 4) AS INT), CAST(right(quarter, 1) AS INT) * 3, 1)), "
+        "count(strptime(CAST(ym_int AS VARCHAR), '%Y%m')), count(strptime(ym_text, '%Y%m')), "
+        "bool_and(strftime(strptime(unpadded, '%-m/%-d/%Y'), '%-m/%-d/%Y') = unpadded), "
+        "max(month), max(quarter), max(ym_int) "
+        f"FROM read_parquet('{target}')"
+    ).fetchone() == (80,) * 16 + (True, "2029-08", "2034-Q4", 202708)
+    assert rows_of(source) == rows_of(target)[:40]  # the first copy as it was
+
+
 def test_row_multiplication_moves_a_time_of_day_round_the_clock(tmp_path):
     """A unique time of day (the slots of a day, a TIME or text) has nowhere past its range
     to go, so the added copy repeated it while the slot's id moved: a correct row number

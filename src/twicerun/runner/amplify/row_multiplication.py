@@ -219,6 +219,12 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
             shifted = _ymd_shift(con, as_text, column, scan, last)
             if shifted is not None:
                 return f"CAST({shifted} AS {keep.type})"
+        # 202403 is a month to a warehouse (a period key), and moved as an integer past
+        # its range it was 202413, which no parse accepts.
+        if low is not None and low >= 100001 and high <= 999912:
+            shifted = _period_moved(con, as_text, f"CAST({column} AS VARCHAR)", scan, last, YM)
+            if shifted is not None:
+                return f"CAST({shifted} AS {keep.type})"
         # Widen to BIGINT; a key near its top (ids counted down from the largest BIGINT)
         # moves below its range instead, and one that spans too much of BIGINT for
         # either (a hash) cannot move at all.
@@ -303,6 +309,10 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         shifted = _ymd_shift(con, keep.sql, column, scan, last)
         if shifted is not None:
             return shifted
+    if not not_digits and widths == 1 and width == 6:
+        shifted = _period_moved(con, keep.sql, column, scan, last, YM)
+        if shifted is not None:
+            return shifted
     if not not_int and low is not None and high + (high - low + 1) * last < 2**126:
         span = _whole_cycles(low, high, last) or high - low + 1
         return f"CAST(CAST({column} AS HUGEINT) + {{copy}} * {span} AS VARCHAR)"
@@ -381,7 +391,7 @@ def _parsed_text(
     ).fetchone()
     form = next((f for f, hit in zip((None, *_WRITTEN), matches, strict=True) if hit), False)
     if form is False and not parses:
-        return None
+        return _period_text(con, sample, value, column, scan, last)
     if form is not False:
         read = (
             "TRY_CAST({} AS TIMESTAMP)"
@@ -589,6 +599,119 @@ def _ymd_shift(
         return None
     moved = f"CAST(strptime(CAST({column} AS VARCHAR), '%Y%m%d') AS DATE)"
     return f"strftime({moved} + CAST({{copy}} * {span} AS INTEGER), '%Y%m%d')"
+
+
+# Periods kept as text, each with the unit it moves by: a month (`2024-03`, `03/2024`), an
+# ISO week (`2024-W05`), or a day written otherwise than ISO 8601 (`03/15/2024`,
+# `15.03.2024`). Of forms that read one value alike (`03/04/2024`), the first that every
+# value of the column round-trips through is the one it is read and written in.
+YM = (("%Y%m", "month"),)
+_PERIODS = (
+    ("%Y-%m", "month"),
+    ("%Y/%m", "month"),
+    ("%m/%Y", "month"),
+    ("%G-W%V", "week"),
+    ("%GW%V", "week"),
+    ("%m/%d/%Y", "day"),
+    ("%-m/%-d/%Y", "day"),
+    ("%d/%m/%Y", "day"),
+    ("%-d/%-m/%Y", "day"),
+    ("%d.%m.%Y", "day"),
+    ("%d-%m-%Y", "day"),
+    ("%m-%d-%Y", "day"),
+    ("%Y/%m/%d", "day"),
+    ("%Y.%m.%d", "day"),
+)
+
+
+def _period_text(
+    con: duckdb.DuckDBPyConnection, sample: str, value: str, column: str, scan: str, last: int
+) -> str | None:
+    """For text that reads as a month, an ISO week or a day in one of `_PERIODS`, judged
+    first on one value, `sample`: `_period_moved` in the forms it reads in; else None."""
+    hits = con.execute(
+        "SELECT "
+        + ", ".join(
+            f"strftime(try_strptime(?, {sql.string(f)}), {sql.string(f)}) = ?" for f, _ in _PERIODS
+        ),
+        [sample, sample] * len(_PERIODS),
+    ).fetchone()
+    forms = tuple(p for p, hit in zip(_PERIODS, hits, strict=True) if hit)
+    if forms:
+        return _period_moved(con, value, column, scan, last, forms)
+    if re.fullmatch(_QUARTER, sample):
+        return _quarter_moved(con, value, column, scan, last)
+    return None
+
+
+# A quarter kept as text, `2024-Q1` or `2024Q1`, which no strptime reads.
+_QUARTER = r"[0-9]{4}-?Q[1-4]"
+
+
+def _quarter_moved(
+    con: duckdb.DuckDBPyConnection, value: str, column: str, scan: str, last: int
+) -> str | None:
+    """A template moving quarters past their range by whole years, the quarter kept; None
+    where a value is in no such form or the last copy would pass the year 9999. The
+    trailing number moved (`2024-Q5`), and a step building the quarter's first month from
+    it made no month."""
+    off, low, high = con.execute(
+        f"SELECT count(*) FILTER (WHERE NOT regexp_full_match({value}, {sql.string(_QUARTER)})), "
+        f"min(TRY_CAST(left({value}, 4) AS INTEGER)), max(TRY_CAST(left({value}, 4) AS INTEGER)) "
+        f"{scan} WHERE {value} IS NOT NULL"
+    ).fetchone()
+    if off or low is None:
+        return None
+    span = high - low + 1
+    if high + span * last > 9999:
+        return None
+    moved = (
+        f"CAST(CAST(left({column}, 4) AS INTEGER) + {{copy}} * {span} AS VARCHAR) "
+        f"|| substr({column}, 5)"
+    )
+    return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {moved} END"
+
+
+def _period_moved(
+    con: duckdb.DuckDBPyConnection,
+    value: str,
+    column: str,
+    scan: str,
+    last: int,
+    forms: tuple[tuple[str, str], ...],
+) -> str | None:
+    """A template moving periods (`value` as text, `column` the same in the template) past
+    their range by whole months, weeks or days, written back in the first of `forms` that
+    every value round-trips through; None where none does, or the last copy would pass the
+    year 9999.
+
+    A month kept as text (`2024-03`, the key of a monthly table) ends in a number, and the
+    number was moved past its range: `2024-14`, which a correct `CAST(month || '-01' AS
+    DATE)` raised on; an ISO week came out `2024-W54`, a day `03/15/2025` from
+    `03/15/2024` by a year's shift, which may be a 29 February no year has."""
+    for form, unit in forms:
+        read = f"try_strptime({{}}, {sql.string(form)})"
+        parsed = read.format(value)
+        off, low, high = con.execute(
+            f"SELECT count(*) FILTER (WHERE strftime({parsed}, {sql.string(form)}) "
+            f"IS DISTINCT FROM {value}), CAST(min({parsed}) AS DATE), CAST(max({parsed}) AS DATE) "
+            f"{scan} WHERE {value} IS NOT NULL"
+        ).fetchone()
+        if off or low is None:
+            continue
+        if unit == "month":
+            months = (high.year - low.year) * 12 + high.month - low.month + 1
+            if high.year * 12 + high.month - 1 + months * last > 9999 * 12 + 11:
+                return None
+            step = f"to_months(CAST({{copy}} AS INTEGER) * {months})"
+        else:
+            days = (high - low).days + (7 if unit == "week" else 1)
+            if high.toordinal() + days * last > _LAST_DAY.toordinal():
+                return None
+            step = f"to_days(CAST({{copy}} AS INTEGER) * {days})"
+        moved = f"strftime({read.format(column)} + {step}, {sql.string(form)})"
+        return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {moved} END"
+    return None
 
 
 # Bits flipped in a key that spans its whole type (a 64-bit hash), by the type's width.
