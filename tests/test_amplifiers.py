@@ -719,8 +719,8 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
     multiplication failed on it (a JSON payload per session, unseen72). Timestamps written
     as DuckDB writes them, or in an ISO form every value shares, now move as timestamps, in
     whole units of their finest part, and are written back in that form; timestamps in a
-    form of their own (an offset) and JSON text are left as they are. (A time of day moves
-    too, since 0.7.12: the next test.)"""
+    form of their own and JSON text are left as they are. (A time of day, and a timestamp
+    with an offset, move too since 0.7.12: the tests below.)"""
     detail, source, target = multiplied(
         tmp_path,
         "texts",
@@ -738,10 +738,10 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
         "FROM range(500) t(i)",
     )
     assert detail == (
-        "texts 500 rows to 1,000, at_s, at_ms, iso, iso_ms, compact, clock, code and amount "
-        "moved past their ranges in the added copy, zoned and payload not moved (they span too "
-        "much of their types to move past, or are of a type, or text in a form, that does not "
-        "move), so the added copy repeats them"
+        "texts 500 rows to 1,000, at_s, at_ms, iso, iso_ms, compact, zoned, clock, code and "
+        "amount moved past their ranges in the added copy, payload not moved (it spans too "
+        "much of its type to move past, or is of a type, or text in a form, that does not "
+        "move), so the added copy repeats it"
     )
     scan = f"FROM read_parquet('{target}')"
     assert CON.execute(
@@ -800,6 +800,38 @@ def test_row_multiplication_moves_a_period_kept_as_text_by_whole_periods(tmp_pat
         f"FROM read_parquet('{target}')"
     ).fetchone() == (80,) * 16 + (True, "2029-08", "2034-Q4", 202708)
     assert rows_of(source) == rows_of(target)[:40]  # the first copy as it was
+
+
+def test_row_multiplication_moves_a_timestamp_with_its_offset_and_an_ipv4_address(tmp_path):
+    """A timestamp written with its offset (`2026-03-01T10:00:05+00:00`, as Python's
+    `isoformat()` writes an aware time) was repeated by the added copy beside a key that
+    moved, so a correct row number ordered by it came out STABLE_ON_THIS_INPUT; an IPv4
+    address had its last part moved past 255, and a step reading it as a byte raised
+    (unseen84). The time before the offset now moves as other timestamps do, each value
+    keeping its own offset, and an address moves as the 32-bit number it is."""
+    detail, source, target = multiplied(
+        tmp_path,
+        "devices",
+        "SELECT i AS device_id, "
+        "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 61) SECOND, '%Y-%m-%dT%H:%M:%S') "
+        "|| ['+00:00', '-05:00', '+0530'][1 + i % 3] AS seen_at, "
+        "CAST(TIMESTAMPTZ '2026-03-01 00:00:00+00' + INTERVAL (i) HOUR AS VARCHAR) AS duck_tz, "
+        "'10.0.' || (i // 256) || '.' || (i % 256) AS ip FROM range(600) t(i)",
+    )
+    assert detail == (
+        "devices 600 rows to 1,200, device_id, seen_at, duck_tz and ip moved past their ranges "
+        "in the added copy"
+    )
+    assert CON.execute(
+        "SELECT count(DISTINCT seen_at), count(DISTINCT duck_tz), count(DISTINCT ip), "
+        "count(CAST(seen_at AS TIMESTAMPTZ)), count(CAST(duck_tz AS TIMESTAMPTZ)), "
+        "count(CAST(split_part(ip, '.', 4) AS UTINYINT)), "
+        "bool_and(regexp_extract(seen_at, '([+-][0-9:]+)$', 1) "
+        "= ['+00:00', '-05:00', '+0530'][1 + device_id % 3]), "
+        "bool_and(regexp_full_match(seen_at, '[0-9-]{10}T[0-9:]{8}[+-][0-9:]{4,5}')) "
+        f"FROM read_parquet('{target}')"
+    ).fetchone() == (1200,) * 6 + (True, True)
+    assert rows_of(source) == rows_of(target)[:600]  # the first copy as it was
 
 
 def test_row_multiplication_moves_a_time_of_day_round_the_clock(tmp_path):

@@ -363,9 +363,11 @@ def _parsed_text(
     """For text a step may read as another type: a template moving timestamps past their
     range, in whole units of the finest part any value uses, written back in the form every
     value is written in (DuckDB's own, `2026-03-01 10:00:05`, or one of `_WRITTEN`, such as
-    `2026-03-01T10:00:05.000Z`); times of day round the clock (`_time_text`); "" (not
-    moved) for timestamps in any other form, times that fill the day, and JSON objects or
-    arrays; None for anything else, which moves as text does. A
+    `2026-03-01T10:00:05.000Z`), or in such a form with an offset after it
+    (`_offset_text`); times of day round the clock (`_time_text`); periods, quarters and
+    IPv4 addresses (`_period_text`); "" (not moved) for timestamps in any other form, times
+    that fill the day, and JSON objects or arrays; None for anything else, which moves as
+    text does. A
     suffix or a moved trailing number wrote `{"id": 7}#1` and `10:00:65`, which a correct
     step that parses them raised on, and row multiplication failed on a step that had done
     nothing wrong."""
@@ -393,26 +395,13 @@ def _parsed_text(
     if form is False and not parses:
         return _period_text(con, sample, value, column, scan, last)
     if form is not False:
-        read = (
-            "TRY_CAST({} AS TIMESTAMP)"
-            if form is None
-            else f"try_strptime({{}}, {sql.string(form)})"
-        )
-        write = "CAST({} AS VARCHAR)" if form is None else f"strftime({{}}, {sql.string(form)})"
-        parsed = read.format(value)
-        off, low, high, *off_grain = con.execute(
-            f"SELECT count(*) FILTER (WHERE {write.format(parsed)} IS DISTINCT FROM {value}), "
-            f"epoch_us(min({parsed})), epoch_us(max({parsed})), "
-            + ", ".join(f"count(*) FILTER (WHERE epoch_us({parsed}) % {g} <> 0)" for g in _GRAINS)
-            + f" {scan} WHERE {value} IS NOT NULL"
-        ).fetchone()
-        if not off and low is not None:
-            grain = next(g for g, n in zip(_GRAINS, off_grain, strict=True) if not n)
-            span = -(-(high - low + 1) // grain) * grain
-            if high + span * last >= _YEAR_10000_US:
-                return ""
-            moved = f"{read.format(column)} + to_microseconds(CAST({{copy}} AS BIGINT) * {span})"
-            return write.format(moved)
+        moved = _timestamp_text(con, form, value, column, scan, last)
+        if moved is not None:
+            return moved
+    else:
+        moved = _offset_text(con, sample, value, column, scan, last)
+        if moved is not None:
+            return moved
     not_ts, not_time, not_json = con.execute(
         f"SELECT count(*) FILTER (WHERE TRY_CAST({value} AS TIMESTAMP) IS NULL), "
         f"count(*) FILTER (WHERE TRY_CAST({value} AS TIME) IS NULL), "
@@ -426,6 +415,94 @@ def _parsed_text(
     if not not_ts or not not_time or not not_json:
         return ""
     return None
+
+
+def _timestamp_text(
+    con: duckdb.DuckDBPyConnection,
+    form: str | None,
+    value: str,
+    column: str,
+    scan: str,
+    last: int,
+    where: str = "",
+) -> str | None:
+    """For text written as a timestamp in `form` (DuckDB's own where None): a template
+    moving it past its range in whole units of its finest part, written back in that form;
+    "" where the last copy would pass the year 9999; None where a value is in another
+    form. `where` narrows the rows checked (`value` may be part of each value)."""
+    read = (
+        "TRY_CAST({} AS TIMESTAMP)" if form is None else f"try_strptime({{}}, {sql.string(form)})"
+    )
+    write = "CAST({} AS VARCHAR)" if form is None else f"strftime({{}}, {sql.string(form)})"
+    parsed = read.format(value)
+    off, low, high, *off_grain = con.execute(
+        f"SELECT count(*) FILTER (WHERE {write.format(parsed)} IS DISTINCT FROM {value}), "
+        f"epoch_us(min({parsed})), epoch_us(max({parsed})), "
+        + ", ".join(f"count(*) FILTER (WHERE epoch_us({parsed}) % {g} <> 0)" for g in _GRAINS)
+        + f" {scan} WHERE {value} IS NOT NULL {where}"
+    ).fetchone()
+    if off or low is None:
+        return None
+    grain = next(g for g, n in zip(_GRAINS, off_grain, strict=True) if not n)
+    span = -(-(high - low + 1) // grain) * grain
+    if high + span * last >= _YEAR_10000_US:
+        return ""
+    moved = f"{read.format(column)} + to_microseconds(CAST({{copy}} AS BIGINT) * {span})"
+    return write.format(moved)
+
+
+# A timestamp's offset from UTC at the end of its text: +01, +0100 or +01:00 (or -).
+_OFFSET = r"[+-][0-9]{2}(?::?[0-9]{2})?"
+# The forms of the time before it: DuckDB's own (None), and ISO 8601 with a T or a space.
+_BEFORE_OFFSET = (None, *(f for f in _WRITTEN if not f.endswith("Z") and "/" not in f))
+
+
+def _offset_text(
+    con: duckdb.DuckDBPyConnection, sample: str, value: str, column: str, scan: str, last: int
+) -> str | None:
+    """For timestamps written with their offset (`2026-03-01T10:00:05+00:00`, as Python's
+    `isoformat()` writes an aware time): the time before the offset moved as
+    `_timestamp_text` moves it, and each value's own offset kept, so every copy reads as
+    the instant it was moved to. A unique such column was repeated by the added copy,
+    beside a key that moved, and a correct row number ordered by it came out
+    STABLE_ON_THIS_INPUT (unseen84). None for anything else."""
+    found = re.fullmatch(f"(.*?)({_OFFSET})", sample)
+    if found is None:
+        return None
+    hits = con.execute(
+        "SELECT "
+        + ", ".join(
+            "CAST(TRY_CAST(? AS TIMESTAMP) AS VARCHAR) = ?"
+            if f is None
+            else f"strftime(try_strptime(?, {sql.string(f)}), {sql.string(f)}) = ?"
+            for f in _BEFORE_OFFSET
+        ),
+        [found.group(1), found.group(1)] * len(_BEFORE_OFFSET),
+    ).fetchone()
+    form = next((f for f, hit in zip(_BEFORE_OFFSET, hits, strict=True) if hit), False)
+    if form is False:
+        return None
+    pattern = sql.string(f"^(.*?)({_OFFSET})$")
+    (other,) = con.execute(
+        f"SELECT count(*) FILTER (WHERE NOT regexp_full_match({value}, {pattern})) {scan} "
+        f"WHERE {value} IS NOT NULL"
+    ).fetchone()
+    if other:
+        return None
+    # In the template, whose braces are doubled, the pattern's `{2}` is written `{{2}}`.
+    braced = pattern.replace("{", "{{").replace("}", "}}")
+    moved = _timestamp_text(
+        con,
+        form,
+        f"regexp_extract({value}, {pattern}, 1)",
+        f"regexp_extract({column}, {braced}, 1)",
+        scan,
+        last,
+    )
+    if not moved:
+        return None
+    offset = f"regexp_extract({column}, {braced}, 2)"
+    return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {moved} || {offset} END"
 
 
 _DAY_US = 86_400_000_000
@@ -641,7 +718,45 @@ def _period_text(
         return _period_moved(con, value, column, scan, last, forms)
     if re.fullmatch(_QUARTER, sample):
         return _quarter_moved(con, value, column, scan, last)
+    if re.fullmatch(_IPV4, sample):
+        return _ipv4_moved(con, value, column, scan, last)
     return None
+
+
+# An IPv4 address as written, each part without zeros in front.
+_OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_IPV4 = rf"{_OCTET}\.{_OCTET}\.{_OCTET}\.{_OCTET}"
+
+
+def _ipv4_number(text: str) -> str:
+    parts = [f"CAST(split_part({text}, '.', {k}) AS BIGINT)" for k in range(1, 5)]
+    return f"({parts[0]} * 16777216 + {parts[1]} * 65536 + {parts[2]} * 256 + {parts[3]})"
+
+
+def _ipv4_moved(
+    con: duckdb.DuckDBPyConnection, value: str, column: str, scan: str, last: int
+) -> str | None:
+    """A template moving IPv4 addresses past their range as the 32-bit numbers they are,
+    written back as four parts; None where a value is in no such form or the last copy
+    would pass 255.255.255.255. The last part, a trailing number, was moved past 255, and
+    a correct step reading it as a byte raised."""
+    number = _ipv4_number(value)
+    other, low, high = con.execute(
+        f"SELECT count(*) FILTER (WHERE NOT regexp_full_match({value}, {sql.string(_IPV4)})), "
+        f"min({number}) FILTER (WHERE regexp_full_match({value}, {sql.string(_IPV4)})), "
+        f"max({number}) FILTER (WHERE regexp_full_match({value}, {sql.string(_IPV4)})) "
+        f"{scan} WHERE {value} IS NOT NULL"
+    ).fetchone()
+    if other or low is None:
+        return None
+    span = high - low + 1
+    if high + span * last > 2**32 - 1:
+        return None
+    n = f"({_ipv4_number(column)} + {{copy}} * {span})"
+    dotted = " || '.' || ".join(
+        f"CAST(({n} // {2 ** (8 * k)}) % 256 AS VARCHAR)" for k in (3, 2, 1, 0)
+    )
+    return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {dotted} END"
 
 
 # A quarter kept as text, `2024-Q1` or `2024Q1`, which no strptime reads.
