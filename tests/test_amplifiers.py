@@ -733,32 +733,40 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
         "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND, '%Y%m%dT%H%M%SZ') AS compact, "
         "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND, '%Y-%m-%d %H:%M:%S+01') AS zoned, "
         "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND, '%H:%M:%S') AS clock, "
+        "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) MINUTE, '%Y-%m-%d %H:%M') AS at_min, "
+        "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND, '%m/%d/%Y %H:%M:%S') AS us_dt, "
         "'{\"id\": ' || i || '}' AS payload, 'ORD-' || lpad(i::VARCHAR, 5, '0') AS code, "
         "((i - 250)::DOUBLE / 100)::VARCHAR AS amount "
         "FROM range(500) t(i)",
     )
     assert detail == (
-        "texts 500 rows to 1,000, at_s, at_ms, iso, iso_ms, compact, zoned, clock, code and "
-        "amount moved past their ranges in the added copy, payload not moved (it spans too "
+        "texts 500 rows to 1,000, at_s, at_ms, iso, iso_ms, compact, zoned, clock, at_min, us_dt, "
+        "code and amount moved past their ranges in the added copy, payload not moved (it spans too "
         "much of its type to move past, or is of a type, or text in a form, that does not "
         "move), so the added copy repeats it"
     )
     scan = f"FROM read_parquet('{target}')"
-    assert CON.execute(
-        "SELECT count(DISTINCT at_s), count(DISTINCT at_ms), count(DISTINCT iso), "
-        "count(DISTINCT iso_ms), count(DISTINCT compact), count(DISTINCT code), "
-        "count(DISTINCT CAST(amount AS DECIMAL(9, 2))), "
-        "bool_and(CAST(CAST(at_s AS TIMESTAMP) AS VARCHAR) = at_s), "
-        "bool_and(CAST(CAST(at_ms AS TIMESTAMP) AS VARCHAR) = at_ms), "
-        "bool_and(at_s NOT LIKE '%.%'), "
-        "bool_and(strftime(strptime(iso, '%Y-%m-%dT%H:%M:%SZ'), '%Y-%m-%dT%H:%M:%SZ') = iso), "
-        "bool_and(strftime(strptime(iso_ms, '%Y-%m-%dT%H:%M:%S.%gZ'), "
-        "'%Y-%m-%dT%H:%M:%S.%gZ') = iso_ms), "
-        "bool_and(strftime(strptime(compact, '%Y%m%dT%H%M%SZ'), '%Y%m%dT%H%M%SZ') = compact), "
-        "bool_and(TRY_CAST(zoned AS TIMESTAMPTZ) IS NOT NULL), "
-        f"bool_and(TRY_CAST(clock AS TIME) IS NOT NULL), bool_and(json_valid(payload)), "
-        f"count(DISTINCT clock) {scan}"
-    ).fetchone() == (1000,) * 7 + (True,) * 9 + (1000,)
+    assert (
+        CON.execute(
+            "SELECT count(DISTINCT at_s), count(DISTINCT at_ms), count(DISTINCT iso), "
+            "count(DISTINCT iso_ms), count(DISTINCT compact), count(DISTINCT code), "
+            "count(DISTINCT CAST(amount AS DECIMAL(9, 2))), "
+            "bool_and(CAST(CAST(at_s AS TIMESTAMP) AS VARCHAR) = at_s), "
+            "bool_and(CAST(CAST(at_ms AS TIMESTAMP) AS VARCHAR) = at_ms), "
+            "bool_and(at_s NOT LIKE '%.%'), "
+            "bool_and(strftime(strptime(iso, '%Y-%m-%dT%H:%M:%SZ'), '%Y-%m-%dT%H:%M:%SZ') = iso), "
+            "bool_and(strftime(strptime(iso_ms, '%Y-%m-%dT%H:%M:%S.%gZ'), "
+            "'%Y-%m-%dT%H:%M:%S.%gZ') = iso_ms), "
+            "bool_and(strftime(strptime(compact, '%Y%m%dT%H%M%SZ'), '%Y%m%dT%H%M%SZ') = compact), "
+            "bool_and(TRY_CAST(zoned AS TIMESTAMPTZ) IS NOT NULL), "
+            f"bool_and(TRY_CAST(clock AS TIME) IS NOT NULL), bool_and(json_valid(payload)), "
+            "count(DISTINCT clock), count(DISTINCT at_min), count(DISTINCT us_dt), "
+            "bool_and(strftime(strptime(at_min, '%Y-%m-%d %H:%M'), '%Y-%m-%d %H:%M') = at_min), "
+            "bool_and(strftime(strptime(us_dt, '%m/%d/%Y %H:%M:%S'), '%m/%d/%Y %H:%M:%S') = us_dt) "
+            f"{scan}"
+        ).fetchone()
+        == (1000,) * 7 + (True,) * 9 + (1000,) * 3 + (True,) * 2
+    )
     assert rows_of(source) == rows_of(target)[:500]  # the first copy as it was
 
 

@@ -338,8 +338,10 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
 
 
 # Microseconds a text timestamp moves by a multiple of, the coarsest its values all keep
-# (whole days, seconds, milliseconds), so that a moved value is written as its own were.
-_GRAINS = (86_400_000_000, 1_000_000, 1_000, 1)
+# (whole days, minutes, seconds, milliseconds), so that a moved value is written as its
+# own were: a form to the minute writes no seconds, and a move of whole seconds made two
+# values meet there.
+_GRAINS = (86_400_000_000, 60_000_000, 1_000_000, 1_000, 1)
 # The forms a timestamp kept as text is written in, besides DuckDB's own (its VARCHAR
 # cast), which a moved value is written back in: ISO 8601 with a T, with or without a Z and
 # a fraction of three or six digits, the same with a space, with slashes, and compact.
@@ -354,6 +356,16 @@ _WRITTEN = (
     "%Y-%m-%d %H:%M:%S.%g",
     "%Y/%m/%d %H:%M:%S",
     "%Y%m%dT%H%M%SZ",
+    # To the minute (a schedule's slots), and days written otherwise than ISO 8601 with a
+    # time after them: their seconds were moved past 59, which their own format refuses.
+    "%Y-%m-%dT%H:%M",
+    "%Y-%m-%d %H:%M",
+    "%m/%d/%Y %H:%M:%S",
+    "%m/%d/%Y %H:%M",
+    "%d/%m/%Y %H:%M:%S",
+    "%d/%m/%Y %H:%M",
+    "%d.%m.%Y %H:%M:%S",
+    "%d.%m.%Y %H:%M",
 )
 
 
@@ -508,7 +520,7 @@ def _offset_text(
 _DAY_US = 86_400_000_000
 # Microseconds a time of day moves by a multiple of, the coarsest its values all keep
 # (whole minutes, seconds, milliseconds), so that a moved value is written as its own were.
-_TIME_GRAINS = (60_000_000, *_GRAINS[1:])
+_TIME_GRAINS = _GRAINS[1:]
 # The forms a time of day kept as text is written in besides DuckDB's own (`10:00:05`,
 # `10:00:05.5`): hours and minutes, and seconds with three or six digits of fraction.
 _TIME_WRITTEN = ("%H:%M", "%H:%M:%S.%g", "%H:%M:%S.%f")
