@@ -735,12 +735,13 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
         "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND, '%H:%M:%S') AS clock, "
         "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) MINUTE, '%Y-%m-%d %H:%M') AS at_min, "
         "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) SECOND, '%m/%d/%Y %H:%M:%S') AS us_dt, "
+        "strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 7) MINUTE, '%m/%d/%Y %I:%M %p') AS us_pm, "
         "'{\"id\": ' || i || '}' AS payload, 'ORD-' || lpad(i::VARCHAR, 5, '0') AS code, "
         "((i - 250)::DOUBLE / 100)::VARCHAR AS amount "
         "FROM range(500) t(i)",
     )
     assert detail == (
-        "texts 500 rows to 1,000, at_s, at_ms, iso, iso_ms, compact, zoned, clock, at_min, us_dt, "
+        "texts 500 rows to 1,000, at_s, at_ms, iso, iso_ms, compact, zoned, clock, at_min, us_dt, us_pm, "
         "code and amount moved past their ranges in the added copy, payload not moved (it spans too "
         "much of its type to move past, or is of a type, or text in a form, that does not "
         "move), so the added copy repeats it"
@@ -760,12 +761,13 @@ def test_row_multiplication_moves_text_a_step_parses_only_in_forms_that_still_pa
             "bool_and(strftime(strptime(compact, '%Y%m%dT%H%M%SZ'), '%Y%m%dT%H%M%SZ') = compact), "
             "bool_and(TRY_CAST(zoned AS TIMESTAMPTZ) IS NOT NULL), "
             f"bool_and(TRY_CAST(clock AS TIME) IS NOT NULL), bool_and(json_valid(payload)), "
-            "count(DISTINCT clock), count(DISTINCT at_min), count(DISTINCT us_dt), "
+            "count(DISTINCT clock), count(DISTINCT at_min), count(DISTINCT us_dt), count(DISTINCT us_pm), "
+            "bool_and(strftime(strptime(us_pm, '%m/%d/%Y %I:%M %p'), '%m/%d/%Y %I:%M %p') = us_pm), "
             "bool_and(strftime(strptime(at_min, '%Y-%m-%d %H:%M'), '%Y-%m-%d %H:%M') = at_min), "
             "bool_and(strftime(strptime(us_dt, '%m/%d/%Y %H:%M:%S'), '%m/%d/%Y %H:%M:%S') = us_dt) "
             f"{scan}"
         ).fetchone()
-        == (1000,) * 7 + (True,) * 9 + (1000,) * 3 + (True,) * 2
+        == (1000,) * 7 + (True,) * 9 + (1000,) * 4 + (True,) * 3
     )
     assert rows_of(source) == rows_of(target)[:500]  # the first copy as it was
 
@@ -781,6 +783,7 @@ def test_row_multiplication_moves_a_period_kept_as_text_by_whole_periods(tmp_pat
         tmp_path,
         "periods",
         "SELECT strftime(DATE '2023-01-01' + INTERVAL (i) MONTH, '%Y-%m') AS month, "
+        "strftime(DATE '2023-01-01' + INTERVAL (i) MONTH, '%b %Y') AS month_name, "
         "strftime(DATE '2024-01-01' + INTERVAL (7 * i) DAY, '%G-W%V') AS week, "
         "strftime(DATE '2024-02-20' + i::INT, '%m/%d/%Y') AS us, "
         "strftime(DATE '2024-02-20' + i::INT, '%-m/%-d/%Y') AS unpadded, "
@@ -791,11 +794,13 @@ def test_row_multiplication_moves_a_period_kept_as_text_by_whole_periods(tmp_pat
         "FROM range(40) t(i)",
     )
     assert detail == (
-        "periods 40 rows to 80, month, week, us, unpadded, eu, quarter, ym_int and ym_text "
+        "periods 40 rows to 80, month, month_name, week, us, unpadded, eu, quarter, ym_int and "
+        "ym_text "
         "moved past their ranges in the added copy"
     )
     assert CON.execute(
-        "SELECT count(DISTINCT month), count(DISTINCT week), count(DISTINCT us), "
+        "SELECT count(DISTINCT month), count(strptime(month_name, '%b %Y')), "
+        "count(DISTINCT week), count(DISTINCT us), "
         "count(DISTINCT unpadded), count(DISTINCT eu), count(DISTINCT quarter), "
         "count(DISTINCT ym_int), count(DISTINCT ym_text), "
         "count(CAST(month || '-01' AS DATE)), count(strptime(week, '%G-W%V')), "
@@ -806,7 +811,7 @@ def test_row_multiplication_moves_a_period_kept_as_text_by_whole_periods(tmp_pat
         "bool_and(strftime(strptime(unpadded, '%-m/%-d/%Y'), '%-m/%-d/%Y') = unpadded), "
         "max(month), max(quarter), max(ym_int) "
         f"FROM read_parquet('{target}')"
-    ).fetchone() == (80,) * 16 + (True, "2029-08", "2034-Q4", 202708)
+    ).fetchone() == (80,) * 17 + (True, "2029-08", "2034-Q4", 202708)
     assert rows_of(source) == rows_of(target)[:40]  # the first copy as it was
 
 

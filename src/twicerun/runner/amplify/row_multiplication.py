@@ -366,6 +366,8 @@ _WRITTEN = (
     "%d/%m/%Y %H:%M",
     "%d.%m.%Y %H:%M:%S",
     "%d.%m.%Y %H:%M",
+    "%m/%d/%Y %I:%M:%S %p",
+    "%m/%d/%Y %I:%M %p",
 )
 
 
@@ -699,6 +701,8 @@ _PERIODS = (
     ("%Y-%m", "month"),
     ("%Y/%m", "month"),
     ("%m/%Y", "month"),
+    ("%b %Y", "month"),
+    ("%B %Y", "month"),
     ("%G-W%V", "week"),
     ("%GW%V", "week"),
     ("%m/%d/%Y", "day"),
