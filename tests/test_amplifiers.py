@@ -940,6 +940,20 @@ def test_row_multiplication_moves_one_member_of_a_key_of_several_columns(tmp_pat
         f"SELECT count(DISTINCT (tag, n)), bool_and(json_valid(tag)) FROM read_parquet('{target}')"
     ).fetchone() == (600, True)
 
+    # A month beside a store, with fewer values than the stores: the store moves, since a
+    # month moved past 12 is no month and `make_date` raised on it.
+    detail, _, target = multiplied(
+        tmp_path,
+        "targets",
+        "SELECT 'store ' || s AS store, m::INT AS month, (hash(s, m) % 900)::INT AS goal "
+        "FROM range(1, 21) a(s), range(1, 13) b(m)",
+    )
+    assert detail == "targets 240 rows to 480, store moved past its range in the added copy"
+    assert CON.execute(
+        "SELECT count(DISTINCT (store, month)), count(make_date(2026, month, 1)) "
+        f"FROM read_parquet('{target}')"
+    ).fetchone() == (480, 480)
+
     # A date moves before a member with fewer values: an hour moved past 23 is no hour.
     detail, _, target = multiplied(
         tmp_path,

@@ -156,7 +156,9 @@ def _moves(
         members = [by_name[n] for n in key if n in by_name]
         if any(m.name in shifts for m in members):
             continue
-        for member in sorted(members, key=_move_first):
+        parts = _calendar_parts(con, source, members)
+        order = {m.name: (_move_first(m), m.name in parts, m.distinct) for m in members}
+        for member in sorted(members, key=lambda m: order[m.name]):
             moved = shift(member)
             if moved is not None:
                 shifts[member.name] = (member, moved)
@@ -173,12 +175,39 @@ def _moves(
 _MOVE_CLEANLY = frozenset({"date", "uuid", "blob", *_TIMESTAMPS})
 
 
-def _move_first(member: ColumnFacts) -> tuple[bool, int]:
-    """The order the members of a key are tried in: a date, a timestamp, a UUID or a BLOB
-    first, then the member with the fewest values (a year before a day of the month). An
-    hour of the day beside a date, moved past its range, made 24:00 of every hour a
-    correct `make_time` raised on; the date moved instead stays a date."""
-    return (member.type.id not in _MOVE_CLEANLY, member.distinct)
+def _move_first(member: ColumnFacts) -> bool:
+    """Whether a member of a key is tried after a date, a timestamp, a UUID or a BLOB, which
+    are tried first; then (`_moves`) a member that is no part of a date or time, then the
+    one with the fewest values (a year before a day of the month). An hour of the day
+    beside a date, moved past its range, made 24:00 of every hour a correct `make_time`
+    raised on; the date moved instead stays a date."""
+    return member.type.id not in _MOVE_CLEANLY
+
+
+# The most a part of a date or a time of day can be: a minute or a second.
+_LARGEST_PART = 60
+
+
+def _calendar_parts(
+    con: duckdb.DuckDBPyConnection, source: Path, members: list[ColumnFacts]
+) -> set[str]:
+    """The members that are whole numbers within 0 to 60, as a month, a day of the month,
+    an hour or a minute are: moved past that range, they are no such part. A key of region
+    and month moved the month, the member with fewer values, to 13, and a correct
+    `make_date(2026, month, 1)` raised; the region moved instead is another region."""
+    small = [m for m in members if m.type.id in _SHIFTABLE and 0 < m.distinct <= _LARGEST_PART + 1]
+    if not small:
+        return set()
+    ranges = con.execute(
+        "SELECT "
+        + ", ".join(f"min({m.sql})::HUGEINT, max({m.sql})::HUGEINT" for m in small)
+        + f" FROM {sql.parquet(source)}"
+    ).fetchone()
+    return {
+        m.name
+        for m, low, high in zip(small, ranges[::2], ranges[1::2], strict=True)
+        if low is not None and low >= 0 and high <= _LARGEST_PART
+    }
 
 
 def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> str | None:
