@@ -863,23 +863,23 @@ def test_row_multiplication_moves_a_time_of_day_round_the_clock(tmp_path):
         "CAST(TIME '20:00:00' + INTERVAL (i * 17) SECOND AS VARCHAR) AS at_text, "
         "strftime(TIMESTAMP '2026-01-01 08:00:00' + INTERVAL (i) MINUTE, '%H:%M') AS hhmm, "
         "strftime(TIMESTAMP '2026-01-01 08:00:00' + INTERVAL (i * 10) MILLISECOND, "
-        "'%H:%M:%S.%g') AS at_ms, i % 7 AS load FROM range(600) t(i)",
+        "'%H:%M:%S.%g') AS at_ms, "
+        "strftime(TIMESTAMP '2026-01-01 08:00:00' + INTERVAL (i) MINUTE, '%-I:%M %p') AS ampm, "
+        "i % 7 AS load FROM range(600) t(i)",
     )
     assert detail == (
-        "slots 600 rows to 1,200, slot_id, starts, at_text, hhmm and at_ms moved past their ranges "
-        "in the added copy"
+        "slots 600 rows to 1,200, slot_id, starts, at_text, hhmm, at_ms and ampm moved past their "
+        "ranges in the added copy"
     )
-    assert (
-        CON.execute(
-            "SELECT count(DISTINCT starts), count(DISTINCT at_text), count(DISTINCT hhmm), "
-            "count(DISTINCT at_ms), bool_and(CAST(CAST(at_text AS TIME) AS VARCHAR) = at_text), "
-            "bool_and(strftime(strptime(hhmm, '%H:%M'), '%H:%M') = hhmm), "
-            "bool_and(strftime(strptime(at_ms, '%H:%M:%S.%g'), '%H:%M:%S.%g') = at_ms), "
-            "bool_and(starts = CAST(at_text AS TIME)) "
-            f"FROM read_parquet('{target}')"
-        ).fetchone()
-        == (1200,) * 4 + (True,) * 4
-    )
+    assert CON.execute(
+        "SELECT count(DISTINCT starts), count(DISTINCT at_text), count(DISTINCT hhmm), "
+        "count(DISTINCT at_ms), bool_and(CAST(CAST(at_text AS TIME) AS VARCHAR) = at_text), "
+        "bool_and(strftime(strptime(hhmm, '%H:%M'), '%H:%M') = hhmm), "
+        "bool_and(strftime(strptime(at_ms, '%H:%M:%S.%g'), '%H:%M:%S.%g') = at_ms), "
+        "bool_and(starts = CAST(at_text AS TIME)), count(DISTINCT ampm), "
+        "bool_and(strftime(strptime(ampm, '%-I:%M %p'), '%-I:%M %p') = ampm) "
+        f"FROM read_parquet('{target}')"
+    ).fetchone() == (1200,) * 4 + (True,) * 4 + (1200, True)
     assert rows_of(source) == rows_of(target)[:600]  # the first copy as it was
     # From 20:00 on, a span of 10,184 s: the copy of every slot from 21:10:16 on goes round
     # past midnight, and is a time of day all the same.

@@ -553,8 +553,19 @@ _DAY_US = 86_400_000_000
 # (whole minutes, seconds, milliseconds), so that a moved value is written as its own were.
 _TIME_GRAINS = _GRAINS[1:]
 # The forms a time of day kept as text is written in besides DuckDB's own (`10:00:05`,
-# `10:00:05.5`): hours and minutes, and seconds with three or six digits of fraction.
-_TIME_WRITTEN = ("%H:%M", "%H:%M:%S.%g", "%H:%M:%S.%f")
+# `10:00:05.5`): hours and minutes, seconds with three or six digits of fraction, hours
+# without a zero in front, and a twelve-hour clock with AM or PM.
+_TIME_WRITTEN = (
+    "%H:%M",
+    "%H:%M:%S.%g",
+    "%H:%M:%S.%f",
+    "%-H:%M",
+    "%-H:%M:%S",
+    "%I:%M %p",
+    "%-I:%M %p",
+    "%I:%M:%S %p",
+    "%-I:%M:%S %p",
+)
 
 
 def _time_moved(
@@ -765,6 +776,8 @@ def _period_text(
         return _quarter_moved(con, value, column, scan, last)
     if re.fullmatch(_IPV4, sample):
         return _ipv4_moved(con, value, column, scan, last)
+    if re.fullmatch(r"[0-9:]+ [AP]M", sample):  # a time of day no TIME cast reads
+        return _time_text(con, value, column, scan, last + 1)
     return None
 
 
