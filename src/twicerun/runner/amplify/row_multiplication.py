@@ -781,6 +781,19 @@ def _period_text(
     return None
 
 
+def _matched_range(
+    con: duckdb.DuckDBPyConnection, value: str, pattern: str, number: str, scan: str
+) -> tuple[int, int] | None:
+    """The least and greatest `number` of the column's values, where every value of it
+    matches `pattern`; None where one does not, or there is none."""
+    matches = f"regexp_full_match({value}, {sql.string(pattern)})"
+    other, low, high = con.execute(
+        f"SELECT count(*) FILTER (WHERE NOT {matches}), min({number}) FILTER (WHERE {matches}), "
+        f"max({number}) FILTER (WHERE {matches}) {scan} WHERE {value} IS NOT NULL"
+    ).fetchone()
+    return None if other or low is None else (low, high)
+
+
 # An IPv4 address as written, each part without zeros in front.
 _OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _IPV4 = rf"{_OCTET}\.{_OCTET}\.{_OCTET}\.{_OCTET}"
@@ -798,15 +811,10 @@ def _ipv4_moved(
     written back as four parts; None where a value is in no such form or the last copy
     would pass 255.255.255.255. The last part, a trailing number, was moved past 255, and
     a correct step reading it as a byte raised."""
-    number = _ipv4_number(value)
-    other, low, high = con.execute(
-        f"SELECT count(*) FILTER (WHERE NOT regexp_full_match({value}, {sql.string(_IPV4)})), "
-        f"min({number}) FILTER (WHERE regexp_full_match({value}, {sql.string(_IPV4)})), "
-        f"max({number}) FILTER (WHERE regexp_full_match({value}, {sql.string(_IPV4)})) "
-        f"{scan} WHERE {value} IS NOT NULL"
-    ).fetchone()
-    if other or low is None:
+    found = _matched_range(con, value, _IPV4, _ipv4_number(value), scan)
+    if found is None:
         return None
+    low, high = found
     span = high - low + 1
     if high + span * last > 2**32 - 1:
         return None
@@ -828,13 +836,10 @@ def _quarter_moved(
     where a value is in no such form or the last copy would pass the year 9999. The
     trailing number moved (`2024-Q5`), and a step building the quarter's first month from
     it made no month."""
-    off, low, high = con.execute(
-        f"SELECT count(*) FILTER (WHERE NOT regexp_full_match({value}, {sql.string(_QUARTER)})), "
-        f"min(TRY_CAST(left({value}, 4) AS INTEGER)), max(TRY_CAST(left({value}, 4) AS INTEGER)) "
-        f"{scan} WHERE {value} IS NOT NULL"
-    ).fetchone()
-    if off or low is None:
+    found = _matched_range(con, value, _QUARTER, f"TRY_CAST(left({value}, 4) AS INTEGER)", scan)
+    if found is None:
         return None
+    low, high = found
     span = high - low + 1
     if high + span * last > 9999:
         return None
