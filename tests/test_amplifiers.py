@@ -788,14 +788,15 @@ def test_row_multiplication_moves_a_period_kept_as_text_by_whole_periods(tmp_pat
         "strftime(DATE '2024-02-20' + i::INT, '%m/%d/%Y') AS us, "
         "strftime(DATE '2024-02-20' + i::INT, '%-m/%-d/%Y') AS unpadded, "
         "strftime(DATE '2024-02-20' + i::INT, '%d.%m.%Y') AS eu, "
+        "strftime(DATE '2024-02-20' + i::INT, '%Y/%m/%d') AS slashed, "
         "(2015 + i // 4) || '-Q' || (i % 4 + 1) AS quarter, "
         "CAST(strftime(DATE '2021-01-01' + INTERVAL (i) MONTH, '%Y%m') AS INTEGER) AS ym_int, "
         "strftime(DATE '2021-01-01' + INTERVAL (i) MONTH, '%Y%m') AS ym_text "
         "FROM range(40) t(i)",
     )
     assert detail == (
-        "periods 40 rows to 80, month, month_name, week, us, unpadded, eu, quarter, ym_int and "
-        "ym_text "
+        "periods 40 rows to 80, month, month_name, week, us, unpadded, eu, slashed, quarter, "
+        "ym_int and ym_text "
         "moved past their ranges in the added copy"
     )
     assert CON.execute(
@@ -805,13 +806,14 @@ def test_row_multiplication_moves_a_period_kept_as_text_by_whole_periods(tmp_pat
         "count(DISTINCT ym_int), count(DISTINCT ym_text), "
         "count(CAST(month || '-01' AS DATE)), count(strptime(week, '%G-W%V')), "
         "count(strptime(us, '%m/%d/%Y')), count(strptime(unpadded, '%-m/%-d/%Y')), "
-        "count(strptime(eu, '%d.%m.%Y')), "
+        "count(strptime(eu, '%d.%m.%Y')), count(DISTINCT slashed), "
         "count(make_date(CAST(left(quarter, 4) AS INT), CAST(right(quarter, 1) AS INT) * 3, 1)), "
         "count(strptime(CAST(ym_int AS VARCHAR), '%Y%m')), count(strptime(ym_text, '%Y%m')), "
         "bool_and(strftime(strptime(unpadded, '%-m/%-d/%Y'), '%-m/%-d/%Y') = unpadded), "
+        "bool_and(strftime(strptime(slashed, '%Y/%m/%d'), '%Y/%m/%d') = slashed), "
         "max(month), max(quarter), max(ym_int) "
         f"FROM read_parquet('{target}')"
-    ).fetchone() == (80,) * 17 + (True, "2029-08", "2034-Q4", 202708)
+    ).fetchone() == (80,) * 18 + (True, True, "2029-08", "2034-Q4", 202708)
     assert rows_of(source) == rows_of(target)[:40]  # the first copy as it was
 
 

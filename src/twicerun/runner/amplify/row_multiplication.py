@@ -251,7 +251,7 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         # 202403 is a month to a warehouse (a period key), and moved as an integer past
         # its range it was 202413, which no parse accepts.
         if low is not None and low >= 100001 and high <= 999912:
-            shifted = _period_moved(con, as_text, f"CAST({column} AS VARCHAR)", scan, last, YM)
+            shifted = _period_moved(con, as_text, f"CAST({column} AS VARCHAR)", scan, last, _YM)
             if shifted is not None:
                 return f"CAST({shifted} AS {keep.type})"
         # Widen to BIGINT; a key near its top (ids counted down from the largest BIGINT)
@@ -339,7 +339,7 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         if shifted is not None:
             return shifted
     if not not_digits and widths == 1 and width == 6:
-        shifted = _period_moved(con, keep.sql, column, scan, last, YM)
+        shifted = _period_moved(con, keep.sql, column, scan, last, _YM)
         if shifted is not None:
             return shifted
     if not not_int and low is not None and high + (high - low + 1) * last < 2**126:
@@ -435,13 +435,15 @@ def _parsed_text(
         [sample, sample] * (1 + len(_WRITTEN)) + [sample] * 4,
     ).fetchone()
     form = next((f for f, hit in zip((None, *_WRITTEN), matches, strict=True) if hit), False)
-    if form is False and not parses:
-        return _period_text(con, sample, value, column, scan, last)
     if form is not False:
         moved = _timestamp_text(con, form, value, column, scan, last)
         if moved is not None:
             return moved
     else:
+        # Before the casts below: DuckDB casts `2024/03/15` to a timestamp, and a time.
+        moved = _period_text(con, sample, value, column, scan, last)
+        if moved is not None or not parses:
+            return moved
         moved = _offset_text(con, sample, value, column, scan, last)
         if moved is not None:
             return moved
@@ -467,12 +469,11 @@ def _timestamp_text(
     column: str,
     scan: str,
     last: int,
-    where: str = "",
 ) -> str | None:
     """For text written as a timestamp in `form` (DuckDB's own where None): a template
     moving it past its range in whole units of its finest part, written back in that form;
     "" where the last copy would pass the year 9999; None where a value is in another
-    form. `where` narrows the rows checked (`value` may be part of each value)."""
+    form."""
     read = (
         "TRY_CAST({} AS TIMESTAMP)" if form is None else f"try_strptime({{}}, {sql.string(form)})"
     )
@@ -482,7 +483,7 @@ def _timestamp_text(
         f"SELECT count(*) FILTER (WHERE {write.format(parsed)} IS DISTINCT FROM {value}), "
         f"epoch_us(min({parsed})), epoch_us(max({parsed})), "
         + ", ".join(f"count(*) FILTER (WHERE epoch_us({parsed}) % {g} <> 0)" for g in _GRAINS)
-        + f" {scan} WHERE {value} IS NOT NULL {where}"
+        + f" {scan} WHERE {value} IS NOT NULL"
     ).fetchone()
     if off or low is None:
         return None
@@ -736,7 +737,7 @@ def _ymd_shift(
 # ISO week (`2024-W05`), or a day written otherwise than ISO 8601 (`03/15/2024`,
 # `15.03.2024`). Of forms that read one value alike (`03/04/2024`), the first that every
 # value of the column round-trips through is the one it is read and written in.
-YM = (("%Y%m", "month"),)
+_YM = (("%Y%m", "month"),)
 _PERIODS = (
     ("%Y-%m", "month"),
     ("%Y/%m", "month"),
