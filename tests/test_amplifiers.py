@@ -791,16 +791,20 @@ def test_row_multiplication_moves_a_period_kept_as_text_by_whole_periods(tmp_pat
         "strftime(DATE '2024-02-20' + i::INT, '%Y/%m/%d') AS slashed, "
         "(2015 + i // 4) || '-Q' || (i % 4 + 1) AS quarter, "
         "CAST(strftime(DATE '2021-01-01' + INTERVAL (i) MONTH, '%Y%m') AS INTEGER) AS ym_int, "
-        "strftime(DATE '2021-01-01' + INTERVAL (i) MONTH, '%Y%m') AS ym_text "
+        "strftime(DATE '2021-01-01' + INTERVAL (i) MONTH, '%Y%m') AS ym_text, "
+        "CAST(strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 5) HOUR, '%Y%m%d%H') AS BIGINT) "
+        "AS ymdh, strftime(TIMESTAMP '2026-03-01' + INTERVAL (i * 5) HOUR, '%Y-%m-%d %H') AS hourly "
         "FROM range(40) t(i)",
     )
     assert detail == (
         "periods 40 rows to 80, month, month_name, week, us, unpadded, eu, slashed, quarter, "
-        "ym_int and ym_text "
+        "ym_int, ym_text, ymdh and hourly "
         "moved past their ranges in the added copy"
     )
     assert CON.execute(
         "SELECT count(DISTINCT month), count(strptime(month_name, '%b %Y')), "
+        "count(DISTINCT ymdh), count(strptime(CAST(ymdh AS VARCHAR), '%Y%m%d%H')), "
+        "count(DISTINCT hourly), count(strptime(hourly, '%Y-%m-%d %H')), "
         "count(DISTINCT week), count(DISTINCT us), "
         "count(DISTINCT unpadded), count(DISTINCT eu), count(DISTINCT quarter), "
         "count(DISTINCT ym_int), count(DISTINCT ym_text), "
@@ -813,7 +817,7 @@ def test_row_multiplication_moves_a_period_kept_as_text_by_whole_periods(tmp_pat
         "bool_and(strftime(strptime(slashed, '%Y/%m/%d'), '%Y/%m/%d') = slashed), "
         "max(month), max(quarter), max(ym_int) "
         f"FROM read_parquet('{target}')"
-    ).fetchone() == (80,) * 18 + (True, True, "2029-08", "2034-Q4", 202708)
+    ).fetchone() == (80,) * 22 + (True, True, "2029-08", "2034-Q4", 202708)
     assert rows_of(source) == rows_of(target)[:40]  # the first copy as it was
 
 

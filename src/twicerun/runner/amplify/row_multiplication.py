@@ -250,10 +250,20 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
                 return f"CAST({shifted} AS {keep.type})"
         # 202403 is a month to a warehouse (a period key), and moved as an integer past
         # its range it was 202413, which no parse accepts.
-        if low is not None and low >= 100001 and high <= 999912:
-            shifted = _period_moved(con, as_text, f"CAST({column} AS VARCHAR)", scan, last, _YM)
-            if shifted is not None:
-                return f"CAST({shifted} AS {keep.type})"
+        for lowest, highest, forms in ((100001, 999912, _YM), (1000010100, 9999123123, _YMDH)):
+            # Ids and epoch seconds have such ranges too: their least and greatest values
+            # are read first, and the column is scanned only where both are such periods.
+            if (
+                low is not None
+                and low >= lowest
+                and high <= highest
+                and _both_read(con, low, high, forms[0][0])
+            ):
+                shifted = _period_moved(
+                    con, as_text, f"CAST({column} AS VARCHAR)", scan, last, forms
+                )
+                if shifted is not None:
+                    return f"CAST({shifted} AS {keep.type})"
         # Widen to BIGINT; a key near its top (ids counted down from the largest BIGINT)
         # moves below its range instead, and one that spans too much of BIGINT for
         # either (a hash) cannot move at all.
@@ -338,8 +348,8 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         shifted = _ymd_shift(con, keep.sql, column, scan, last)
         if shifted is not None:
             return shifted
-    if not not_digits and widths == 1 and width == 6:
-        shifted = _period_moved(con, keep.sql, column, scan, last, _YM)
+    if not not_digits and widths == 1 and width in (6, 10):
+        shifted = _period_moved(con, keep.sql, column, scan, last, _YM if width == 6 else _YMDH)
         if shifted is not None:
             return shifted
     if not not_int and low is not None and high + (high - low + 1) * last < 2**126:
@@ -367,10 +377,10 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
 
 
 # Microseconds a text timestamp moves by a multiple of, the coarsest its values all keep
-# (whole days, minutes, seconds, milliseconds), so that a moved value is written as its
-# own were: a form to the minute writes no seconds, and a move of whole seconds made two
-# values meet there.
-_GRAINS = (86_400_000_000, 60_000_000, 1_000_000, 1_000, 1)
+# (whole days, hours, minutes, seconds, milliseconds), so that a moved value is written as
+# its own were: a form to the minute writes no seconds, and a move of whole seconds made
+# two values meet there.
+_GRAINS = (86_400_000_000, 3_600_000_000, 60_000_000, 1_000_000, 1_000, 1)
 # The forms a timestamp kept as text is written in, besides DuckDB's own (its VARCHAR
 # cast), which a moved value is written back in: ISO 8601 with a T, with or without a Z and
 # a fraction of three or six digits, the same with a space, with slashes, and compact.
@@ -389,6 +399,8 @@ _WRITTEN = (
     # time after them: their seconds were moved past 59, which their own format refuses.
     "%Y-%m-%dT%H:%M",
     "%Y-%m-%d %H:%M",
+    "%Y-%m-%dT%H",
+    "%Y-%m-%d %H",
     "%m/%d/%Y %H:%M:%S",
     "%m/%d/%Y %H:%M",
     "%d/%m/%Y %H:%M:%S",
@@ -552,7 +564,7 @@ def _offset_text(
 _DAY_US = 86_400_000_000
 # Microseconds a time of day moves by a multiple of, the coarsest its values all keep
 # (whole minutes, seconds, milliseconds), so that a moved value is written as its own were.
-_TIME_GRAINS = _GRAINS[1:]
+_TIME_GRAINS = _GRAINS[1:]  # a day has no whole days
 # The forms a time of day kept as text is written in besides DuckDB's own (`10:00:05`,
 # `10:00:05.5`): hours and minutes, seconds with three or six digits of fraction, hours
 # without a zero in front, and a twelve-hour clock with AM or PM.
@@ -735,9 +747,11 @@ def _ymd_shift(
 
 # Periods kept as text, each with the unit it moves by: a month (`2024-03`, `03/2024`), an
 # ISO week (`2024-W05`), or a day written otherwise than ISO 8601 (`03/15/2024`,
-# `15.03.2024`). Of forms that read one value alike (`03/04/2024`), the first that every
+# `15.03.2024`); and, kept as digits (text or an integer), a month (`202403`) or an hour
+# (`2026030110`, an hourly partition's key). Of forms that read one value alike (`03/04/2024`), the first that every
 # value of the column round-trips through is the one it is read and written in.
 _YM = (("%Y%m", "month"),)
+_YMDH = (("%Y%m%d%H", "hour"),)
 _PERIODS = (
     ("%Y-%m", "month"),
     ("%Y/%m", "month"),
@@ -756,6 +770,16 @@ _PERIODS = (
     ("%Y/%m/%d", "day"),
     ("%Y.%m.%d", "day"),
 )
+
+
+def _both_read(con: duckdb.DuckDBPyConnection, low: int, high: int, form: str) -> bool:
+    """Whether the digits of both `low` and `high` read as a time in `form`."""
+    (both,) = con.execute(
+        f"SELECT try_strptime(?, {sql.string(form)}) IS NOT NULL "
+        f"AND try_strptime(?, {sql.string(form)}) IS NOT NULL",
+        [str(low), str(high)],
+    ).fetchone()
+    return bool(both)
 
 
 def _period_text(
@@ -883,6 +907,15 @@ def _period_moved(
             if high.year * 12 + high.month - 1 + months * last > 9999 * 12 + 11:
                 return None
             step = f"to_months(CAST({{copy}} AS INTEGER) * {months})"
+        elif unit == "hour":
+            first, final = con.execute(
+                f"SELECT epoch_us(min({parsed})) // 3600000000, epoch_us(max({parsed})) // 3600000000 "
+                f"{scan} WHERE {value} IS NOT NULL"
+            ).fetchone()
+            hours = final - first + 1
+            if (final + hours * last + 1) * 3_600_000_000 >= _YEAR_10000_US:
+                return None
+            step = f"to_hours(CAST({{copy}} AS BIGINT) * {hours})"
         else:
             days = (high - low).days + (7 if unit == "week" else 1)
             if high.toordinal() + days * last > _LAST_DAY.toordinal():
