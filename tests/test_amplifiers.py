@@ -441,6 +441,38 @@ def decided(path: Path) -> tuple:
     ).fetchone()
 
 
+def test_tie_collapse_keeps_a_row_s_columns_in_the_order_they_were(tmp_path):
+    """Folded apart, each into values of its own, a stay's check-in could pass its
+    check-out, and a correct step that refuses a stay ending before it starts raised on
+    the stressed input: AMPLIFICATION_FAILED, exit 5 (unseen89). Columns of one family with
+    one at most the other on every row are now folded as one, each row taking both from
+    one row of the input; a column in no such order (the guest) is folded on its own."""
+    source = parquet_of(
+        tmp_path,
+        "stays.parquet",
+        "SELECT b AS stay_id, (hash(b) % 500)::INT AS guest, "
+        "DATE '2026-01-01' + (hash(b * 3) % 300)::INT AS check_in, "
+        "DATE '2026-01-01' + (hash(b * 3) % 300)::INT + (1 + hash(b * 5) % 14)::INT AS check_out "
+        "FROM range(20000) t(b)",
+    )
+    target = tmp_path / "out.parquet"
+    outcome = collapse_ties(CON, source, target, artifact="stays")
+    assert outcome == Applied(
+        "stays.guest into 40 values, from 40 to 500 rows per value; stays.check_out into 40 "
+        "values, from 64 to 500 rows per value, check_in moved with it, each row taking both "
+        "from one row (on every row of the input one is at most the other, and still is)"
+    )
+    assert CON.execute(
+        "SELECT bool_and(check_in < check_out), count(DISTINCT check_out), count(DISTINCT guest) "
+        f"FROM '{target}'"
+    ).fetchone() == (True, 40, 40)
+    (unknown,) = CON.execute(
+        f"SELECT count(*) FROM (SELECT check_in, check_out FROM '{target}' "
+        f"EXCEPT SELECT check_in, check_out FROM '{source}')"
+    ).fetchone()
+    assert unknown == 0  # every row's stay is one real stay
+
+
 def test_tie_collapse_keeps_what_one_column_decides_in_another(tmp_path):
     """Folded apart, two users merged into one user_id kept their two names, and a correct
     `any_value(user_name) ... GROUP BY user_id` fired. A column the input ties to a folded

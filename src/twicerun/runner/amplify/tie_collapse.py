@@ -31,7 +31,7 @@ from typing import NamedTuple
 import duckdb
 
 from twicerun import sql
-from twicerun.compare.columns import ColumnClass
+from twicerun.compare.columns import INTEGER_IDS, TIMESTAMP_IDS, ColumnClass
 from twicerun.display import listed
 from twicerun.runner.amplify.base import (
     POSITION,
@@ -384,7 +384,15 @@ def dependent_units(
     for x, zs, ys in together:
         for c in (*zs, *ys):
             parent[root(c.name)] = root(x.name)
-    if not any(decides.values()) and not together:
+    ordered = _ordered_pairs(con, source, plan, pool)
+    for a, b in ordered:
+        parent[root(b)] = root(a)
+    in_order = {name for pair in ordered for name in pair}
+    # Tied by a dependence, which the detail names first.
+    dependent = {n for x, ys in decides.items() if ys for n in (x, *ys)} | {
+        c.name for x, zs, ys in together for c in (x, *zs, *ys)
+    }
+    if not any(decides.values()) and not together and not ordered:
         return plan
     members: dict[str, list[ColumnFacts]] = {}
     for c in pool:
@@ -408,6 +416,8 @@ def dependent_units(
             if {m.name for m in moved} <= decides.get(lead.name, set()):
                 it = "it" if len(moved) == 1 else "them"
                 why = f"{sql.shown(lead.name)} decides {it} in the input, and still does"
+            elif {lead.name, *(m.name for m in moved)} <= in_order - dependent:
+                why = "on every row of the input one is at most the other, and still is"
             else:
                 why = "they depend on one another in the input, and still do"
             line += (
@@ -416,6 +426,71 @@ def dependent_units(
             )
         detail.append(line)
     return Collapse(plan.chosen, b, "; ".join(detail), tuple(units))
+
+
+# Types whose values a step compares across columns of one row (a stay's check-in and
+# check-out, a range's low and high), by family: only columns of one family are compared.
+_ORDERED_FAMILIES = (
+    INTEGER_IDS | {"decimal"},
+    frozenset({"date"}),
+    TIMESTAMP_IDS,
+)
+# Columns of one family compared pairwise in one query, at most.
+MAX_ORDERED = 12
+
+
+def _ordered_pairs(
+    con: duckdb.DuckDBPyConnection, source: Path, plan: Collapse, pool: list[ColumnFacts]
+) -> list[tuple[str, str]]:
+    """Pairs (a, b) of columns of one family, one of them chosen, with a <= b on every row
+    of the input where both are set. Folded apart, each into values of its own, a row's
+    check-in could pass its check-out, and a correct step checking that no stay ends before
+    it starts raised on the stressed input (unseen89). Folded as one unit, each row takes
+    both from one row of the input, so every such order still holds. One query per family,
+    of one aggregate per pair."""
+    chosen = {c.name for c in plan.chosen}
+    pairs: list[tuple[str, str]] = []
+    for family in _ORDERED_FAMILIES:
+        members = [c for c in pool if c.type.id in family][:MAX_ORDERED]
+        if len(members) < 2 or not any(c.name in chosen for c in members):
+            continue
+        ends = con.execute(
+            "SELECT "
+            + ", ".join(f"min({c.sql}), max({c.sql})" for c in members)
+            + f" FROM {sql.parquet(source)}"
+        ).fetchone()
+        ranges = {c.name: ends[2 * i : 2 * i + 2] for i, c in enumerate(members)}
+        candidates = [
+            (a, b)
+            for a, b in itertools.permutations(members, 2)
+            if (a.name in chosen or b.name in chosen) and _overlap(ranges[a.name], ranges[b.name])
+        ]
+        if not candidates:
+            continue
+        held = con.execute(
+            "SELECT "
+            + ", ".join(f"coalesce(bool_and({a.sql} <= {b.sql}), false)" for a, b in candidates)
+            + f" FROM {sql.parquet(source)}"
+        ).fetchone()
+        pairs += [(a.name, b.name) for (a, b), ok in zip(candidates, held, strict=True) if ok]
+    return pairs
+
+
+def _width(low, high) -> float:
+    gap = high - low
+    return gap.total_seconds() if hasattr(gap, "total_seconds") else float(gap)
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    """Whether two columns' ranges share at least half of each: one below the other on
+    every row then says something about the rows. A day of the week is below an id on
+    every row only because their ranges barely meet, and folding them as one would tie
+    columns that have nothing to do with each other."""
+    if None in a or None in b:
+        return False
+    shared = _width(max(a[0], b[0]), min(a[1], b[1]))
+    wide_a, wide_b = _width(*a), _width(*b)
+    return wide_a > 0 and wide_b > 0 and shared >= wide_a / 2 and shared >= wide_b / 2
 
 
 def plan_collapse(
