@@ -473,6 +473,35 @@ def test_tie_collapse_keeps_a_row_s_columns_in_the_order_they_were(tmp_path):
     assert unknown == 0  # every row's stay is one real stay
 
 
+def test_a_column_in_order_with_a_key_is_left_as_it_is_and_moved_along_with_it(tmp_path):
+    """A call's end after its unique start: tie collapse folded the end on its own, and
+    row multiplication moved the start alone past its range, so in both a copy's call
+    ended before it began, and a correct step refusing such a call raised,
+    AMPLIFICATION_FAILED, exit 5 (unseen90). The end is now left unfolded beside the key,
+    and moved by as much as the key in row multiplication's added copy."""
+    source = parquet_of(
+        tmp_path,
+        "calls.parquet",
+        "SELECT TIMESTAMP '2026-04-01' + INTERVAL (i * 37) SECOND AS started_at, "
+        "TIMESTAMP '2026-04-01' + INTERVAL (i * 37 + 5 + hash(i) % 600) SECOND AS ended_at, "
+        "(hash(i * 3) % 50)::INT AS agent, DATE '9999-12-31' AS open_until FROM range(20000) t(i)",
+    )
+    target = tmp_path / "out.parquet"
+    assert collapse_ties(CON, source, target, artifact="calls") == Applied(
+        "calls.agent into 40 values, from 400 to 500 rows per value; calls.ended_at left as it "
+        "is (on every row it is at most or at least the key started_at, which is kept)"
+    )
+    assert multiply_rows(CON, source, target, artifact="calls") == Applied(
+        "calls 20,000 rows to 40,000, started_at moved past its range in the added copy, "
+        "ended_at moved by as much as the key it keeps an order with"
+    )
+    assert CON.execute(
+        "SELECT bool_and(started_at <= ended_at), count(DISTINCT started_at), "
+        f"min(ended_at - started_at) = INTERVAL 5 SECOND FROM '{target}'"
+    ).fetchone() == (True, 40000, True)
+    assert rows_of(source) == rows_of(target)[:20000]  # the first copy as it was
+
+
 def test_tie_collapse_keeps_what_one_column_decides_in_another(tmp_path):
     """Folded apart, two users merged into one user_id kept their two names, and a correct
     `any_value(user_name) ... GROUP BY user_id` fired. A column the input ties to a folded

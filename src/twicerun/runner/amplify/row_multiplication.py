@@ -32,7 +32,7 @@ from twicerun.runner.amplify.base import (
     kept_intact,
     numbered,
 )
-from twicerun.runner.amplify.tie_collapse import Collapse
+from twicerun.runner.amplify.tie_collapse import Collapse, ordered_pairs
 
 FACTOR = 2
 # Shifted dates and timestamps stay within four-digit years, which every reader writes alike.
@@ -69,7 +69,9 @@ def multiply_rows(
         return Declined(f"{artifact} has no rows to multiply")
     # Every key of the input stays a key (base.kept_intact): a step may rely on any of them.
     # One that cannot be moved within its type is said, not left to look like a key.
-    shifts, stuck = _moves(con, source, kept_intact(rows, columns), factor)
+    keys = kept_intact(rows, columns)
+    shifts, stuck = _moves(con, source, keys, factor)
+    shifts += _moved_along(con, source, shifts, [c for c in columns if c not in keys], factor)
 
     def replaced(copy: str) -> str:
         # The kept columns' values in copy number `copy` (a literal, or a column).
@@ -104,11 +106,19 @@ def multiply_rows(
     copies = "copy" if factor == 2 else "copies"
     # Said, since a step that checks its input's range (no day past the year) raises
     # on what this wrote, and its error then names a value the input never held.
-    moved = [sql.shown(k.name) for k, _ in shifts if k.type.id not in _FLOATS]
+    along = {c.name for c, t in shifts if t.startswith(_ALONG)}
+    moved = [
+        sql.shown(k.name) for k, _ in shifts if k.type.id not in _FLOATS and k.name not in along
+    ]
     if moved:
         grown += (
             f", {listed(moved)} moved past {'its range' if len(moved) == 1 else 'their ranges'} in the "
             f"added {copies}"
+        )
+    if along:
+        grown += (
+            f", {listed([sql.shown(n) for n in along])} moved by as much as the key "
+            f"{'it keeps' if len(along) == 1 else 'they keep'} an order with"
         )
     raised = [sql.shown(k.name) for k, _ in shifts if k.type.id in _FLOATS]
     if raised:
@@ -122,6 +132,54 @@ def multiply_rows(
             f"{'copy repeats' if factor == 2 else 'copies repeat'} {'it' if one else 'them'}"
         )
     return Applied(grown)
+
+
+# What starts a template of a column moved along with a key (`_moved_along`).
+_ALONG = "CAST(/*along*/"
+
+
+def _moved_along(
+    con: duckdb.DuckDBPyConnection,
+    source: Path,
+    shifts: list[tuple[ColumnFacts, str]],
+    others: list[ColumnFacts],
+    factor: int,
+) -> list[tuple[ColumnFacts, str]]:
+    """Columns of a moved date or timestamp key's own type that keep an order with it on
+    every row (a call's end after its unique start), each moved by as much as the key in
+    each copy. Moved alone, a copy's start passed its end, and a correct step refusing a
+    call that ends before it starts raised (unseen90). A column whose last copy would pass
+    the year 9999 (an end kept as 9999-12-31 for "open") stays as it is."""
+    dated = [(k, t) for k, t in shifts if k.type.id in _MOVE_CLEANLY - {"uuid", "blob"}]
+    if not dated or not others:
+        return []
+    by_name = {k.name: (k, t) for k, t in dated}
+    candidates = [c for c in others if any(c.type.id == k.type.id for k, _ in dated)]
+    pairs = ordered_pairs(
+        con,
+        source,
+        [*(k for k, _ in dated), *candidates],
+        lambda a, b: (a.name in by_name) != (b.name in by_name) and a.type.id == b.type.id,
+    )
+    along: dict[str, tuple[ColumnFacts, str]] = {}
+    scan = f"FROM {sql.parquet(source)}"
+    for a, b in pairs:
+        key, column = (a, b) if a in by_name else (b, a)
+        if column in along:
+            continue
+        k, template = by_name[key]
+        c = next(c for c in candidates if c.name == column)
+        # Braces doubled, as in every template (a name may hold them).
+        name, key_name = (x.sql.replace("{", "{{").replace("}", "}}") for x in (c, k))
+        moved = f"{_ALONG}{name} + ({template} - {key_name}) AS {c.type})"
+        last = moved.replace("{copy}", str(factor - 1)).replace("{{", "{").replace("}}", "}")
+        try:
+            (highest,) = con.execute(f"SELECT year(max({last})) {scan}").fetchone()
+        except duckdb.Error:
+            continue
+        if highest is not None and highest <= 9999:
+            along[column] = (c, moved)
+    return list(along.values())
 
 
 def _moves(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
@@ -344,7 +345,7 @@ MIN_REPEATED = 10
 
 def dependent_units(
     con: duckdb.DuckDBPyConnection, source: Path, plan: Collapse, facts: Facts, *, artifact: str
-) -> Collapse:
+) -> Collapse | Declined:
     """`plan` with each chosen column joined by the columns it decides in `source`.
 
     Column Y depends on chosen column X when every row with the same X (not NULL) has
@@ -355,8 +356,32 @@ def dependent_units(
     grouping of a sixteenth of the rows per chosen column (MAX_DETERMINANTS at most),
     and one of every row for the few columns that pass it."""
     rows, columns = facts
-    kept = {k.name for k in kept_intact(rows, [c for c in columns if c.cls is ColumnClass.EXACT])}
-    pool = [c for c in columns if c.name not in kept and c.distinct > 1]
+    keys = kept_intact(rows, [c for c in columns if c.cls is ColumnClass.EXACT])
+    kept = {k.name for k in keys}
+    # A chosen column in order with a key (a check-out after a unique check-in) is left as it
+    # is: the key is never folded, so the column folded apart from it could pass it.
+    held = ordered_pairs(
+        con,
+        source,
+        [*plan.chosen, *keys],
+        lambda a, b: (a.name in kept) != (b.name in kept),
+    )
+    pinned = {a if a not in kept else b: b if a not in kept else a for a, b in held}
+    said = ""
+    if pinned:
+        left = tuple(c for c in plan.chosen if c.name not in pinned)
+        said = "; ".join(
+            f"{artifact}.{sql.shown(c)} left as it is (on every row it is at most or at least "
+            f"the key {sql.shown(k)}, which is kept)"
+            for c, k in pinned.items()
+        )
+        if not left:
+            return Declined(
+                f"every column of {artifact} that could tie keeps an order with a key: {said}"
+            )
+        detail = "; ".join(_folded(artifact, c, rows, plan.buckets) for c in left)
+        plan = Collapse(left, plan.buckets, f"{detail}; {said}")
+    pool = [c for c in columns if c.name not in kept and c.name not in pinned and c.distinct > 1]
     chosen = {c.name for c in plan.chosen}
     parent = {c.name: c.name for c in pool}
 
@@ -384,7 +409,7 @@ def dependent_units(
     for x, zs, ys in together:
         for c in (*zs, *ys):
             parent[root(c.name)] = root(x.name)
-    ordered = _ordered_pairs(con, source, plan, pool)
+    ordered = ordered_pairs(con, source, pool, lambda a, b: a.name in chosen or b.name in chosen)
     for a, b in ordered:
         parent[root(b)] = root(a)
     in_order = {name for pair in ordered for name in pair}
@@ -425,6 +450,8 @@ def dependent_units(
                 f"{'both' if len(moved) == 1 else 'all of them'} from one row ({why})"
             )
         detail.append(line)
+    if said:
+        detail.append(said)
     return Collapse(plan.chosen, b, "; ".join(detail), tuple(units))
 
 
@@ -439,20 +466,21 @@ _ORDERED_FAMILIES = (
 MAX_ORDERED = 12
 
 
-def _ordered_pairs(
-    con: duckdb.DuckDBPyConnection, source: Path, plan: Collapse, pool: list[ColumnFacts]
+def ordered_pairs(
+    con: duckdb.DuckDBPyConnection,
+    source: Path,
+    columns: list[ColumnFacts],
+    wanted: Callable[[ColumnFacts, ColumnFacts], bool],
 ) -> list[tuple[str, str]]:
-    """Pairs (a, b) of columns of one family, one of them chosen, with a <= b on every row
-    of the input where both are set. Folded apart, each into values of its own, a row's
-    check-in could pass its check-out, and a correct step checking that no stay ends before
-    it starts raised on the stressed input (unseen89). Folded as one unit, each row takes
-    both from one row of the input, so every such order still holds. One query per family,
-    of one aggregate per pair."""
-    chosen = {c.name for c in plan.chosen}
+    """Pairs (a, b) of `columns` of one family, among those `wanted` says to look at, with
+    a <= b on every row of the input where both are set, and ranges that share half of
+    each. Folded apart, each into values of its own, a row's check-in could pass its
+    check-out, and a correct step checking that no stay ends before it starts raised on
+    the stressed input (unseen89). One query per family for the ranges, one for the pairs."""
     pairs: list[tuple[str, str]] = []
     for family in _ORDERED_FAMILIES:
-        members = [c for c in pool if c.type.id in family][:MAX_ORDERED]
-        if len(members) < 2 or not any(c.name in chosen for c in members):
+        members = [c for c in columns if c.type.id in family][:MAX_ORDERED]
+        if len(members) < 2 or not any(wanted(a, b) for a, b in itertools.permutations(members, 2)):
             continue
         ends = con.execute(
             "SELECT "
@@ -463,7 +491,7 @@ def _ordered_pairs(
         candidates = [
             (a, b)
             for a, b in itertools.permutations(members, 2)
-            if (a.name in chosen or b.name in chosen) and _overlap(ranges[a.name], ranges[b.name])
+            if wanted(a, b) and _overlap(ranges[a.name], ranges[b.name])
         ]
         if not candidates:
             continue
