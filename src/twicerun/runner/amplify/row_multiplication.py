@@ -71,7 +71,8 @@ def multiply_rows(
     # One that cannot be moved within its type is said, not left to look like a key.
     keys = kept_intact(rows, columns)
     shifts, stuck = _moves(con, source, keys, factor)
-    shifts += _moved_along(con, source, shifts, [c for c in columns if c not in keys], factor)
+    alongside = _moved_along(con, source, shifts, [c for c in columns if c not in keys], factor)
+    shifts += alongside
 
     def replaced(copy: str) -> str:
         # The kept columns' values in copy number `copy` (a literal, or a column).
@@ -106,7 +107,7 @@ def multiply_rows(
     copies = "copy" if factor == 2 else "copies"
     # Said, since a step that checks its input's range (no day past the year) raises
     # on what this wrote, and its error then names a value the input never held.
-    along = {c.name for c, t in shifts if t.startswith(_ALONG)}
+    along = [c.name for c, _ in alongside]
     moved = [
         sql.shown(k.name) for k, _ in shifts if k.type.id not in _FLOATS and k.name not in along
     ]
@@ -134,10 +135,6 @@ def multiply_rows(
     return Applied(grown)
 
 
-# What starts a template of a column moved along with a key (`_moved_along`).
-_ALONG = "CAST(/*along*/"
-
-
 def _moved_along(
     con: duckdb.DuckDBPyConnection,
     source: Path,
@@ -150,7 +147,7 @@ def _moved_along(
     each copy. Moved alone, a copy's start passed its end, and a correct step refusing a
     call that ends before it starts raised (unseen90). A column whose last copy would pass
     the year 9999 (an end kept as 9999-12-31 for "open") stays as it is."""
-    dated = [(k, t) for k, t in shifts if k.type.id in _MOVE_CLEANLY - {"uuid", "blob"}]
+    dated = [(k, t) for k, t in shifts if k.type.id in {"date", *_TIMESTAMPS}]
     if not dated or not others:
         return []
     by_name = {k.name: (k, t) for k, t in dated}
@@ -171,7 +168,7 @@ def _moved_along(
         c = next(c for c in candidates if c.name == column)
         # Braces doubled, as in every template (a name may hold them).
         name, key_name = (x.sql.replace("{", "{{").replace("}", "}}") for x in (c, k))
-        moved = f"{_ALONG}{name} + ({template} - {key_name}) AS {c.type})"
+        moved = f"CAST({name} + ({template} - {key_name}) AS {c.type})"
         last = moved.replace("{copy}", str(factor - 1)).replace("{{", "{").replace("}}", "}")
         try:
             (highest,) = con.execute(f"SELECT year(max({last})) {scan}").fetchone()

@@ -358,15 +358,22 @@ def dependent_units(
     rows, columns = facts
     keys = kept_intact(rows, [c for c in columns if c.cls is ColumnClass.EXACT])
     kept = {k.name for k in keys}
-    # A chosen column in order with a key (a check-out after a unique check-in) is left as it
-    # is: the key is never folded, so the column folded apart from it could pass it.
-    held = ordered_pairs(
+    chosen = {c.name for c in plan.chosen}
+    # Pairs one of which is folded, that keep an order on every row; one scan of ranges and
+    # one of the pairs, for both uses below.
+    ordered = ordered_pairs(
         con,
         source,
-        [*plan.chosen, *keys],
-        lambda a, b: (a.name in kept) != (b.name in kept),
+        [c for c in columns if c.distinct > 1],
+        lambda a, b: a.name in chosen or b.name in chosen,
     )
-    pinned = {a if a not in kept else b: b if a not in kept else a for a, b in held}
+    # A chosen column in order with a key (a check-out after a unique check-in) is left as it
+    # is: the key is never folded, so the column folded apart from it could pass it.
+    pinned: dict[str, str] = {}
+    for a, b in ordered:
+        if (a in kept) != (b in kept):
+            column, key = (b, a) if a in kept else (a, b)
+            pinned.setdefault(column, key)
     said = ""
     if pinned:
         left = tuple(c for c in plan.chosen if c.name not in pinned)
@@ -383,6 +390,8 @@ def dependent_units(
         plan = Collapse(left, plan.buckets, f"{detail}; {said}")
     pool = [c for c in columns if c.name not in kept and c.name not in pinned and c.distinct > 1]
     chosen = {c.name for c in plan.chosen}
+    in_pool = {c.name for c in pool}
+    ordered = [(a, b) for a, b in ordered if a in in_pool and b in in_pool]
     parent = {c.name: c.name for c in pool}
 
     def root(name: str) -> str:
@@ -409,7 +418,6 @@ def dependent_units(
     for x, zs, ys in together:
         for c in (*zs, *ys):
             parent[root(c.name)] = root(x.name)
-    ordered = ordered_pairs(con, source, pool, lambda a, b: a.name in chosen or b.name in chosen)
     for a, b in ordered:
         parent[root(b)] = root(a)
     in_order = {name for pair in ordered for name in pair}
