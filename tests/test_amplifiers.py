@@ -502,6 +502,46 @@ def test_a_column_in_order_with_a_key_is_left_as_it_is_and_moved_along_with_it(t
     assert rows_of(source) == rows_of(target)[:20000]  # the first copy as it was
 
 
+def test_a_number_in_order_with_a_numeric_key_moves_with_it(tmp_path):
+    """A range's high after its unique low, both integers: row multiplication moved the low
+    alone past its range, so in the added copy every range ended before it started, and a
+    correct step refusing that raised, AMPLIFICATION_FAILED, exit 5 (unseen93). The high now
+    moves by as much as the low. A key kept as a date of eight digits moves by whole days,
+    by a different amount on each row, and its partner stays as it is rather than be carried
+    to a day no parse accepts."""
+    source = parquet_of(
+        tmp_path,
+        "ranges.parquet",
+        "SELECT i * 10 AS start_no, (i * 10 + 49) // 50 * 50 AS end_no, "
+        "(hash(i) % 7)::BIGINT AS kind FROM range(2000) t(i)",
+    )
+    target = tmp_path / "out.parquet"
+    assert multiply_rows(CON, source, target, artifact="ranges") == Applied(
+        "ranges 2,000 rows to 4,000, start_no moved past its range in the added copy, "
+        "end_no moved by as much as the key it keeps an order with"
+    )
+    assert CON.execute(
+        "SELECT bool_and(start_no <= end_no), count(DISTINCT start_no), "
+        f"count(DISTINCT kind) FROM '{target}'"
+    ).fetchone() == (True, 4000, 7)
+    assert rows_of(source) == rows_of(target)[:2000]  # the first copy as it was
+
+    days = parquet_of(
+        tmp_path,
+        "days.parquet",
+        "SELECT strftime(DATE '2024-01-01' + i::INT, '%Y%m%d')::BIGINT AS day_key, "
+        "strftime(DATE '2024-01-01' + (i + 3 - i % 3)::INT, '%Y%m%d')::BIGINT AS due_key "
+        "FROM range(400) t(i)",
+    )
+    assert multiply_rows(CON, days, target, artifact="days") == Applied(
+        "days 400 rows to 800, day_key moved past its range in the added copy"
+    )
+    assert CON.execute(
+        f"SELECT count(*) FROM '{target}' WHERE try_strptime(due_key::VARCHAR, '%Y%m%d') IS NULL "
+        f"OR try_strptime(day_key::VARCHAR, '%Y%m%d') IS NULL"
+    ).fetchone() == (0,)
+
+
 def test_tie_collapse_keeps_what_one_column_decides_in_another(tmp_path):
     """Folded apart, two users merged into one user_id kept their two names, and a correct
     `any_value(user_name) ... GROUP BY user_id` fired. A column the input ties to a folded

@@ -142,24 +142,33 @@ def _moved_along(
     others: list[ColumnFacts],
     factor: int,
 ) -> list[tuple[ColumnFacts, str]]:
-    """Columns of a moved date or timestamp key's own type that keep an order with it on
-    every row (a call's end after its unique start), each moved by as much as the key in
-    each copy. Moved alone, a copy's start passed its end, and a correct step refusing a
-    call that ends before it starts raised (unseen90). A column whose last copy would pass
-    the year 9999 (an end kept as 9999-12-31 for "open") stays as it is."""
-    dated = [(k, t) for k, t in shifts if k.type.id in {"date", *_TIMESTAMPS}]
-    if not dated or not others:
+    """Columns of a moved key's own type that keep an order with it on every row (a
+    call's end after its unique start, a range's high after its unique low), each moved by
+    as much as the key in each copy. Moved alone, a copy's start passed its end, and a
+    correct step refusing a call that ends before it starts raised (unseen90, and with
+    integer bounds unseen93). The key is a date or a timestamp, or a number moved by one
+    amount on every row (not one moved as a date of eight digits, whose move differs from
+    row to row and would carry its partner to a day no parse accepts). A column whose last
+    copy would pass the year 9999 (an end kept as 9999-12-31 for "open") or its type stays
+    as it is."""
+    scan = f"FROM {sql.parquet(source)}"
+    movable = [
+        (k, t)
+        for k, t in shifts
+        if k.type.id in {"date", *_TIMESTAMPS}
+        or (k.type.id in {*_SHIFTABLE, "decimal"} and _moved_evenly(con, k, t, scan, factor))
+    ]
+    if not movable or not others:
         return []
-    by_name = {k.name: (k, t) for k, t in dated}
-    candidates = [c for c in others if any(c.type.id == k.type.id for k, _ in dated)]
+    by_name = {k.name: (k, t) for k, t in movable}
+    candidates = [c for c in others if any(c.type.id == k.type.id for k, _ in movable)]
     pairs = ordered_pairs(
         con,
         source,
-        [*(k for k, _ in dated), *candidates],
+        [*(k for k, _ in movable), *candidates],
         lambda a, b: (a.name in by_name) != (b.name in by_name) and a.type.id == b.type.id,
     )
     along: dict[str, tuple[ColumnFacts, str]] = {}
-    scan = f"FROM {sql.parquet(source)}"
     for a, b in pairs:
         key, column = (a, b) if a in by_name else (b, a)
         if column in along:
@@ -170,13 +179,29 @@ def _moved_along(
         name, key_name = (x.sql.replace("{", "{{").replace("}", "}}") for x in (c, k))
         moved = f"CAST({name} + ({template} - {key_name}) AS {c.type})"
         last = moved.replace("{copy}", str(factor - 1)).replace("{{", "{").replace("}}", "}")
+        # A number past its type raises here, in the cast, and stays as it is.
+        check = f"year(max({last}))" if k.type.id in {"date", *_TIMESTAMPS} else f"max({last})"
         try:
-            (highest,) = con.execute(f"SELECT year(max({last})) {scan}").fetchone()
+            (highest,) = con.execute(f"SELECT {check} {scan}").fetchone()
         except duckdb.Error:
             continue
-        if highest is not None and highest <= 9999:
+        if highest is not None and (k.type.id not in {"date", *_TIMESTAMPS} or highest <= 9999):
             along[column] = (c, moved)
     return list(along.values())
+
+
+def _moved_evenly(
+    con: duckdb.DuckDBPyConnection, key: ColumnFacts, template: str, scan: str, factor: int
+) -> bool:
+    """Whether the template moves every row of a numeric key by one amount in each copy."""
+    last = template.replace("{copy}", str(factor - 1)).replace("{{", "{").replace("}}", "}")
+    try:
+        (amounts,) = con.execute(
+            f"SELECT count(DISTINCT ({last}) - {key.sql}) {scan} WHERE {key.sql} IS NOT NULL"
+        ).fetchone()
+    except duckdb.Error:
+        return False
+    return amounts == 1
 
 
 def _moves(
