@@ -542,6 +542,38 @@ def test_a_number_in_order_with_a_numeric_key_moves_with_it(tmp_path):
     ).fetchone() == (0,)
 
 
+def test_a_table_keyed_by_a_part_of_the_calendar_is_left_as_written(tmp_path):
+    """A table of months keyed by month_num, 1 to 12: row multiplication moved the key to 13
+    to 24, and a correct `make_date(2026, month_num, 1)` raised, AMPLIFICATION_FAILED,
+    exit 5 (unseen77); repeated, the key would make a correct lag by month fire. A key
+    that fills such a range, every value once, is left as written and said. Ids 1 to 40
+    fill none and still move, and a key of month and day moves neither member."""
+    months = parquet_of(
+        tmp_path,
+        "months.parquet",
+        "SELECT m AS month_num, monthname(make_date(2026, m::INT, 1)) AS month_name "
+        "FROM range(1, 13) t(m)",
+    )
+    target = tmp_path / "out.parquet"
+    assert multiply_rows(CON, months, target, artifact="months") == Declined(
+        "months is keyed by month_num (the months of a year, 1 to 12), which no added copy "
+        "could repeat and none could move past without leaving the calendar, so it is left "
+        "as written"
+    )
+    ids = parquet_of(tmp_path, "ids.parquet", "SELECT range AS store_id FROM range(1, 41)")
+    assert multiply_rows(CON, ids, target, artifact="stores") == Applied(
+        "stores 40 rows to 80, store_id moved past its range in the added copy"
+    )
+    days = parquet_of(
+        tmp_path,
+        "days.parquet",
+        "SELECT month(d)::INT AS m, day(d)::INT AS dd FROM range(DATE '2024-01-01', "
+        "DATE '2025-01-01', INTERVAL 1 DAY) t(d)",
+    )
+    outcome = multiply_rows(CON, days, target, artifact="holidays")
+    assert isinstance(outcome, Declined) and "m (the months of a year, 1 to 12)" in outcome.reason
+
+
 def test_tie_collapse_keeps_what_one_column_decides_in_another(tmp_path):
     """Folded apart, two users merged into one user_id kept their two names, and a correct
     `any_value(user_name) ... GROUP BY user_id` fired. A column the input ties to a folded

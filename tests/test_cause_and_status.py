@@ -197,6 +197,59 @@ def test_a_sort_on_any_key_of_the_input_is_a_tiebreak_the_amplifiers_keep(write_
     assert outcome.code == 4
 
 
+KEYED_BY_A_MONTH = """
+def land(ctx):
+    ctx.write("months", "SELECT m AS month_num, monthname(make_date(2026, m::INT, 1)) AS month_name FROM range(1, 13) t(m)")
+    ctx.write("sales", "SELECT i AS sale_id, 1 + (hash(i) % 12)::INT AS month_num, (hash(i * 3) % 1000)::INT AS cents FROM range(4000) t(i)")
+
+def month_starts(ctx):
+    ctx.read("months")
+    ctx.write("starts", "SELECT month_num, make_date(2026, month_num::INT, 1) AS first_day FROM months")
+
+def monthly(ctx):
+    ctx.read("months")
+    ctx.read("sales")
+    ctx.write("monthly", "SELECT make_date(2026, m.month_num::INT, 1) AS first_day, sum(s.cents) AS cents FROM sales s JOIN months m USING (month_num) GROUP BY ALL")
+
+def month_over_month(ctx):
+    ctx.read("months")
+    ctx.write("mom", "SELECT month_num, lag(month_name) OVER (ORDER BY month_num) AS prev FROM months")
+
+def busiest_days(ctx):
+    ctx.write("days", "SELECT range + 1 AS doy, (hash(range) % 300)::INT AS visits FROM range(366)")
+
+def busy(ctx):
+    ctx.read("days")
+    ctx.write("busy", "SELECT make_date(2024, 1, 1) + (doy - 1)::INT AS day, visits FROM days WHERE visits > 100")
+"""
+
+
+def test_correct_steps_on_a_table_of_months_are_not_failed_by_the_amplifiers(
+    write_pipeline, twicerun
+):
+    """Row multiplication moved month_num past 12, and a correct make_date on it raised:
+    AMPLIFICATION_FAILED, exit 5 (unseen77). The table of months is now left as written,
+    said where the step reads it alone and beside the input that was multiplied."""
+    outcome = twicerun("run", write_pipeline(KEYED_BY_A_MONTH), "--amplify", "--json", "-")
+    assert outcome.code == 0, outcome.err
+    steps = by_name(outcome.json())
+    for name in ("month_starts", "monthly", "month_over_month", "busy"):
+        assert steps[name]["status"] == "NO_DIVERGENCE_OBSERVED", steps[name]
+    kept = "months is keyed by month_num (the months of a year, 1 to 12)"
+    alone = {a["kind"]: a for a in steps["month_starts"]["amplifiers"]}
+    assert alone["row multiplication"]["declined"].startswith(kept)
+    beside = {a["kind"]: a for a in steps["monthly"]["amplifiers"]}
+    assert "sales 4,000 rows to 8,000" in beside["row multiplication"]["detail"]
+    assert kept in beside["row multiplication"]["detail"]
+    # Not multiplied, a table of days still has its ties collapsed in the joint probe.
+    days = {a["kind"]: a for a in steps["busy"]["amplifiers"]}
+    assert days["row multiplication"]["declined"].startswith("days is keyed by doy (the days of")
+    assert days["tie collapse"]["probed_with"] and (
+        "days.visits into 2 values, from 2 to 183 rows per value, on every row (not multiplied)"
+        in days["tie collapse"]["detail"]
+    )
+
+
 RELIED_ON_BY_CORRECT_STEPS = """
 def events(ctx):
     ctx.write(

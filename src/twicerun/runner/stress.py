@@ -537,6 +537,8 @@ def _joint(stressed, original, read, without=frozenset()):
     changed: dict[Amplifier, list[str]] = {}
     multiply = Amplifier.ROW_MULTIPLICATION not in without
     collapse_on = Amplifier.TIE_COLLAPSE not in without
+    whole: list[str] = []  # collapsed inputs that were not multiplied
+    unmultiplied: list[str] = []  # inputs left as written for what they hold
     for name in read:
         if not multiply:
             if collapse_on:
@@ -552,7 +554,16 @@ def _joint(stressed, original, read, without=frozenset()):
             variant=_STACKED if collapse_on else 0,
         )
         if stacked is None:
-            continue  # nothing to multiply (no rows), so nothing to collapse either
+            if outcome.said:
+                unmultiplied.append(outcome.reason)
+            # Not multiplied (no rows, or a key no copy can keep): its ties are still
+            # collapsed where that applies, on every row, as tie collapse alone reads it.
+            if collapse_on:
+                collapsed, folded = stressed.get(Amplifier.TIE_COLLAPSE, original[name])
+                if collapsed is not None:
+                    whole.append(f"{folded.detail}, on every row (not multiplied)")
+                    base[name] = collapsed
+            continue
         changed.setdefault(Amplifier.ROW_MULTIPLICATION, []).append(outcome.detail)
         collapse = stressed.collapse_of(original[name]) if collapse_on else None
         if isinstance(collapse, Collapse):
@@ -568,6 +579,10 @@ def _joint(stressed, original, read, without=frozenset()):
         changed[Amplifier.TIE_COLLAPSE].append(
             "each in the added copy of the rows, the first copy as it was"
         )
+    if whole:
+        changed.setdefault(Amplifier.TIE_COLLAPSE, []).extend(whole)
+    if Amplifier.ROW_MULTIPLICATION in changed:
+        changed[Amplifier.ROW_MULTIPLICATION] += unmultiplied
     if reordered:
         changed[Amplifier.ARRIVAL_ORDER] = [
             f"{', '.join(reordered)}: run 1 as stressed above, run 2 with row groups reversed, "
@@ -669,10 +684,10 @@ def _inputs(
             inputs[name] = ref
             applied.append(outcome.detail)
         else:
-            declined.append(outcome.reason)
+            declined.append(outcome)
     if not applied:
-        return (lambda _run: original), None, "; ".join(declined)
-    return (lambda _run: inputs), "; ".join(applied), None
+        return (lambda _run: original), None, "; ".join(o.reason for o in declined)
+    return (lambda _run: inputs), "; ".join(applied + [o.reason for o in declined if o.said]), None
 
 
 def _a_read_that_failed(exc: BaseException) -> bool:

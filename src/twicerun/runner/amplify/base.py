@@ -25,9 +25,12 @@ class Applied:
 
 @dataclass(frozen=True)
 class Declined:
-    """The transform had nothing to change; `reason` says why."""
+    """The transform had nothing to change; `reason` says why. `said` asks for the reason
+    beside the inputs a series did stress: an input left as written for what it holds
+    (a calendar key), not merely for being empty, is part of what the series varied."""
 
     reason: str
+    said: bool = field(default=False, compare=False)
 
 
 Outcome = Applied | Declined

@@ -71,6 +71,13 @@ def multiply_rows(
     # One that cannot be moved within its type is said, not left to look like a key.
     keys = kept_intact(rows, columns)
     shifts, stuck = _moves(con, source, keys, factor)
+    calendar = _calendar_filled(con, source, [k for k, _ in shifts])
+    if calendar:
+        return Declined(
+            f"{artifact} is keyed by {listed(calendar)}, which no added copy could repeat "
+            f"and none could move past without leaving the calendar, so it is left as written",
+            said=True,
+        )
     alongside = _moved_along(con, source, shifts, [c for c in columns if c not in keys], factor)
     shifts += alongside
 
@@ -288,6 +295,50 @@ def _calendar_parts(
         for m, low, high in zip(small, ranges[::2], ranges[1::2], strict=True)
         if low is not None and low >= 0 and high <= _LARGEST_PART
     }
+
+
+# Whole numbers that fill one of these ranges, every value once, are a part of a date or a
+# time of day: a month's number in a table of months, an hour in a table of hours.
+_CALENDAR = {
+    (1, 12): "the months of a year",
+    (0, 23): "the hours of a day",
+    (0, 59): "the minutes of an hour",
+    (1, 31): "the days of a month",
+    (0, 6): "the days of a week",
+    (1, 7): "the days of a week",
+    (1, 4): "the quarters of a year",
+    (1, 52): "the weeks of a year",
+    (1, 53): "the weeks of a year",
+    (1, 365): "the days of a year",
+    (1, 366): "the days of a year",
+}
+
+
+def _calendar_filled(
+    con: duckdb.DuckDBPyConnection, source: Path, moved: list[ColumnFacts]
+) -> list[str]:
+    """The moved columns that hold every value of a part of a date or a time, each once,
+    each named with what it counts. A month's number moved past 12 in a table of months was
+    13 to 24, and a correct `make_date(2026, month_num, 1)` raised, AMPLIFICATION_FAILED,
+    exit 5 (unseen77); repeated, it would make a correct `lag() OVER (ORDER BY month_num)`
+    fire. Such an input is left as written: it is a table of a few dozen rows at most."""
+    small = [
+        c
+        for c in moved
+        if c.type.id in _SHIFTABLE and any(c.distinct == high - low + 1 for low, high in _CALENDAR)
+    ]
+    if not small:
+        return []
+    ends = con.execute(
+        "SELECT "
+        + ", ".join(f"min({c.sql})::HUGEINT, max({c.sql})::HUGEINT" for c in small)
+        + f" FROM {sql.parquet(source)}"
+    ).fetchone()
+    return [
+        f"{sql.shown(c.name)} ({_CALENDAR[(low, high)]}, {low} to {high})"
+        for c, low, high in zip(small, ends[::2], ends[1::2], strict=True)
+        if (low, high) in _CALENDAR and c.distinct == high - low + 1
+    ]
 
 
 def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> str | None:
