@@ -30,7 +30,7 @@ class Declined:
     (a calendar key), not merely for being empty, is part of what the series varied."""
 
     reason: str
-    said: bool = field(default=False, compare=False)
+    said: bool = field(default=False, compare=False, repr=False)
 
 
 Outcome = Applied | Declined
