@@ -285,16 +285,21 @@ def _calendar_parts(
     small = [m for m in members if m.type.id in _SHIFTABLE and 0 < m.distinct <= _LARGEST_PART + 1]
     if not small:
         return set()
-    ranges = con.execute(
-        "SELECT "
-        + ", ".join(f"min({m.sql})::HUGEINT, max({m.sql})::HUGEINT" for m in small)
-        + f" FROM {sql.parquet(source)}"
-    ).fetchone()
     return {
         m.name
-        for m, low, high in zip(small, ranges[::2], ranges[1::2], strict=True)
+        for m, (low, high) in zip(small, _ranges(con, source, small), strict=True)
         if low is not None and low >= 0 and high <= _LARGEST_PART
     }
+
+
+def _ranges(con: duckdb.DuckDBPyConnection, source: Path, columns: list[ColumnFacts]) -> list:
+    """Each integer column's least and greatest value, in one scan."""
+    ends = con.execute(
+        "SELECT "
+        + ", ".join(f"min({c.sql})::HUGEINT, max({c.sql})::HUGEINT" for c in columns)
+        + f" FROM {sql.parquet(source)}"
+    ).fetchone()
+    return list(zip(ends[::2], ends[1::2], strict=True))
 
 
 # Whole numbers that fill one of these ranges, every value once, are a part of a date or a
@@ -329,14 +334,9 @@ def _calendar_filled(
     ]
     if not small:
         return []
-    ends = con.execute(
-        "SELECT "
-        + ", ".join(f"min({c.sql})::HUGEINT, max({c.sql})::HUGEINT" for c in small)
-        + f" FROM {sql.parquet(source)}"
-    ).fetchone()
     return [
         f"{sql.shown(c.name)} ({_CALENDAR[(low, high)]}, {low} to {high})"
-        for c, low, high in zip(small, ends[::2], ends[1::2], strict=True)
+        for c, (low, high) in zip(small, _ranges(con, source, small), strict=True)
         if (low, high) in _CALENDAR and c.distinct == high - low + 1
     ]
 
