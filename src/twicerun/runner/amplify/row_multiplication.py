@@ -159,14 +159,11 @@ def _moved_along(
     copy would pass the year 9999 (an end kept as 9999-12-31 for "open") or its type stays
     as it is."""
     scan = f"FROM {sql.parquet(source)}"
-    movable = [
-        (k, t)
-        for k, t in shifts
-        if k.type.id in {"date", *_TIMESTAMPS}
-        or (k.type.id in {*_SHIFTABLE, "decimal"} and _moved_evenly(con, k, t, scan, factor))
-    ]
+    dated = {"date", *_TIMESTAMPS}
+    movable = [(k, t) for k, t in shifts if k.type.id in {*dated, *_SHIFTABLE, "decimal"}]
     if not movable or not others:
         return []
+    evenly: dict[str, bool] = {}  # asked only of a numeric key some column keeps an order with
     by_name = {k.name: (k, t) for k, t in movable}
     candidates = [c for c in others if any(c.type.id == k.type.id for k, _ in movable)]
     pairs = ordered_pairs(
@@ -181,18 +178,23 @@ def _moved_along(
         if column in along:
             continue
         k, template = by_name[key]
+        if k.type.id not in dated:
+            if key not in evenly:
+                evenly[key] = _moved_evenly(con, k, template, scan, factor)
+            if not evenly[key]:
+                continue
         c = next(c for c in candidates if c.name == column)
         # Braces doubled, as in every template (a name may hold them).
         name, key_name = (x.sql.replace("{", "{{").replace("}", "}}") for x in (c, k))
         moved = f"CAST({name} + ({template} - {key_name}) AS {c.type})"
         last = moved.replace("{copy}", str(factor - 1)).replace("{{", "{").replace("}}", "}")
         # A number past its type raises here, in the cast, and stays as it is.
-        check = f"year(max({last}))" if k.type.id in {"date", *_TIMESTAMPS} else f"max({last})"
+        check = f"year(max({last}))" if k.type.id in dated else f"max({last})"
         try:
             (highest,) = con.execute(f"SELECT {check} {scan}").fetchone()
         except duckdb.Error:
             continue
-        if highest is not None and (k.type.id not in {"date", *_TIMESTAMPS} or highest <= 9999):
+        if highest is not None and (k.type.id not in dated or highest <= 9999):
             along[column] = (c, moved)
     return list(along.values())
 
