@@ -994,7 +994,8 @@ def test_row_multiplication_moves_a_time_of_day_round_the_clock(tmp_path):
     moves on by the values' span, in whole units of their finest part, round past
     midnight, and text is written back in its form; a TIME spanning more than half the
     day moves by half its finest part instead. Text that fills the day has no room in its
-    form, and is repeated as before."""
+    form; repeated, it made a correct row number by it fire (unseen98), so its input is now
+    left as written, whatever else in it could move."""
     detail, source, target = multiplied(
         tmp_path,
         "slots",
@@ -1028,23 +1029,33 @@ def test_row_multiplication_moves_a_time_of_day_round_the_clock(tmp_path):
     ).fetchone() == (352, datetime.time(0, 0))
 
     # Every minute of the day: a TIME takes the half minute; text in hours and minutes has
-    # no half minute to take, and is repeated.
+    # no half minute to take, in either form, and leaves its input as written.
     detail, _, target = multiplied(
         tmp_path,
         "minutes",
-        "SELECT i AS minute_id, TIME '00:00:00' + INTERVAL (i) MINUTE AS starts, "
-        "strftime(TIMESTAMP '2026-01-01' + INTERVAL (i) MINUTE, '%H:%M') AS hhmm "
+        "SELECT i AS minute_id, TIME '00:00:00' + INTERVAL (i) MINUTE AS starts "
         "FROM range(1440) t(i)",
     )
     assert detail == (
         "minutes 1,440 rows to 2,880, minute_id and starts moved past their ranges in the added "
-        "copy, hhmm not moved (it spans too much of its type to move past, or is of a type, or "
-        "text in a form, that does not move), so the added copy repeats it"
+        "copy"
     )
     assert CON.execute(
         "SELECT count(DISTINCT starts), count(*) FILTER (WHERE second(starts) = 30) "
         f"FROM read_parquet('{target}')"
     ).fetchone() == (2880, 1440)
+    for form in ("%H:%M", "%-I:%M %p"):
+        texts = parquet_of(
+            tmp_path,
+            "texts.parquet",
+            f"SELECT i AS minute_id, strftime(TIMESTAMP '2026-01-01' + INTERVAL (i) MINUTE, "
+            f"'{form}') AS hhmm FROM range(1440) t(i)",
+        )
+        assert multiply_rows(CON, texts, target, artifact="minutes") == Declined(
+            "minutes is keyed by hhmm (times of day, 1,440 of them, with no room left in the day "
+            "for a copy), which no added copy could repeat and none could move past without "
+            "leaving the calendar, so it is left as written"
+        )
 
 
 def test_row_multiplication_moves_one_member_of_a_key_of_several_columns(tmp_path):

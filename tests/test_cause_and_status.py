@@ -221,6 +221,13 @@ def busiest_days(ctx):
 def busy(ctx):
     ctx.read("days")
     ctx.write("busy", "SELECT make_date(2024, 1, 1) + (doy - 1)::INT AS day, visits FROM days WHERE visits > 100")
+
+def slots(ctx):
+    ctx.write("slots", "SELECT strftime(TIMESTAMP '2026-01-01' + INTERVAL (i) MINUTE, '%H:%M') AS slot, (hash(i) % 5)::INT AS staff FROM range(1440) t(i)")
+
+def numbered_slots(ctx):
+    ctx.read("slots")
+    ctx.write("numbered", "SELECT slot, row_number() OVER (ORDER BY slot) AS n, staff FROM slots")
 """
 
 
@@ -229,11 +236,13 @@ def test_correct_steps_on_a_table_of_months_are_not_failed_by_the_amplifiers(
 ):
     """Row multiplication moved month_num past 12, and a correct make_date on it raised:
     AMPLIFICATION_FAILED, exit 5 (unseen77). The table of months is now left as written,
-    said where the step reads it alone and beside the input that was multiplied."""
+    said where the step reads it alone and beside the input that was multiplied. So is a
+    table of the day's minutes written as text, whose repeated slots made a correct row
+    number by slot STABLE_ON_THIS_INPUT, exit 4 (unseen98)."""
     outcome = twicerun("run", write_pipeline(KEYED_BY_A_MONTH), "--amplify", "--json", "-")
     assert outcome.code == 0, outcome.err
     steps = by_name(outcome.json())
-    for name in ("month_starts", "monthly", "month_over_month", "busy"):
+    for name in ("month_starts", "monthly", "month_over_month", "busy", "numbered_slots"):
         assert steps[name]["status"] == "NO_DIVERGENCE_OBSERVED", steps[name]
     kept = "months is keyed by month_num (the months of a year, 1 to 12)"
     alone = {a["kind"]: a for a in steps["month_starts"]["amplifiers"]}
