@@ -574,6 +574,39 @@ def test_a_table_keyed_by_a_part_of_the_calendar_is_left_as_written(tmp_path):
     assert isinstance(outcome, Declined) and "m (the months of a year, 1 to 12)" in outcome.reason
 
 
+def test_a_hash_key_in_hex_and_an_email_keep_their_form_in_the_added_copy(tmp_path):
+    """A hub's hash key, `md5(...)` as 32 hex digits, and a customer's email were suffixed in
+    row multiplication's added copy (`...#1`, `user7@example.com#1`), and a correct step
+    checking that a hash key is 32 hex digits, or that an email ends in a domain, raised,
+    AMPLIFICATION_FAILED, exit 5 (unseen99). The copy now holds other hex digits of the same
+    length and case, and the email carries the copy's number before its @ after a mark no
+    local part holds. Text of digits alone is a number, and moves as one."""
+    source = parquet_of(
+        tmp_path,
+        "customers.parquet",
+        "SELECT md5('C' || i) AS hk, upper(left(sha256('C' || i), 40)) AS hk40, "
+        "'user+' || i || '@example.com' AS email, lpad(i::VARCHAR, 18, '0') AS account "
+        "FROM range(3000) t(i)",
+    )
+    target = tmp_path / "out.parquet"
+    assert multiply_rows(CON, source, target, artifact="customers") == Applied(
+        "customers 3,000 rows to 6,000, hk, hk40, email and account moved past their ranges in "
+        "the added copy"
+    )
+    assert (
+        CON.execute(
+            "SELECT count(DISTINCT hk), count(DISTINCT hk40), count(DISTINCT email), "
+            "count(DISTINCT account), bool_and(regexp_full_match(hk, '[0-9a-f]{32}')), "
+            "bool_and(regexp_full_match(hk40, '[0-9A-F]{40}')), "
+            "bool_and(split_part(email, '@', 2) = 'example.com'), "
+            "bool_and(regexp_full_match(account, '[0-9]{18}')) "
+            f"FROM '{target}'"
+        ).fetchone()
+        == (6000,) * 4 + (True,) * 4
+    )
+    assert rows_of(source) == rows_of(target)[:3000]  # the first copy as it was
+
+
 def test_tie_collapse_keeps_what_one_column_decides_in_another(tmp_path):
     """Folded apart, two users merged into one user_id kept their two names, and a correct
     `any_value(user_name) ... GROUP BY user_id` fired. A column the input ties to a folded

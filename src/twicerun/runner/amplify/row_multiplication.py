@@ -535,6 +535,9 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     numbered_text = None if not_numbered else _numbered_text(con, keep.sql, column, scan, last)
     if numbered_text is not None:
         return numbered_text
+    formed = _hex_or_email(con, keep.sql, column, scan)
+    if formed is not None:
+        return formed
     # A mark no value holds keeps every copy distinct: value || mark || copy splits at its
     # only mark. With '#' always, a column holding both 'a' and 'a#1' met itself.
     mark = next((m for m, n in zip(_MARKS, held, strict=True) if not n), _MARKS[0])
@@ -1154,6 +1157,49 @@ def _next_float(con: duckdb.DuckDBPyConnection, keep, column: str, scan: str, fa
         return None
     later = " ".join(f"WHEN {n} THEN {raised(column, n)}" for n in range(1, factor))
     return f"CASE {{copy}} WHEN 0 THEN {column} {later} END"
+
+
+# Marks an email's local part may hold (RFC 5321's atoms), tried in turn: the added copy's
+# number goes before the @ after the first mark no local part holds.
+_LOCAL_MARKS = ("+", "_", "-")
+
+
+def _hex_or_email(con: duckdb.DuckDBPyConnection, value: str, column: str, scan: str) -> str | None:
+    """For a hash key written as hex digits of one length and case (a Data Vault hub's
+    `md5(...)`, 16 to 64 digits): other digits of that length for each copy, an MD5 or a
+    SHA-256 of the value and the copy's number. For an email: the copy's number in the
+    local part, after a mark no local part holds, so the domain stays one. A suffix wrote
+    `9e107d9d...#1` and `user7@example.com#1`, and a correct step checking that a hash key
+    is 32 hex digits, or that an email ends in a domain, raised (unseen99). None for other
+    text, which gets the suffix."""
+    hexes, lettered, lower, upper, width, widths, emails, *held = con.execute(
+        f"SELECT count(*) FILTER (WHERE regexp_full_match({value}, '[0-9a-fA-F]+')), "
+        f"count(*) FILTER (WHERE regexp_matches({value}, '[a-fA-F]')), "
+        f"count(*) FILTER (WHERE regexp_full_match({value}, '[0-9a-f]+')), "
+        f"count(*) FILTER (WHERE regexp_full_match({value}, '[0-9A-F]+')), "
+        f"max(length({value})), count(DISTINCT length({value})), "
+        f"count(*) FILTER (WHERE regexp_full_match({value}, '[^@ ]+@[^@ ]+[.][^@ ]+')), "
+        + ", ".join(
+            f"count(*) FILTER (WHERE contains(split_part({value}, '@', 1), {sql.string(m)}))"
+            for m in _LOCAL_MARKS
+        )
+        + f", count(*) {scan} WHERE {value} IS NOT NULL"
+    ).fetchone()
+    *held, rows = held
+    # Digits alone are a number to a step, whatever their width: no letters are written in.
+    one_case = rows in (lower, upper)
+    if rows and hexes == rows and lettered and one_case and widths == 1 and 16 <= width <= 64:
+        digest = "md5" if width <= 32 else "sha256"
+        other = f"left({digest}({column} || '#' || {{copy}}), {width})"
+        other = other if lower == rows else f"upper({other})"
+        return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {other} END"
+    mark = next((m for m, n in zip(_LOCAL_MARKS, held, strict=True) if not n), None)
+    if rows and emails == rows and mark is not None:
+        return (
+            f"CASE WHEN {{copy}} = 0 THEN {column} ELSE split_part({column}, '@', 1) || "
+            f"'{mark}' || {{copy}} || '@' || split_part({column}, '@', 2) END"
+        )
+    return None
 
 
 def _other_uuid(column: str) -> str:
