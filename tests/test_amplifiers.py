@@ -607,6 +607,31 @@ def test_a_hash_key_in_hex_and_an_email_keep_their_form_in_the_added_copy(tmp_pa
     assert rows_of(source) == rows_of(target)[:3000]  # the first copy as it was
 
 
+def test_the_same_ids_in_two_inputs_move_alike(tmp_path):
+    """Orders, and one payment each for most of them (order_id unique in payments too): each
+    input's key moved by its own range, so a copy's payment named an order no copy held,
+    and a correct step refusing orphaned payments raised, AMPLIFICATION_FAILED, exit 5
+    (unseen100). Ids from 0 up now move by the first power of ten past the greatest."""
+    orders = parquet_of(
+        tmp_path,
+        "orders.parquet",
+        "SELECT i AS order_id FROM range(1, 20001) t(i) WHERE hash(i * 11) % 5 <> 0",
+    )
+    payments = parquet_of(
+        tmp_path,
+        "payments.parquet",
+        "SELECT 900000 + i AS payment_id, i AS order_id FROM range(40, 19951) t(i) "
+        "WHERE hash(i * 11) % 5 <> 0 AND hash(i * 7) % 10 <> 0",
+    )
+    for source, name in ((orders, "orders"), (payments, "payments")):
+        multiply_rows(CON, source, tmp_path / f"{name}-x2.parquet", artifact=name)
+    assert CON.execute(
+        f"SELECT count(*), count(*) FILTER (WHERE o.order_id IS NULL) "
+        f"FROM '{tmp_path / 'payments-x2.parquet'}' p "
+        f"LEFT JOIN '{tmp_path / 'orders-x2.parquet'}' o USING (order_id)"
+    ).fetchone() == (2 * len(rows_of(payments)), 0)
+
+
 def test_tie_collapse_keeps_what_one_column_decides_in_another(tmp_path):
     """Folded apart, two users merged into one user_id kept their two names, and a correct
     `any_value(user_name) ... GROUP BY user_id` fired. A column the input ties to a folded
@@ -1012,9 +1037,9 @@ def test_row_multiplication_moves_a_timestamp_with_its_offset_and_an_ipv4_addres
         "count(CAST(seen_at AS TIMESTAMPTZ)), count(CAST(duck_tz AS TIMESTAMPTZ)), "
         "count(CAST(split_part(ip, '.', 4) AS UTINYINT)), "
         "bool_and(regexp_extract(seen_at, '([+-][0-9:]+)$', 1) "
-        "= ['+00:00', '-05:00', '+0530'][1 + device_id % 3]), "
+        "= ['+00:00', '-05:00', '+0530'][1 + file_row_number % 600 % 3]), "
         "bool_and(regexp_full_match(seen_at, '[0-9-]{10}T[0-9:]{8}[+-][0-9:]{4,5}')) "
-        f"FROM read_parquet('{target}')"
+        f"FROM read_parquet('{target}', file_row_number = true)"
     ).fetchone() == (1200,) * 6 + (True, True)
     assert rows_of(source) == rows_of(target)[:600]  # the first copy as it was
 
@@ -1293,7 +1318,9 @@ def test_row_multiplication_writes_each_copy_whole_and_in_file_order(tmp_path):
     target = tmp_path / "out.parquet"
     multiply_rows(CON, source, target, artifact="events")
     before = rows_of(source)
-    assert rows_of(target) == before + [(r[0] + 300_000, *r[1:]) for r in before]
+    # Ids 0 to 299,999 move by the first power of ten past them, as the same ids in
+    # another input would.
+    assert rows_of(target) == before + [(r[0] + 1_000_000, *r[1:]) for r in before]
 
 
 def test_the_joint_copy_is_the_rows_then_their_collapsed_copy_in_one_pass(tmp_path):

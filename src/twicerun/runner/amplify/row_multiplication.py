@@ -435,7 +435,7 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         # either (a hash) cannot move at all.
         if low is None:
             return None
-        span = _whole_cycles(low, high, last) or high - low + 1
+        span = _whole_cycles(low, high, last) or _magnitude(low, high, last) or high - low + 1
         if high + span * last < 2**63:
             return f"({column}::BIGINT + {{copy}} * {span})"
         if low - span * last >= -(2**63):
@@ -519,7 +519,7 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         if shifted is not None:
             return shifted
     if not not_int and low is not None and high + (high - low + 1) * last < 2**126:
-        span = _whole_cycles(low, high, last) or high - low + 1
+        span = _whole_cycles(low, high, last) or _magnitude(low, high, last) or high - low + 1
         return f"CAST(CAST({column} AS HUGEINT) + {{copy}} * {span} AS VARCHAR)"
     if not not_date:
         span = _date_span(con, f"CAST({keep.sql} AS DATE)", scan, last)
@@ -1114,6 +1114,19 @@ def _whole_cycles(low: int, high: int, last: int) -> int | None:
         return None
     span = -(-(high - low + 1) // _CYCLE) * _CYCLE
     return span if high + span * last <= 9999 else None
+
+
+def _magnitude(low: int, high: int, last: int) -> int | None:
+    """For whole numbers from 0 up: a move by the first power of ten past the greatest, so
+    that the same ids in two inputs move alike. Moved by each input's own range, an order's
+    id and its one payment's (a column unique in payments too) moved by different amounts,
+    and a copy's payment met no order: a correct step refusing orphaned payments raised,
+    AMPLIFICATION_FAILED, exit 5 (unseen100). Two inputs then part only where a power of ten
+    falls between their greatest ids. None below zero, or past BIGINT."""
+    if low < 0:
+        return None
+    power = 10 ** len(str(high))
+    return power if high + power * last < 2**63 else None
 
 
 def _flipped(con: duckdb.DuckDBPyConnection, keep, column: str, scan: str, factor: int):
