@@ -537,38 +537,35 @@ def _joint(stressed, original, read, without=frozenset()):
     changed: dict[Amplifier, list[str]] = {}
     multiply = Amplifier.ROW_MULTIPLICATION not in without
     collapse_on = Amplifier.TIE_COLLAPSE not in without
-    whole: list[str] = []  # collapsed inputs that were not multiplied
+    whole: list[str] = []  # inputs collapsed on every row, not multiplied
     unmultiplied: list[str] = []  # inputs left as written for what they hold
     for name in read:
-        if not multiply:
-            if collapse_on:
-                collapsed, outcome = stressed.get(Amplifier.TIE_COLLAPSE, original[name])
-                if collapsed is not None:
-                    changed.setdefault(Amplifier.TIE_COLLAPSE, []).append(outcome.detail)
-                    base[name] = collapsed
+        stacked, outcome = None, None
+        if multiply:
+            stacked, outcome = stressed.get(
+                Amplifier.ROW_MULTIPLICATION,
+                original[name],
+                # Plain stacking, no sort, when the added copy's ties stay as they are.
+                variant=_STACKED if collapse_on else 0,
+            )
+        if stacked is not None:
+            changed.setdefault(Amplifier.ROW_MULTIPLICATION, []).append(outcome.detail)
+            collapse = stressed.collapse_of(original[name]) if collapse_on else None
+            if isinstance(collapse, Collapse):
+                changed.setdefault(Amplifier.TIE_COLLAPSE, []).append(collapse.detail)
+            base[name] = stacked
             continue
-        stacked, outcome = stressed.get(
-            Amplifier.ROW_MULTIPLICATION,
-            original[name],
-            # Plain stacking, no sort, when the added copy's ties stay as they are.
-            variant=_STACKED if collapse_on else 0,
-        )
-        if stacked is None:
-            if outcome.said:
-                unmultiplied.append(outcome.reason)
-            # Not multiplied (no rows, or a key no copy can keep): its ties are still
-            # collapsed where that applies, on every row, as tie collapse alone reads it.
-            if collapse_on:
-                collapsed, folded = stressed.get(Amplifier.TIE_COLLAPSE, original[name])
-                if collapsed is not None:
-                    whole.append(f"{folded.detail}, on every row (not multiplied)")
-                    base[name] = collapsed
-            continue
-        changed.setdefault(Amplifier.ROW_MULTIPLICATION, []).append(outcome.detail)
-        collapse = stressed.collapse_of(original[name]) if collapse_on else None
-        if isinstance(collapse, Collapse):
-            changed.setdefault(Amplifier.TIE_COLLAPSE, []).append(collapse.detail)
-        base[name] = stacked
+        if outcome is not None and outcome.said:
+            unmultiplied.append(outcome.reason)
+        # Not multiplied (row multiplication off, no rows, or a key no copy can keep): its
+        # ties are still collapsed where that applies, on every row, as tie collapse reads it.
+        if collapse_on:
+            collapsed, folded = stressed.get(Amplifier.TIE_COLLAPSE, original[name])
+            if collapsed is not None:
+                whole.append(
+                    folded.detail + (", on every row (not multiplied)" if multiply else "")
+                )
+                base[name] = collapsed
     reordered = [
         name
         for name in read

@@ -72,7 +72,7 @@ def multiply_rows(
     keys = kept_intact(rows, columns)
     shifts, stuck = _moves(con, source, keys, factor)
     calendar = _calendar_filled(con, source, [k for k, _ in shifts]) + _day_filled(
-        con, source, [k for k in keys if sql.shown(k.name) in stuck and k.distinct == rows]
+        con, source, [k for k in stuck if k.distinct == rows]
     )
     if calendar:
         return Declined(
@@ -136,7 +136,7 @@ def multiply_rows(
     if stuck:
         one = len(stuck) == 1
         grown += (
-            f", {listed(stuck)} not moved ({'it spans' if one else 'they span'} too much of "
+            f", {listed([sql.shown(c.name) for c in stuck])} not moved ({'it spans' if one else 'they span'} too much of "
             f"{'its type' if one else 'their types'} to move past, or {'is' if one else 'are'} "
             f"of a type, or text in a form, that does not move), so the added "
             f"{'copy repeats' if factor == 2 else 'copies repeat'} {'it' if one else 'them'}"
@@ -189,7 +189,7 @@ def _moved_along(
         # Braces doubled, as in every template (a name may hold them).
         name, key_name = (x.sql.replace("{", "{{").replace("}", "}}") for x in (c, k))
         moved = f"CAST({name} + ({template} - {key_name}) AS {c.type})"
-        last = moved.replace("{copy}", str(factor - 1)).replace("{{", "{").replace("}}", "}")
+        last = moved.format(copy=factor - 1)
         # A number past its type raises here, in the cast, and stays as it is.
         check = f"year(max({last}))" if k.type.id in dated else f"max({last})"
         try:
@@ -205,7 +205,7 @@ def _moved_evenly(
     con: duckdb.DuckDBPyConnection, key: ColumnFacts, template: str, scan: str, factor: int
 ) -> bool:
     """Whether the template moves every row of a numeric key by one amount in each copy."""
-    last = template.replace("{copy}", str(factor - 1)).replace("{{", "{").replace("}}", "}")
+    last = template.format(copy=factor - 1)
     try:
         (amounts,) = con.execute(
             f"SELECT count(DISTINCT ({last}) - {key.sql}) {scan} WHERE {key.sql} IS NOT NULL"
@@ -217,7 +217,7 @@ def _moved_evenly(
 
 def _moves(
     con: duckdb.DuckDBPyConnection, source: Path, kept: list[ColumnFacts], factor: int
-) -> tuple[list[tuple[ColumnFacts, str]], list[str]]:
+) -> tuple[list[tuple[ColumnFacts, str]], list[ColumnFacts]]:
     """The kept columns to move, each with its template, and those that had to move and
     could not. A column unique on its own moves, and so does one kept for another reason
     than a key (a repeat told apart, a time ordered within a key); a key of several columns
@@ -225,7 +225,7 @@ def _moves(
     Moving every member wrote (2027, 13, 32) for a key of year, month and day, and a
     correct `make_date` on it raised."""
     shifts: dict[str, tuple[ColumnFacts, str]] = {}
-    stuck: list[str] = []
+    stuck: list[ColumnFacts] = []
     tried: dict[str, str | None] = {}
 
     def shift(keep: ColumnFacts) -> str | None:
@@ -239,7 +239,7 @@ def _moves(
             continue  # below, once per key
         moved = shift(keep)
         if moved is None:
-            stuck.append(sql.shown(keep.name))
+            stuck.append(keep)
         else:
             shifts[keep.name] = (keep, moved)
     keys = list(dict.fromkeys(key for c in kept for key in c.keys))
@@ -255,7 +255,7 @@ def _moves(
                 shifts[member.name] = (member, moved)
                 break
         else:
-            stuck += [sql.shown(m.name) for m in members if sql.shown(m.name) not in stuck]
+            stuck += [m for m in members if m not in stuck]
     # In the input's column order, as the detail lists them.
     order = {c.name: i for i, c in enumerate(kept)}
     return sorted(shifts.values(), key=lambda pair: order[pair[0].name]), stuck
