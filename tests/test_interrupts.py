@@ -181,6 +181,49 @@ def test_sigterm_is_an_interrupt_that_exits_143_and_keeps_the_invocation(write_p
     assert invocations(run_dir) == {directory: "interrupted"}
 
 
+FORKS_A_POOL = """
+import multiprocessing
+
+
+def _double(v):
+    return v * 2
+
+
+def inputs(ctx):
+    ctx.write("t", "SELECT range AS v FROM range(10)")
+
+
+def doubled(ctx):
+    values = [v for (v,) in ctx.read("t").order("v").fetchall()]
+    # Leaving the block terminates the workers, with SIGTERM.
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        doubled = pool.map(_double, values)
+    ctx.write("d", f"SELECT unnest({doubled}) AS d")
+"""
+
+
+@pytest.mark.parametrize("verb", ["run", "audit"])
+def test_a_step_whose_pool_of_workers_is_terminated_is_not_terminated_itself(
+    write_pipeline, tmp_path, verb
+):
+    # A forked worker inherited twicerun's SIGTERM handler and the pipe its waker reads:
+    # the SIGTERM a pool sends its workers on leaving `with` reached twicerun as its own.
+    # `run` ended a correct step's invocation as terminated (exit 143, a traceback per
+    # worker). `audit` passed before the fix too; it is here so that it keeps passing.
+    import subprocess
+    import sys
+
+    path = write_pipeline(FORKS_A_POOL)
+    flags = ["--runs", "2", "--no-amplify", "--run-dir", str(tmp_path / "runs")]
+    done = subprocess.run(
+        [sys.executable, "-m", "twicerun", verb, str(path), *(flags if verb == "run" else [])],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert ("0 of 2 steps diverged" if verb == "run" else ": deterministic (2 steps") in done.stdout
+
+
 # One query that runs for many minutes, executed as a step executes SQL: no Python code
 # runs until it returns, so a signal's handler cannot run either.
 LONG_QUERY = """

@@ -30,6 +30,10 @@ from twicerun.errors import StepTimedOut
 
 _requested = threading.Event()
 _terminated = threading.Event()
+# The handlers in place before twicerun put its own on a signal, and the pipe its waker
+# reads; both for a forked child to drop (_forget_in_child).
+_outer: dict[int, object] = {}
+_pipe: tuple[int, int] | None = None
 
 
 def _on_signal(signum, frame) -> None:
@@ -84,7 +88,12 @@ def watching() -> Iterator[None]:
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, _on_signal):
         taken.append(signal.SIGTERM)
     previous = {s: signal.signal(s, _on_signal) for s in taken}
+    for s, handler in previous.items():
+        if handler is not _on_signal:
+            _outer[s] = handler
+    global _pipe
     reader, writer = os.pipe()
+    _pipe = (reader, writer)
     os.set_blocking(writer, False)
     earlier_fd = signal.set_wakeup_fd(writer, warn_on_full_buffer=False)
     waker = threading.Thread(
@@ -95,6 +104,7 @@ def watching() -> Iterator[None]:
         yield
     finally:
         signal.set_wakeup_fd(earlier_fd)
+        _pipe = None
         os.close(writer)  # the waker reads to the end and returns
         waker.join()
         os.close(reader)
@@ -116,10 +126,34 @@ def terminating() -> Iterator[None]:
         yield
         return
     signal.signal(signal.SIGTERM, _on_signal)
+    _outer[signal.SIGTERM] = signal.SIG_DFL
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _forget_in_child() -> None:
+    """In a process a step forks (a `multiprocessing` pool's worker), give the signals back
+    to what they were before twicerun and let go of the waker's pipe. The child inherits
+    both, and a pool terminates its workers with SIGTERM on leaving a `with` block: the
+    workers' handler wrote the signal into the pipe twicerun's own waker reads, and a
+    correct step ended the invocation as terminated, exit 143, with a worker's traceback
+    for each."""
+    global _pipe
+    _stops.clear()
+    with contextlib.suppress(ValueError, OSError):
+        if _pipe is not None:
+            signal.set_wakeup_fd(-1)
+            for fd in _pipe:
+                os.close(fd)
+        for s in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(s) is _on_signal:
+                signal.signal(s, _outer.get(s, signal.SIG_DFL))
+    _pipe = None
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def requested() -> bool:
