@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -40,6 +41,34 @@ def test_write_takes_a_query_a_relation_or_an_arrow_table(tmp_path):
     assert rows(out / "from_relation.parquet") == [(2,)]
     assert rows(out / "from_arrow.parquet") == [(3,)]
     assert list(ctx.output.written) == ["from_sql", "from_relation", "from_arrow"]
+
+
+def test_calls_through_ctx_from_a_pool_of_threads_take_turns(tmp_path):
+    # DuckDB 2 refuses a call on a connection busy with another, where DuckDB 1 waited:
+    # a step writing its partitions from a thread pool raised ResourceInUseException in
+    # some runs. ctx's own calls wait for each other, as they did on DuckDB 1. (A relation
+    # ctx handed back runs on the same connection when fetched, which stays DuckDB's.)
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    ctx = make_ctx(tmp_path)
+    ctx.write("base", "SELECT range AS v, range % 8 AS g FROM range(400000)")
+    base = tmp_path / "out" / "base.parquet"
+    together = threading.Barrier(4)
+
+    def one(g: int) -> Any:
+        if g < 4:
+            together.wait()  # the first four start at once
+        ctx.write(f"part_{g}", f"SELECT v FROM read_parquet('{base}') WHERE g = {g}")
+        return ctx.sql(f"SELECT sum(v) AS s FROM read_parquet('{base}') WHERE g = {g}")
+
+    with ThreadPoolExecutor(4) as pool:
+        relations = list(pool.map(one, range(8)))
+    sums = [relation.fetchall() for relation in relations]
+    assert sums == [[(sum(range(g, 400000, 8)),)] for g in range(8)]
+    for g in range(8):
+        assert len(rows(tmp_path / "out" / f"part_{g}.parquet")) == 50_000
+    assert sorted(ctx.output.written) == ["base", *(f"part_{g}" for g in range(8))]
 
 
 def test_write_takes_the_arrow_stream_a_relation_gives(tmp_path):

@@ -12,6 +12,7 @@ import contextlib
 import os
 import re
 import sys
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -428,6 +429,11 @@ class StepContext(ContractChecks):
         # Whether the step attached a database file: DuckDB lets one database in the process
         # hold a file, so this connection must be closed before the next execution opens one.
         self._attached = False
+        # ctx is one connection, and DuckDB 2 refuses a call on a connection busy with
+        # another ("connection is busy with another call") where DuckDB 1 waited: a step
+        # writing its partitions from a thread pool raised, in some runs and not others.
+        # Its calls through ctx take turns, as they did on DuckDB 1.
+        self._turn = threading.RLock()
 
     @property
     def threads(self) -> int:
@@ -473,52 +479,54 @@ class StepContext(ContractChecks):
 
     def read(self, name: str) -> duckdb.DuckDBPyRelation:
         """Expose the artifact `name` of an earlier step as a view and return a relation over it."""
-        check_name(name, "ctx.read", self._where)
-        written_as, ref = self._resolve(name)
-        if ref is None:
-            raise UnknownArtifact(self._unknown_read(name), name=name)
-        self._con.execute(
-            f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS SELECT * FROM {sql.parquet(ref.path)}"
-        )
-        self._read_record(written_as, ref)
-        return handed_out(self._con.table(name))
+        with self._turn:
+            check_name(name, "ctx.read", self._where)
+            written_as, ref = self._resolve(name)
+            if ref is None:
+                raise UnknownArtifact(self._unknown_read(name), name=name)
+            self._con.execute(
+                f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS SELECT * FROM {sql.parquet(ref.path)}"
+            )
+            self._read_record(written_as, ref)
+            return handed_out(self._con.table(name))
 
     def source(self, name: str, files: Any, **options: Any) -> duckdb.DuckDBPyRelation:
         """Files from outside the pipeline (Parquet or CSV: a list, one path, or a glob) as the
         view `name`, read as DuckDB reads that list; each file is recorded with its size and
         digest, and its rows count toward rows read."""
-        check_name(name, "ctx.source", self._where)
-        head = f"ctx.source({name!r}, files) in {self._where}"
-        listed = self._listed(head, files)
-        reader = reader_of(head, listed)
-        reader_options(head, options)  # a bad option is refused before any file is read
-        order = list(range(len(listed)))
-        if self._source_order is not None and len(listed) > 1:
-            order = self._source_order(name, len(listed))
-        copy = self._visible.get(SOURCE_COPY + name)
-        if copy is not None:
-            # An amplifier's stressed copy of these rows, read instead of the files; the
-            # receipt still names the files, which is what the step asked for.
-            query = f"SELECT * FROM {sql.parquet(copy.path)}"
-        else:
-            query = source_query(reader, [listed[i] for i in order], options, head)
-        self._con.execute(f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS {query}")
-        # Counting reads every file's schema (and, for CSV, its rows), so a list DuckDB
-        # cannot read in this order raises here, where the step asked for it. Once a
-        # list has been counted, the same files read the same way are not counted again.
-        slot = None if copy else (query, tuple(file_record(p).digest for p in listed))
-        rows = SOURCE_ROWS.get(slot)
-        if rows is None:
-            # fetchall, not fetchone: DuckDB 2 holds a result fetched short of its end as
-            # unfinished, and refuses the step's next read of a relation until it ends.
-            ((rows,),) = self._con.execute(
-                f"SELECT count(*) FROM {sql.identifier(name)}"
-            ).fetchall()
-            if slot is not None:
-                SOURCE_ROWS[slot] = int(rows)
-        relation = self._con.table(name)
-        self._source_record(name, reader, listed, rows, options, order, relation.columns)
-        return handed_out(relation)
+        with self._turn:
+            check_name(name, "ctx.source", self._where)
+            head = f"ctx.source({name!r}, files) in {self._where}"
+            listed = self._listed(head, files)
+            reader = reader_of(head, listed)
+            reader_options(head, options)  # a bad option is refused before any file is read
+            order = list(range(len(listed)))
+            if self._source_order is not None and len(listed) > 1:
+                order = self._source_order(name, len(listed))
+            copy = self._visible.get(SOURCE_COPY + name)
+            if copy is not None:
+                # An amplifier's stressed copy of these rows, read instead of the files; the
+                # receipt still names the files, which is what the step asked for.
+                query = f"SELECT * FROM {sql.parquet(copy.path)}"
+            else:
+                query = source_query(reader, [listed[i] for i in order], options, head)
+            self._con.execute(f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS {query}")
+            # Counting reads every file's schema (and, for CSV, its rows), so a list DuckDB
+            # cannot read in this order raises here, where the step asked for it. Once a
+            # list has been counted, the same files read the same way are not counted again.
+            slot = None if copy else (query, tuple(file_record(p).digest for p in listed))
+            rows = SOURCE_ROWS.get(slot)
+            if rows is None:
+                # fetchall, not fetchone: DuckDB 2 holds a result fetched short of its end as
+                # unfinished, and refuses the step's next read of a relation until it ends.
+                ((rows,),) = self._con.execute(
+                    f"SELECT count(*) FROM {sql.identifier(name)}"
+                ).fetchall()
+                if slot is not None:
+                    SOURCE_ROWS[slot] = int(rows)
+            relation = self._con.table(name)
+            self._source_record(name, reader, listed, rows, options, order, relation.columns)
+            return handed_out(relation)
 
     def _listed(self, head: str, files: Any) -> list[str]:
         """The files as a list of paths, a glob expanded in DuckDB's own order."""
@@ -526,16 +534,17 @@ class StepContext(ContractChecks):
 
     def state(self, name: str, initial: str) -> duckdb.DuckDBPyRelation:
         """This step's own `name` as its previous run left it, or the rows of `initial`."""
-        self._check_state(name, initial)
-        ref = self._state_source(name)
-        if ref is not None:
-            self._con.execute(
-                f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS SELECT * FROM {sql.parquet(ref.path)}"
-            )
-        else:
-            self._con.execute(f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS {initial}")
-        self._state_record(name, ref)
-        return handed_out(self._con.table(name))
+        with self._turn:
+            self._check_state(name, initial)
+            ref = self._state_source(name)
+            if ref is not None:
+                self._con.execute(
+                    f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS SELECT * FROM {sql.parquet(ref.path)}"
+                )
+            else:
+                self._con.execute(f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS {initial}")
+            self._state_record(name, ref)
+            return handed_out(self._con.table(name))
 
     def write(self, name: str, data: Any) -> None:
         """Make `data` (a SQL query, a DuckDB relation, a pyarrow Table or RecordBatchReader, or
@@ -544,12 +553,13 @@ class StepContext(ContractChecks):
         frame = sys._getframe(1)  # whose names a query in `data` may use
         # No fsync: an artifact is atomic against readers and against this process
         # dying, and a power cut costs only a rerun, which is what this tool does.
-        with atomic_path(final, fsync=False) as temporary:
-            self._write_parquet(name, data, temporary, frame)
-        self.output.written[name] = final
-        ref = reference_to(data)
-        if ref is not None:
-            self.output.objects[name] = ref
+        with self._turn:
+            with atomic_path(final, fsync=False) as temporary:
+                self._write_parquet(name, data, temporary, frame)
+            self.output.written[name] = final
+            ref = reference_to(data)
+            if ref is not None:
+                self.output.objects[name] = ref
 
     def sql(self, query: str, params: Any = None) -> duckdb.DuckDBPyRelation | None:
         """Run SQL on this step's connection: a relation for a query, None for a statement.
@@ -560,20 +570,21 @@ class StepContext(ContractChecks):
         it was read. A query's rows are therefore kept in a temporary table and the
         relation returned reads that.
         """
-        if _THREADS.search(query):
-            self._names_threads = True
-        caller = _Caller(self._con, sys._getframe(1))
-        statements = self._parsed(query, f"ctx.sql in step {self._index} {self._name}")
-        self._outside(query, statements)
-        if not statements:
-            return None
-        if any(statement.kind == "ATTACH" for statement in statements):
-            self._attached = True
-            try:
-                return self._run_statements(statements, caller, params)
-            finally:
-                self._note_attached()
-        return self._run_statements(statements, caller, params)
+        with self._turn:
+            if _THREADS.search(query):
+                self._names_threads = True
+            caller = _Caller(self._con, sys._getframe(1))
+            statements = self._parsed(query, f"ctx.sql in step {self._index} {self._name}")
+            self._outside(query, statements)
+            if not statements:
+                return None
+            if any(statement.kind == "ATTACH" for statement in statements):
+                self._attached = True
+                try:
+                    return self._run_statements(statements, caller, params)
+                finally:
+                    self._note_attached()
+            return self._run_statements(statements, caller, params)
 
     def _run_statements(self, statements: list[_Statement], caller: _Caller, params: Any) -> Any:
         *before, last = statements
