@@ -648,3 +648,32 @@ def test_windows_is_refused_before_a_step_runs_and_help_still_teaches(
     assert twicerun("run", "--help").code == 0
     # Reading what was recorded elsewhere executes nothing.
     assert twicerun("judge", recorded).code == 0
+
+
+UNPRINTABLE = """
+class Unprintable(Exception):
+    def __str__(self):
+        return self.detail  # never set
+
+
+def load(ctx):
+    ctx.write("t", "SELECT 1 AS v")
+    raise Unprintable()
+"""
+
+
+@pytest.mark.parametrize("amplify", [False, True])
+def test_an_exception_whose_message_cannot_be_shown_is_still_a_step_that_crashed(
+    write_pipeline, twicerun, run_dir, amplify
+):
+    # Its str() raised wherever twicerun read the message, and twicerun stopped with a
+    # traceback of its own, exit 1.
+    path = write_pipeline(UNPRINTABLE)
+    outcome = twicerun("run", path, "--runs", "2", *(["--amplify"] if amplify else []))
+    assert outcome.code == 3
+    assert outcome.err.splitlines()[0] == (
+        f"twicerun: step 0 load raised in run 1 (at {path}:8): Unprintable: "
+        "(its message could not be shown: str() raised AttributeError)"
+    )
+    (receipt,) = run_dir.glob("*/loop/1/00-load/receipt.json")
+    assert "Unprintable" in json.loads(receipt.read_text())["error"]

@@ -1628,6 +1628,22 @@ def test_an_audit_a_step_stops_still_reports_what_it_audited_before(twicerun, wr
     )
 
 
+def test_an_audit_stopped_by_its_first_step_gives_no_verdict(twicerun, write_pipeline):
+    # It called the pipeline deterministic "for the steps above", with no step above.
+    path = write_pipeline(RAISES_LATER)
+    outcome = twicerun("audit", path, "--step", "broken", "--json", "-")
+    assert outcome.code == 3
+    document = outcome.json()
+    assert (document["steps"], document["verdict"]) == ([], None)
+    assert document["stopped_at"] == "step 2 broken"
+    path.with_suffix(".imported").unlink()
+    text = twicerun("audit", path, "--step", "broken").out.splitlines()
+    assert text[-1].startswith(
+        f"{path}: no verdict, since step 2 broken stopped the audit before any step was "
+        "audited (0 steps audited, two runs each"
+    )
+
+
 def test_a_step_that_raises_in_one_audit_run_and_writes_in_the_other_is_not_reproducible(
     twicerun, write_pipeline
 ):

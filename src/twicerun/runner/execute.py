@@ -230,6 +230,7 @@ def execute_step(
     except (Exception, SystemExit, GeneratorExit, StepTimedOut) as exc:
         # A step that calls sys.exit() crashed: its exit status is not twicerun's.
         reraise_if_requested(exc)
+        exc = printable(exc)
         where = _where(exc, step)
         stopped = timed_out()
         if stopped is not None and stopped is not exc:
@@ -384,6 +385,37 @@ def unread_artifact_hint(
         f"{name} is an artifact of step {ref.step_index} {ref.step_name}; call "
         f'ctx.read("{name}") in this step before its SQL uses it'
     )
+
+
+def printable(exc: BaseException) -> BaseException:
+    """`exc`, with a message that can be shown even where its own `__str__` raises.
+
+    Everything that reports a step's error reads `str()` of it, and an exception class
+    whose `__str__` fails (an attribute its `__init__` never set) took twicerun down
+    with a traceback of its own, exit 1. Its class becomes a subclass of the same name
+    whose message says so; its type, its traceback and its cause are kept."""
+    try:
+        str(exc)
+        return exc
+    except Exception as failed:
+        said = f"(its message could not be shown: str() raised {type(failed).__name__})"
+    kind = type(exc)
+    shown = type(
+        kind.__name__,
+        (kind,),
+        {
+            "__str__": lambda self: said,
+            "__module__": kind.__module__,
+            "__qualname__": kind.__qualname__,
+        },
+    )
+    with contextlib.suppress(TypeError):
+        exc.__class__ = shown
+        return exc
+    stand_in = RuntimeError(f"{kind.__name__} {said}")
+    stand_in.__traceback__ = exc.__traceback__
+    stand_in.__cause__ = exc.__cause__
+    return stand_in
 
 
 def _where(exc: BaseException, step: Step) -> str:

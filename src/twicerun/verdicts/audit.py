@@ -375,7 +375,13 @@ class AuditReport:
             f"in {self.seconds:.1f}s",
         ]
         said = ", ".join(p for p in parts if p)
-        if self.stopped_at:
+        if self.stopped_at and not self.steps:
+            # No step was audited, so there is no verdict to give; "deterministic" was.
+            out.append(
+                f"{self.pipeline}: no verdict, since {self.stopped_at} stopped the audit "
+                f"before any step was audited ({said})"
+            )
+        elif self.stopped_at:
             out.append(
                 f"{self.pipeline}: {self.verdict} for the steps above, audited before "
                 f"{self.stopped_at} stopped the audit ({said})"
@@ -388,7 +394,7 @@ class AuditReport:
         return {
             "schema": self.schema,
             "pipeline": self.pipeline,
-            "verdict": str(self.verdict),
+            "verdict": None if self.stopped_at and not self.steps else str(self.verdict),
             "seconds": self.seconds,
             "threads": self.threads,
             "duckdb": self.duckdb,
