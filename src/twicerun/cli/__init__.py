@@ -13,6 +13,7 @@ from twicerun.cli.app import ACTION_INPUTS, cli, exit_code
 from twicerun.cli.pipe import reader_may_leave
 from twicerun.errors import BadInput, StepCrashed, TwicerunError
 from twicerun.github.commands import neutralize
+from twicerun.pipeline import spawned
 from twicerun.runner import interrupts
 from twicerun.storage.space import disk_full, full_disk_advice
 from twicerun.vocabulary.exits import RunExit
@@ -22,7 +23,7 @@ __all__ = ["cli", "exit_code", "main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: run the CLI and return its exit code."""
-    with reader_may_leave(), interrupts.terminating():
+    with reader_may_leave(), interrupts.terminating(), spawned.removed_at_end():
         return _main(argv)
 
 

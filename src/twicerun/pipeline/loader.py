@@ -26,6 +26,7 @@ from typing import Any
 
 from twicerun.display import few
 from twicerun.errors import InvalidStep, NoSteps, PipelineError, UsageError
+from twicerun.pipeline import spawned
 from twicerun.pipeline.declarations import (
     StepDeclaration,
     declaration_of,
@@ -363,6 +364,7 @@ def _import(path: Path, digest: str, own: OwnModules) -> ModuleType:
     finally:
         sys.argv = argv
     own.pipeline = module
+    own.spawned = spawned.provide(module_name, path)
     return module
 
 

@@ -43,6 +43,8 @@ class OwnModules:
         self._digests: dict[str, str] = {}
         # The pipeline file itself, once imported (under a name only this process knows).
         self.pipeline: ModuleType | None = None
+        # Where a process a step spawns finds the pipeline by that name (pipeline/spawned.py).
+        self.spawned: Path | None = None
 
     def digests(self) -> dict[str, str]:
         """What the pipeline imported from its directory so far: each module's file, relative
@@ -55,6 +57,8 @@ class OwnModules:
         """The directory first on `sys.path` and this pipeline's modules in `sys.modules`;
         afterwards, whatever it imported from the directory is taken back out."""
         entries = [str(d) for d in self.directories]
+        if self.spawned is not None:
+            entries.append(str(self.spawned))
         displaced = {name: sys.modules[name] for name in self._modules if name in sys.modules}
         sys.modules.update(self._modules)
         before = set(sys.modules)

@@ -165,13 +165,18 @@ def _send(replies: IO[str], message: dict[str, Any]) -> None:
 def serve(requests_fd: int, replies_fd: int, config: dict[str, Any]) -> int:
     """The other process's side: import the pipeline, then execute what is asked."""
     # Imported here: the parent imports this module only to start this process.
+    from twicerun.pipeline import spawned
     from twicerun.pipeline.loader import load_pipeline
     from twicerun.runner.replay import AUDIT, Scratch, audit_run
     from twicerun.runner.step_output import imports_print_to_stderr
     from twicerun.storage.layout import RunAddress
 
     threads = int(config["threads"])
-    with os.fdopen(requests_fd, "r") as requests, os.fdopen(replies_fd, "w") as replies:
+    with (
+        spawned.removed_at_end(),
+        os.fdopen(requests_fd, "r") as requests,
+        os.fdopen(replies_fd, "w") as replies,
+    ):
         try:
             with imports_print_to_stderr():
                 pipeline = load_pipeline(config["pipeline"], config["seeds"])
