@@ -21,6 +21,7 @@ from twicerun.runner.amplify.tie_collapse import (
     ROWS_PER_VALUE,
     collapse_ties,
     dependent_units,
+    kept_opposite,
     plan_collapse,
 )
 
@@ -1348,6 +1349,59 @@ def test_the_facts_of_a_collapsed_input_are_derived_exactly(tmp_path):
     collapsed = tmp_path / "collapsed.parquet"
     collapse_ties(CON, source, collapsed, artifact="events")
     assert plan.facts(facts) == column_facts(CON, collapsed)
+
+
+@pytest.mark.parametrize("kind", ["DECIMAL(12,2)", "INTEGER", "BIGINT"])
+def test_tie_collapse_keeps_a_value_and_its_negation_opposite(tmp_path, kind):
+    """A ledger's two legs, +x and -x on one transaction: the usual fold sent them to
+    values that no longer cancel, and a correct step checking that every transaction sums
+    to zero raised (AMPLIFICATION_FAILED, exit 5). A column whose values come in opposite
+    pairs is folded by absolute value, each row keeping its sign."""
+    source = parquet_of(
+        tmp_path,
+        "entries.parquet",
+        f"SELECT range AS entry_id, range // 2 AS txn_id, "
+        f"(CASE WHEN range % 2 = 0 THEN 1 ELSE -1 END * (hash(range // 2) % 100000))::{kind} "
+        f"AS amount, (hash(range) % 7)::{kind} AS fee FROM range(60000)",
+    )
+    target = tmp_path / "out.parquet"
+    facts = column_facts(CON, source)
+    plan = dependent_units(
+        CON, source, plan_collapse(facts, artifact="entries"), facts, artifact="entries"
+    )
+    plan = kept_opposite(CON, source, plan, artifact="entries")
+    outcome = collapse_ties(CON, source, target, artifact="entries", plan=plan)
+    assert isinstance(outcome, Applied)
+    assert (
+        "entries.amount (its values come in opposite pairs: folded by absolute value, each "
+        "row keeping its sign, so a value and its negation still cancel) into 121 values"
+    ) in outcome.detail  # 60 each side of zero, and zero
+    types = [(f.name, f.type) for f in pq.read_schema(target)]
+    assert types == [(f.name, f.type) for f in pq.read_schema(source)]
+    unbalanced = CON.execute(
+        f"SELECT count(*) FROM (SELECT txn_id FROM read_parquet('{target}') "
+        f"GROUP BY 1 HAVING sum(amount) <> 0)"
+    ).fetchone()[0]
+    assert unbalanced == 0
+    before, after = rows_of(source, "ORDER BY entry_id"), rows_of(target, "ORDER BY entry_id")
+    assert {r[2] for r in after} <= {r[2] for r in before}  # real values only
+    assert all((a[2] < 0) == (b[2] < 0) for a, b in zip(after, before, strict=True))
+    pairs = sorted({(b[2], a[2]) for b, a in zip(before, after, strict=True)})
+    assert [new for _, new in pairs] == sorted(new for _, new in pairs)  # order kept
+    assert plan.facts(facts) == column_facts(CON, target)
+    # Without opposite pairs (every fee is at least zero) the usual fold is left as it was.
+    assert "entries.fee (its values" not in outcome.detail
+
+
+def test_tie_collapse_folds_as_usual_where_some_value_has_no_opposite(tmp_path):
+    source = parquet_of(
+        tmp_path,
+        "pnl.parquet",
+        "SELECT range AS id, (hash(range) % 20000)::INTEGER - 5000 AS pnl FROM range(30000)",
+    )
+    facts = column_facts(CON, source)
+    plan = plan_collapse(facts, artifact="pnl")
+    assert kept_opposite(CON, source, plan, artifact="pnl") == plan
 
 
 def test_columns_named_as_the_amplifiers_own_are_stressed_like_any_others(tmp_path):

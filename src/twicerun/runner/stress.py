@@ -35,6 +35,7 @@ from twicerun.runner.amplify.tie_collapse import (
     Collapse,
     collapse_ties,
     dependent_units,
+    kept_opposite,
     plan_collapse,
 )
 from twicerun.runner.interrupts import reraise_if_requested
@@ -90,6 +91,8 @@ class Stressed:
             plan = plan_collapse(facts, artifact=ref.name)
             if isinstance(plan, Collapse):
                 plan = dependent_units(self.bench.con, ref.path, plan, facts, artifact=ref.name)
+            if isinstance(plan, Collapse):
+                plan = kept_opposite(self.bench.con, ref.path, plan, artifact=ref.name)
             self._collapses[ref.path] = plan
         return self._collapses[ref.path]
 

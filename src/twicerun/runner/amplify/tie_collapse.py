@@ -59,6 +59,12 @@ class Unit(NamedTuple):
 
     lead: ColumnFacts
     moved: tuple[ColumnFacts, ...] = ()
+    # Where the lead's values come in opposite pairs (kept_opposite): its absolute values
+    # other than zero are folded into this many, and each row keeps its sign; 0 for the
+    # usual fold.
+    halves: int = 0
+    # Whether the lead holds zero, which has no opposite and is left as it is.
+    zero: bool = False
 
     @property
     def columns(self) -> tuple[ColumnFacts, ...]:
@@ -90,6 +96,16 @@ class Collapse:
         pick = f"t.k = ((o.k * {b} // o.n) * (o.n - 1) * 2 + {b - 1}) // ({2 * (b - 1)})"
         for i, unit in enumerate(self.units):
             c = unit.lead
+            if unit.halves:
+                h = unit.halves
+                half = f"t.k = ((o.k * {h} // o.n) * (o.n - 1) * 2 + {h - 1}) // ({2 * (h - 1)})"
+                maps.append(
+                    f"r{i} AS (SELECT v, row_number() OVER (ORDER BY v) - 1 AS k, "
+                    f"count(*) OVER () AS n FROM "
+                    f"(SELECT DISTINCT abs({c.sql}) AS v FROM {src} WHERE {c.sql} <> 0)), "
+                    f"m{i} AS (SELECT o.v AS old, t.v AS new FROM r{i} o JOIN r{i} t ON {half})"
+                )
+                continue
             if not unit.moved:
                 maps.append(
                     f"r{i} AS (SELECT v, row_number() OVER (ORDER BY v) - 1 AS k, "
@@ -116,6 +132,15 @@ class Collapse:
         joins do not keep row order: a caller that writes these rows sorts them."""
         folded, joins = [], []
         for i, unit in enumerate(self.units):
+            if unit.halves:
+                c = unit.lead.sql
+                # Zero has no opposite and stays zero; no other value becomes zero.
+                folded.append(
+                    f"CASE WHEN {src}.{c} < 0 THEN -m{i}.new WHEN {src}.{c} > 0 THEN m{i}.new "
+                    f"ELSE {src}.{c} END AS {c}"
+                )
+                joins.append(f"LEFT JOIN m{i} ON abs({src}.{c}) = m{i}.old")
+                continue
             if not unit.moved:
                 folded.append(f"m{i}.new AS {unit.lead.sql}")
                 joins.append(f"LEFT JOIN m{i} ON {src}.{unit.lead.sql} = m{i}.old")
@@ -137,8 +162,11 @@ class Collapse:
         rows, columns = facts
         chosen = {c.name for c in self.chosen}
         moved = {m.name for u in self.units for m in u.moved}
+        paired = {u.lead.name: 2 * u.halves + u.zero for u in self.units if u.halves}
         return rows, [
-            replace(c, distinct=self.buckets)
+            replace(c, distinct=paired[c.name])
+            if c.name in paired
+            else replace(c, distinct=self.buckets)
             if c.name in chosen
             else replace(c, distinct=min(c.distinct, self.buckets))
             if c.name in moved
@@ -442,7 +470,7 @@ def dependent_units(
     units.sort(key=lambda u: order.index(u.lead.name))
     detail = []
     b = plan.buckets
-    for lead, moved in units:
+    for lead, moved, *_ in units:
         line = _folded(artifact, lead, rows, b)
         if moved:
             names = [sql.shown(m.name) for m in moved]
@@ -461,6 +489,64 @@ def dependent_units(
     if said:
         detail.append(said)
     return Collapse(plan.chosen, b, "; ".join(detail), tuple(units))
+
+
+# Signed exact numbers, whose values can come in opposite pairs; each as the type its
+# negation is computed in without overflow (HUGEINT's least value has no opposite at all).
+_SIGNED = {"tinyint": "HUGEINT", "smallint": "HUGEINT", "integer": "HUGEINT", "bigint": "HUGEINT"}
+
+
+def kept_opposite(
+    con: duckdb.DuckDBPyConnection, source: Path, plan: Collapse, *, artifact: str
+) -> Collapse:
+    """`plan`, with each column folded on its own whose values come in opposite pairs
+    (every value's negation is a value too, and some are below zero) folded by absolute
+    value, each row keeping its sign: a value and its negation stay each other's negation.
+
+    A ledger's two legs (+x and -x on one transaction), a sale and its reversal: a
+    correct step checking that each transaction sums to zero raised on the usual fold,
+    which sent the two legs to values that no longer cancel. One query finds which
+    columns are below zero anywhere, and one more per such column checks the pairs."""
+    single = [
+        u
+        for u in plan.units
+        if not u.moved and (u.lead.type.id in _SIGNED or u.lead.type.id == "decimal")
+    ]
+    if not single:
+        return plan
+    lows = con.execute(
+        f"SELECT {', '.join(f'min({u.lead.sql}) < 0' for u in single)} FROM {sql.parquet(source)}"
+    ).fetchall()[0]
+    halves = max(MIN_VALUES, math.ceil(plan.buckets / 2))
+    paired: dict[str, Unit] = {}
+    for unit, low in zip(single, lows, strict=True):
+        if not low:
+            continue
+        c = unit.lead.sql
+        wide = _SIGNED.get(unit.lead.type.id, str(unit.lead.type))
+        ((unpaired, absolute, zero),) = con.execute(
+            f"WITH d AS (SELECT DISTINCT CAST({c} AS {wide}) AS v FROM {sql.parquet(source)} "
+            f"WHERE {c} IS NOT NULL) "
+            f"SELECT count(*) FILTER (WHERE d.v <> 0 AND e.v IS NULL), "
+            f"count(*) FILTER (WHERE d.v > 0), coalesce(bool_or(d.v = 0), false) "
+            f"FROM d LEFT JOIN d e ON e.v = -d.v"
+        ).fetchall()
+        # The fold needs more absolute values than it leaves (as the usual fold does).
+        if unpaired == 0 and absolute > halves:
+            paired[unit.lead.name] = unit._replace(halves=halves, zero=bool(zero))
+    if not paired:
+        return plan
+    units = tuple(paired.get(u.lead.name, u) for u in plan.units)
+    detail = plan.detail
+    for name, unit in paired.items():
+        detail = detail.replace(
+            f"{artifact}.{sql.shown(name)} into {_count(plan.buckets, 'value')}",
+            f"{artifact}.{sql.shown(name)} (its values come in opposite pairs: folded by "
+            f"absolute value, each row keeping its sign, so a value and its negation still "
+            f"cancel) into {_count(2 * unit.halves + unit.zero, 'value')}",
+            1,
+        )
+    return replace(plan, units=units, detail=detail)
 
 
 # Types whose values a step compares across columns of one row (a stay's check-in and
@@ -608,6 +694,8 @@ def collapse_ties(
         plan = plan_collapse(facts, artifact=artifact, rows_per_value=rows_per_value)
         if isinstance(plan, Collapse):
             plan = dependent_units(con, source, plan, facts, artifact=artifact)
+        if isinstance(plan, Collapse):
+            plan = kept_opposite(con, source, plan, artifact=artifact)
     if isinstance(plan, Declined):
         return plan
     with numbered(con, source) as rows_of:
