@@ -23,6 +23,7 @@ from twicerun.runner.amplify.tie_collapse import (
     dependent_units,
     kept_opposite,
     plan_collapse,
+    planned,
 )
 
 CON = duckdb.connect()
@@ -1402,6 +1403,62 @@ def test_tie_collapse_folds_as_usual_where_some_value_has_no_opposite(tmp_path):
     facts = column_facts(CON, source)
     plan = plan_collapse(facts, artifact="pnl")
     assert kept_opposite(CON, source, plan, artifact="pnl") == plan
+
+
+TREE = (
+    "WITH bfs AS (SELECT range AS k, CASE WHEN range = 0 THEN NULL ELSE (range - 1) // 4 END "
+    "AS pk FROM range(3000)), lab AS (SELECT range AS k, (range * 7919) % 10007 AS label "
+    "FROM range(3000)) SELECT a.label AS node_id, b.label AS parent_id, a.k // 40 AS kind "
+    "FROM bfs JOIN lab a ON a.k = bfs.k LEFT JOIN lab b ON b.k = bfs.pk"
+)
+
+
+def _circular(path: Path) -> int:
+    """Rows from which following parent_id up never reaches a root (64 steps at most)."""
+    return CON.execute(
+        f"WITH RECURSIVE n AS (SELECT * FROM read_parquet('{path}')), "
+        f"w(start, node, depth) AS (SELECT node_id, parent_id, 0 FROM n UNION ALL "
+        f"SELECT w.start, n.parent_id, w.depth + 1 FROM w JOIN n ON n.node_id = w.node "
+        f"WHERE w.depth < 64) SELECT count(DISTINCT start) FILTER (WHERE depth = 64) FROM w"
+    ).fetchone()[0]
+
+
+def test_tie_collapse_leaves_a_column_that_links_rows_into_trees(tmp_path):
+    """A node's parent_id among the node_ids: folded onto a few real ids, parents of
+    parents came round to themselves, and a correct step walking up each node's ancestors
+    with a recursive query never ended (here, hundreds of nodes were on or under a cycle)."""
+    source = parquet_of(tmp_path, "nodes.parquet", TREE)
+    facts = column_facts(CON, source)
+    usual = plan_collapse(facts, artifact="nodes")
+    folded_apart = tmp_path / "usual.parquet"
+    collapse_ties(CON, source, folded_apart, artifact="nodes", plan=usual)
+    assert _circular(folded_apart) > 0  # what the usual fold does to a tree
+    target = tmp_path / "out.parquet"
+    outcome = collapse_ties(CON, source, target, artifact="nodes")
+    assert isinstance(outcome, Applied)
+    assert outcome.detail == (
+        "nodes.kind into 6 values, from 40 to 500 rows per value; nodes.parent_id left as it "
+        "is (it links each row to another's node_id, into trees, which folding it would remake)"
+    )
+    assert rows_of(target, "ORDER BY node_id") == [
+        (n, p, k) for (n, p, _), (_, _, k) in zip(
+            rows_of(source, "ORDER BY node_id"), rows_of(target, "ORDER BY node_id"), strict=True
+        )
+    ]  # fmt: skip
+    assert _circular(target) == 0
+
+
+def test_a_column_of_ids_that_only_falls_inside_a_key_is_folded_as_usual(tmp_path):
+    # Products 0 to 999 beside updates numbered 0 to 4,999: inside the key, but with no
+    # NULL (no roots), or with one whose links go round in circles, it is no tree.
+    for select in [
+        "SELECT range AS update_seq, hash(range) % 1000 AS product_id FROM range(5000)",
+        "SELECT range AS update_seq, CASE WHEN range = 7 THEN NULL ELSE hash(range) % 1000 END "
+        "AS product_id FROM range(5000)",
+    ]:
+        source = parquet_of(tmp_path, "updates.parquet", select)
+        facts = column_facts(CON, source)
+        assert planned(CON, source, facts, artifact="u") == plan_collapse(facts, artifact="u")
 
 
 def test_columns_named_as_the_amplifiers_own_are_stressed_like_any_others(tmp_path):

@@ -34,9 +34,7 @@ from twicerun.runner.amplify.row_multiplication import multiply_rows
 from twicerun.runner.amplify.tie_collapse import (
     Collapse,
     collapse_ties,
-    dependent_units,
-    kept_opposite,
-    plan_collapse,
+    planned,
 )
 from twicerun.runner.interrupts import reraise_if_requested
 from twicerun.runner.series import Workbench, run_series
@@ -88,12 +86,7 @@ class Stressed:
         columns decide which) without writing."""
         if ref.path not in self._collapses:
             facts = self._facts_of(ref.path)
-            plan = plan_collapse(facts, artifact=ref.name)
-            if isinstance(plan, Collapse):
-                plan = dependent_units(self.bench.con, ref.path, plan, facts, artifact=ref.name)
-            if isinstance(plan, Collapse):
-                plan = kept_opposite(self.bench.con, ref.path, plan, artifact=ref.name)
-            self._collapses[ref.path] = plan
+            self._collapses[ref.path] = planned(self.bench.con, ref.path, facts, artifact=ref.name)
         return self._collapses[ref.path]
 
     def get(

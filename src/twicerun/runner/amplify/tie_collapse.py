@@ -48,6 +48,11 @@ from twicerun.runner.amplify.base import (
 )
 
 ROWS_PER_VALUE = 500
+# How far up a tree kept_references follows links before it calls them circular, and
+# from how many rows (the first by key): links that go round in circles send most rows
+# round them, so a thousand starts find them at a bounded cost on any input.
+MAX_DEPTH = 64
+WALKS = 1000
 # A column folded into one value would be a constant: every difference between its rows,
 # which another stress (rows in another order) could have shown, gone.
 MIN_VALUES = 2
@@ -371,6 +376,95 @@ MAX_TRIPLES = 4
 MIN_REPEATED = 10
 
 
+def kept_references(
+    con: duckdb.DuckDBPyConnection, source: Path, plan: Collapse, facts: Facts, *, artifact: str
+) -> Collapse | Declined:
+    """`plan` without the chosen columns that link the input's rows into trees: every value
+    of the column is a value of a key of the same input (a node's `parent_id` among the
+    `node_id`s, a manager among the employees), some rows are roots (the column NULL),
+    and following the links up from the first WALKS rows reaches a root within MAX_DEPTH
+    steps.
+
+    Folding such a column onto a few real ids remade the links: parents of parents came
+    round to themselves, and a correct step walking up from each node with a recursive
+    query never ended, while one walking down from the roots lost every node under a
+    cycle. Left as it is, the trees are the input's. Values alone would also take a column
+    of small ids for a link into a key of consecutive numbers (products 1 to 50,000 beside
+    updates numbered 1 to 100,000); such a column has no NULL, or its links go round in
+    circles, and it is folded as before, as is a tree whose roots point to themselves.
+    One scan per column and key of one type, and for a column with NULLs one query of its
+    values and one walk up."""
+    rows, columns = facts
+    keys = [
+        k
+        for k in kept_intact(rows, [c for c in columns if c.cls is ColumnClass.EXACT])
+        if not k.joint and k.distinct == rows
+    ]
+    refers: dict[str, str] = {}
+    src = f"(SELECT * FROM {sql.parquet(source)})"
+    for c in plan.chosen:
+        for k in keys:
+            both_integers = c.type.id in INTEGER_IDS and k.type.id in INTEGER_IDS
+            if not both_integers and str(c.type) != str(k.type):
+                continue
+            link, key = c.sql, k.sql
+            # The roots first: one scan, and no column of ids without NULLs goes further.
+            ((roots,),) = con.execute(f"SELECT count(*) FROM {src} WHERE {link} IS NULL").fetchall()
+            if not roots:
+                continue
+            ((outside,),) = con.execute(
+                f"SELECT count(*) FROM (SELECT DISTINCT {link} AS v FROM {src} "
+                f"WHERE {link} IS NOT NULL) d ANTI JOIN {src} s ON d.v = s.{key}"
+            ).fetchall()
+            if outside:
+                continue
+            ((endless,),) = con.execute(
+                f"WITH RECURSIVE s AS (SELECT {key} AS k, {link} AS up FROM {src} "
+                f"WHERE {link} IS NOT NULL AND {link} <> {key}), "
+                f"starts AS (SELECT up FROM s ORDER BY k LIMIT {WALKS}), "
+                f"walk(node, depth) AS (SELECT up, 1 FROM starts UNION ALL "
+                f"SELECT s.up, walk.depth + 1 FROM walk JOIN s ON s.k = walk.node "
+                f"WHERE walk.depth < {MAX_DEPTH}) "
+                f"SELECT count(*) FILTER (WHERE depth = {MAX_DEPTH}) FROM walk"
+            ).fetchall()
+            if not endless:
+                refers[c.name] = k.name
+                break
+    if not refers:
+        return plan
+    said = "; ".join(
+        f"{artifact}.{sql.shown(c)} left as it is (it links each row to another's "
+        f"{sql.shown(k)}, into trees, which folding it would remake)"
+        for c, k in refers.items()
+    )
+    left = tuple(c for c in plan.chosen if c.name not in refers)
+    if not left:
+        return Declined(f"every column of {artifact} that could tie refers to its key: {said}")
+    detail = "; ".join(_folded(artifact, c, rows, plan.buckets) for c in left)
+    return Collapse(left, plan.buckets, f"{detail}; {said}")
+
+
+def planned(
+    con: duckdb.DuckDBPyConnection,
+    source: Path,
+    facts: Facts,
+    *,
+    artifact: str,
+    rows_per_value: int = ROWS_PER_VALUE,
+) -> Collapse | Declined:
+    """What tie collapse folds in `source`, every rule applied: the columns that could tie
+    (plan_collapse), less those that refer to a key (kept_references), with what they
+    decide or keep an order with (dependent_units), opposite pairs kept (kept_opposite)."""
+    plan = plan_collapse(facts, artifact=artifact, rows_per_value=rows_per_value)
+    if isinstance(plan, Collapse):
+        plan = kept_references(con, source, plan, facts, artifact=artifact)
+    if isinstance(plan, Collapse):
+        plan = dependent_units(con, source, plan, facts, artifact=artifact)
+    if isinstance(plan, Collapse):
+        plan = kept_opposite(con, source, plan, artifact=artifact)
+    return plan
+
+
 def dependent_units(
     con: duckdb.DuckDBPyConnection, source: Path, plan: Collapse, facts: Facts, *, artifact: str
 ) -> Collapse | Declined:
@@ -691,11 +785,7 @@ def collapse_ties(
     """`plan`, where the caller made it already (runner/stress.py), saves deciding again."""
     if plan is None:
         facts = facts or column_facts(con, source)
-        plan = plan_collapse(facts, artifact=artifact, rows_per_value=rows_per_value)
-        if isinstance(plan, Collapse):
-            plan = dependent_units(con, source, plan, facts, artifact=artifact)
-        if isinstance(plan, Collapse):
-            plan = kept_opposite(con, source, plan, artifact=artifact)
+        plan = planned(con, source, facts, artifact=artifact, rows_per_value=rows_per_value)
     if isinstance(plan, Declined):
         return plan
     with numbered(con, source) as rows_of:
