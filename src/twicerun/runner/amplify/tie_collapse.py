@@ -18,6 +18,11 @@ A column that decides another in the input (each `user_id` with one `user_name`,
 taking all of their values from one row of the input, so what one decides it still
 decides. Folded apart, two users merged into one `user_id` kept their two names, and a
 correct `any_value(user_name) ... GROUP BY user_id` fired.
+
+Two relations between rows are kept as well (since 0.7.14): a signed column whose values
+come in opposite pairs (a ledger's two legs) is folded by absolute value, each row keeping
+its sign (kept_opposite), and a column that links rows into trees (a node's parent) is not
+folded at all (kept_references). `planned` applies every rule.
 """
 
 from __future__ import annotations
@@ -392,8 +397,8 @@ def kept_references(
     of small ids for a link into a key of consecutive numbers (products 1 to 50,000 beside
     updates numbered 1 to 100,000); such a column has no NULL, or its links go round in
     circles, and it is folded as before, as is a tree whose roots point to themselves.
-    One scan per column and key of one type, and for a column with NULLs one query of its
-    values and one walk up."""
+    One scan per column with a key of its type, and for a column with NULLs one query of
+    its values and one walk up per such key."""
     rows, columns = facts
     keys = [
         k
@@ -403,15 +408,20 @@ def kept_references(
     refers: dict[str, str] = {}
     src = f"(SELECT * FROM {sql.parquet(source)})"
     for c in plan.chosen:
-        for k in keys:
-            both_integers = c.type.id in INTEGER_IDS and k.type.id in INTEGER_IDS
-            if not both_integers and str(c.type) != str(k.type):
-                continue
-            link, key = c.sql, k.sql
-            # The roots first: one scan, and no column of ids without NULLs goes further.
-            ((roots,),) = con.execute(f"SELECT count(*) FROM {src} WHERE {link} IS NULL").fetchall()
-            if not roots:
-                continue
+        alike = [
+            k
+            for k in keys
+            if (c.type.id in INTEGER_IDS and k.type.id in INTEGER_IDS) or str(c.type) == str(k.type)
+        ]
+        if not alike:
+            continue
+        # The roots first: one scan, and no column of ids without NULLs goes further.
+        link = c.sql
+        ((roots,),) = con.execute(f"SELECT count(*) FROM {src} WHERE {link} IS NULL").fetchall()
+        if not roots:
+            continue
+        for k in alike:
+            key = k.sql
             ((outside,),) = con.execute(
                 f"SELECT count(*) FROM (SELECT DISTINCT {link} AS v FROM {src} "
                 f"WHERE {link} IS NOT NULL) d ANTI JOIN {src} s ON d.v = s.{key}"
