@@ -1462,6 +1462,49 @@ def test_a_column_of_ids_that_only_falls_inside_a_key_is_folded_as_usual(tmp_pat
         assert planned(CON, source, facts, artifact="u") == plan_collapse(facts, artifact="u")
 
 
+MOVES = (
+    "WITH d AS (SELECT i AS item, s AS seq, ((hash(i * 1000 + s) % 21)::INT - 8) AS delta, "
+    "(hash(i * 7 + s) % 40)::INT AS bin FROM range(300) a(i), range(40) b(s)), "
+    "r AS (SELECT *, (1000 + sum(delta) OVER (PARTITION BY item ORDER BY seq "
+    "ROWS UNBOUNDED PRECEDING))::BIGINT AS qty_after FROM d) "
+    "SELECT item, seq, qty_after - delta AS qty_before, delta, qty_after, bin FROM r"
+)
+
+
+def _breaks(path: Path) -> int:
+    """Movements whose opening quantity is not the closing one of the movement before."""
+    return CON.execute(
+        f"SELECT count(*) FROM (SELECT qty_before, lag(qty_after) OVER (PARTITION BY item "
+        f"ORDER BY seq) AS prev FROM read_parquet('{path}')) WHERE prev <> qty_before"
+    ).fetchone()[0]
+
+
+def test_tie_collapse_leaves_a_running_quantity_carried_from_row_to_row(tmp_path):
+    """Each stock movement opens with the quantity the one before closed with. Folded,
+    each row took its three quantities from some other row, and a correct step checking
+    the chain raised (11,159 breaks in 12,000 movements, AMPLIFICATION_FAILED)."""
+    source = parquet_of(tmp_path, "moves.parquet", MOVES)
+    facts = column_facts(CON, source)
+    usual = dependent_units(
+        CON, source, plan_collapse(facts, artifact="moves"), facts, artifact="moves"
+    )
+    folded_apart = tmp_path / "usual.parquet"
+    collapse_ties(CON, source, folded_apart, artifact="moves", plan=usual)
+    assert _breaks(folded_apart) > 10_000
+    target = tmp_path / "out.parquet"
+    outcome = collapse_ties(CON, source, target, artifact="moves")
+    assert isinstance(outcome, Applied)
+    assert outcome.detail == (
+        "moves.bin into 24 values, from 300 to 500 rows per value; moves.qty_after left as it "
+        "is, with qty_before and delta (on every row one column is another's value on the row "
+        "before, in the input's order, a running quantity that folding would break)"
+    )
+    assert _breaks(target) == 0
+    assert len({r[5] for r in rows_of(target)}) == 24  # the rest is folded as before
+    plan = planned(CON, source, facts, artifact="moves")
+    assert plan.facts(facts) == column_facts(CON, target)
+
+
 def test_columns_named_as_the_amplifiers_own_are_stressed_like_any_others(tmp_path):
     """Tie collapse and arrival order failed (AMPLIFICATION_FAILED) on an artifact with a
     column called file_row_number: DuckDB refuses to add its row number under a name the
