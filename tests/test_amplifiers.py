@@ -1423,6 +1423,14 @@ def _circular(path: Path) -> int:
     ).fetchone()[0]
 
 
+def _both_folds(tmp_path: Path, source: Path, artifact: str, usual) -> tuple[Path, Path, object]:
+    """The input folded by `usual` (a plan without the rule under test) and as tie collapse
+    folds it now: both files, and the outcome of the second."""
+    folded_apart, target = tmp_path / "usual.parquet", tmp_path / "out.parquet"
+    collapse_ties(CON, source, folded_apart, artifact=artifact, plan=usual)
+    return folded_apart, target, collapse_ties(CON, source, target, artifact=artifact)
+
+
 def test_tie_collapse_leaves_a_column_that_links_rows_into_trees(tmp_path):
     """A node's parent_id among the node_ids: folded onto a few real ids, parents of
     parents came round to themselves, and a correct step walking up each node's ancestors
@@ -1431,11 +1439,8 @@ def test_tie_collapse_leaves_a_column_that_links_rows_into_trees(tmp_path):
     source = parquet_of(tmp_path, "nodes.parquet", TREE)
     facts = column_facts(CON, source)
     usual = plan_collapse(facts, artifact="nodes")
-    folded_apart = tmp_path / "usual.parquet"
-    collapse_ties(CON, source, folded_apart, artifact="nodes", plan=usual)
+    folded_apart, target, outcome = _both_folds(tmp_path, source, "nodes", usual)
     assert _circular(folded_apart) > 0  # what the usual fold does to a tree
-    target = tmp_path / "out.parquet"
-    outcome = collapse_ties(CON, source, target, artifact="nodes")
     assert isinstance(outcome, Applied)
     assert outcome.detail == (
         "nodes.kind into 6 values, from 40 to 500 rows per value; nodes.parent_id left as it "
@@ -1488,11 +1493,8 @@ def test_tie_collapse_leaves_a_running_quantity_carried_from_row_to_row(tmp_path
     usual = dependent_units(
         CON, source, plan_collapse(facts, artifact="moves"), facts, artifact="moves"
     )
-    folded_apart = tmp_path / "usual.parquet"
-    collapse_ties(CON, source, folded_apart, artifact="moves", plan=usual)
+    folded_apart, target, outcome = _both_folds(tmp_path, source, "moves", usual)
     assert _breaks(folded_apart) > 10_000
-    target = tmp_path / "out.parquet"
-    outcome = collapse_ties(CON, source, target, artifact="moves")
     assert isinstance(outcome, Applied)
     assert outcome.detail == (
         "moves.bin into 24 values, from 300 to 500 rows per value; moves.qty_after left as it "
