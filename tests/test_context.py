@@ -719,6 +719,42 @@ def test_what_a_steps_subprocess_prints_cannot_corrupt_the_json_on_stdout(write_
         assert "from a subprocess" in done.stderr and "straight to descriptor 1" in done.stderr
 
 
+def test_what_a_thread_of_a_step_prints_after_the_step_cannot_corrupt_the_json(
+    write_pipeline, tmp_path
+):
+    """A thread a step started and left running printed into sys.stdout between steps and
+    while the CLI wrote the Result: `chatter 22` stood in front of `--json -`'s document."""
+    import json
+    import subprocess
+    import sys
+
+    path = write_pipeline(
+        """
+        import threading
+        import time
+
+
+        def _chatter():
+            for i in range(150):
+                print(f"chatter {i}")
+                time.sleep(0.01)
+
+
+        def a(ctx):
+            threading.Thread(target=_chatter, daemon=True).start()
+            ctx.write("x", "SELECT 1 AS v")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "twicerun", "run", str(path), "--runs", "2", "--no-amplify",
+         "--run-dir", str(tmp_path / "r"), "--json", "-"],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["schema"].startswith("twicerun.")
+    assert "chatter 0" in done.stderr
+
+
 @pytest.mark.parametrize(
     "move",
     [

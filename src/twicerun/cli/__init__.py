@@ -15,6 +15,7 @@ from twicerun.errors import BadInput, StepCrashed, TwicerunError
 from twicerun.github.commands import neutralize
 from twicerun.pipeline import spawned
 from twicerun.runner import interrupts
+from twicerun.runner.step_output import other_threads_print_to_stderr
 from twicerun.storage.space import disk_full, full_disk_advice
 from twicerun.vocabulary.exits import RunExit
 
@@ -23,7 +24,12 @@ __all__ = ["cli", "exit_code", "main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: run the CLI and return its exit code."""
-    with reader_may_leave(), interrupts.terminating(), spawned.removed_at_end():
+    with (
+        reader_may_leave(),
+        interrupts.terminating(),
+        spawned.removed_at_end(),
+        other_threads_print_to_stderr(),
+    ):
         return _main(argv)
 
 

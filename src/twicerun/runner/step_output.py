@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 
 @contextlib.contextmanager
@@ -40,3 +42,46 @@ def imports_print_to_stderr() -> Iterator[None]:
     banner, a config dump), and used to land on stdout ahead of `--json -`'s document."""
     with steps_print_to_stderr(), contextlib.redirect_stdout(sys.stderr):
         yield
+
+
+class _MainThreadOnly:
+    """sys.stdout for the main thread, sys.stderr for every other one."""
+
+    def __init__(self, stdout: Any):
+        self._stdout = stdout
+
+    def _target(self) -> Any:
+        if threading.current_thread() is threading.main_thread():
+            return self._stdout
+        return sys.stderr
+
+    def write(self, text: str) -> int:
+        return self._target().write(text)
+
+    def writelines(self, lines: Any) -> None:
+        self._target().writelines(lines)
+
+    def flush(self) -> None:
+        self._target().flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stdout, name)
+
+
+@contextlib.contextmanager
+def other_threads_print_to_stderr() -> Iterator[None]:
+    """For as long as a command runs, what a thread other than the main one prints goes to
+    stderr. A thread a step started can outlive the step, and between steps, or while the
+    CLI writes the report or `--json -`'s document, its `print` went to stdout: a line of
+    it landed in front of the Result, which a script could then not parse. twicerun's own
+    output is written by the main thread; its helper threads print nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    original = sys.stdout
+    sys.stdout = _MainThreadOnly(original)
+    try:
+        yield
+    finally:
+        if isinstance(sys.stdout, _MainThreadOnly):
+            sys.stdout = original
