@@ -83,5 +83,12 @@ def other_threads_print_to_stderr() -> Iterator[None]:
     try:
         yield
     finally:
-        if isinstance(sys.stdout, _MainThreadOnly):
+        # A step's thread still running prints on until the process ends, after the
+        # command has returned too: then sys.stdout stays as it is for the process.
+        left = [
+            t
+            for t in threading.enumerate()
+            if t is not threading.main_thread() and not t.name.startswith("twicerun-")
+        ]
+        if isinstance(sys.stdout, _MainThreadOnly) and not left:
             sys.stdout = original
