@@ -655,7 +655,8 @@ def dependent_units(
     units.sort(key=lambda u: order.index(u.lead.name))
     detail = []
     b = plan.buckets
-    for lead, moved, *_ in units:
+    for unit in units:
+        lead, moved = unit.lead, unit.moved
         line = _folded(artifact, lead, rows, b)
         if moved:
             names = [sql.shown(m.name) for m in moved]
