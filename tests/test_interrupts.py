@@ -209,6 +209,7 @@ def doubled(ctx):
         ("run", "spawn"),
         ("run", "forkserver"),
         ("audit", "spawn"),
+        ("audit", "fork"),
     ],
 )
 def test_a_step_with_a_pool_of_worker_processes_runs_as_it_would_on_its_own(
@@ -219,8 +220,9 @@ def test_a_step_with_a_pool_of_worker_processes_runs_as_it_would_on_its_own(
     # and `run` ended a correct step's invocation as terminated (exit 143, a traceback
     # per worker). Spawned workers (macOS's default; forkserver is Linux's from Python
     # 3.14) could not import the pipeline by the name twicerun gave it, so each died and
-    # the pool waited for ever. (Not `audit` with fork: its forked workers hung now and
-    # then, before these fixes and after, for a reason docs/pipelines.md gives.)
+    # the pool waited for ever. A forked worker the pool terminated as it started lived
+    # on (test_a_signal_sent_to_a_forked_child_before_it_is_set_up_is_the_child_s_own),
+    # and `audit` with fork hung in about one run in a hundred.
     import subprocess
     import sys
 
@@ -233,6 +235,70 @@ def test_a_step_with_a_pool_of_worker_processes_runs_as_it_would_on_its_own(
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert ("0 of 2 steps diverged" if verb == "run" else ": deterministic (2 steps") in done.stdout
+
+
+FORKS_A_CHILD = """
+import multiprocessing, time
+
+
+def inputs(ctx):
+    ctx.write("t", "SELECT 1 AS v")
+
+
+def forks(ctx):
+    ctx.read("t")
+    child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(3,))
+    child.start()
+    child.join(15)
+    ctx.write("code", f"SELECT {child.exitcode} AS code")
+"""
+
+# A hook that runs in a forked child before twicerun's own (hooks run in the order they
+# were registered, and Python imports this one before twicerun, in both of an audit's
+# processes), sending the child SIGTERM: as a pool does to a worker that is still
+# starting when its map is over.
+SIGNALLED_WHILE_FORKING = """
+import os, signal
+os.register_at_fork(after_in_child=lambda: os.kill(os.getpid(), signal.SIGTERM))
+"""
+
+
+@pytest.mark.parametrize("verb", ["run", "audit"])
+def test_a_signal_sent_to_a_forked_child_before_it_is_set_up_is_the_child_s_own(
+    write_pipeline, tmp_path, verb
+):
+    # The child started with twicerun's handler, which a hook of twicerun's then took
+    # off. A SIGTERM in between reached that handler: it wrote the signal into the pipe
+    # twicerun's waker reads (twicerun ended as terminated, exit 143), and the handler was
+    # gone when Python came to run it, so the child lived on. A pool's worker left alive
+    # so waited for ever, and `audit` with a forked pool hung in about one run in a
+    # hundred. The child must die of the signal, as it would outside twicerun.
+    import os
+    import subprocess
+    import sys
+
+    import duckdb
+
+    path = write_pipeline(FORKS_A_CHILD)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(SIGNALLED_WHILE_FORKING)
+    flags = ["--runs", "2", "--no-amplify", "--run-dir", str(tmp_path / "runs"), "--keep-copies"]
+    if verb == "audit":
+        flags = ["--json", str(tmp_path / "audit.json")]
+    done = subprocess.run(
+        [sys.executable, "-m", "twicerun", verb, str(path), *flags],
+        capture_output=True, text=True, timeout=90, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(hooks)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    if verb == "run":
+        (code,) = (tmp_path / "runs").glob("2*/loop/1/01-forks/code.parquet")
+        assert duckdb.sql(f"SELECT code FROM '{code}'").fetchall() == [(-15,)]
+    else:
+        audited = json.loads((tmp_path / "audit.json").read_text())
+        assert audited["verdict"] == "deterministic", audited
 
 
 # One query that runs for many minutes, executed as a step executes SQL: no Python code

@@ -133,13 +133,50 @@ def terminating() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+# Each forking thread's signal mask before _hold_for_fork blocked SIGINT and SIGTERM, by
+# thread id (the child's one thread keeps its parent thread's id).
+_masks_before_fork: dict[int, set[signal.Signals]] = {}
+
+
+def _ours() -> bool:
+    return any(signal.getsignal(s) is _on_signal for s in (signal.SIGINT, signal.SIGTERM))
+
+
+def _hold_for_fork() -> None:
+    """Before a fork, block SIGINT and SIGTERM in the forking thread, while twicerun's
+    handler is on them. The child starts with that mask and with twicerun's handler; a
+    signal sent to it before _forget_in_child puts its own handlers back (a pool that
+    has already finished its map terminates a worker that is still starting) used to
+    reach twicerun's handler: that wrote it into the pipe twicerun's waker reads, and,
+    the handler gone by the time Python looked, the child lived on. Such a worker then
+    waited for ever on a queue its pool had let go of (`twicerun audit` hung in about
+    one run in a hundred). Blocked, the signal waits for the child's own handlers."""
+    with contextlib.suppress(ValueError, OSError):
+        if _ours():
+            _masks_before_fork[threading.get_ident()] = signal.pthread_sigmask(
+                signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}
+            )
+
+
+def _release(mask: set[signal.Signals] | None) -> None:
+    """Put the thread's signal mask back as it was before the fork."""
+    if mask is not None:
+        with contextlib.suppress(ValueError, OSError):
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _after_fork_in_parent() -> None:
+    _release(_masks_before_fork.pop(threading.get_ident(), None))
+
+
 def _forget_in_child() -> None:
     """In a process a step forks (a `multiprocessing` pool's worker), give the signals back
     to what they were before twicerun and let go of the waker's pipe. The child inherits
     both, and a pool terminates its workers with SIGTERM on leaving a `with` block: the
     workers' handler wrote the signal into the pipe twicerun's own waker reads, and a
     correct step ended the invocation as terminated, exit 143, with a worker's traceback
-    for each."""
+    for each. Only then is the mask _hold_for_fork set lifted, so a signal that came in
+    the meantime is handled as the child's own handlers would."""
     global _pipe
     _stops.clear()
     with contextlib.suppress(ValueError, OSError):
@@ -151,9 +188,16 @@ def _forget_in_child() -> None:
             if signal.getsignal(s) is _on_signal:
                 signal.signal(s, _outer.get(s, signal.SIG_DFL))
     _pipe = None
+    mask = _masks_before_fork.pop(threading.get_ident(), None)
+    _masks_before_fork.clear()
+    _release(mask)
 
 
-os.register_at_fork(after_in_child=_forget_in_child)
+os.register_at_fork(
+    before=_hold_for_fork,
+    after_in_parent=_after_fork_in_parent,
+    after_in_child=_forget_in_child,
+)
 
 
 def requested() -> bool:
