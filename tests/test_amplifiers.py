@@ -19,6 +19,7 @@ from twicerun.runner.amplify.base import Applied, Declined, column_facts
 from twicerun.runner.amplify.row_multiplication import multiply_rows
 from twicerun.runner.amplify.tie_collapse import (
     ROWS_PER_VALUE,
+    Collapse,
     collapse_ties,
     dependent_units,
     kept_opposite,
@@ -1452,6 +1453,64 @@ def test_tie_collapse_leaves_a_column_that_links_rows_into_trees(tmp_path):
         )
     ]  # fmt: skip
     assert _circular(target) == 0
+
+
+# A forest of 20 trees: each node's depth is its parent's plus one, its code its parent's
+# with a letter added, and its root_id its parent's; kind is none of these.
+FOREST = (
+    "WITH RECURSIVE t(k, pk, depth, root, code) AS ("
+    "SELECT range, NULL::BIGINT, 0, range, (range % 5)::VARCHAR FROM range(20) UNION ALL "
+    "SELECT c.k, t.k, t.depth + 1, t.root, t.code || 'a' FROM t "
+    "JOIN (SELECT range AS k, (range - 20) // 2 AS pk FROM range(20, 3000)) c ON c.pk = t.k), "
+    "lab AS (SELECT range AS k, (range * 7919) % 10007 AS label FROM range(3000)) "
+    "SELECT a.label AS node_id, b.label AS parent_id, t.depth, r.label AS root_id, t.code, "
+    "t.k // 40 AS kind FROM t JOIN lab a ON a.k = t.k LEFT JOIN lab b ON b.k = t.pk "
+    "JOIN lab r ON r.k = t.root"
+)
+
+
+def _off_the_tree(path: Path) -> tuple[int, int, int]:
+    """Nodes whose depth is not one below their parent's, whose code does not extend their
+    parent's, whose root_id is not their parent's."""
+    return CON.execute(
+        f"WITH n AS (SELECT * FROM read_parquet('{path}')) SELECT "
+        f"count(*) FILTER (WHERE c.depth <> p.depth + 1), "
+        f"count(*) FILTER (WHERE c.code = p.code OR NOT starts_with(c.code, p.code)), "
+        f"count(*) FILTER (WHERE c.root_id <> p.root_id) "
+        f"FROM n c JOIN n p ON c.parent_id = p.node_id"
+    ).fetchone()
+
+
+def test_tie_collapse_leaves_what_a_tree_carries_from_parent_to_child(tmp_path):
+    """A node's depth and its path follow from its parent's. With the parent link kept and
+    they folded, a child's depth stopped being one below its parent's, and a correct step
+    checking it raised (a contract-only probe, unseen129: AMPLIFICATION_FAILED). A column
+    equal to the parent's (the root) folds as usual: equal values fold to equal values."""
+    source = parquet_of(tmp_path, "forest.parquet", FOREST)
+    facts = column_facts(CON, source)
+    plan = plan_collapse(facts, artifact="forest")
+    usual = Collapse(
+        tuple(c for c in plan.chosen if c.name != "parent_id"), plan.buckets, plan.detail
+    )
+    folded_apart, target, outcome = _both_folds(tmp_path, source, "forest", usual)
+    depth, code, root = _off_the_tree(folded_apart)
+    assert depth > 1000 and code > 1000 and root == 0  # what the usual fold does
+    assert isinstance(outcome, Applied)
+    assert outcome.detail == (
+        "forest.root_id into 6 values, from 150 to 500 rows per value; forest.kind into 6 "
+        "values, from 40 to 500 rows per value; forest.parent_id left as it is (it links "
+        "each row to another's node_id, into trees, which folding it would remake); "
+        "forest.depth left as it is (on every row it follows from the parent's, one step on "
+        "from it, which folding would break); forest.code left as it is (on every row it "
+        "follows from the parent's, starting with it, which folding would break)"
+    )
+    assert _off_the_tree(target) == (0, 0, 0)
+    kept = "SELECT node_id, parent_id, depth, code FROM read_parquet('{}') ORDER BY 1"
+    assert (
+        CON.execute(kept.format(target)).fetchall() == CON.execute(kept.format(source)).fetchall()
+    )
+    folded = "SELECT count(DISTINCT root_id), count(DISTINCT kind) FROM read_parquet('{}')"
+    assert CON.execute(folded.format(target)).fetchone() == (6, 6)
 
 
 def test_a_column_of_ids_that_only_falls_inside_a_key_is_folded_as_usual(tmp_path):

@@ -22,8 +22,9 @@ correct `any_value(user_name) ... GROUP BY user_id` fired.
 Three relations between rows are kept as well (since 0.7.14): a signed column whose values
 come in opposite pairs (a ledger's two legs) is folded by absolute value, each row keeping
 its sign (kept_opposite); a column that links rows into trees (a node's parent) is not
-folded at all (kept_references), nor is a running quantity carried from row to row, with
-what is folded together with it (kept_chains). `planned` applies every rule.
+folded at all (kept_references), nor, since 0.7.15, what such a tree carries from parent
+to child (a depth, a path), nor a running quantity carried from row to row, with what is
+folded together with it (kept_chains). `planned` applies every rule.
 """
 
 from __future__ import annotations
@@ -398,8 +399,9 @@ def kept_references(
     of small ids for a link into a key of consecutive numbers (products 1 to 50,000 beside
     updates numbered 1 to 100,000); such a column has no NULL, or its links go round in
     circles, and it is folded as before, as is a tree whose roots point to themselves.
+    What a tree carries from parent to child is left as it is too (_carried_down).
     One scan per column with a key of its type, and for a column with NULLs one query of
-    its values and one walk up per such key."""
+    its values and one walk up per such key; one query more per tree found."""
     rows, columns = facts
     keys = [
         k
@@ -448,11 +450,77 @@ def kept_references(
         f"{sql.shown(k)}, into trees, which folding it would remake)"
         for c, k in refers.items()
     )
-    left = tuple(c for c in plan.chosen if c.name not in refers)
+    rest = [c for c in plan.chosen if c.name not in refers]
+    carried = _carried_down(con, src, refers, rest, rows)
+    if carried:
+        said += "; " + "; ".join(
+            f"{artifact}.{sql.shown(c)} left as it is (on every row it follows from the "
+            f"parent's, {how}, which folding would break)"
+            for c, how in carried.items()
+        )
+    left = tuple(c for c in rest if c.name not in carried)
     if not left:
-        return Declined(f"every column of {artifact} that could tie refers to its key: {said}")
+        what = "links its rows into trees" + (" or is carried down them" if carried else "")
+        return Declined(f"every column of {artifact} that could tie {what}: {said}")
     detail = "; ".join(_folded(artifact, c, rows, plan.buckets) for c in left)
     return Collapse(left, plan.buckets, f"{detail}; {said}")
+
+
+def _carried_down(
+    con: duckdb.DuckDBPyConnection,
+    src: str,
+    refers: dict[str, str],
+    columns: list[ColumnFacts],
+    rows: int,
+) -> dict[str, str]:
+    """Of `columns`, those carried down the trees `refers` makes (link column to key):
+    on every row with a parent, the column is the parent's plus one step that is the same
+    on every row and not zero (a depth, a level), or, for text, starts with the parent's
+    (a path). Folded, a child's depth stopped being one below its parent's, and a correct
+    step checking it raised (a contract-only probe, unseen129, AMPLIFICATION_FAILED). A
+    column equal to its parent's on every row (a tree's root) is left to fold: the fold
+    maps equal values to equal values, so it stays equal. Over most of the rows only,
+    since a handful of links says nothing. One query per link."""
+    carried: dict[str, str] = {}
+    for link, key in refers.items():
+        tests, kinds = [], []
+        for c in columns:
+            child, parent = f"c.{c.sql}", f"p.{c.sql}"
+            if c.name in carried:
+                continue
+            if c.type.id in INTEGER_IDS or c.type.id == "decimal":
+                if c.type.id in INTEGER_IDS:
+                    child, parent = (
+                        f"TRY_CAST({child} AS HUGEINT)",
+                        f"TRY_CAST({parent} AS HUGEINT)",
+                    )
+                step = f"{child} - {parent}"
+                tests.append(
+                    f"count(*) FILTER (WHERE {step} IS NULL OR {step} = 0) "
+                    f"+ count(DISTINCT {step}) - 1"
+                )
+                kinds.append((c.name, "one step on from it"))
+            elif c.type.id == "varchar":
+                tests.append(
+                    f"count(*) FILTER (WHERE {child} IS NULL OR {parent} IS NULL "
+                    f"OR {child} = {parent} OR NOT starts_with({child}, {parent}))"
+                )
+                kinds.append((c.name, "starting with it"))
+        if not tests:
+            continue
+        try:
+            pairs, *counts = con.execute(
+                f"SELECT count(*), {', '.join(tests)} FROM {src} c "
+                f"JOIN {src} p ON c.{sql.identifier(link)} = p.{sql.identifier(key)}"
+            ).fetchall()[0]
+        except duckdb.Error:
+            continue  # a difference out of range: not a step, whatever else it is
+        if pairs < rows / 2:
+            continue
+        for (name, how), differ in zip(kinds, counts, strict=True):
+            if differ == 0:
+                carried[name] = how
+    return carried
 
 
 # Column pairs kept_chains compares in one query, at most.
@@ -542,8 +610,9 @@ def planned(
     rows_per_value: int = ROWS_PER_VALUE,
 ) -> Collapse | Declined:
     """What tie collapse folds in `source`, every rule applied: the columns that could tie
-    (plan_collapse), less those that refer to a key (kept_references), with what they
-    decide or keep an order with (dependent_units), opposite pairs kept (kept_opposite)."""
+    (plan_collapse), less those that link rows into trees or are carried down them
+    (kept_references), with what they decide or keep an order with (dependent_units), less
+    running quantities (kept_chains), opposite pairs kept (kept_opposite)."""
     plan = plan_collapse(facts, artifact=artifact, rows_per_value=rows_per_value)
     if isinstance(plan, Collapse):
         plan = kept_references(con, source, plan, facts, artifact=artifact)
