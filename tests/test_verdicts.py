@@ -252,6 +252,20 @@ def test_different_step_lists_are_not_comparable(twicerun, write_pipeline, run_d
         "second; the second's are first, second, third"
     )
 
+    # A step inserted before `second` moves it: each side has it, at another position, and
+    # "the second run has no such step" said it was gone.
+    one = write_pipeline(
+        STEADY.replace("def second(", "def inserted(ctx):\n    pass\n\n\ndef second("), "one.py"
+    )
+    d = record(twicerun, one, run_dir)
+    steps = twicerun("diff", a, d, "--json", "-").json()["steps"]
+    assert [(s["index"], s["name"], s["why"]) for s in steps] == [
+        (0, "first", ""),
+        (1, "second", "the second run has it as step 2; the steps before it changed"),
+        (1, "inserted", "the first run has no such step"),
+        (2, "second", "the first run has it as step 1; the steps before it changed"),
+    ]
+
 
 def test_a_run_that_stopped_early_is_cut_short_not_a_pipeline_with_other_steps(
     twicerun, write_pipeline, run_dir, monkeypatch

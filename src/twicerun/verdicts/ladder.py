@@ -289,9 +289,14 @@ def diff(
         side = "first" if shorter is names[0] else "second"
         comparable = bool(cut[side])
 
-    def absent(side: str) -> str:
+    def absent(side: str, name: str) -> str:
         if comparable and cut[side]:
             return f"the {side} run stopped before this step"
+        # A step inserted or removed before it moves it, and it is then compared with
+        # nothing: "has no such step" said the step was gone when it was there.
+        there = [s.index for s in (right if side == "second" else left) if s.name == name]
+        if there:
+            return f"the {side} run has it as step {there[0]}; the steps before it changed"
         return f"the {side} run has no such step"
 
     verdicts: list[StepVerdict] = []
@@ -301,7 +306,7 @@ def diff(
         other = right_by_index.get(s.index)
         if other is None or other.name != s.name:
             verdicts.append(
-                StepVerdict(s.index, s.name, Rung.COULD_NOT_CHECK, why=absent("second"))
+                StepVerdict(s.index, s.name, Rung.COULD_NOT_CHECK, why=absent("second", s.name))
             )
             continue
         common = dict(
@@ -342,7 +347,9 @@ def diff(
     listed = {(v.index, v.name) for v in verdicts}
     for s in right:
         if (s.index, s.name) not in listed and not stop_at_first:
-            verdicts.append(StepVerdict(s.index, s.name, Rung.COULD_NOT_CHECK, why=absent("first")))
+            verdicts.append(
+                StepVerdict(s.index, s.name, Rung.COULD_NOT_CHECK, why=absent("first", s.name))
+            )
     verdicts.sort(key=lambda v: v.index)  # stable: the first run's step before the second's
     if not comparable:
         result = Comparing.NOT_COMPARABLE
