@@ -758,13 +758,28 @@ def test_reproduce_a_run_whose_file_lost_or_renamed_a_step_says_so_never_all_rep
     path.write_text(SEEDED[:start] + SEEDED[SEEDED.index("def last(") :])
     outcome = twicerun("reproduce", run, "--json", "-")
     assert outcome.code == 4, outcome.err
-    steps = [(s["name"], s["verdict"]) for s in outcome.json()["steps"]]
-    # `last` is now step 1, where the record has `sample`: neither can be checked.
+    steps = [(s["name"], s["verdict"], s["detail"]) for s in outcome.json()["steps"]]
+    # `last` is now step 1, where the record has `sample`: neither can be checked, and
+    # where each is on the other side is said, not that it is gone.
     assert steps == [
-        ("first", "REPRODUCED"),
-        ("last", "COULD NOT CHECK"),
-        ("sample", "COULD NOT CHECK"),
-        ("last", "COULD NOT CHECK"),
+        ("first", "REPRODUCED", ""),
+        (
+            "last",
+            "COULD NOT CHECK",
+            "the recorded run's step 1 is sample; it has this step as step 2: the steps "
+            "before it changed",
+        ),
+        (
+            "sample",
+            "COULD NOT CHECK",
+            f"{path.name} has no step sample now, so it was not re-executed",
+        ),
+        (
+            "last",
+            "COULD NOT CHECK",
+            f"{path.name} has it as step 1 now: the steps before it changed, so it was not "
+            "re-executed",
+        ),
     ]
     path.write_text(SEEDED + '\n\ndef extra(ctx):\n    ctx.write("e", "SELECT 1 AS x")\n')
     outcome = twicerun("reproduce", run, "--json", "-")

@@ -352,6 +352,9 @@ def reproduce(
                     )
                 elif record.name != step.name:
                     why = f"the recorded run's step {step.index} is {record.name}"
+                    moved = [i for i, r in recorded_steps.items() if r.name == step.name]
+                    if moved:
+                        why += f"; it has this step as step {moved[0]}: the steps before it changed"
                 elif receipt is None and record.why:
                     why = record.why  # why there is none: unreadable, say, naming the value
                 else:
@@ -419,13 +422,19 @@ def _with_steps_gone(
     name) as COULD NOT CHECK, in chain order: leaving it out read as "every step
     reproduced" for a run whose file lost a step since, or had one renamed."""
     now = {(s.index, s.name) for s in pipeline.steps}
+    where_now = {s.name: s.index for s in reversed(pipeline.steps)}
+
+    def why(r: RecordedStep) -> str:
+        if r.name in where_now:
+            # A step added or removed before it moved it; "has no step agg now" said it was gone.
+            return (
+                f"{pipeline.path.name} has it as step {where_now[r.name]} now: the steps "
+                f"before it changed, so it was not re-executed"
+            )
+        return f"{pipeline.path.name} has no step {r.name} now, so it was not re-executed"
+
     gone = [
-        Replayed(
-            r.index,
-            r.name,
-            Replay.COULD_NOT_CHECK,
-            f"{pipeline.path.name} has no step {r.name} now, so it was not re-executed",
-        )
+        Replayed(r.index, r.name, Replay.COULD_NOT_CHECK, why(r))
         for r in recorded.values()
         if (r.index, r.name) not in now
     ]
