@@ -1520,6 +1520,10 @@ def test_a_column_of_ids_that_only_falls_inside_a_key_is_folded_as_usual(tmp_pat
         "SELECT range AS update_seq, hash(range) % 1000 AS product_id FROM range(5000)",
         "SELECT range AS update_seq, CASE WHEN range = 7 THEN NULL ELSE hash(range) % 1000 END "
         "AS product_id FROM range(5000)",
+        # A store 1 to 50, NULL on a tenth of the sales: its walks end on NULLs as quickly as
+        # a tree's, but on sales nobody points to, and 0.7.14 kept it whole as a tree.
+        "SELECT range AS sale_id, CASE WHEN hash(range * 31 + 2) % 100 < 10 THEN NULL "
+        "ELSE 1 + hash(range * 7 + 2) % 50 END AS store_id FROM range(20000)",
     ]:
         source = parquet_of(tmp_path, "updates.parquet", select)
         facts = column_facts(CON, source)

@@ -389,8 +389,8 @@ def kept_references(
     """`plan` without the chosen columns that link the input's rows into trees: every value
     of the column is a value of a key of the same input (a node's `parent_id` among the
     `node_id`s, a manager among the employees), some rows are roots (the column NULL),
-    and following the links up from the first WALKS rows reaches a root within MAX_DEPTH
-    steps.
+    most of which have children, and following the links up from the first WALKS rows
+    reaches a root within MAX_DEPTH steps.
 
     Folding such a column onto a few real ids remade the links: parents of parents came
     round to themselves, and a correct step walking up from each node with a recursive
@@ -401,7 +401,8 @@ def kept_references(
     circles, and it is folded as before, as is a tree whose roots point to themselves.
     What a tree carries from parent to child is left as it is too (_carried_down).
     One scan per column with a key of its type, and for a column with NULLs one query of
-    its values and one walk up per such key; one query more per tree found."""
+    its values, one of its roots and one walk up per such key; one query more per tree
+    found."""
     rows, columns = facts
     keys = [
         k
@@ -430,6 +431,15 @@ def kept_references(
                 f"WHERE {link} IS NOT NULL) d ANTI JOIN {src} s ON d.v = s.{key}"
             ).fetchall()
             if outside:
+                continue
+            # A tree's roots head trees: most have children. A nullable column of small ids
+            # (a store, 1 to 50) inside a key numbered 0 to n has its NULLs on rows nobody
+            # points to, and its walks end on them as quickly as a tree's do.
+            ((roots, heads),) = con.execute(
+                f"SELECT count(*), count(*) FILTER (WHERE r.{key} IN (SELECT {link} FROM "
+                f"{src} WHERE {link} IS NOT NULL)) FROM {src} r WHERE r.{link} IS NULL"
+            ).fetchall()
+            if 2 * heads < roots:
                 continue
             ((endless,),) = con.execute(
                 f"WITH RECURSIVE s AS (SELECT {key} AS k, {link} AS up FROM {src} "
