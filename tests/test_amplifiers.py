@@ -610,6 +610,39 @@ def test_a_hash_key_in_hex_and_an_email_keep_their_form_in_the_added_copy(tmp_pa
     assert rows_of(source) == rows_of(target)[:3000]  # the first copy as it was
 
 
+def test_a_code_in_letters_keeps_its_length_and_letters_in_the_added_copy(tmp_path):
+    """A currency table keyed by ISO code: the added copy wrote `USD#1`, and a correct step
+    checking that a currency is three capital letters raised, AMPLIFICATION_FAILED
+    (unseen134). Each letter now moves along the alphabet, by the fewest places at which
+    no moved code meets one of the input's (here one: `USD` becomes `VTE`), lower case
+    as lower case, whatever the length. Where every move meets a code (all 26 letters),
+    the suffix is what is left."""
+    currencies = parquet_of(
+        tmp_path,
+        "currencies.parquet",
+        "SELECT * FROM (VALUES ('USD', 'en'), ('EUR', 'de'), ('GBP', 'cy'), ('JPY', 'ja'), "
+        "('CHF', 'rm'), ('KWD', 'ar'), ('X', 'zz'), ('AAPL', 'qq')) t(code, lang)",
+    )
+    target = tmp_path / "out.parquet"
+    assert multiply_rows(CON, currencies, target, artifact="currencies") == Applied(
+        "currencies 8 rows to 16, code and lang moved past their ranges in the added copy"
+    )
+    assert rows_of(target)[8:] == [
+        ("VTE", "fo"), ("FVS", "ef"), ("HCQ", "dz"), ("KQZ", "kb"), ("DIG", "sn"),
+        ("LXE", "bs"), ("Y", "aa"), ("BBQM", "rr"),
+    ]  # fmt: skip
+    assert rows_of(currencies) == rows_of(target)[:8]  # the first copy as it was
+    # A shift of one meets a code here (`AB` to `BC`); the least that meets none is taken.
+    pairs = parquet_of(tmp_path, "pairs.parquet", "SELECT * FROM (VALUES ('AB'), ('BC')) t(c)")
+    multiply_rows(CON, pairs, target, artifact="pairs")
+    assert rows_of(target) == [("AB",), ("BC",), ("CD",), ("DE",)]
+    letters = parquet_of(
+        tmp_path, "letters.parquet", "SELECT chr(65 + range::INT) AS c FROM range(26)"
+    )
+    multiply_rows(CON, letters, target, artifact="letters")
+    assert rows_of(target)[26] == ("A#1",)
+
+
 def test_the_same_ids_in_two_inputs_move_alike(tmp_path):
     """Orders, and one payment each for most of them (order_id unique in payments too): each
     input's key moved by its own range, so a copy's payment named an order no copy held,

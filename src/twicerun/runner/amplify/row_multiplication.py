@@ -538,6 +538,9 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
     formed = _hex_or_email(con, keep.sql, column, scan)
     if formed is not None:
         return formed
+    lettered = _letter_code(con, keep.sql, column, scan, last)
+    if lettered is not None:
+        return lettered
     # A mark no value holds keeps every copy distinct: value || mark || copy splits at its
     # only mark. With '#' always, a column holding both 'a' and 'a#1' met itself.
     mark = next((m for m, n in zip(_MARKS, held, strict=True) if not n), _MARKS[0])
@@ -1213,6 +1216,44 @@ def _hex_or_email(con: duckdb.DuckDBPyConnection, value: str, column: str, scan:
             f"'{mark}' || {{copy}} || '@' || split_part({column}, '@', 2) END"
         )
     return None
+
+
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _letter_code(
+    con: duckdb.DuckDBPyConnection, value: str, column: str, scan: str, last: int
+) -> str | None:
+    """For a code written in letters of one case (a currency `USD`, a country `DE`, an
+    airport `JFK`, a ticker `AAPL`): each letter moved along the alphabet by as many
+    places in each copy, the fewest places at which no copy's code meets a code of the
+    input, so a code keeps its length and its letters. A suffix wrote `USD#1`, and a
+    correct step checking that a currency is three capital letters raised (a
+    contract-only probe, unseen134, AMPLIFICATION_FAILED). None where the values are not
+    such codes, or every move meets one (26 single letters)."""
+    upper, lower, rows = con.execute(
+        f"SELECT count(*) FILTER (WHERE regexp_full_match({value}, '[A-Z]+')), "
+        f"count(*) FILTER (WHERE regexp_full_match({value}, '[a-z]+')), count(*) "
+        f"{scan} WHERE {value} IS NOT NULL"
+    ).fetchone()
+    if not rows or rows not in (upper, lower):
+        return None
+    letters = _LETTERS if upper == rows else _LETTERS.lower()
+    twice = sql.string(letters * 2)
+    # Every copy c moves by c * k places; k is the least with each copy's move short of a
+    # whole turn and meeting no code of the input.
+    (step,) = con.execute(
+        f"WITH o AS (SELECT DISTINCT {value} AS v {scan} WHERE {value} IS NOT NULL) "
+        f"SELECT min(k) FROM range(1, 26) r(k) WHERE {last} * k < 26 AND NOT EXISTS ("
+        f"SELECT 1 FROM o, range(1, {last + 1}) c(c) WHERE translate(o.v, "
+        f"{sql.string(letters)}, substr({twice}, c * k + 1, 26)) IN (SELECT v FROM o))"
+    ).fetchone()
+    if step is None:
+        return None
+    moved = (
+        f"translate({column}, {sql.string(letters)}, substr({twice}, {{copy}} * {step} + 1, 26))"
+    )
+    return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {moved} END"
 
 
 def _other_uuid(column: str) -> str:
