@@ -615,8 +615,8 @@ def test_a_code_in_letters_keeps_its_length_and_letters_in_the_added_copy(tmp_pa
     checking that a currency is three capital letters raised, AMPLIFICATION_FAILED
     (unseen134). Each letter now moves along the alphabet, by the fewest places at which
     no moved code meets one of the input's (here one: `USD` becomes `VTE`), lower case
-    as lower case, whatever the length. Where every move meets a code (all 26 letters),
-    the suffix is what is left."""
+    as lower case, whatever the length, digits and separators as they were. Where every
+    move meets a code (all 26 letters), the suffix is what is left."""
     currencies = parquet_of(
         tmp_path,
         "currencies.parquet",
@@ -641,6 +641,14 @@ def test_a_code_in_letters_keeps_its_length_and_letters_in_the_added_copy(tmp_pa
     )
     multiply_rows(CON, letters, target, artifact="letters")
     assert rows_of(target)[26] == ("A#1",)
+    # Letters with digits and separators: a booking reference, a postcode.
+    mixed = parquet_of(
+        tmp_path,
+        "mixed.parquet",
+        "SELECT * FROM (VALUES ('X7K2PQ', 'SW1A 1AA'), ('A1B2C3', 'W1A 0AX')) t(pnr, postcode)",
+    )
+    multiply_rows(CON, mixed, target, artifact="mixed")
+    assert rows_of(target)[2:] == [("Y7L2QR", "TX1B 1BB"), ("B1C2D3", "X1B 0BY")]
 
 
 def test_the_same_ids_in_two_inputs_move_alike(tmp_path):
@@ -1264,6 +1272,7 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
         f"'ORD-' || lpad(range::VARCHAR, 6, '0') AS order_ref, 'user_' || range AS user_ref, "
         f"CASE WHEN range % 2 = 0 THEN 'a' || lpad(range::VARCHAR, 4, '0') "
         f"ELSE 'a' || range END AS mixed, 'x' || range || 'y' AS wrapped, "
+        f"'X' || range || 'y' AS cased, "
         # Ids as DECIMAL, as databases with one numeric type export them.
         f"(1000000 + range)::DECIMAL(18,0) AS account_no, (range / 4)::DECIMAL(10,2) AS tick, "
         f"make_timestamp_ns(1704067200000000000 + range * 7) AS stamp_ns "
@@ -1274,7 +1283,7 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
     columns = [
         "id", "code", "day_text", "day", "seen_at",
         "token", "token_text", "upper_token_text", "handle", "tag", "zip", "tight",
-        "day_key", "day_key_text", "order_ref", "user_ref", "mixed", "wrapped",
+        "day_key", "day_key_text", "order_ref", "user_ref", "mixed", "wrapped", "cased",
         "account_no", "tick", "stamp_ns",
     ]  # fmt: skip
     distinct = CON.execute(
@@ -1309,9 +1318,11 @@ def test_row_multiplication_keeps_keys_distinct_in_the_form_a_step_parses(tmp_pa
     assert CON.execute(
         f"SELECT bool_and(length(order_ref) = 10), max(order_ref) FROM '{target}'"
     ).fetchone() == (True, "ORD-000799")
-    # Other strings get a suffix.
-    assert rows_of(target, "WHERE wrapped = 'x7y#1'") != []
-    assert rows_of(target, "WHERE mixed = 'a7#1'") != []
+    # Letters of one case with digits move along the alphabet (since 0.7.15; they were
+    # suffixed); other strings, letters of both cases here, get a suffix.
+    assert rows_of(target, "WHERE wrapped = 'y7z'") != []
+    assert rows_of(target, "WHERE mixed = 'b7'") != []
+    assert rows_of(target, "WHERE cased = 'X7y#1'") != []
     assert CON.execute(f"SELECT count(DISTINCT grp) FROM '{target}'").fetchone() == (3,)
 
 

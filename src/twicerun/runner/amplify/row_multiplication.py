@@ -1224,16 +1224,20 @@ _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 def _letter_code(
     con: duckdb.DuckDBPyConnection, value: str, column: str, scan: str, last: int
 ) -> str | None:
-    """For a code written in letters of one case (a currency `USD`, a country `DE`, an
-    airport `JFK`, a ticker `AAPL`): each letter moved along the alphabet by as many
-    places in each copy, the fewest places at which no copy's code meets a code of the
-    input, so a code keeps its length and its letters. A suffix wrote `USD#1`, and a
-    correct step checking that a currency is three capital letters raised (a
-    contract-only probe, unseen134, AMPLIFICATION_FAILED). None where the values are not
-    such codes, or every move meets one (26 single letters)."""
+    """For a code written in letters of one case, with digits and separators or without
+    (a currency `USD`, a country `DE`, a ticker `AAPL`, a booking reference `X7K2PQ`, a
+    postcode `SW1A 1AA`): each letter moved along the alphabet by as many places in each
+    copy, the fewest places at which no copy's code meets a code of the input, everything
+    else as it was, so a code keeps its length and the kind of each character. A suffix
+    wrote `USD#1`, and a correct step checking that a currency is three capital letters
+    raised (a contract-only probe, unseen134, AMPLIFICATION_FAILED). None where a value
+    has no letter to move or another character, or every move meets a code (26 single
+    letters)."""
     upper, lower, rows = con.execute(
-        f"SELECT count(*) FILTER (WHERE regexp_full_match({value}, '[A-Z]+')), "
-        f"count(*) FILTER (WHERE regexp_full_match({value}, '[a-z]+')), count(*) "
+        f"SELECT count(*) FILTER (WHERE regexp_full_match({value}, "
+        f"'[A-Z0-9 ._/-]*[A-Z][A-Z0-9 ._/-]*')), "
+        f"count(*) FILTER (WHERE regexp_full_match({value}, "
+        f"'[a-z0-9 ._/-]*[a-z][a-z0-9 ._/-]*')), count(*) "
         f"{scan} WHERE {value} IS NOT NULL"
     ).fetchone()
     if not rows or rows not in (upper, lower):
