@@ -651,6 +651,63 @@ def test_a_code_in_letters_keeps_its_length_and_letters_in_the_added_copy(tmp_pa
     assert rows_of(target)[2:] == [("Y7L2QR", "TX1B 1BB"), ("B1C2D3", "X1B 0BY")]
 
 
+def test_a_key_that_is_a_day_or_an_instant_moves_back_before_its_range(tmp_path):
+    """A daily table's added copy held the days after the last one, and a correct step
+    checking that no day is yet to come raised, AMPLIFICATION_FAILED (unseen135). Days
+    and instants, as themselves or written as text, now move back before the least by the
+    span of the input, where the last copy stays at or after the year 1000, and forward
+    only where it would not (days near the year 1000)."""
+    source = parquet_of(
+        tmp_path,
+        "daily.parquet",
+        "SELECT DATE '2026-01-01' + i::INT AS day, strftime(DATE '2026-01-01' + i::INT, "
+        "'%Y-%m-%d') AS day_text, strftime(DATE '2026-01-01' + i::INT, '%Y%m%d')::INT AS "
+        "day_key, TIMESTAMP '2026-01-01 08:00' + to_hours(i) AS seen_at, "
+        "(TIMESTAMP '2026-01-01 08:00' + to_hours(i))::TIMESTAMPTZ AS seen_tz, "
+        "(TIMESTAMP '2026-01-01 08:00' + to_hours(i))::TIMESTAMP_NS AS seen_ns, "
+        "strftime(TIMESTAMP '2026-01-01 08:00' + to_hours(i), '%Y-%m-%d %H:%M') AS seen_text "
+        "FROM range(300) t(i)",
+    )
+    target = tmp_path / "out.parquet"
+    multiply_rows(CON, source, target, artifact="daily")
+    added = (
+        "SELECT max(day), max(CAST(day_text AS DATE)), max(strptime(day_key::VARCHAR, "
+        "'%Y%m%d'))::DATE, max(seen_at), max(seen_tz)::TIMESTAMP, max(seen_ns)::TIMESTAMP, "
+        "max(strptime(seen_text, '%Y-%m-%d %H:%M')) FROM (SELECT * FROM read_parquet('{}') "
+        "LIMIT 300 OFFSET 300)"
+    )
+    # A timestamp moves by its span to the microsecond, text by whole units of its finest
+    # part (hours here).
+    day, instant = datetime.date(2025, 12, 31), datetime.datetime(2026, 1, 1, 7, 59, 59, 999999)
+    assert CON.execute(added.format(target)).fetchone() == (
+        (day,) * 3 + (instant,) * 3 + (datetime.datetime(2026, 1, 1, 7, 0),)
+    )
+    assert CON.execute(
+        f"SELECT count(DISTINCT day), count(DISTINCT seen_text) FROM '{target}'"
+    ).fetchone() == (600, 600)
+    # A day's end, the next day, or 9999-12-31 for "open": the open end stays open in the
+    # added copy, and every end still follows its start.
+    history = parquet_of(
+        tmp_path,
+        "history.parquet",
+        "SELECT DATE '2026-01-01' + i::INT AS valid_from, CASE WHEN i = 299 THEN "
+        "DATE '9999-12-31' ELSE DATE '2026-01-02' + i::INT END AS valid_to FROM range(300) t(i)",
+    )
+    multiply_rows(CON, history, target, artifact="history")
+    assert CON.execute(
+        f"SELECT count(*) FILTER (WHERE valid_to = DATE '9999-12-31'), "
+        f"bool_and(valid_from < valid_to) FROM '{target}'"
+    ).fetchone() == (2, True)
+    # Near the year 1000, forward.
+    early = parquet_of(
+        tmp_path, "early.parquet", "SELECT DATE '1000-01-01' + i::INT AS day FROM range(300) t(i)"
+    )
+    multiply_rows(CON, early, target, artifact="early")
+    assert CON.execute(f"SELECT min(day) FROM '{target}'").fetchone() == (
+        datetime.date(1000, 1, 1),
+    )
+
+
 def test_the_same_ids_in_two_inputs_move_alike(tmp_path):
     """Orders, and one payment each for most of them (order_id unique in payments too): each
     input's key moved by its own range, so a copy's payment named an order no copy held,

@@ -38,6 +38,7 @@ FACTOR = 2
 # Shifted dates and timestamps stay within four-digit years, which every reader writes alike.
 _FIRST_DAY, _LAST_DAY = datetime.date(1000, 1, 1), datetime.date(9999, 12, 31)
 _YEAR_10000_US = 253_402_300_800_000_000  # epoch_us of 10000-01-01
+_YEAR_1000_US = -30_610_224_000_000_000  # epoch_us of 1000-01-01
 # What joins a text key to its copy's number: the first that no value of the column holds.
 _MARKS = ("#", "~", "|", "\u241f")
 # The timestamps an artifact can hold: Parquet brings milliseconds and seconds back as
@@ -190,13 +191,22 @@ def _moved_along(
         name, key_name = (x.sql.replace("{", "{{").replace("}", "}}") for x in (c, k))
         moved = f"CAST({name} + ({template} - {key_name}) AS {c.type})"
         last = moved.format(copy=factor - 1)
-        # A number past its type raises here, in the cast, and stays as it is.
-        check = f"year(max({last}))" if k.type.id in dated else f"max({last})"
+        # A number past its type raises here, in the cast, and stays as it is. A day or an
+        # instant must stay within four-digit years moved either way: an end kept as
+        # 9999-12-31 for "open" stays open, as it did when every key moved forward.
+        opposite = f"{name} - ({template.format(copy=factor - 1)} - {key_name})"
+        check = (
+            f"year(min({last})), year(max({last})), year(max({opposite}))"
+            if k.type.id in dated
+            else f"max({last}), max({last}), max({last})"
+        )
         try:
-            (highest,) = con.execute(f"SELECT {check} {scan}").fetchone()
+            lowest, highest, back = con.execute(f"SELECT {check} {scan}").fetchone()
         except duckdb.Error:
             continue
-        if highest is not None and (k.type.id not in dated or highest <= 9999):
+        if highest is not None and (
+            k.type.id not in dated or (lowest >= 1000 and max(highest, back) <= 9999)
+        ):
             along[column] = (c, moved)
     return list(along.values())
 
@@ -468,20 +478,28 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
             f"SELECT epoch_us({instant.format(f'min({keep.sql})')}), "
             f"epoch_us({instant.format(f'max({keep.sql})')}) {scan}"
         ).fetchone()
-        if low is None or high + (high - low + 1) * last >= _YEAR_10000_US:
+        if low is None:
             return None
+        # Back before the least instant, as a date moves (_date_span), where the last copy
+        # stays at or after the year 1000 (and, in nanoseconds, 1677); else forward.
+        span = high - low + 1
         if kind == "timestamp_ns":
             # Nanoseconds in a BIGINT end in 2262. DuckDB 1.x turns TIMESTAMP_NS plus an
             # interval into microseconds, so every copy, the first too, lost its
             # nanoseconds and the key its distinct values there: moved in nanoseconds.
-            if (high + (high - low + 1) * last + 1) * 1000 >= 2**63:
+            if (low - span * last) * 1000 > -(2**63):
+                span = -span
+            elif (high + span * last + 1) * 1000 >= 2**63:
                 return None
             return (
-                f"make_timestamp_ns(epoch_ns({column}) + "
-                f"CAST({{copy}} AS BIGINT) * {(high - low + 1) * 1000})"
+                f"make_timestamp_ns(epoch_ns({column}) + CAST({{copy}} AS BIGINT) * {span * 1000})"
             )
+        if low - span * last >= _YEAR_1000_US:
+            span = -span
+        elif high + span * last >= _YEAR_10000_US:
+            return None
         # Adding an interval keeps each of these types (TIMESTAMPTZ_NS its nanoseconds).
-        return f"({column} + to_microseconds(CAST({{copy}} AS BIGINT) * {high - low + 1}))"
+        return f"({column} + to_microseconds(CAST({{copy}} AS BIGINT) * {span}))"
     if kind == "uuid":
         return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {_other_uuid(column)} END"
     if kind == "blob":
@@ -522,7 +540,7 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         span = _whole_cycles(low, high, last) or _magnitude(low, high, last) or high - low + 1
         return f"CAST(CAST({column} AS HUGEINT) + {{copy}} * {span} AS VARCHAR)"
     if not not_date:
-        span = _date_span(con, f"CAST({keep.sql} AS DATE)", scan, last)
+        span = _date_span(con, f"CAST({keep.sql} AS DATE)", scan, last, down=True)
         if span is not None:
             return f"CAST(CAST({column} AS DATE) + CAST({{copy}} * {span} AS INTEGER) AS VARCHAR)"
     if not not_uuid or not not_upper_uuid:
@@ -655,9 +673,9 @@ def _timestamp_text(
     last: int,
 ) -> str | None:
     """For text written as a timestamp in `form` (DuckDB's own where None): a template
-    moving it past its range in whole units of its finest part, written back in that form;
-    "" where the last copy would pass the year 9999; None where a value is in another
-    form."""
+    moving it past its range in whole units of its finest part, back before it where the
+    last copy stays at or after the year 1000, written back in that form; "" where
+    neither way fits; None where a value is in another form."""
     read = (
         "TRY_CAST({} AS TIMESTAMP)" if form is None else f"try_strptime({{}}, {sql.string(form)})"
     )
@@ -673,7 +691,10 @@ def _timestamp_text(
         return None
     grain = next(g for g, n in zip(_GRAINS, off_grain, strict=True) if not n)
     span = -(-(high - low + 1) // grain) * grain
-    if high + span * last >= _YEAR_10000_US:
+    # Back before the least, as a date moves (_date_span), where there is room.
+    if low - span * last >= _YEAR_1000_US:
+        span = -span
+    elif high + span * last >= _YEAR_10000_US:
         return ""
     moved = f"{read.format(column)} + to_microseconds(CAST({{copy}} AS BIGINT) * {span})"
     return write.format(moved)
@@ -907,10 +928,10 @@ def _ymd_shift(
     con: duckdb.DuckDBPyConnection, text: str, column: str, scan: str, last: int
 ) -> str | None:
     """A template moving YYYYMMDD dates (as text, `text` read from the source and
-    `column` in the template) past their range by whole days, written back as YYYYMMDD
-    text; None where the last copy would pass the year 9999."""
+    `column` in the template) past their range by whole days, back before it where there
+    is room (_date_span), written back as YYYYMMDD text; None where neither way fits."""
     as_date = f"CAST(strptime({text}, '%Y%m%d') AS DATE)"
-    span = _date_span(con, as_date, scan, last)
+    span = _date_span(con, as_date, scan, last, down=True)
     if span is None:
         return None
     moved = f"CAST(strptime(CAST({column} AS VARCHAR), '%Y%m%d') AS DATE)"
@@ -1295,14 +1316,17 @@ def _date_span(
 ) -> int | None:
     """Days from the least date to one past the greatest, when the last copy's dates stay
     within four-digit years (a date past 9999 is written with five digits). With `down`,
-    dates too near the year 9999 for that move back by as much (negative), where the
-    last copy stays at or after the year 1000."""
+    the copies move back by as much (negative), before the least date, where the last copy
+    stays at or after the year 1000, and forward only where it would not: a record's dates
+    lie in the past, and a copy in the future is one a correct step checking that no day
+    is yet to come refuses (unseen135), where one further back is as plausible as the
+    rows it copies."""
     low, high = con.execute(f"SELECT min({value}), max({value}) {scan}").fetchone()
     if low is None:
         return None
     span = (high - low).days + 1
-    if high.toordinal() + span * last <= _LAST_DAY.toordinal():
-        return span
     if down and low.toordinal() - span * last >= _FIRST_DAY.toordinal():
         return -span
+    if high.toordinal() + span * last <= _LAST_DAY.toordinal():
+        return span
     return None
