@@ -14,15 +14,20 @@ def environment(threads: int) -> dict:
     return asdict(stamp(threads))
 
 
+def write_document(path: str, document: dict[str, Any]) -> None:
+    """A bench's figures, written atomically (a bench interrupted leaves no half file)."""
+    from twicerun.storage.atomic import write_json_atomic
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(Path(path), document)
+
+
 def write_artifact(
     path: str, document: dict[str, Any], tables: Callable[[str, dict[str, Any]], list[dict]]
 ) -> None:
     """The bench's figures and the tables that present them, written atomically together."""
-    from twicerun.storage.atomic import write_json_atomic
-
     document["tables"] = tables(path, document)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(Path(path), document)
+    write_document(path, document)
 
 
 def retable_option(parser) -> None:

@@ -16,7 +16,6 @@ Nothing here is a test.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -27,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import environment
+from bench.common import environment, write_document
 from bench.loop import _checkout
 
 PIPELINE = """
@@ -137,9 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             "pipeline": PIPELINE.lstrip(),
             "results": results,
         }
-        with open(args.json_path, "w", encoding="utf-8") as out:
-            json.dump(document, out, indent=2)
-            out.write("\n")
+        write_document(args.json_path, document)
     return 0
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import signal
 import sys
 import threading
@@ -28,7 +27,7 @@ import time
 
 import duckdb
 
-from bench.common import environment
+from bench.common import environment, write_document
 
 QUERY = "CREATE OR REPLACE TABLE t AS SELECT sum(range) AS s FROM range(30000000000)"
 
@@ -94,9 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             "query": QUERY,
             "measurements": rows,
         }
-        with open(args.json_path, "w", encoding="utf-8") as out:
-            json.dump(document, out, indent=2)
-            out.write("\n")
+        write_document(args.json_path, document)
     return 0
 
 

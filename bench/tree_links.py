@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import environment
+from bench.common import environment, write_document
 from bench.loop import _checkout
 
 ROWS = 20_000
@@ -142,9 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             "inputs": [{"kind": k, "label": label} for k, label, _ in made],
             "results": results,
         }
-        with open(args.json_path, "w", encoding="utf-8") as out:
-            json.dump(document, out, indent=2)
-            out.write("\n")
+        write_document(args.json_path, document)
     return 0
 
 
