@@ -1051,8 +1051,9 @@ _QUARTER = r"[0-9]{4}-?Q[1-4]"
 def _quarter_moved(
     con: duckdb.DuckDBPyConnection, value: str, column: str, scan: str, last: int
 ) -> str | None:
-    """A template moving quarters past their range by whole years, the quarter kept; None
-    where a value is in no such form or the last copy would pass the year 9999. The
+    """A template moving quarters past their range by whole years, back before it where
+    there is room, the quarter kept; None where a value is in no such form or neither way
+    fits. The
     trailing number moved (`2024-Q5`), and a step building the quarter's first month from
     it made no month."""
     found = _matched_range(con, value, _QUARTER, f"TRY_CAST(left({value}, 4) AS INTEGER)", scan)
@@ -1060,7 +1061,9 @@ def _quarter_moved(
         return None
     low, high = found
     span = high - low + 1
-    if high + span * last > 9999:
+    if low - span * last >= 1000:  # back, as a day moves (_date_span)
+        span = -span
+    elif high + span * last > 9999:
         return None
     moved = (
         f"CAST(CAST(left({column}, 4) AS INTEGER) + {{copy}} * {span} AS VARCHAR) "
@@ -1078,9 +1081,9 @@ def _period_moved(
     forms: tuple[tuple[str, str], ...],
 ) -> str | None:
     """A template moving periods (`value` as text, `column` the same in the template) past
-    their range by whole months, weeks or days, written back in the first of `forms` that
-    every value round-trips through; None where none does, or the last copy would pass the
-    year 9999.
+    their range by whole months, weeks or days, back before it where there is room (as a
+    day moves, `_date_span`), written back in the first of `forms` that every value
+    round-trips through; None where none does, or neither way fits.
 
     A month kept as text (`2024-03`, the key of a monthly table) ends in a number, and the
     number was moved past its range: `2024-14`, which a correct `CAST(month || '-01' AS
@@ -1096,9 +1099,13 @@ def _period_moved(
         ).fetchone()
         if off or low is None:
             continue
+        # Back before the least period, as a day moves (_date_span), where the last copy
+        # stays at or after the year 1000; else forward, where it stays before 10000.
         if unit == "month":
             months = (high.year - low.year) * 12 + high.month - low.month + 1
-            if high.year * 12 + high.month - 1 + months * last > 9999 * 12 + 11:
+            if low.year * 12 + low.month - 1 - months * last >= 1000 * 12:
+                months = -months
+            elif high.year * 12 + high.month - 1 + months * last > 9999 * 12 + 11:
                 return None
             step = f"to_months(CAST({{copy}} AS INTEGER) * {months})"
         elif unit == "hour":
@@ -1107,12 +1114,16 @@ def _period_moved(
                 f"{scan} WHERE {value} IS NOT NULL"
             ).fetchone()
             hours = final - first + 1
-            if (final + hours * last + 1) * 3_600_000_000 >= _YEAR_10000_US:
+            if (first - hours * last) * 3_600_000_000 >= _YEAR_1000_US:
+                hours = -hours
+            elif (final + hours * last + 1) * 3_600_000_000 >= _YEAR_10000_US:
                 return None
             step = f"to_hours(CAST({{copy}} AS BIGINT) * {hours})"
         else:
             days = (high - low).days + (7 if unit == "week" else 1)
-            if high.toordinal() + days * last > _LAST_DAY.toordinal():
+            if low.toordinal() - days * last >= _FIRST_DAY.toordinal():
+                days = -days
+            elif high.toordinal() + days * last > _LAST_DAY.toordinal():
                 return None
             step = f"to_days(CAST({{copy}} AS INTEGER) * {days})"
         moved = f"strftime({read.format(column)} + {step}, {sql.string(form)})"
