@@ -469,7 +469,7 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         moved = _time_moved(con, keep.sql, column, scan, factor, finer=True)
         return None if moved is None else f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {moved} END"
     if kind == "date":
-        span = _date_span(con, keep.sql, scan, last, down=True)
+        span = _date_span(con, keep.sql, scan, last)
         return None if span is None else f"({column} + CAST({{copy}} * {span} AS INTEGER))"
     if kind in _TIMESTAMPS:
         # epoch_us takes no TIMESTAMPTZ_NS; as a TIMESTAMPTZ it is the same instant.
@@ -480,23 +480,19 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         ).fetchone()
         if low is None:
             return None
-        # Back before the least instant, as a date moves (_date_span), where the last copy
-        # stays at or after the year 1000 (and, in nanoseconds, 1677); else forward.
-        span = high - low + 1
         if kind == "timestamp_ns":
             # Nanoseconds in a BIGINT end in 2262. DuckDB 1.x turns TIMESTAMP_NS plus an
             # interval into microseconds, so every copy, the first too, lost its
             # nanoseconds and the key its distinct values there: moved in nanoseconds.
-            if (low - span * last) * 1000 > -(2**63):
-                span = -span
-            elif (high + span * last + 1) * 1000 >= 2**63:
+            ns = 2**63 // 1000  # the microseconds a BIGINT of nanoseconds holds, either way
+            span = _signed_span(high - low + 1, last, low, high, -ns, ns - 1)
+            if span is None:
                 return None
             return (
                 f"make_timestamp_ns(epoch_ns({column}) + CAST({{copy}} AS BIGINT) * {span * 1000})"
             )
-        if low - span * last >= _YEAR_1000_US:
-            span = -span
-        elif high + span * last >= _YEAR_10000_US:
+        span = _signed_span(high - low + 1, last, low, high, _YEAR_1000_US, _YEAR_10000_US - 1)
+        if span is None:
             return None
         # Adding an interval keeps each of these types (TIMESTAMPTZ_NS its nanoseconds).
         return f"({column} + to_microseconds(CAST({{copy}} AS BIGINT) * {span}))"
@@ -540,7 +536,7 @@ def _shift(con: duckdb.DuckDBPyConnection, source: Path, keep, factor: int) -> s
         span = _whole_cycles(low, high, last) or _magnitude(low, high, last) or high - low + 1
         return f"CAST(CAST({column} AS HUGEINT) + {{copy}} * {span} AS VARCHAR)"
     if not not_date:
-        span = _date_span(con, f"CAST({keep.sql} AS DATE)", scan, last, down=True)
+        span = _date_span(con, f"CAST({keep.sql} AS DATE)", scan, last)
         if span is not None:
             return f"CAST(CAST({column} AS DATE) + CAST({{copy}} * {span} AS INTEGER) AS VARCHAR)"
     if not not_uuid or not not_upper_uuid:
@@ -690,11 +686,9 @@ def _timestamp_text(
     if off or low is None:
         return None
     grain = next(g for g, n in zip(_GRAINS, off_grain, strict=True) if not n)
-    span = -(-(high - low + 1) // grain) * grain
-    # Back before the least, as a date moves (_date_span), where there is room.
-    if low - span * last >= _YEAR_1000_US:
-        span = -span
-    elif high + span * last >= _YEAR_10000_US:
+    whole = -(-(high - low + 1) // grain) * grain
+    span = _signed_span(whole, last, low, high, _YEAR_1000_US, _YEAR_10000_US - 1)
+    if span is None:
         return ""
     moved = f"{read.format(column)} + to_microseconds(CAST({{copy}} AS BIGINT) * {span})"
     return write.format(moved)
@@ -931,7 +925,7 @@ def _ymd_shift(
     `column` in the template) past their range by whole days, back before it where there
     is room (_date_span), written back as YYYYMMDD text; None where neither way fits."""
     as_date = f"CAST(strptime({text}, '%Y%m%d') AS DATE)"
-    span = _date_span(con, as_date, scan, last, down=True)
+    span = _date_span(con, as_date, scan, last)
     if span is None:
         return None
     moved = f"CAST(strptime(CAST({column} AS VARCHAR), '%Y%m%d') AS DATE)"
@@ -1060,10 +1054,8 @@ def _quarter_moved(
     if found is None:
         return None
     low, high = found
-    span = high - low + 1
-    if low - span * last >= 1000:  # back, as a day moves (_date_span)
-        span = -span
-    elif high + span * last > 9999:
+    span = _signed_span(high - low + 1, last, low, high, 1000, 9999)
+    if span is None:
         return None
     moved = (
         f"CAST(CAST(left({column}, 4) AS INTEGER) + {{copy}} * {span} AS VARCHAR) "
@@ -1099,13 +1091,11 @@ def _period_moved(
         ).fetchone()
         if off or low is None:
             continue
-        # Back before the least period, as a day moves (_date_span), where the last copy
-        # stays at or after the year 1000; else forward, where it stays before 10000.
+        # Each unit's copies within the years 1000 to 9999, back first (_signed_span).
         if unit == "month":
-            months = (high.year - low.year) * 12 + high.month - low.month + 1
-            if low.year * 12 + low.month - 1 - months * last >= 1000 * 12:
-                months = -months
-            elif high.year * 12 + high.month - 1 + months * last > 9999 * 12 + 11:
+            first, final = (d.year * 12 + d.month - 1 for d in (low, high))
+            months = _signed_span(final - first + 1, last, first, final, 1000 * 12, 9999 * 12 + 11)
+            if months is None:
                 return None
             step = f"to_months(CAST({{copy}} AS INTEGER) * {months})"
         elif unit == "hour":
@@ -1113,17 +1103,22 @@ def _period_moved(
                 f"SELECT epoch_us(min({parsed})) // 3600000000, epoch_us(max({parsed})) // 3600000000 "
                 f"{scan} WHERE {value} IS NOT NULL"
             ).fetchone()
-            hours = final - first + 1
-            if (first - hours * last) * 3_600_000_000 >= _YEAR_1000_US:
-                hours = -hours
-            elif (final + hours * last + 1) * 3_600_000_000 >= _YEAR_10000_US:
+            hour = 3_600_000_000
+            earliest, latest = -(-_YEAR_1000_US // hour), (_YEAR_10000_US - 1) // hour - 1
+            hours = _signed_span(final - first + 1, last, first, final, earliest, latest)
+            if hours is None:
                 return None
             step = f"to_hours(CAST({{copy}} AS BIGINT) * {hours})"
         else:
-            days = (high - low).days + (7 if unit == "week" else 1)
-            if low.toordinal() - days * last >= _FIRST_DAY.toordinal():
-                days = -days
-            elif high.toordinal() + days * last > _LAST_DAY.toordinal():
+            days = _signed_span(
+                (high - low).days + (7 if unit == "week" else 1),
+                last,
+                low.toordinal(),
+                high.toordinal(),
+                _FIRST_DAY.toordinal(),
+                _LAST_DAY.toordinal(),
+            )
+            if days is None:
                 return None
             step = f"to_days(CAST({{copy}} AS INTEGER) * {days})"
         moved = f"strftime({read.format(column)} + {step}, {sql.string(form)})"
@@ -1322,22 +1317,27 @@ def _other_blob(con: duckdb.DuckDBPyConnection, keep, column: str, scan: str) ->
     return f"CASE WHEN {{copy}} = 0 THEN {column} ELSE {other} END"
 
 
-def _date_span(
-    con: duckdb.DuckDBPyConnection, value: str, scan: str, last: int, down: bool = False
-) -> int | None:
-    """Days from the least date to one past the greatest, when the last copy's dates stay
-    within four-digit years (a date past 9999 is written with five digits). With `down`,
-    the copies move back by as much (negative), before the least date, where the last copy
-    stays at or after the year 1000, and forward only where it would not: a record's dates
-    lie in the past, and a copy in the future is one a correct step checking that no day
-    is yet to come refuses (unseen135), where one further back is as plausible as the
-    rows it copies."""
+def _signed_span(span: int, last: int, low: int, high: int, floor: int, ceiling: int) -> int | None:
+    """How far each copy moves past a range of days, instants or periods, all in one unit:
+    back by `span` where the last copy's least value stays at or above `floor`, else
+    forward where its greatest stays at or below `ceiling`; None where neither fits. Back
+    first: a record's dates lie in the past, and a copy in the future is one a correct
+    step checking that no day is yet to come refuses (unseen135), where one further back
+    is as plausible as the rows it copies."""
+    if low - span * last >= floor:
+        return -span
+    if high + span * last <= ceiling:
+        return span
+    return None
+
+
+def _date_span(con: duckdb.DuckDBPyConnection, value: str, scan: str, last: int) -> int | None:
+    """Days from the least date to one past the greatest, signed as _signed_span moves
+    them, the last copy's dates staying within four-digit years (a date past 9999 is
+    written with five digits)."""
     low, high = con.execute(f"SELECT min({value}), max({value}) {scan}").fetchone()
     if low is None:
         return None
     span = (high - low).days + 1
-    if down and low.toordinal() - span * last >= _FIRST_DAY.toordinal():
-        return -span
-    if high.toordinal() + span * last <= _LAST_DAY.toordinal():
-        return span
-    return None
+    days = (low.toordinal(), high.toordinal(), _FIRST_DAY.toordinal(), _LAST_DAY.toordinal())
+    return _signed_span(span, last, *days)
