@@ -485,6 +485,43 @@ def test_many_columns_moved_together_are_said_by_the_ones_that_did_not(reported)
     ) in out
 
 
+def test_a_column_whose_values_only_changed_rows_is_named_with_the_others_that_moved(reported):
+    """`first(c), first(s)` per group: `c` takes few values, so its values, counted alone,
+    can come out the same in both runs though rows hold other ones; each of `g` and `c`
+    then paired every row alone, the two together did not, and the report said no single
+    column explained the rows, where dropping `c` and `s` pairs them all on `g`."""
+    ref = pa.table({"g": [1, 2, 3], "c": ["red", "blue", "red"], "s": ["x1", "x2", "x3"]})
+    later = pa.table({"g": [1, 2, 3], "c": ["red", "red", "blue"], "s": ["y1", "y2", "y3"]})
+    a = measure(ref, later).attribution
+    assert (a.chosen_by, a.tied, a.column) == ("together", ["c", "s"], None)
+    assert attribution_line(a) == (
+        "dropping c and s together from the key pairs every row, though no one of them does alone"
+    )
+    # Most distinct values first: `g` before `c`, which pairs every row alone but not
+    # with `g`.
+    later = pa.table({"g": [1, 2, 3], "c": ["red", "red", "blue"], "s": ["x1", "x2", "x3"]})
+    a = measure(ref, later).attribution
+    assert (a.chosen_by, a.column) == ("counts", "c")
+    out = reported(
+        """
+        def firsts(ctx):
+            flip = next(_runs)
+            colour = "CASE g WHEN 0 THEN 'blue' WHEN 1 THEN 'red' ELSE 'red' END"
+            moved = "CASE g WHEN 0 THEN 'red' WHEN 1 THEN 'blue' ELSE 'red' END"
+            ctx.write(
+                "t",
+                f"SELECT g, {moved if flip else colour} AS c, 'v' || (g + {flip} * 10) AS s "
+                f"FROM range(3) r(g)",
+            )
+        """
+    )
+    assert (
+        "        t: 3 of 3 reference rows and 3 of 3 later rows found no partner\n"
+        "        dropping c and s together from the key pairs every row, though no one of them "
+        "does alone\n"
+    ) in out
+
+
 def test_a_list_whose_elements_came_back_in_another_order_is_said_to_be_so():
     ref = pa.table({"g": [1, 2], "ids": [[1, 2, 3], [4, 5]]})
     moved = pa.table({"g": [1, 2], "ids": [[3, 1, 2], [4, 5]]})

@@ -1044,8 +1044,21 @@ def _together(con, table, key_names, before, after, invented, left_by) -> Attrib
     if len(key_names) < 3:
         return none  # with two columns, dropping both leaves no key to pair on
     agree = [f"k{j}" for j in range(len(key_names)) if left_by(f"k{j}") == 0]
-    if not agree or left_by(*agree) != 0:
+    if not agree:
         return none
+    if left_by(*agree) != 0:
+        # Columns that agree one at a time need not agree together: a column of few values
+        # (first(colour) per group) can hold the same values in both runs on other rows.
+        # The set is built up instead, most distinct values first, keeping each column
+        # that still pairs every row with those already kept.
+        counts = con.execute(
+            "SELECT " + ", ".join(f"count(DISTINCT {k})" for k in agree) + f" FROM {table}"
+        ).fetchone()
+        ranked = [k for _, k in sorted(zip(counts, agree, strict=True), key=lambda p: -p[0])]
+        agree = ranked[:1]
+        for k in ranked[1:]:
+            if left_by(*agree, k) == 0:
+                agree.append(k)
     differ = [name for j, name in enumerate(key_names) if f"k{j}" not in agree]
     reordered = _reordered(con, table, key_names, differ, left_by)
     return Attribution(None, before, after, differ, "together", invented, reordered)
