@@ -549,7 +549,7 @@ def _cause_and_amplify(
     that outlives them (`_read_past_containment`): such a step is not bisected."""
     past_containment = past_containment or {}
     by_index = {s.index: s for s in pipeline.steps}
-    stressed = Stressed(bench)
+    stressed = Stressed(bench, by_index)
     # Which quiet steps still to amplify read each artifact: once none does, its
     # stressed copies are deleted rather than kept to the end.
     readers = _quiet_readers(bench, scored) if options.amplify else {}

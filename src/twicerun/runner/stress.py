@@ -37,7 +37,8 @@ from twicerun.runner.amplify.tie_collapse import (
     planned,
 )
 from twicerun.runner.interrupts import reraise_if_requested
-from twicerun.runner.series import Workbench, run_series
+from twicerun.runner.rederive import derived_inputs, recompute, said
+from twicerun.runner.series import Workbench, discard_directory, run_series
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.layout import LOOP, RunAddress, step_dir_name
 from twicerun.storage.receipts import SourceRecord
@@ -69,8 +70,11 @@ def raised_threads(threads: int) -> int:
 class Stressed:
     """Stressed copies of run 1's artifacts, each written once and shared."""
 
-    def __init__(self, bench: Workbench):
+    def __init__(self, bench: Workbench, steps: Mapping[int, Step] | None = None):
         self.bench = bench
+        # The pipeline's steps by index, to write again an input that others decide
+        # (rederive.py); without them, every input is stressed on its own.
+        self.steps = steps
         self._made: dict[tuple[str, str, int], Outcome] = {}
         # Two amplifiers count the same input's distinct values; count each file once.
         self._facts: dict[Path, Facts] = {}
@@ -256,12 +260,15 @@ def amplify(
     label = f"amplify-{step_dir_name(step.index, step.name)}"
     made: dict[Amplifier, Series | dict] = {}
     inputs = _Inputs(bench, stressed, step, receipt, original)
+    derive = _Derive(bench, stressed, step, label, threads, inputs.read)
 
     def plan(amplifier: Amplifier) -> Series | dict:
         # Made when first needed: a joint probe that stays quiet never needs its members'
         # own inputs, and writing a stressed input is most of an amplifier's overhead.
         if amplifier not in made:
-            made[amplifier] = _plan(bench, stressed, amplifier, receipt, original, inputs, threads)
+            made[amplifier] = _plan(
+                bench, stressed, amplifier, receipt, original, inputs, threads, derive
+            )
         return made[amplifier]
 
     settled: dict[Amplifier, Series] = {}
@@ -269,11 +276,12 @@ def amplify(
     try:
         if probe:
             settled, split = _together(
-                bench, step, stressed, plan, inputs, label, runs, probe, without
+                bench, step, stressed, plan, inputs, label, runs, probe, without, derive
             )
         found = _each(bench, step, plan, settled, label, runs, probe, without)
     finally:
         inputs.forget()
+        derive.forget()
     return _charge_together(found, split) if split is not None else found
 
 
@@ -303,6 +311,53 @@ def _each(bench, step, plan, settled, label, runs, probe, without) -> list[Serie
                 )
             )
     return found
+
+
+class _Derive:
+    """The inputs of one step that others of its inputs decide, written again from the
+    stressed copies of those (rederive.py) once per transform, and deleted after the step."""
+
+    def __init__(self, bench, stressed, step, label, threads, read):
+        self.bench, self.stressed, self.label, self.threads = bench, stressed, label, threads
+        self.derived = (
+            derived_inputs(bench.records, step.index, read) if stressed.steps is not None else None
+        )
+        self.targets = set(self.derived.targets) if self.derived else set()
+        self.tag = f"derived{step.index}"
+        self._made: dict[str, dict[str, ArtifactRef] | str] = {}
+
+    def __call__(
+        self, tag: str, overlay: Mapping[str, ArtifactRef]
+    ) -> tuple[dict[str, ArtifactRef], str]:
+        """The targets whose inputs `overlay` (the stressed copies, by name) changed,
+        written again from it, and what to say of them; none when their chain raised, which
+        the caller then stresses on their own as before, and the clause says why."""
+        if self.derived is None:
+            return {}, ""
+        wanted = [t for t, (roots, _) in self.derived.targets.items() if set(roots) & set(overlay)]
+        if not wanted:
+            return {}, ""
+        if tag not in self._made:
+            self._made[tag] = recompute(
+                self.bench,
+                self.stressed.steps,
+                self.derived,
+                overlay,
+                f"{self.label}-derive-{tag}",
+                self.threads,
+            )
+        made = self._made[tag]
+        if isinstance(made, str):
+            return {}, (
+                f"{listed(wanted)} not written again from the stressed rows ({made}), so "
+                f"stressed on {'its' if len(wanted) == 1 else 'their'} own"
+            )
+        found = {name: made[name] for name in wanted if name in made}
+        return found, said(self.derived, self.stressed.steps, list(found))
+
+    def forget(self) -> None:
+        for tag in self._made:
+            discard_directory(self.bench, f"{self.label}-derive-{tag}")
 
 
 class _Inputs:
@@ -416,7 +471,7 @@ def _charge_together(found: list[Series], joint: Series) -> list[Series]:
     return charged
 
 
-def _plan(bench, stressed, amplifier, receipt, original, inputs, threads) -> Series | dict:
+def _plan(bench, stressed, amplifier, receipt, original, inputs, threads, derive) -> Series | dict:
     """How one amplifier would run on this step (run_series' arguments), or the Series
     saying why it cannot (declined, or its transform failed)."""
     if amplifier == Amplifier.FILE_ORDER:
@@ -446,7 +501,7 @@ def _plan(bench, stressed, amplifier, receipt, original, inputs, threads) -> Ser
         read = inputs.names
         if not read:
             return Series(kind=amplifier, threads=threads, declined=inputs.nothing_to_stress())
-        inputs_for, detail, declined = _inputs(stressed, amplifier, inputs.stressable, read)
+        inputs_for, detail, declined = _inputs(stressed, amplifier, inputs.stressable, read, derive)
     except Exception as exc:  # an amplifier that raises is a finding, never a clean zero
         reraise_if_requested(exc)
         return Series(kind=amplifier, threads=threads, error=f"{type(exc).__name__}: {exc}")
@@ -455,7 +510,7 @@ def _plan(bench, stressed, amplifier, receipt, original, inputs, threads) -> Ser
     return dict(threads=threads, inputs_for=inputs_for, detail=detail + inputs.left_out())
 
 
-def _together(bench, step, stressed, plan, inputs, label, runs, probe, without):
+def _together(bench, step, stressed, plan, inputs, label, runs, probe, without, derive):
     """One probe with the variation of every member of TOGETHER that applies: each input's
     rows multiplied, the added copy's ties collapsed, then reordered run by run, at raised
     threads.
@@ -477,7 +532,7 @@ def _together(bench, step, stressed, plan, inputs, label, runs, probe, without):
     try:
         if not inputs.names:
             return {}, None
-        inputs_for, details = _joint(stressed, inputs.stressable, inputs.names, without)
+        inputs_for, details = _joint(stressed, inputs.stressable, inputs.names, without, derive)
     except Exception as exc:
         reraise_if_requested(exc)
         return {}, None  # each member runs, and fails or not, on its own
@@ -522,7 +577,7 @@ _JOINT_DETAIL_ORDER = (
 )
 
 
-def _joint(stressed, original, read, without=frozenset()):
+def _joint(stressed, original, read, without=frozenset(), derive=None):
     """The joint probe's inputs per run, and what each input amplifier changed (only those
     that changed something). Run 1 reads each input with its rows multiplied and the added
     copy's ties collapsed, where those apply, written in one pass; later runs read the same
@@ -535,7 +590,19 @@ def _joint(stressed, original, read, without=frozenset()):
     collapse_on = Amplifier.TIE_COLLAPSE not in without
     whole: list[str] = []  # inputs collapsed on every row, not multiplied
     unmultiplied: list[str] = []  # inputs left as written for what they hold
-    for name in read:
+    targets = derive.targets if derive is not None else set()
+    # The inputs others decide come last, written again from what was stressed before them.
+    decided = [n for n in read if n in targets]
+    rewritten: dict[str, ArtifactRef] = {}
+    for name in [n for n in read if n not in targets] + decided:
+        if decided and name == decided[0]:
+            rewritten, clause = derive(_JOINT, {n: base[n] for n in base.maps[0]})
+            base.update(rewritten)
+            if clause:
+                key = Amplifier.ROW_MULTIPLICATION if multiply else Amplifier.TIE_COLLAPSE
+                changed.setdefault(key, []).append(clause)
+        if name in rewritten:
+            continue
         stacked, outcome = None, None
         if multiply:
             stacked, outcome = stressed.get(
@@ -562,11 +629,14 @@ def _joint(stressed, original, read, without=frozenset()):
                     folded.detail + (", on every row (not multiplied)" if multiply else "")
                 )
                 base[name] = collapsed
+    # A rewritten input is this step's own, not the copy other steps share under its name.
+    tags = {name: f"{_JOINT}-{derive.tag}" if name in rewritten else _JOINT for name in read}
     reordered = [
         name
         for name in read
         if Amplifier.ARRIVAL_ORDER not in without
-        and stressed.get(Amplifier.ARRIVAL_ORDER, base[name], variant=2, tag=_JOINT)[0] is not None
+        and stressed.get(Amplifier.ARRIVAL_ORDER, base[name], variant=2, tag=tags[name])[0]
+        is not None
     ]
     if Amplifier.TIE_COLLAPSE in changed and multiply:
         changed[Amplifier.TIE_COLLAPSE].append(
@@ -587,7 +657,7 @@ def _joint(stressed, original, read, without=frozenset()):
             return base
         inputs = ChainMap({}, base)
         for name in reordered:
-            ref, _ = stressed.get(Amplifier.ARRIVAL_ORDER, base[name], variant=run, tag=_JOINT)
+            ref, _ = stressed.get(Amplifier.ARRIVAL_ORDER, base[name], variant=run, tag=tags[name])
             inputs[name] = ref or base[name]
         return inputs
 
@@ -637,7 +707,11 @@ def _file_order(receipt, original, threads) -> Series | dict:
 
 
 def _inputs(
-    stressed: Stressed, amplifier: str, original: Mapping[str, ArtifactRef], read: list[str]
+    stressed: Stressed,
+    amplifier: str,
+    original: Mapping[str, ArtifactRef],
+    read: list[str],
+    derive: _Derive | None = None,
 ) -> tuple[Callable[[int], Mapping[str, ArtifactRef]], str | None, str | None]:
     """The inputs per run, what changed, or why nothing could."""
     if amplifier == Amplifier.ARRIVAL_ORDER:
@@ -671,7 +745,18 @@ def _inputs(
 
     inputs = ChainMap({}, original)
     applied, declined = [], []
-    for name in read:
+    targets = derive.targets if derive is not None else set()
+    # The inputs others decide come last, written again from what was stressed before them.
+    decided = [n for n in read if n in targets]
+    rewritten: dict[str, ArtifactRef] = {}
+    for name in [n for n in read if n not in targets] + decided:
+        if decided and name == decided[0]:
+            rewritten, clause = derive(SLUG[amplifier], dict(inputs.maps[0]))
+            inputs.update(rewritten)
+            if clause:
+                applied.append(clause)
+        if name in rewritten:
+            continue
         ref, outcome = stressed.get(amplifier, original[name])
         if ref is not None:
             inputs[name] = ref

@@ -1,0 +1,168 @@
+"""Inputs written from other inputs of the same step: recomputed from the stressed copies.
+
+A step that reads `orders` and `control` (a count and a total of `orders` that an earlier
+step wrote) and checks that the two agree is correct. Row multiplication doubled the rows of
+each on its own, `control`'s one row included, so what one says of the other no longer
+held, the check raised, and the step was AMPLIFICATION_FAILED (exit 5) on correct code
+(unseen142); tie collapse, which changes values, can break the same agreement. Where an input
+was written, through ctx.read alone, from another input the step reads, the steps in between
+are executed again, once, on the stressed copy, and what they write stands in for the input,
+as the pipeline itself would have made it from stressed rows.
+
+Only the transforms that change what the rows hold (row multiplication, tie collapse, and
+the joint probe's copy that does both) need this: reordering keeps every input's rows, so
+what one says of another still holds.
+"""
+
+from __future__ import annotations
+
+from collections import ChainMap
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from twicerun.errors import StepCrashed
+from twicerun.pipeline import Step
+from twicerun.runner.execute import execute_step
+from twicerun.storage.context import ArtifactRef
+from twicerun.storage.layout import LOOP, RunAddress
+
+
+@dataclass(frozen=True)
+class Derived:
+    """The inputs of one step that other inputs of it decide: `targets[name]` is the inputs
+    it was written from and the steps that wrote it from them, and `chain` every such step,
+    in order."""
+
+    targets: dict[str, tuple[list[str], list[int]]]
+    chain: list[int]
+
+
+def derived_inputs(records, step_index: int, read: list[str]) -> Derived | None:
+    """Which of `read` (what step `step_index` read through ctx.read in the loop's run 1)
+    were written, through ctx.read alone, from others of `read`; None when none were.
+
+    A chain that reads state (ctx.state) is left out, since its answer depends on what an
+    earlier run left as much as on its inputs, as is one with a step that did not run to the
+    end in run 1."""
+    loop = RunAddress(LOOP, 1)
+    owners = records.owners(loop)
+    wanted = set(read)
+
+    def producer(name: str) -> int | None:
+        owner = owners.get(name)
+        return owner[0] if owner is not None and owner[0] < step_index else None
+
+    # For every step upstream: the inputs of `read` it depends on, through ctx.read.
+    depends: dict[int, set[str]] = {}
+    blocked: set[int] = set()
+
+    def roots_of(index: int) -> set[str]:
+        if index in depends:
+            return depends[index]
+        depends[index] = set()  # a cycle cannot happen (steps read earlier steps), but stop
+        receipt = records.get(loop, index)
+        if receipt is None or receipt.outcome != "ok":
+            blocked.add(index)
+            return depends[index]
+        found: set[str] = set()
+        for r in receipt.reads:
+            if r.via != "read":
+                blocked.add(index)
+                continue
+            if r.name in wanted:
+                found.add(r.name)
+            upstream = producer(r.name)
+            if upstream is not None:
+                found |= roots_of(upstream)
+                if upstream in blocked:
+                    blocked.add(index)
+        depends[index] = found
+        return found
+
+    targets: dict[str, tuple[list[str], list[int]]] = {}
+    for name in read:
+        index = producer(name)
+        if index is None:
+            continue
+        roots = sorted(roots_of(index) - {name})
+        if not roots or index in blocked:
+            continue
+        targets[name] = (roots, sorted(_between(records, loop, index, set(roots), producer)))
+    if not targets:
+        return None
+    return Derived(targets, sorted({i for _, chain in targets.values() for i in chain}))
+
+
+def _between(records, loop: RunAddress, index: int, roots: set[str], producer) -> set[int]:
+    """The steps from `roots` down to step `index`: `index` and every step upstream of it
+    that read one of `roots`, or what such a step wrote."""
+    found: set[int] = set()
+
+    def walk(i: int) -> bool:
+        receipt = records.get(loop, i)
+        on_path = False
+        for r in receipt.reads:
+            if r.name in roots:
+                on_path = True
+            upstream = producer(r.name)
+            if upstream is not None and walk(upstream):
+                on_path = True
+        if on_path:
+            found.add(i)
+        return on_path
+
+    walk(index)
+    return found
+
+
+def recompute(
+    bench,
+    steps: Mapping[int, Step],
+    derived: Derived,
+    stressed: Mapping[str, ArtifactRef],
+    label: str,
+    threads: int,
+) -> dict[str, ArtifactRef] | str:
+    """Each target of `derived`, written again by its chain from the `stressed` copies of
+    its roots (a root left as it was reads as the loop's run 1 did); or, when a step of the
+    chain raised on them, what it raised, for the caller to stress the input as before."""
+    records = bench.records
+    loop = RunAddress(LOOP, 1)
+    address = RunAddress(label, 1)
+    made: dict[str, ArtifactRef] = {}
+    for index in derived.chain:
+        step = steps[index]
+        try:
+            receipt = execute_step(
+                invocation=bench.invocation,
+                step=step,
+                address=address,
+                threads=threads,
+                visible=ChainMap(made, dict(stressed), records.visible(loop, index)),
+                state_source=lambda _name: None,
+                owners=records.owners(loop),
+                reference=records.get(loop, index),
+                digest_connection=bench.con,
+                connections=bench.connections,
+                timeout=bench.timeout,
+            )
+        except StepCrashed as exc:
+            return (
+                f"step {index} {step.name} raised on them: {type(exc.error).__name__}: {exc.error}"
+            )
+        records.add(address, receipt)
+        for record in receipt.artifacts:
+            ref = records.ref(address, index, record.name)
+            if ref is not None:
+                made[record.name] = ref
+    return {name: made[name] for name in derived.targets if name in made}
+
+
+def said(derived: Derived, steps: Mapping[int, Step], recomputed: list[str]) -> str:
+    """The detail's clause for the inputs recomputed rather than stressed on their own."""
+    parts = []
+    for name in recomputed:
+        roots, chain = derived.targets[name]
+        by = ", ".join(f"step {i} {steps[i].name}" for i in chain)
+        parts.append(f"{name} written again from the stressed {' and '.join(roots)} by {by}")
+    return "; ".join(parts)

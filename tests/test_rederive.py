@@ -1,0 +1,98 @@
+"""An input a step reads that another of its inputs decides is written again from the
+stressed copy, not stressed on its own (src/twicerun/runner/rederive.py)."""
+
+from __future__ import annotations
+
+import json
+
+# A step reconciling orders with a control total another step wrote from them: correct,
+# and it raises the moment the two disagree.
+RECONCILE = """
+def orders(ctx):
+    ctx.write("orders", "SELECT i AS order_id, i % 300 AS cust, (i * 37) % 1000 AS cents "
+                        "FROM range(20000) t(i)")
+
+
+def valid(ctx):
+    ctx.read("orders")
+    ctx.write("valid", "SELECT * FROM orders WHERE cents > 10")
+
+
+def control(ctx):
+    ctx.read("valid")
+    ctx.write("control", "SELECT count(*) AS n, sum(cents) AS total, max(cents) AS top FROM valid")
+
+
+def reconcile(ctx):
+    ctx.read("orders")
+    ctx.read("control")
+    (n, total, top) = ctx.sql("SELECT n, total, top FROM control").fetchone()
+    got = ctx.sql(
+        "SELECT count(*), sum(cents), max(cents) FROM orders WHERE cents > 10"
+    ).fetchone()
+    if (n, total, top) != got:
+        raise ValueError(f"orders do not reconcile with control: {got} against {(n, total, top)}")
+    ctx.write("by_cust", "SELECT cust, sum(cents) AS cents FROM orders GROUP BY cust")
+"""
+
+
+def _reconcile(result: dict) -> dict:
+    return next(s for s in result["steps"] if s["name"] == "reconcile")
+
+
+def test_a_control_total_written_from_an_input_is_written_again_from_its_stressed_copy(
+    write_pipeline, twicerun, tmp_path, run_dir
+):
+    """Row multiplication doubled orders and control's one row on their own, the totals
+    disagreed, and a correct reconciliation was AMPLIFICATION_FAILED, exit 5 (unseen142).
+    Tie collapse, which changes values, broke it the same way. Now control is what the
+    pipeline's own steps (valid, then control) make of the stressed orders."""
+    path = write_pipeline(RECONCILE)
+    out = tmp_path / "r.json"
+    run = twicerun("run", path, "--runs", "2", "--amplify", "--json", out)
+    assert run.code == 0, run.out
+    step = _reconcile(json.loads(out.read_text()))
+    assert step["status"] == "NO_DIVERGENCE_OBSERVED"
+    clause = "control written again from the stressed orders by step 1 valid, step 2 control"
+    joint = [a for a in step["amplifiers"] if a["probed_with"]]
+    assert joint and all(clause in a["detail"] for a in joint)
+    # Each member on its own (no joint probe without the raised thread count): row
+    # multiplication and tie collapse each write control again from their own copy.
+    out = tmp_path / "apart.json"
+    run = twicerun(
+        "run", path, "--runs", "2", "--amplify", "--without", "thread-count", "--json", out
+    )
+    assert run.code == 0, run.out
+    step = _reconcile(json.loads(out.read_text()))
+    details = {a["kind"]: a["detail"] for a in step["amplifiers"] if a["detail"]}
+    assert clause in details["row multiplication"]
+    assert clause in details["tie collapse"]
+    assert "control" not in details["arrival order"].split(":")[0]  # reordering keeps totals
+    # Nothing of the steps written again is left behind.
+    invocations = [p for p in run_dir.iterdir() if p.is_dir()]
+    assert invocations
+    assert not [p for i in invocations for p in i.iterdir() if "derive" in p.name]
+
+
+def test_an_input_that_cannot_be_written_again_is_stressed_on_its_own_and_says_why(
+    write_pipeline, twicerun, tmp_path
+):
+    """A step of the chain that raises on the stressed rows leaves the input stressed on its
+    own, as before, and the detail says so: the reconciliation fails as it used to."""
+    path = write_pipeline(
+        RECONCILE.replace(
+            'ctx.read("valid")\n',
+            'ctx.read("valid")\n    assert ctx.sql("SELECT count(*) FROM valid").fetchone()[0] < 30000\n',
+        )
+    )
+    out = tmp_path / "r.json"
+    run = twicerun("run", path, "--runs", "2", "--amplify", "--json", out)
+    assert run.code == 5, run.out
+    step = _reconcile(json.loads(out.read_text()))
+    assert step["status"] == "AMPLIFICATION_FAILED"
+    details = " ".join(a["detail"] or "" for a in step["amplifiers"])
+    assert (
+        "control not written again from the stressed rows (step 2 control raised on them: "
+        "AssertionError"
+    ) in details
+    assert "so stressed on its own" in details
