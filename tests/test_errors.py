@@ -333,6 +333,42 @@ def test_an_unread_artifact_named_like_the_step_that_wrote_it_gets_the_same_hint
     ]
 
 
+def test_a_step_querying_what_it_wrote_itself_is_told_how_to_name_those_rows(
+    write_pipeline, twicerun, run_dir
+):
+    """A batch and its manifest written by one step: the manifest's SQL named the batch,
+    which ctx.write makes no view of, and DuckDB's bare "does not exist" (with a guess at
+    a system table) was all the step's author got. The hint's way out is run too."""
+    path = write_pipeline(
+        """
+        def ingest(ctx):
+            ctx.write("batch", "SELECT range AS id FROM range(5)")
+            ctx.write("manifest", "SELECT count(*) AS n FROM batch")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    kept = only_invocation(run_dir)
+    assert outcome.code == 3
+    assert outcome.err.splitlines()[-2:] == [
+        "twicerun: batch is what this step wrote with ctx.write, which writes a file and "
+        "makes no view of it here; to query those rows again in this step, name them first "
+        '(rel = ctx.sql(...); ctx.write("batch", rel); rel.create_view("batch_rows")), or '
+        "read batch in a later step",
+        f"twicerun: the invocation directory is kept: {kept}",
+    ]
+    fixed = write_pipeline(
+        """
+        def ingest(ctx):
+            rel = ctx.sql("SELECT range AS id FROM range(5)")
+            ctx.write("batch", rel)
+            rel.create_view("batch_rows")
+            ctx.write("manifest", "SELECT count(*) AS n FROM batch_rows")
+        """,
+        "fixed.py",
+    )
+    assert twicerun("run", fixed, "--runs", "2").code == 0
+
+
 def test_no_hint_for_a_table_that_no_step_wrote(write_pipeline, twicerun, run_dir):
     path = write_pipeline(
         """

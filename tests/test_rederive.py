@@ -96,3 +96,46 @@ def test_an_input_that_cannot_be_written_again_is_stressed_on_its_own_and_says_w
         "AssertionError"
     ) in details
     assert "so stressed on its own" in details
+
+
+def test_a_failure_on_inputs_one_step_wrote_together_says_what_that_breaks(
+    write_pipeline, twicerun, tmp_path
+):
+    """A batch and its manifest written by one step cannot be written again from anything
+    stressed: nothing upstream of them is. Row multiplication doubles the batch and the
+    manifest's row each on its own, and a correct check of the count raises, as before;
+    the failure now says why a correct step can fail there, and how to leave it out
+    (unseen143)."""
+    path = write_pipeline(
+        """
+        def ingest(ctx):
+            rel = ctx.sql("SELECT range AS id, range % 7 AS k FROM range(3000)")
+            ctx.write("batch", rel)
+            rel.create_view("batch_rows")
+            ctx.write("manifest", "SELECT count(*) AS n FROM batch_rows")
+
+
+        def validate(ctx):
+            ctx.read("batch")
+            ctx.read("manifest")
+            (n,) = ctx.sql("SELECT n FROM manifest").fetchone()
+            (got,) = ctx.sql("SELECT count(*) FROM batch").fetchone()
+            if n != got:
+                raise ValueError(f"batch has {got} rows, the manifest says {n}")
+            ctx.write("clean", "SELECT * FROM batch")
+        """
+    )
+    out = tmp_path / "r.json"
+    run = twicerun("run", path, "--runs", "2", "--amplify", "--json", out)
+    assert run.code == 5, run.out
+    step = next(s for s in json.loads(out.read_text())["steps"] if s["name"] == "validate")
+    failed = {a["kind"]: a["error"] for a in step["amplifiers"] if a["error"]}
+    assert list(failed) == ["row multiplication"]
+    assert failed["row multiplication"].endswith(
+        "ValueError: batch has 6000 rows, the manifest says 3000 (step 0 ingest wrote batch and "
+        "manifest together, and row multiplication changes each input on its own, so what one "
+        "says of another, a count or a total, need not hold in the stressed copies: a step "
+        "that checks it fails there on correct code, and --without row-multiplication leaves "
+        "this amplifier out)"
+    )
+    assert "--without row-multiplication leaves this amplifier out)" in run.out

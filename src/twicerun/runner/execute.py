@@ -254,7 +254,9 @@ def execute_step(
                 full_disk_advice()
                 if disk_full(exc)
                 else missing_module_advice(exc, Path(step.file) if step.file else None)
-                or unread_artifact_hint(exc, visible, {r.name for r in ctx.output.reads})
+                or unread_artifact_hint(
+                    exc, visible, {r.name for r in ctx.output.reads}, set(ctx.output.written)
+                )
                 or _raised_only_later(address, reference, step, exc)
             ),
         ) from exc
@@ -369,14 +371,27 @@ _MISSING_TABLE = (
 
 
 def unread_artifact_hint(
-    exc: BaseException, visible: Mapping[str, ArtifactRef], read: set[str]
+    exc: BaseException,
+    visible: Mapping[str, ArtifactRef],
+    read: set[str],
+    written: set[str] = frozenset(),
 ) -> str:
     """What to do when a step's SQL names an artifact it never read: the engine only says
-    the table does not exist, since nothing is in a step's catalog until ctx.read."""
+    the table does not exist, since nothing is in a step's catalog until ctx.read. Nor is
+    what the step itself wrote: a step writing a batch and then its row count from it in
+    SQL met the same bare error."""
     found = next((m for p in _MISSING_TABLE if (m := p.search(str(exc)))), None)
     if found is None:
         return ""
     missing = found.group(1).strip('"').lower()  # both engines' names are case-insensitive
+    own = next((n for n in written if n.lower() == missing), None)
+    if own is not None:
+        return (
+            f"{own} is what this step wrote with ctx.write, which writes a file and makes no "
+            f"view of it here; to query those rows again in this step, name them first "
+            f'(rel = ctx.sql(...); ctx.write("{own}", rel); rel.create_view("{own}_rows")), '
+            f"or read {own} in a later step"
+        )
     name = next((n for n in visible if n.lower() == missing and n not in read), None)
     if name is None:
         return ""

@@ -278,15 +278,18 @@ def amplify(
             settled, split = _together(
                 bench, step, stressed, plan, inputs, label, runs, probe, without, derive
             )
-        found = _each(bench, step, plan, settled, label, runs, probe, without)
+        together = written_together(bench, inputs.read, derive.targets)
+        found = _each(bench, step, plan, settled, label, runs, probe, without, together)
     finally:
         inputs.forget()
         derive.forget()
     return _charge_together(found, split) if split is not None else found
 
 
-def _each(bench, step, plan, settled, label, runs, probe, without) -> list[Series]:
-    """Every amplifier's Series: the joint probe's where it settled one, else its own."""
+def _each(bench, step, plan, settled, label, runs, probe, without, together=()) -> list[Series]:
+    """Every amplifier's Series: the joint probe's where it settled one, else its own.
+    `together` is the groups of inputs one step wrote together, which a failure of a
+    transform that changes what rows hold is told of."""
     found = []
     for amplifier in Amplifier:
         if amplifier in without:
@@ -297,20 +300,49 @@ def _each(bench, step, plan, settled, label, runs, probe, without) -> list[Serie
         planned = plan(amplifier)
         if isinstance(planned, Series):
             found.append(planned)
-        else:
-            found.append(
-                run_series(
-                    bench,
-                    step,
-                    kind=amplifier,
-                    label=f"{label}-{SLUG[amplifier]}",
-                    runs=runs,
-                    probe=probe,
-                    attribute=True,
-                    **planned,
-                )
-            )
+            continue
+        series = run_series(
+            bench,
+            step,
+            kind=amplifier,
+            label=f"{label}-{SLUG[amplifier]}",
+            runs=runs,
+            probe=probe,
+            attribute=True,
+            **planned,
+        )
+        if series.error and together and amplifier in _CHANGES_ROWS:
+            series = replace(series, error=series.error + _written_together(together, amplifier))
+        found.append(series)
     return found
+
+
+# The transforms that change what an input's rows hold, not only their order or the threads.
+_CHANGES_ROWS = (Amplifier.ROW_MULTIPLICATION, Amplifier.TIE_COLLAPSE)
+
+
+def written_together(bench, read: list[str], rewritten: set[str]) -> list[tuple[list[str], str]]:
+    """The inputs of `read` that one step wrote together (a batch and its manifest), by that
+    step, leaving out those written again from the stressed copies (rederive.py)."""
+    by_step: dict[tuple[int, str], list[str]] = {}
+    owners = bench.records.owners(RunAddress(LOOP, 1))
+    for name in read:
+        if name in owners and name not in rewritten:
+            by_step.setdefault(owners[name], []).append(name)
+    return [(names, f"step {i} {n}") for (i, n), names in by_step.items() if len(names) > 1]
+
+
+def _written_together(together: list[tuple[list[str], str]], amplifier: Amplifier) -> str:
+    """Why a correct step can fail here: a transform that changes each input on its own
+    breaks what inputs written together say of each other, a count, a total, which no run
+    of the pipeline could break, since one step wrote them from the same rows (unseen143)."""
+    groups = "; ".join(f"{by} wrote {listed(names)} together" for names, by in together)
+    return (
+        f" ({groups}, and {amplifier} changes each input on its own, "
+        f"so what one says of another, a count or a total, need not hold in the stressed "
+        f"copies: a step that checks it fails there on correct code, and --without "
+        f"{str(amplifier).replace(' ', '-')} leaves this amplifier out)"
+    )
 
 
 class _Derive:
