@@ -139,3 +139,42 @@ def test_a_failure_on_inputs_one_step_wrote_together_says_what_that_breaks(
         "this amplifier out)"
     )
     assert "--without row-multiplication leaves this amplifier out)" in run.out
+
+
+def test_a_step_between_that_reads_its_own_state_starts_from_the_initial_rows(
+    write_pipeline, twicerun, tmp_path
+):
+    """The count is written by a step that also keeps a tally of its own runs in state:
+    it is written again from the stressed orders with its state at the `initial` rows,
+    as every amplifier's run starts. Chains through such a step were left out at first,
+    and the count was stressed on its own; a state read names the step's own artifact,
+    which the search for the steps in between must not follow."""
+    path = write_pipeline(
+        """
+        def orders(ctx):
+            ctx.write("orders", "SELECT range AS order_id, range % 9 AS k FROM range(3000)")
+
+
+        def count(ctx):
+            ctx.read("orders")
+            ctx.state("tally", "SELECT 0 AS runs")
+            ctx.write("tally", "SELECT runs + 1 AS runs FROM tally")
+            ctx.write("order_count", "SELECT count(*) AS n FROM orders")
+
+
+        def check(ctx):
+            ctx.read("orders")
+            ctx.read("order_count")
+            (n,) = ctx.sql("SELECT n FROM order_count").fetchone()
+            assert n == ctx.sql("SELECT count(*) FROM orders").fetchone()[0]
+            ctx.write("ok", "SELECT k, count(*) AS n FROM orders GROUP BY k")
+        """
+    )
+    out = tmp_path / "r.json"
+    run = twicerun("run", path, "--runs", "2", "--amplify", "--json", out)
+    step = next(s for s in json.loads(out.read_text())["steps"] if s["name"] == "check")
+    assert step["status"] == "NO_DIVERGENCE_OBSERVED", run.out
+    assert any(
+        "order_count written again from the stressed orders by step 1 count" in (a["detail"] or "")
+        for a in step["amplifiers"]
+    )

@@ -41,9 +41,9 @@ def derived_inputs(records, step_index: int, read: list[str]) -> Derived | None:
     """Which of `read` (what step `step_index` read through ctx.read in the loop's run 1)
     were written, through ctx.read alone, from others of `read`; None when none were.
 
-    A chain that reads state (ctx.state) is left out, since its answer depends on what an
-    earlier run left as much as on its inputs, as is one with a step that did not run to the
-    end in run 1."""
+    A chain with a step that did not run to the end in run 1 is left out. A step of the
+    chain that reads state (ctx.state) starts from its `initial` rows, as every run of an
+    amplifier does."""
     loop = RunAddress(LOOP, 1)
     owners = records.owners(loop)
     wanted = set(read)
@@ -67,8 +67,7 @@ def derived_inputs(records, step_index: int, read: list[str]) -> Derived | None:
         found: set[str] = set()
         for r in receipt.reads:
             if r.via != "read":
-                blocked.add(index)
-                continue
+                continue  # its own state: the initial rows, as in every amplifier's run
             if r.name in wanted:
                 found.add(r.name)
             upstream = producer(r.name)
@@ -102,6 +101,8 @@ def _between(records, loop: RunAddress, index: int, roots: set[str], producer) -
         receipt = records.get(loop, i)
         on_path = False
         for r in receipt.reads:
+            if r.via != "read":
+                continue  # its own state, which it wrote itself
             if r.name in roots:
                 on_path = True
             upstream = producer(r.name)
@@ -139,7 +140,7 @@ def recompute(
                 address=address,
                 threads=threads,
                 visible=ChainMap(made, dict(stressed), records.visible(loop, index)),
-                state_source=lambda _name: None,
+                state_source=lambda _name: None,  # the initial rows
                 owners=records.owners(loop),
                 reference=records.get(loop, index),
                 digest_connection=bench.con,
