@@ -321,6 +321,15 @@ def test_a_directory_is_not_a_pipeline(tmp_path):
     with pytest.raises(PipelineError) as info:
         load_pipeline(tmp_path)
     assert str(info.value) == f"{tmp_path} is a directory; pass the pipeline's Python file"
+    # With Python files in it, they are named, as beside a file that does not exist.
+    (tmp_path / "daily.py").write_text("")
+    (tmp_path / "backfill.py").write_text("")
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(tmp_path)
+    assert str(info.value) == (
+        f"{tmp_path} is a directory; pass the pipeline's Python file "
+        f"(Python files in {tmp_path}: backfill.py, daily.py)"
+    )
 
 
 PIPELINE_WITH_A_HELPER = """

@@ -198,7 +198,10 @@ def check_pipeline_path(path: str | Path) -> Path:
     if not source_path.exists():
         raise PipelineError(f"pipeline file {path} does not exist{_nearby(source_path)}")
     if source_path.is_dir():
-        raise PipelineError(f"{path} is a directory; pass the pipeline's Python file")
+        raise PipelineError(
+            f"{path} is a directory; pass the pipeline's Python file"
+            f"{_nearby(source_path / 'pipeline.py')}"
+        )
     try:
         compile(source_path.read_bytes(), str(source_path), "exec", dont_inherit=True)
     except SyntaxError as exc:
