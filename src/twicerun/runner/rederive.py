@@ -96,8 +96,14 @@ def _between(records, loop: RunAddress, index: int, roots: set[str], producer) -
     """The steps from `roots` down to step `index`: `index` and every step upstream of it
     that read one of `roots`, or what such a step wrote."""
     found: set[int] = set()
+    # Each step once: steps that each read the two before them would otherwise be walked
+    # once per path through them, which doubles with every step.
+    seen: dict[int, bool] = {}
 
     def walk(i: int) -> bool:
+        if i in seen:
+            return seen[i]
+        seen[i] = False
         receipt = records.get(loop, i)
         on_path = False
         for r in receipt.reads:
@@ -110,6 +116,7 @@ def _between(records, loop: RunAddress, index: int, roots: set[str], producer) -
                 on_path = True
         if on_path:
             found.add(i)
+        seen[i] = on_path
         return on_path
 
     walk(index)
