@@ -44,6 +44,8 @@ def derived_inputs(records, step_index: int, read: list[str]) -> Derived | None:
     A chain with a step that did not run to the end in run 1 is left out. A step of the
     chain that reads state (ctx.state) starts from its `initial` rows, as every run of an
     amplifier does."""
+    if len(set(read)) < 2:
+        return None  # one input has no other to be written from; most steps read one
     loop = RunAddress(LOOP, 1)
     owners = records.owners(loop)
     wanted = set(read)
