@@ -211,3 +211,27 @@ def test_the_steps_in_between_are_found_once_each_however_many_paths_lead_throug
     derived = derived_inputs(Records(), n, ["a0", f"a{n - 1}"])
     assert derived.targets == {f"a{n - 1}": (["a0"], list(range(1, n)))}
     assert len(lookups) <= 2 * n
+
+
+def test_a_step_in_between_that_breaks_the_contract_on_the_stressed_rows_is_a_fallback_too(
+    write_pipeline, twicerun, tmp_path
+):
+    """A ctx misuse that only the stressed rows provoke (a name written twice past a size)
+    is what a series reports as its error; writing the input again falls back as it does
+    for a raise, where it had ended the joint probe and failed each member on its own."""
+    path = write_pipeline(
+        RECONCILE.replace(
+            '    ctx.write("control", "SELECT count(*) AS n, sum(cents) AS total, max(cents) AS top FROM valid")\n',
+            '    ctx.write("control", "SELECT count(*) AS n, sum(cents) AS total, max(cents) AS top FROM valid")\n'
+            '    if ctx.sql("SELECT count(*) FROM valid").fetchone()[0] > 30000:\n'
+            '        ctx.write("control", "SELECT 1 AS n")\n',
+        )
+    )
+    out = tmp_path / "r.json"
+    twicerun("run", path, "--runs", "2", "--amplify", "--json", out)
+    step = _reconcile(json.loads(out.read_text()))
+    details = " ".join(a["detail"] or "" for a in step["amplifiers"])
+    assert (
+        "control not written again from the stressed rows (step 2 control could not run on them: "
+        in details
+    )

@@ -20,7 +20,7 @@ from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from twicerun.errors import StepCrashed
+from twicerun.errors import BadInput, StepCrashed
 from twicerun.pipeline import Step
 from twicerun.runner.execute import execute_step
 from twicerun.storage.context import ArtifactRef
@@ -160,6 +160,8 @@ def recompute(
             return (
                 f"step {index} {step.name} raised on them: {type(exc.error).__name__}: {exc.error}"
             )
+        except BadInput as exc:  # a series reports these as its error; so does this
+            return f"step {index} {step.name} could not run on them: {exc}"
         records.add(address, receipt)
         for record in receipt.artifacts:
             ref = records.ref(address, index, record.name)
