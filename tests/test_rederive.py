@@ -194,10 +194,12 @@ def test_the_steps_in_between_are_found_once_each_however_many_paths_lead_throug
     def read(name):
         return SimpleNamespace(name=name, via="read")
 
-    receipts = {0: SimpleNamespace(outcome="ok", reads=[])}
-    receipts[1] = SimpleNamespace(outcome="ok", reads=[read("a0")])
+    receipts = {0: SimpleNamespace(outcome="ok", reads=[], sources=[])}
+    receipts[1] = SimpleNamespace(outcome="ok", reads=[read("a0")], sources=[])
     for i in range(2, n):
-        receipts[i] = SimpleNamespace(outcome="ok", reads=[read(f"a{i - 1}"), read(f"a{i - 2}")])
+        receipts[i] = SimpleNamespace(
+            outcome="ok", reads=[read(f"a{i - 1}"), read(f"a{i - 2}")], sources=[]
+        )
     lookups = []
 
     class Records:
@@ -235,3 +237,59 @@ def test_a_step_in_between_that_breaks_the_contract_on_the_stressed_rows_is_a_fa
         "control not written again from the stressed rows (step 2 control could not run on them: "
         in details
     )
+
+
+def test_a_count_written_from_the_files_the_step_reads_again_is_written_from_their_stressed_copy(
+    write_pipeline, twicerun, tmp_path
+):
+    """A load check: step 0 counts the trips per month in the files, step 1 reads the same
+    files again and checks its counts against step 0's. Row multiplication doubled the
+    files' rows and the counts' rows each on its own, and the check raised, exit 5. Now
+    the counts are written again from the stressed copy of the files, whatever name each
+    step gives its view; files read another way (one fewer) are not the same rows, and
+    the counts are stressed on their own as before."""
+    import duckdb
+
+    data = tmp_path / "data"
+    data.mkdir()
+    con = duckdb.connect()
+    for m in range(1, 4):
+        con.execute(
+            f"COPY (SELECT i AS trip, {m} AS month, (i * 7) % 100 AS fare FROM range({m * 1000}) "
+            f"t(i)) TO '{data}/m{m}.parquet'"
+        )
+    source = """
+        FILES = [{files}]
+
+
+        def counts(ctx):
+            ctx.source("raw", FILES)
+            ctx.write("trip_counts", "SELECT month, count(*) AS n FROM raw GROUP BY month")
+
+
+        def check(ctx):
+            ctx.source("trips", [{every}])
+            ctx.read("trip_counts")
+            (bad,) = ctx.sql(
+                "SELECT count(*) FROM (SELECT month, count(*) AS n FROM trips GROUP BY month) a "
+                "JOIN trip_counts b USING (month) WHERE a.n <> b.n"
+            ).fetchone()
+            assert bad == 0, bad
+            ctx.write("ok", "SELECT month, sum(fare) AS fares FROM trips GROUP BY month")
+        """
+    every = ", ".join(f"'{data}/m{m}.parquet'" for m in range(1, 4))
+    path = write_pipeline(source.format(files=every, every=every))
+    out = tmp_path / "r.json"
+    run = twicerun("run", path, "--runs", "2", "--amplify", "--json", out)
+    assert run.code == 0, run.out
+    step = next(s for s in json.loads(out.read_text())["steps"] if s["name"] == "check")
+    assert any(
+        "trip_counts written again from the stressed source trips by step 0 counts"
+        in (a["detail"] or "")
+        for a in step["amplifiers"]
+    )
+    fewer = ", ".join(f"'{data}/m{m}.parquet'" for m in range(1, 3))
+    path = write_pipeline(source.format(files=fewer, every=every), "fewer.py")
+    run = twicerun("run", path, "--runs", "2", "--amplify", "--json", out)
+    assert run.code == 5, run.out
+    assert "written again" not in run.out

@@ -5,9 +5,10 @@ step wrote) and checks that the two agree is correct. Row multiplication doubled
 each on its own, `control`'s one row included, so what one says of the other no longer
 held, the check raised, and the step was AMPLIFICATION_FAILED (exit 5) on correct code
 (unseen142); tie collapse, which changes values, can break the same agreement. Where an input
-was written, through ctx.read alone, from another input the step reads, the steps in between
-are executed again, once, on the stressed copy, and what they write stands in for the input,
-as the pipeline itself would have made it from stressed rows.
+was written, through ctx.read alone, from another input the step reads (or from the files it
+reads through ctx.source), the steps in between are executed again, once, on the stressed
+copy, and what they write stands in for the input, as the pipeline itself would have made it
+from stressed rows.
 
 Only the transforms that change what the rows hold (row multiplication, tie collapse, and
 the joint probe's copy that does both) need this: reordering keeps every input's rows, so
@@ -16,39 +17,68 @@ what one says of another still holds.
 
 from __future__ import annotations
 
+import json
 from collections import ChainMap
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from twicerun.errors import BadInput, StepCrashed
 from twicerun.pipeline import Step
 from twicerun.runner.execute import execute_step
 from twicerun.storage.context import ArtifactRef
 from twicerun.storage.layout import LOOP, RunAddress
+from twicerun.storage.source_files import SOURCE_COPY
 
 
 @dataclass(frozen=True)
 class Derived:
     """The inputs of one step that other inputs of it decide: `targets[name]` is the inputs
     it was written from and the steps that wrote it from them, and `chain` every such step,
-    in order."""
+    in order. `aliases[i]` maps the key under which step `i` of the chain finds a stressed
+    source's copy to the key the step being amplified has it under (the same files, read
+    the same way, under another view name)."""
 
     targets: dict[str, tuple[list[str], list[int]]]
     chain: list[int]
+    aliases: dict[int, dict[str, str]] = field(default_factory=dict)
 
 
-def derived_inputs(records, step_index: int, read: list[str]) -> Derived | None:
+def _signature(source) -> tuple:
+    """What makes two ctx.source calls read the same rows: the reader, the files by path
+    and bytes, and the options."""
+    return (
+        source.reader,
+        tuple((f.path, f.digest) for f in source.files),
+        json.dumps(source.options, sort_keys=True, default=str),
+    )
+
+
+def derived_inputs(records, step_index: int, read: list[str], sources=()) -> Derived | None:
     """Which of `read` (what step `step_index` read through ctx.read in the loop's run 1)
-    were written, through ctx.read alone, from others of `read`; None when none were.
+    were written, through ctx.read alone, from others of `read`, or from files the step
+    also reads through ctx.source (`sources`, its SourceRecords, whose stressed copies are
+    keyed SOURCE_COPY + name); None when none were.
 
     A chain with a step that did not run to the end in run 1 is left out. A step of the
     chain that reads state (ctx.state) starts from its `initial` rows, as every run of an
     amplifier does."""
-    if len(set(read)) < 2:
+    if len(set(read)) + len(sources) < 2:
         return None  # one input has no other to be written from; most steps read one
     loop = RunAddress(LOOP, 1)
     owners = records.owners(loop)
     wanted = set(read)
+    by_signature = {_signature(source): SOURCE_COPY + source.name for source in sources}
+    aliases: dict[int, dict[str, str]] = {}
+
+    def same_files(index: int, receipt) -> set[str]:
+        """The keys of this step's sources among the stressed step's, by what they read."""
+        found = set()
+        for source in receipt.sources:
+            key = by_signature.get(_signature(source))
+            if key is not None:
+                found.add(key)
+                aliases.setdefault(index, {})[SOURCE_COPY + source.name] = key
+        return found
 
     def producer(name: str) -> int | None:
         owner = owners.get(name)
@@ -66,7 +96,7 @@ def derived_inputs(records, step_index: int, read: list[str]) -> Derived | None:
         if receipt is None or receipt.outcome != "ok":
             blocked.add(index)
             return depends[index]
-        found: set[str] = set()
+        found: set[str] = same_files(index, receipt)
         for r in receipt.reads:
             if r.via != "read":
                 continue  # its own state: the initial rows, as in every amplifier's run
@@ -88,15 +118,20 @@ def derived_inputs(records, step_index: int, read: list[str]) -> Derived | None:
         roots = sorted(roots_of(index) - {name})
         if not roots or index in blocked:
             continue
-        targets[name] = (roots, sorted(_between(records, loop, index, set(roots), producer)))
+        targets[name] = (
+            roots,
+            sorted(_between(records, loop, index, set(roots), producer, aliases)),
+        )
     if not targets:
         return None
-    return Derived(targets, sorted({i for _, chain in targets.values() for i in chain}))
+    chain = sorted({i for _, chain in targets.values() for i in chain})
+    return Derived(targets, chain, {i: aliases[i] for i in chain if i in aliases})
 
 
-def _between(records, loop: RunAddress, index: int, roots: set[str], producer) -> set[int]:
+def _between(records, loop: RunAddress, index: int, roots: set[str], producer, aliases) -> set[int]:
     """The steps from `roots` down to step `index`: `index` and every step upstream of it
-    that read one of `roots`, or what such a step wrote."""
+    that read one of `roots` (a source, by the files `aliases` matched), or what such a
+    step wrote."""
     found: set[int] = set()
     # Each step once: steps that each read the two before them would otherwise be walked
     # once per path through them, which doubles with every step.
@@ -107,7 +142,7 @@ def _between(records, loop: RunAddress, index: int, roots: set[str], producer) -
             return seen[i]
         seen[i] = False
         receipt = records.get(loop, i)
-        on_path = False
+        on_path = bool(set(aliases.get(i, {}).values()) & roots)
         for r in receipt.reads:
             if r.via != "read":
                 continue  # its own state, which it wrote itself
@@ -148,7 +183,17 @@ def recompute(
                 step=step,
                 address=address,
                 threads=threads,
-                visible=ChainMap(made, dict(stressed), records.visible(loop, index)),
+                visible=ChainMap(
+                    made,
+                    dict(stressed),
+                    # The copy of a source the step reads under a name of its own.
+                    {
+                        own: stressed[key]
+                        for own, key in derived.aliases.get(index, {}).items()
+                        if key in stressed
+                    },
+                    records.visible(loop, index),
+                ),
                 state_source=lambda _name: None,  # the initial rows
                 owners=records.owners(loop),
                 reference=records.get(loop, index),

@@ -260,7 +260,7 @@ def amplify(
     label = f"amplify-{step_dir_name(step.index, step.name)}"
     made: dict[Amplifier, Series | dict] = {}
     inputs = _Inputs(bench, stressed, step, receipt, original)
-    derive = _Derive(bench, stressed, step, label, threads, inputs.read)
+    derive = _Derive(bench, stressed, step, label, threads, inputs.read, inputs.sources)
 
     def plan(amplifier: Amplifier) -> Series | dict:
         # Made when first needed: a joint probe that stays quiet never needs its members'
@@ -349,10 +349,12 @@ class _Derive:
     """The inputs of one step that others of its inputs decide, written again from the
     stressed copies of those (rederive.py) once per transform, and deleted after the step."""
 
-    def __init__(self, bench, stressed, step, label, threads, read):
+    def __init__(self, bench, stressed, step, label, threads, read, sources=()):
         self.bench, self.stressed, self.label, self.threads = bench, stressed, label, threads
         self.derived = (
-            derived_inputs(bench.records, step.index, read) if stressed.steps is not None else None
+            derived_inputs(bench.records, step.index, read, sources)
+            if stressed.steps is not None
+            else None
         )
         self.targets = set(self.derived.targets) if self.derived else set()
         self.tag = f"derived{step.index}"
