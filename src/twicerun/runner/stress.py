@@ -286,7 +286,7 @@ def amplify(
     return _charge_together(found, split) if split is not None else found
 
 
-def _each(bench, step, plan, settled, label, runs, probe, without, together=()) -> list[Series]:
+def _each(bench, step, plan, settled, label, runs, probe, without, together) -> list[Series]:
     """Every amplifier's Series: the joint probe's where it settled one, else its own.
     `together` is the groups of inputs one step wrote together, which a failure of a
     transform that changes what rows hold is told of."""
@@ -388,6 +388,12 @@ class _Derive:
             )
         found = {name: made[name] for name in wanted if name in made}
         return found, said(self.derived, self.stressed.steps, list(found))
+
+    def last(self, read: list[str]) -> tuple[list[str], str | None]:
+        """`read` with the inputs others decide moved to the end, since they are written
+        again from what was stressed before them, and the first of those (None if none)."""
+        decided = [n for n in read if n in self.targets]
+        return [n for n in read if n not in self.targets] + decided, next(iter(decided), None)
 
     def forget(self) -> None:
         for tag in self._made:
@@ -611,7 +617,7 @@ _JOINT_DETAIL_ORDER = (
 )
 
 
-def _joint(stressed, original, read, without=frozenset(), derive=None):
+def _joint(stressed, original, read, without, derive):
     """The joint probe's inputs per run, and what each input amplifier changed (only those
     that changed something). Run 1 reads each input with its rows multiplied and the added
     copy's ties collapsed, where those apply, written in one pass; later runs read the same
@@ -624,12 +630,10 @@ def _joint(stressed, original, read, without=frozenset(), derive=None):
     collapse_on = Amplifier.TIE_COLLAPSE not in without
     whole: list[str] = []  # inputs collapsed on every row, not multiplied
     unmultiplied: list[str] = []  # inputs left as written for what they hold
-    targets = derive.targets if derive is not None else set()
-    # The inputs others decide come last, written again from what was stressed before them.
-    decided = [n for n in read if n in targets]
+    ordered, first_decided = derive.last(read)
     rewritten: dict[str, ArtifactRef] = {}
-    for name in [n for n in read if n not in targets] + decided:
-        if decided and name == decided[0]:
+    for name in ordered:
+        if name == first_decided:
             rewritten, clause = derive(_JOINT, {n: base[n] for n in base.maps[0]})
             base.update(rewritten)
             if clause:
@@ -745,7 +749,7 @@ def _inputs(
     amplifier: str,
     original: Mapping[str, ArtifactRef],
     read: list[str],
-    derive: _Derive | None = None,
+    derive: _Derive,
 ) -> tuple[Callable[[int], Mapping[str, ArtifactRef]], str | None, str | None]:
     """The inputs per run, what changed, or why nothing could."""
     if amplifier == Amplifier.ARRIVAL_ORDER:
@@ -779,12 +783,10 @@ def _inputs(
 
     inputs = ChainMap({}, original)
     applied, declined = [], []
-    targets = derive.targets if derive is not None else set()
-    # The inputs others decide come last, written again from what was stressed before them.
-    decided = [n for n in read if n in targets]
+    ordered, first_decided = derive.last(read)
     rewritten: dict[str, ArtifactRef] = {}
-    for name in [n for n in read if n not in targets] + decided:
-        if decided and name == decided[0]:
+    for name in ordered:
+        if name == first_decided:
             rewritten, clause = derive(SLUG[amplifier], dict(inputs.maps[0]))
             inputs.update(rewritten)
             if clause:
