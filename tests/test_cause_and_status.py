@@ -886,7 +886,49 @@ def test_every_report_ends_with_what_was_not_varied(write_pipeline, twicerun):
     assert "amplification: not run (--no-amplify)" in no_amp
 
 
-def test_a_timestamp_column_that_moved_gets_a_wall_clock_hint(write_pipeline, twicerun):
+def test_values_that_read_as_each_runs_own_time_get_a_wall_clock_hint(
+    write_pipeline, twicerun, tmp_path
+):
+    # A clock read the way pipelines read one: DuckDB's now(), Python's datetime as ISO
+    # text, and time.time() as a float that drifts rather than a key that moves.
+    path = write_pipeline(
+        """
+        import datetime
+        import time
+
+        import pyarrow as pa
+
+
+        def sql_now(ctx):
+            ctx.write("stamped", "SELECT range AS id, now() AS loaded_at FROM range(5)")
+
+
+        def python_text(ctx):
+            at = datetime.datetime.now().isoformat()
+            ctx.write("batch", pa.table({"n": [1, 2], "at": [at, at]}))
+
+
+        def epoch(ctx):
+            ctx.write("meta", pa.table({"n": [1], "at": [time.time()]}))
+        """
+    )
+    document = tmp_path / "result.json"
+    outcome = twicerun("run", path, "--json", document)
+    steps = json.loads(document.read_text())["steps"]
+    assert [(s["status"], s["cause"], s["hints"]) for s in steps] == [
+        ("DIVERGENT", "PERSISTS_SINGLE_THREADED", ["WALL_CLOCK"])
+    ] * 3
+    assert [line for line in outcome.out.splitlines() if "hint WALL_CLOCK" in line] == [
+        line for line in outcome.out.splitlines() if " 4 of 4  DIVERGENT" in line
+    ]
+
+
+def test_a_timestamp_that_moved_but_is_no_clock_read_gets_no_hint(write_pipeline, twicerun):
+    """The hint used to follow the column's type alone, so `first(ts)` over ties, a
+    parallel-order bug in a timestamp from the data, read "cause PARALLEL_ORDER  hint
+    WALL_CLOCK", which contradicts itself. Here both ways it went wrong, made repeatable:
+    a data timestamp that changes from run to run at any thread count, and a clock that is
+    read only at more than one thread, so that one thread stops the step differing."""
     path = write_pipeline(
         """
         import itertools
@@ -894,18 +936,24 @@ def test_a_timestamp_column_that_moved_gets_a_wall_clock_hint(write_pipeline, tw
         _calls = itertools.count()
 
 
-        def stamped(ctx):
+        def picked(ctx):
             ctx.write(
-                "stamped",
-                f"SELECT range AS id, TIMESTAMP '2026-01-01' + INTERVAL ({next(_calls)}) SECOND "
-                f"AS loaded_at FROM range(5)",
+                "picked",
+                f"SELECT range AS id, TIMESTAMP '2024-01-01' + INTERVAL ({next(_calls)}) DAY "
+                f"AS seen_at FROM range(5)",
             )
+
+
+        def clock_in_parallel(ctx):
+            at = "now()" if ctx.threads > 1 else "TIMESTAMPTZ '2024-01-01 00:00:00+00'"
+            ctx.write("stamped", f"SELECT range AS id, {at} AS loaded_at FROM range(5)")
         """
     )
-    outcome = twicerun("run", path, "--json", "-")
-    step = outcome.json()["steps"][0]
-    assert step["hints"] == ["WALL_CLOCK"]
-    assert "hint WALL_CLOCK" in twicerun("run", path).out
+    steps = twicerun("run", path, "--threads", "2", "--json", "-").json()["steps"]
+    assert [(s["status"], s["cause"], s["hints"]) for s in steps] == [
+        ("DIVERGENT", "PERSISTS_SINGLE_THREADED", []),
+        ("DIVERGENT", "PARALLEL_ORDER", []),
+    ]
 
 
 def test_a_uuid_column_that_moved_gets_a_random_uuid_hint(write_pipeline, twicerun):

@@ -92,6 +92,9 @@ class Drift:
     # the order and no ulp count says anything about the floats.
     lists_moved: int = 0
     lists_reordered: int = 0
+    # The pair shown reads as when each run was made: epoch seconds of the recent past,
+    # the later run's after run 1's (compare/clock.py).
+    clock: bool = False
 
     def pair_relative(self) -> float | str | None:
         """The relative difference of the pair shown ("inf" where one side is an infinity
@@ -146,6 +149,9 @@ class Attribution:
     the blamed columns are dropped, when they pair every row: other rows, not the same row
     with one value changed (a version picked among tied ones differs in every column it
     does not share with the others).
+
+    `clock` says the blamed column's unmatched values read as when each run was made
+    (compare/clock.py): instants of the recent past, the later run's after run 1's.
     """
 
     column: str | None
@@ -156,6 +162,7 @@ class Attribution:
     invented: list[str] = field(default_factory=list)
     reordered: list[str] = field(default_factory=list)
     floats_differ: list[str] = field(default_factory=list)
+    clock: bool = False
 
 
 @dataclass(frozen=True)

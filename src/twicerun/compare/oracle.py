@@ -17,6 +17,7 @@ Everything is a query over the two Parquet files; no row crosses into Python.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,6 +27,7 @@ import pyarrow as pa
 
 from twicerun import sql
 from twicerun.compare import floats, matching
+from twicerun.compare.clock import read_as_clock
 from twicerun.compare.columns import (
     TIMESTAMP_IDS,
     ColumnClass,
@@ -948,6 +950,8 @@ def _drift_of(
     t = leaf.type_id
     compared, moved_n, max_ulps, max_rel, at, incomparable, odd = row
     at = at if at is not None else odd
+    reference_value = json_float(floats.from_bits(at["a"], t)) if at else None
+    later_value = json_float(floats.from_bits(at["b"], t)) if at else None
     return Drift(
         column=leaf.path,
         type=t,
@@ -956,12 +960,15 @@ def _drift_of(
         compared=int(compared or 0) + identical,
         max_ulps=int(max_ulps) if max_ulps is not None else None,
         max_relative=json_float(max_rel),
-        reference_value=json_float(floats.from_bits(at["a"], t)) if at else None,
-        later_value=json_float(floats.from_bits(at["b"], t)) if at else None,
+        reference_value=reference_value,
+        later_value=later_value,
         incomparable=int(incomparable or 0),
         shown_relative=json_float(at["r"]) if at and at["r"] is not None else None,
         lists_moved=int(lists_moved),
         lists_reordered=int(lists_reordered),
+        clock=not leaf.is_list
+        and reference_value is not None
+        and read_as_clock([reference_value], [later_value], time.time()),
     )
 
 
@@ -983,11 +990,49 @@ def attribute_table(
     than a single GROUPING SETS pass.)
     """
     attribution = _leave_one_out(con, table, key_names, input_columns, before)
+    if attribution.column is not None:
+        attribution = replace(
+            attribution,
+            clock=_reads_as_clock(con, table, key_names.index(attribution.column)),
+        )
     if rows is None:
         return attribution
     return replace(
         attribution, floats_differ=_floats_that_differ(con, rows, key_names, attribution)
     )
+
+
+def _reads_as_clock(con: duckdb.DuckDBPyConnection, table: str, j: int) -> bool:
+    """Whether the blamed column's unmatched values, a few from each side, read as when
+    each run was made (compare/clock.py). As text: a timestamp's own text form keeps its
+    zone, and a number's its digits."""
+    k = f"k{j}"
+    (types,) = con.execute(f"SELECT typeof({k}) FROM {table} LIMIT 1").fetchone() or (None,)
+    number = types is not None and types.upper() in _NUMBER_TYPES
+    sides = []
+    for condition in ("rn > ln", "ln > rn"):
+        values = [
+            v
+            for (v,) in con.execute(
+                f"SELECT DISTINCT CAST({k} AS VARCHAR) FROM {table} WHERE {condition} "
+                f"LIMIT {CLOCK_SAMPLE}"
+            ).fetchall()
+        ]
+        sides.append([_number(v) if number else v for v in values])
+    return read_as_clock(sides[0], sides[1], time.time())
+
+
+# The unmatched values read back to decide whether they are clock readings: every one must
+# be, so a few from each side say as much as all of them would, at a fixed cost.
+CLOCK_SAMPLE = 20
+_NUMBER_TYPES = {
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+    "UINTEGER", "UBIGINT", "UHUGEINT",
+}  # fmt: skip
+
+
+def _number(text: str | None) -> float | None:
+    return None if text is None else float(text)
 
 
 def _leave_one_out(

@@ -16,7 +16,7 @@ from twicerun.judge.cause import cause, upper_bound
 from twicerun.judge.policy import FIRES, Policy, differing_pairs, judge_step
 from twicerun.judge.status import final_status
 from twicerun.result import Comparison, Environment, Result, Series, StepResult
-from twicerun.vocabulary.loop import BISECT, Amplifier, Hint
+from twicerun.vocabulary.loop import BISECT, Amplifier, Cause, Hint
 
 # What no run of twicerun varies, whatever a step's status says. The DuckDB version is
 # listed only where DuckDB ran the steps: on Spark it only digests and compares what they
@@ -66,16 +66,24 @@ def score_series(series: Series, policy: Policy) -> Series:
     )
 
 
-def _hints(step: StepResult) -> list[str]:
-    """What the column whose removal pairs the rows suggests: a timestamp that moved is
-    most often a clock read, and a UUID that moved is most often uuid() or
-    gen_random_uuid() handing out new ids every run."""
+def _hints(step: StepResult, why: Cause | None) -> list[str]:
+    """What the values that moved suggest: values that read as when each run was made
+    (compare/clock.py) are a clock read, and a UUID column that moved is most often uuid()
+    or gen_random_uuid() handing out new ids every run. Neither is suggested where one
+    thread stopped the step differing: a clock and new ids move at one thread too, and a
+    timestamp or an id the step picked among tied rows (`first(ts)`) is order."""
+    if why is Cause.PARALLEL_ORDER:
+        return []
     for comparison in step.comparisons:
         for artifact in comparison.artifacts:
             f = artifact.findings
-            if not comparison.fired or f is None or f.attribution is None:
+            if not comparison.fired or f is None:
                 continue
-            if f.attribution.column in f.timestamps:
+            if any(d.clock for d in f.drift):
+                return [Hint.WALL_CLOCK]
+            if f.attribution is None:
+                continue
+            if f.attribution.clock:
                 return [Hint.WALL_CLOCK]
             if f.attribution.column in f.uuids:
                 return [Hint.RANDOM_UUID]
@@ -132,11 +140,14 @@ def score_step(step: StepResult, policy: Policy) -> StepResult:
         bisect=bisect,
         amplifiers=amplifiers,
     )
+    why = (
+        cause(bisect.fired, bisect.compared)
+        if (fired or thread_count_fired(step)) and bisect and bisect.ran
+        else None
+    )
     return replace(
         step,
-        cause=cause(bisect.fired, bisect.compared)
-        if (fired or thread_count_fired(step)) and bisect and bisect.ran
-        else None,
+        cause=why,
         status=final_status(
             fired,
             compared,
@@ -144,7 +155,7 @@ def score_step(step: StepResult, policy: Policy) -> StepResult:
             any(a.error for a in amplifiers),
         ),
         zero_bound=upper_bound(0, compared) if compared and not fired else None,
-        hints=_hints(step) if fired else [],
+        hints=_hints(step, why) if fired else [],
     )
 
 
