@@ -927,8 +927,8 @@ def test_a_timestamp_that_moved_but_is_no_clock_read_gets_no_hint(write_pipeline
     """The hint used to follow the column's type alone, so `first(ts)` over ties, a
     parallel-order bug in a timestamp from the data, read "cause PARALLEL_ORDER  hint
     WALL_CLOCK", which contradicts itself. Here both ways it went wrong, made repeatable:
-    a data timestamp that changes from run to run at any thread count, and a clock that is
-    read only at more than one thread, so that one thread stops the step differing."""
+    a data timestamp that changes from run to run at any thread count, and a clock (and
+    uuid()) read only at more than one thread, so that one thread stops the step differing."""
     path = write_pipeline(
         """
         import itertools
@@ -947,11 +947,17 @@ def test_a_timestamp_that_moved_but_is_no_clock_read_gets_no_hint(write_pipeline
         def clock_in_parallel(ctx):
             at = "now()" if ctx.threads > 1 else "TIMESTAMPTZ '2024-01-01 00:00:00+00'"
             ctx.write("stamped", f"SELECT range AS id, {at} AS loaded_at FROM range(5)")
+
+
+        def ids_in_parallel(ctx):
+            key = "uuid()" if ctx.threads > 1 else "'00000000-0000-4000-8000-000000000000'::UUID"
+            ctx.write("keyed", f"SELECT range AS id, {key} AS order_key FROM range(5)")
         """
     )
     steps = twicerun("run", path, "--threads", "2", "--json", "-").json()["steps"]
     assert [(s["status"], s["cause"], s["hints"]) for s in steps] == [
         ("DIVERGENT", "PERSISTS_SINGLE_THREADED", []),
+        ("DIVERGENT", "PARALLEL_ORDER", []),
         ("DIVERGENT", "PARALLEL_ORDER", []),
     ]
 
