@@ -1888,3 +1888,20 @@ def test_the_amplifiers_keep_a_five_column_key_a_key(tmp_path):
         tmp_path, source, ["store", "product", "channel", "region", "day"],
         "regional.units into 29 values, from 14 to 497 rows per value",
     )  # fmt: skip
+
+
+def test_a_decline_names_the_columns_it_kept_as_a_key_when_they_are_sparser(tmp_path):
+    """(user, minute) is a key, so both are kept; the only other exact column has two
+    values. The decline said every column that could tie already had 1,000 rows per value,
+    which reads as false of a minute with 50."""
+    path = tmp_path / "visits.parquet"
+    CON.execute(
+        f"COPY (SELECT range % 40 AS user_id, range // 40 AS minute, range % 2 AS flag "
+        f"FROM range(2000)) TO '{path}' (FORMAT parquet)"
+    )
+    outcome = collapse_ties(CON, path, tmp_path / "out.parquet", artifact="visits")
+    assert outcome == Declined(
+        "every column of visits that could tie already has 1,000 or more rows per value, at or "
+        "past the 500 this amplifier aims for; user_id and minute, a key when taken together, "
+        "are kept as they are"
+    )

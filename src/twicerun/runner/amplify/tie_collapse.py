@@ -899,13 +899,23 @@ def plan_collapse(
     buckets = max(MIN_VALUES, math.ceil(rows / rows_per_value))
     chosen = [c for c in candidates if c.distinct > buckets]
     if not chosen:
-        densest = min(candidates, key=lambda c: rows / max(c.distinct, 1))
-        per_value = rows / max(densest.distinct, 1)
+        sparsest = min(candidates, key=lambda c: rows / max(c.distinct, 1))
+        per_value = rows / max(sparsest.distinct, 1)
+        # Columns kept as a key can be far sparser than the rest: without naming them, "every
+        # column ... already has 230,769 or more rows per value" read as false of a
+        # timestamp with sixty.
+        joint = [sql.shown(c.name) for c in keep if c.joint]
+        key = (
+            f"; {listed(joint)}, a key when taken together, "
+            f"{'is' if len(joint) == 1 else 'are'} kept as {'it is' if len(joint) == 1 else 'they are'}"
+            if joint
+            else ""
+        )
         if per_value >= rows_per_value:
             return Declined(
                 f"every column of {artifact} that could tie already has {per_value:,.0f} "
                 f"or more rows per value, at or past the {rows_per_value:,} this amplifier aims "
-                f"for{unfolded}"
+                f"for{unfolded}{key}"
             )
         # Fewer rows than the target per value, but no column has more values than the
         # buckets it would be folded into (a small input's column of one or two values).
@@ -914,7 +924,7 @@ def plan_collapse(
             f"every column of {artifact} that could tie has {_count(most, 'value')} or fewer "
             f"across its {_count(rows, 'row')}, no more than folding would leave (one value "
             f"per {rows_per_value:,} rows, and never fewer than {MIN_VALUES}), so there is "
-            f"nothing to fold{unfolded}"
+            f"nothing to fold{unfolded}{key}"
         )
     detail = "; ".join(_folded(artifact, c, rows, buckets) for c in chosen)
     return Collapse(tuple(chosen), buckets, detail)
