@@ -923,6 +923,33 @@ def test_values_that_read_as_each_runs_own_time_get_a_wall_clock_hint(
     ]
 
 
+def test_a_result_recorded_before_the_values_were_read_keeps_its_clock_hint_when_judged(
+    write_pipeline, twicerun, run_dir
+):
+    """A Result from 0.7.16 or earlier has no `clock` in its attributions; `judge` re-scores
+    it by the column's type, as it was scored then, rather than drop the hint."""
+    path = write_pipeline(
+        """
+        def stamped(ctx):
+            ctx.write("stamped", "SELECT range AS id, now() AS loaded_at FROM range(5)")
+        """
+    )
+    twicerun("run", path)
+    (saved,) = run_dir.glob("*/result.json")
+    document = json.loads(saved.read_text())
+    stripped = 0
+    for comparison in document["steps"][0]["comparisons"]:
+        for artifact in comparison["artifacts"]:
+            attribution = artifact["findings"]["attribution"]
+            if attribution is not None:
+                assert attribution.pop("clock") is True
+                stripped += 1
+    assert stripped
+    saved.write_text(json.dumps(document))
+    judged = twicerun("judge", saved.parent, "--json", "-").json()["steps"][0]
+    assert (judged["cause"], judged["hints"]) == ("PERSISTS_SINGLE_THREADED", ["WALL_CLOCK"])
+
+
 def test_a_timestamp_that_moved_but_is_no_clock_read_gets_no_hint(write_pipeline, twicerun):
     """The hint used to follow the column's type alone, so `first(ts)` over ties, a
     parallel-order bug in a timestamp from the data, read "cause PARALLEL_ORDER  hint

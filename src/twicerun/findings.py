@@ -150,8 +150,9 @@ class Attribution:
     with one value changed (a version picked among tied ones differs in every column it
     does not share with the others).
 
-    `clock` says the blamed column's unmatched values read as when each run was made
-    (compare/clock.py): instants of the recent past, the later run's after run 1's.
+    `clock` says whether the blamed column's unmatched values read as when each run was
+    made (compare/clock.py): instants of the recent past, the later run's after run 1's.
+    None where nobody asked: no column was blamed, or a Result from before 0.7.17.
     """
 
     column: str | None
@@ -162,7 +163,7 @@ class Attribution:
     invented: list[str] = field(default_factory=list)
     reordered: list[str] = field(default_factory=list)
     floats_differ: list[str] = field(default_factory=list)
-    clock: bool = False
+    clock: bool | None = None
 
 
 @dataclass(frozen=True)

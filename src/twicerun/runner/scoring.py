@@ -83,7 +83,10 @@ def _hints(step: StepResult, why: Cause | None) -> list[str]:
                 return [Hint.WALL_CLOCK]
             if f.attribution is None:
                 continue
-            if f.attribution.clock:
+            if f.attribution.clock or (
+                # Recorded before the values were read (0.7.16 and earlier): the type.
+                f.attribution.clock is None and f.attribution.column in f.timestamps
+            ):
                 return [Hint.WALL_CLOCK]
             if f.attribution.column in f.uuids:
                 return [Hint.RANDOM_UUID]
