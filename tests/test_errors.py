@@ -204,6 +204,27 @@ def test_a_step_that_raises_is_named_with_its_line_and_the_directory_is_kept(
     assert (kept / "loop" / "1" / "00-fine" / "x.parquet").exists()
 
 
+def test_a_typo_in_states_initial_query_shows_the_steps_sql_not_twiceruns_view(
+    write_pipeline, twicerun, run_dir
+):
+    """The error quoted `CREATE OR REPLACE VIEW "acc" AS SELEC 1 AS a`, a statement the
+    step never wrote; ctx.write's errors already quoted the step's own query."""
+    path = write_pipeline(
+        """
+        def accumulate(ctx):
+            ctx.state("acc", "SELEC 1 AS a")
+            ctx.write("acc", "SELECT * FROM acc")
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 3
+    assert outcome.err == (
+        f"twicerun: step 0 accumulate raised in run 1 (at {path}:2): ParserException: Parser "
+        f'Error: syntax error at or near "SELEC"\n\nLINE 1: SELEC 1 AS a\n        ^^^^^\n'
+        f"twicerun: the invocation directory is kept: {only_invocation(run_dir)}\n"
+    )
+
+
 def test_a_step_that_raises_only_in_a_later_run_is_called_a_failure_that_changes(
     write_pipeline, twicerun, run_dir
 ):

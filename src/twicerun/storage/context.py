@@ -542,7 +542,13 @@ class StepContext(ContractChecks):
                     f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS SELECT * FROM {sql.parquet(ref.path)}"
                 )
             else:
-                self._con.execute(f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS {initial}")
+                try:
+                    self._con.execute(f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS {initial}")
+                except duckdb.ParserException:
+                    # Parsed again alone (parsed, never run), so that the error shows the
+                    # step's SQL and not twicerun's view around it.
+                    self._con.extract_statements(initial)
+                    raise
             self._state_record(name, ref)
             return handed_out(self._con.table(name))
 
