@@ -2413,3 +2413,32 @@ def test_a_step_whose_sql_draws_at_random_is_told_which_query_draws(write_pipeli
         ]
     for name in ("sampled_with_a_seed", "seeded_draw"):
         assert (steps[name]["fired"], steps[name]["notes"]) == (0, [])
+
+
+def test_a_draw_the_loop_agreed_on_is_named_when_only_an_amplifier_saw_it_differ(
+    write_pipeline, twicerun
+):
+    """A sample of a few hundred rows is all or nothing, so the loop's runs can agree on it,
+    and an amplifier's runs then differ: the report blamed the stress alone. Made
+    repeatable here: the draw only happens once the input has more rows than it has."""
+    path = write_pipeline(
+        """
+        def load(ctx):
+            ctx.write("t", "SELECT range AS id FROM range(600)")
+
+
+        def drawn_when_large(ctx):
+            ctx.read("t")
+            ctx.write(
+                "drawn",
+                "SELECT id, CASE WHEN (SELECT count(*) FROM t) > 1000 THEN random() ELSE 0 END "
+                "AS r FROM t",
+            )
+        """
+    )
+    step = twicerun("run", path, "--amplify", "--json", "-").json()["steps"][1]
+    assert (step["fired"], step["status"]) == (0, "STABLE_ON_THIS_INPUT")
+    assert [note.split(";")[0] for note in step["notes"]] == [
+        "its SQL draws at random and nothing in the step seeds the draw: SELECT id, CASE WHEN "
+        "(SELECT count(*) FROM t) > 1000 THEN random() ELSE 0 END AS r FROM t"
+    ]
