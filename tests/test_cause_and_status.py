@@ -2415,12 +2415,14 @@ def test_a_step_whose_sql_draws_at_random_is_told_which_query_draws(write_pipeli
         assert (steps[name]["fired"], steps[name]["notes"]) == (0, [])
 
 
-def test_a_draw_the_loop_agreed_on_is_named_when_only_an_amplifier_saw_it_differ(
+def test_a_draw_is_named_when_only_an_amplifier_saw_it_differ_or_one_thread_did_not(
     write_pipeline, twicerun
 ):
     """A sample of a few hundred rows is all or nothing, so the loop's runs can agree on it,
-    and an amplifier's runs then differ: the report blamed the stress alone. Made
-    repeatable here: the draw only happens once the input has more rows than it has."""
+    and an amplifier's runs then differ: the report blamed the stress alone; or the bisect's
+    few runs at one thread agree on it, and the report said PARALLEL_ORDER and no more.
+    Made repeatable here: the draw happens only once the input has more rows than it has,
+    and only at more than one thread."""
     path = write_pipeline(
         """
         def load(ctx):
@@ -2434,11 +2436,28 @@ def test_a_draw_the_loop_agreed_on_is_named_when_only_an_amplifier_saw_it_differ
                 "SELECT id, CASE WHEN (SELECT count(*) FROM t) > 1000 THEN random() ELSE 0 END "
                 "AS r FROM t",
             )
+
+
+        def drawn_at_two_threads(ctx):
+            ctx.read("t")
+            r = "random()" if ctx.threads > 1 else "0"
+            ctx.write("drawn2", f"SELECT id, {r} AS r FROM t")
         """
     )
-    step = twicerun("run", path, "--amplify", "--json", "-").json()["steps"][1]
-    assert (step["fired"], step["status"]) == (0, "STABLE_ON_THIS_INPUT")
-    assert [note.split(";")[0] for note in step["notes"]] == [
-        "its SQL draws at random and nothing in the step seeds the draw: SELECT id, CASE WHEN "
-        "(SELECT count(*) FROM t) > 1000 THEN random() ELSE 0 END AS r FROM t"
+    steps = twicerun("run", path, "--amplify", "--threads", "2", "--json", "-").json()["steps"]
+    assert [(s["fired"], s["status"], s["cause"]) for s in steps[1:]] == [
+        (0, "STABLE_ON_THIS_INPUT", None),
+        (4, "DIVERGENT", "PARALLEL_ORDER"),
     ]
+    assert steps[2]["notes"][0].endswith(
+        "; the bisect's runs agreeing does not clear it, since a draw that is all or nothing "
+        "(a sample of a few hundred rows) agrees by chance in a few runs"
+    )
+    assert [[note.split(";")[0] for note in s["notes"]] for s in steps[1:]] == [
+        [
+            "its SQL draws at random and nothing in the step seeds the draw: SELECT id, CASE "
+            "WHEN (SELECT count(*) FROM t) > 1000 THEN random() ELSE 0 END AS r FROM t"
+        ],
+        ["its SQL draws at random and nothing in the step seeds the draw: SELECT id, random() "
+         "AS r FROM t"],
+    ]  # fmt: skip
