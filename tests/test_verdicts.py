@@ -2114,6 +2114,29 @@ def test_an_audit_names_the_query_that_draws_at_random_and_calls_no_such_step_de
     assert steps["src"]["draws_in_sql"] is None
 
 
+def test_an_audit_does_not_credit_a_held_seed_with_a_draw_it_does_not_reach(
+    write_pipeline, twicerun
+):
+    """setseed() holds random(), not a SAMPLE: a seeded step whose sample happened to agree
+    (all or nothing on a few hundred rows) was "reproducible ... because `seed` was held at
+    7". The sample here is of every row, so the two runs agree every time."""
+    path = write_pipeline(
+        "from twicerun import step\n\n\n"
+        'def src(ctx):\n    ctx.write("t", "SELECT i AS id FROM range(100) t(i)")\n\n\n'
+        '@step(stochastic=True, seed="seed")\n'
+        "def sampled(ctx, seed: int = 7):\n    ctx.read('t')\n"
+        '    ctx.sql(f"SELECT setseed({seed} / 100)")\n'
+        '    ctx.write("s", "SELECT id FROM t USING SAMPLE 100%")\n'
+    )
+    outcome = twicerun("audit", path, "--step", "sampled")
+    assert outcome.out.splitlines()[3].strip() == (
+        "though it drew from random in its SQL (SELECT id FROM t USING SAMPLE 100%) with no "
+        "seed fixed in the step, so nothing held it still: the runs agreed, not because the "
+        "step cannot change (`seed` was held at 7, and that draw does not take it)"
+    )
+    assert "because `seed` was held" not in outcome.out
+
+
 def test_diff_and_reproduce_quote_the_query_that_draws_at_random(write_pipeline, twicerun, run_dir):
     """A step ordering by random() "diverged with identical inputs" in diff and was
     DIVERGED in reproduce, with nothing said of why; both now quote the query."""

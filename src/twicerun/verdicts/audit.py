@@ -131,16 +131,24 @@ class StepAudit:
             if a.bytes[0] == a.bytes[1]:
                 out.append(row("identical bytes both times", a.bytes[0][:12], a.name))
                 out.append(row("canonical form", a.canonical[0][:12]))
-                if self.seed is not None:
-                    out.append(
-                        f"    {'':<{width}}  because `{self.seed}` was held at {self.seed_value}, "
-                        f"not because the step cannot change"
-                    )
-                elif self.drew or self.draws:
+                if self.drew or self.draws:
+                    # Before a held seed: a draw nothing seeds is not held by it (setseed()
+                    # does not reach a SAMPLE), and "because the seed was held" said it was.
                     source = self.drew or f"random in its SQL ({self.draws})"
                     out.append(
                         f"    {'':<{width}}  though it {unseeded_generator(source)}, so nothing "
                         f"held it still: the runs agreed, not because the step cannot change"
+                        + (
+                            f" (`{self.seed}` was held at {self.seed_value}, and that draw "
+                            f"does not take it)"
+                            if self.seed is not None
+                            else ""
+                        )
+                    )
+                elif self.seed is not None:
+                    out.append(
+                        f"    {'':<{width}}  because `{self.seed}` was held at {self.seed_value}, "
+                        f"not because the step cannot change"
                     )
             elif a.canonical[0] == a.canonical[1]:
                 out.append(
