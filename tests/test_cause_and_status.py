@@ -2425,6 +2425,9 @@ def test_a_draw_is_named_when_only_an_amplifier_saw_it_differ_or_one_thread_did_
     and only at more than one thread."""
     path = write_pipeline(
         """
+        from twicerun import step
+
+
         def load(ctx):
             ctx.write("t", "SELECT range AS id FROM range(600)")
 
@@ -2442,10 +2445,24 @@ def test_a_draw_is_named_when_only_an_amplifier_saw_it_differ_or_one_thread_did_
             ctx.read("t")
             r = "random()" if ctx.threads > 1 else "0"
             ctx.write("drawn2", f"SELECT id, {r} AS r FROM t")
+
+
+        @step(stochastic=True, seed="seed")
+        def seeded_but_sampled(ctx, seed: int = 7):
+            ctx.read("t")
+            ctx.sql(f"SELECT setseed({seed} / 100)")
+            ctx.write("sampled", "SELECT id FROM t USING SAMPLE 100%")
+
+
+        @step(stochastic=True, seed="seed")
+        def seeded(ctx, seed: int = 7):
+            ctx.read("t")
+            ctx.sql(f"SELECT setseed({seed} / 100)")
+            ctx.write("seeded", "SELECT id, random() < 2 AS kept FROM t")
         """
     )
     steps = twicerun("run", path, "--amplify", "--threads", "2", "--json", "-").json()["steps"]
-    assert [(s["fired"], s["status"], s["cause"]) for s in steps[1:]] == [
+    assert [(s["fired"], s["status"], s["cause"]) for s in steps[1:3]] == [
         (0, "STABLE_ON_THIS_INPUT", None),
         (4, "DIVERGENT", "PARALLEL_ORDER"),
     ]
@@ -2460,4 +2477,9 @@ def test_a_draw_is_named_when_only_an_amplifier_saw_it_differ_or_one_thread_did_
         ],
         ["its SQL draws at random and nothing in the step seeds the draw: SELECT id, random() "
          "AS r FROM t"],
+        ["its SQL draws at random and nothing in the step seeds the draw: SELECT id FROM t "
+         "USING SAMPLE 100%"],
+        [],
     ]  # fmt: skip
+    # Quiet, and seeded: the seed does not reach the sample, and the note says what does not.
+    assert [(s["status"], s["seed"]) for s in steps[3:]] == [("NO_DIVERGENCE_OBSERVED", 7)] * 2

@@ -670,10 +670,12 @@ def _cause_and_amplify(
                     result = _quiet_past_containment(
                         result, step.name, past_containment[result.index]
                     )
-                if result.status is Status.STABLE_ON_THIS_INPUT:
+                if result.status is Status.STABLE_ON_THIS_INPUT or result.seed is not None:
                     # A draw the loop's runs happened to agree on (a sample of a few rows is
                     # all or nothing) then differs in an amplifier's runs, which read as
-                    # the stress's doing unless the draw is named.
+                    # the stress's doing unless the draw is named. And a seeded step's quiet
+                    # reads as the seed's doing, which it is not for a draw the seed does not
+                    # reach (setseed() and a USING SAMPLE).
                     result = _draws_in_sql(bench, result, spark=pipeline.engine == "spark")
             final.append(result)
     finally:
