@@ -273,6 +273,36 @@ def _landing_pipeline(write_pipeline, data: Path, append_when: str = "True") -> 
     )
 
 
+def test_file_order_declining_a_step_whose_sql_reads_files_itself_says_what_would_let_it(
+    write_pipeline, twicerun, tmp_path
+):
+    """`read_csv('data/*.csv') LIMIT 60` depends on the order of the files, and file order
+    said only that the step reads no list through ctx.source, as it says of a step that
+    reads no files at all. One file named in SQL has no other order and gets no more."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for month in (1, 2):
+        (data / f"m{month}.csv").write_text("id\n" + "".join(f"{month}{i}\n" for i in range(5)))
+    path = write_pipeline(
+        f"""
+        def globbed(ctx):
+            ctx.write("raw", "SELECT * FROM read_csv('{data}/*.csv') LIMIT 6")
+
+
+        def one_file(ctx):
+            ctx.write("one", "SELECT * FROM read_csv('{data}/m1.csv')")
+        """
+    )
+    steps = twicerun("run", path, "--runs", "2", "--amplify", "--json", "-").json()["steps"]
+    declined = [next(a for a in s["amplifiers"] if a["kind"] == "file order") for s in steps]
+    plain = "this step reads no list of files through ctx.source, so there is no order to change"
+    assert [a["declined"] for a in declined] == [
+        f"{plain} (its SQL reads '{data}/*.csv' itself, in an order only DuckDB decides; read "
+        f"through ctx.source(name, files), they are recorded and reordered)",
+        plain,
+    ]
+
+
 def test_the_step_whose_copy_lands_a_source_file_is_named(write_pipeline, twicerun, tmp_path):
     """A step landed one batch per run with COPY, and a later step read every batch
     through a glob: the note said the files changed, not which step wrote them."""

@@ -702,6 +702,21 @@ def _joint(stressed, original, read, without, derive):
     return per_run, {amplifier: "; ".join(d) for amplifier, d in changed.items()}
 
 
+def _files_behind_ctx(receipt) -> str:
+    """For a step whose SQL reads files itself (`read_csv('data/*.csv')`): that this
+    amplifier cannot reorder those, and what would let it."""
+    files = receipt.files_in_sql if receipt is not None else {}
+    named = sorted(files)
+    # One file has no other order; a glob or a list of files has.
+    if not (len(named) > 1 or any(stamp.startswith("glob:") for stamp in files.values())):
+        return ""
+    return (
+        f" (its SQL reads {', '.join(repr(n) for n in named[:3])}"
+        f"{' and more' if len(named) > 3 else ''} itself, in an order only DuckDB decides; "
+        f"read through ctx.source(name, files), they are recorded and reordered)"
+    )
+
+
 def _file_order(receipt, original, threads) -> Series | dict:
     """The step's multi-file sources read in other orders; a run that raises on another
     order has changed its answer (rows to an error), which is a finding, not a failure."""
@@ -725,6 +740,7 @@ def _file_order(receipt, original, threads) -> Series | dict:
             f"no other order"
             if single
             else "this step reads no list of files through ctx.source, so there is no order to change"
+            + _files_behind_ctx(receipt)
         )
         return Series(kind=Amplifier.FILE_ORDER, threads=threads, declined=reason)
 
