@@ -1905,3 +1905,22 @@ def test_a_decline_names_the_columns_it_kept_as_a_key_when_they_are_sparser(tmp_
         "past the 500 this amplifier aims for; user_id and minute, a key when taken together, "
         "are kept as they are"
     )
+
+
+def test_a_decline_names_the_most_distinct_column_it_kept_when_it_repeats_values(tmp_path):
+    """No column is unique, so the most distinct (200 rows per store) is kept for a
+    tiebreak, and the only other exact column has 300 per value: "every column that could
+    tie already has 300 or more" read as false of the store."""
+    path = tmp_path / "sales.parquet"
+    CON.execute(
+        f"COPY (SELECT range % 3 AS store, range % 2 AS channel FROM range(600)) "
+        f"TO '{path}' (FORMAT parquet)"
+    )
+    outcome = collapse_ties(
+        CON, path, tmp_path / "out.parquet", artifact="sales", rows_per_value=100
+    )
+    assert outcome == Declined(
+        "every column of sales that could tie already has 300 or more rows per value, at or "
+        "past the 100 this amplifier aims for; store, the most distinct column, is kept as it "
+        "is, so that a tiebreak on it still works"
+    )

@@ -901,16 +901,10 @@ def plan_collapse(
     if not chosen:
         sparsest = min(candidates, key=lambda c: rows / max(c.distinct, 1))
         per_value = rows / max(sparsest.distinct, 1)
-        # Columns kept as a key can be far sparser than the rest: without naming them, "every
+        # Columns kept intact can be far sparser than the rest: without naming them, "every
         # column ... already has 230,769 or more rows per value" read as false of a
-        # timestamp with sixty.
-        joint = [sql.shown(c.name) for c in keep if c.joint]
-        key = (
-            f"; {listed(joint)}, a key when taken together, "
-            f"{'is' if len(joint) == 1 else 'are'} kept as {'it is' if len(joint) == 1 else 'they are'}"
-            if joint
-            else ""
-        )
+        # timestamp with sixty. A column with a value per row needs no saying.
+        key = _kept_sparse(keep, rows)
         if per_value >= rows_per_value:
             return Declined(
                 f"every column of {artifact} that could tie already has {per_value:,.0f} "
@@ -935,6 +929,20 @@ def _folded(artifact: str, column: ColumnFacts, rows: int, buckets: int) -> str:
         f"{artifact}.{sql.shown(column.name)} into {_count(buckets, 'value')}, from "
         f"{rows / column.distinct:,.0f} to {rows / buckets:,.0f} rows per value"
     )
+
+
+def _kept_sparse(keep: list[ColumnFacts], rows: int) -> str:
+    """The clause a decline ends with for the columns kept intact that repeat values."""
+    joint = [sql.shown(c.name) for c in keep if c.joint and c.distinct < rows]
+    if joint:
+        return f"; {listed(joint)}, a key when taken together, are kept as they are"
+    single = [c for c in keep if not c.joint and c.distinct < rows]
+    if single:
+        return (
+            f"; {sql.shown(single[0].name)}, the most distinct column, is kept as it is, so "
+            f"that a tiebreak on it still works"
+        )
+    return ""
 
 
 def _kept(keep: list[ColumnFacts]) -> str:
