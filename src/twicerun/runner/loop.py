@@ -664,7 +664,7 @@ def _cause_and_amplify(
                 # sample of a few hundred rows) can agree with itself in the bisect's few
                 # runs by chance: the query is named beside the cause, not left out.
                 result = _draws_in_sql(bench, result, spark=pipeline.engine == "spark")
-            elif not result.fired:
+            else:
                 result = _attached_for_writing(bench, result, quiet=True)
                 if result.index in past_containment:
                     result = _quiet_past_containment(
@@ -753,9 +753,9 @@ def _not_bisected_past_containment(result: StepResult, named: str) -> StepResult
 
 def _draws_in_sql(bench: Workbench, result: StepResult, spark: bool = False) -> StepResult:
     """`result` with a note naming the first query of its run 1 that drew at random with
-    nothing in the step seeding it, where one thread did not stop the step differing: the
-    report otherwise said only that it does not guess among what is left. How to seed a
-    draw is said in the engine's own SQL."""
+    nothing in the step seeding it: where one thread did not stop the step differing, the
+    report otherwise said only that it does not guess among what is left (the caller says
+    where else it is given). How to seed a draw is said in the engine's own SQL."""
     run1 = bench.records.get(RunAddress(LOOP, 1), result.index)
     if run1 is None or not run1.sql_draws:
         return result
