@@ -52,10 +52,15 @@ def outcomes(run_dir: Path) -> dict[str, str]:
 
 
 def start(path: Path, run_dir: Path, **env: str) -> subprocess.Popen:
+    # A process killed with SIGKILL cleans nothing up: what it made in the temporary
+    # directory (the module spawned workers import, pipeline/spawned.py) stays in the
+    # test's own directory rather than in the machine's /tmp.
+    scratch = run_dir.parent / "scratch"
+    scratch.mkdir(exist_ok=True)
     return subprocess.Popen(
         [sys.executable, "-m", "twicerun", "run", str(path), "--runs", "3", "--no-amplify",
          "--run-dir", str(run_dir)],
-        env={**os.environ, **env},
+        env={**os.environ, "TMPDIR": str(scratch), **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )  # fmt: skip

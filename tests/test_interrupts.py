@@ -146,10 +146,12 @@ def signalled_in_a_step(path: Path, tmp_path: Path, verb: str, sent: str, settle
     import time
 
     started, run_dir = tmp_path / "started", tmp_path / "runs"
+    # Its own temporary directory, for a test to see what a signal left in it.
+    (tmp_path / "tmp").mkdir(exist_ok=True)
     flags = ["--runs", "2", "--no-amplify", "--run-dir", str(run_dir)] if verb == "run" else []
     process = subprocess.Popen(
         [sys.executable, "-m", "twicerun", verb, str(path), *flags],
-        env={**os.environ, "STARTED": str(started)},
+        env={**os.environ, "STARTED": str(started), "TMPDIR": str(tmp_path / "tmp")},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -329,6 +331,9 @@ def test_a_signal_stops_a_long_query_at_once_not_when_it_ends(
     got, err, took, run_dir = signalled_in_a_step(path, tmp_path, verb, sent, 0.5)
     assert got == code, err
     assert took < 10, took
+    # Nothing left behind in the temporary directory: the audit's second process, killed
+    # by the first, left the module it had made for spawned workers in /tmp.
+    assert list((tmp_path / "tmp").iterdir()) == []
     if verb == "run":
         (directory,) = invocations(run_dir)
         assert invocations(run_dir) == {directory: "interrupted"}

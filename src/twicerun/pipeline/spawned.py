@@ -25,6 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 _directory: Path | None = None
+# Where the directory is made: the system's temporary directory, unless a parent process
+# that may have to kill this one hands a directory of its own (runner/fresh_process.py).
+_parent: Path | None = None
 
 _MODULE = """\
 # Written by twicerun for the processes a step spawns: the pipeline {path!r} under the
@@ -46,7 +49,7 @@ def provide(module_name: str, path: Path) -> Path | None:
     if "." in module_name:
         return None
     if _directory is None or not _directory.is_dir():
-        _directory = Path(tempfile.mkdtemp(prefix="twicerun-spawned-"))
+        _directory = Path(tempfile.mkdtemp(prefix="twicerun-spawned-", dir=_parent))
         # For a process that imports pipelines without the CLI around it (a test, a
         # library caller); only by this process, not by a child it forked that exits.
         atexit.register(_remove, _directory, os.getpid())
@@ -54,6 +57,13 @@ def provide(module_name: str, path: Path) -> Path | None:
         _MODULE.format(path=str(path.resolve())), encoding="utf-8"
     )
     return _directory
+
+
+def place_under(parent: Path) -> None:
+    """Make the directory inside `parent` from now on: a process that is killed (SIGKILL
+    runs no clean-up) leaves it there, for whoever removes `parent`, and not in /tmp."""
+    global _parent
+    _parent = parent
 
 
 def _remove(directory: Path, owner: int) -> None:

@@ -172,6 +172,9 @@ def serve(requests_fd: int, replies_fd: int, config: dict[str, Any]) -> int:
     from twicerun.storage.layout import RunAddress
 
     threads = int(config["threads"])
+    # The parent kills this process when it is interrupted, which runs no clean-up here:
+    # inside the parent's scratch directory, what this process made goes with it.
+    spawned.place_under(Path(config["under"]))
     with (
         spawned.removed_at_end(),
         os.fdopen(requests_fd, "r") as requests,
