@@ -1835,18 +1835,53 @@ def test_tie_collapse_declining_a_small_input_does_not_claim_it_is_past_the_targ
     assert not (tmp_path / "out.parquet").exists()
 
 
-def test_a_decline_names_the_nested_columns_it_never_folds(tmp_path):
-    """A list can tie as well as an integer can; the decline said every column that could
-    tie was already dense when the list columns, never folded, were not."""
-    path = tmp_path / "nested.parquet"
-    CON.execute(
-        f"COPY (SELECT range AS id, [range % 30] AS tags, range % 2 AS flag FROM range(2000)) "
-        f"TO '{path}' (FORMAT parquet)"
+@pytest.mark.parametrize(
+    ("rows", "artifact", "rows_per_value", "dense", "said"),
+    [
+        # A list can tie as well as an integer can; the decline said every column that could
+        # tie was already dense when the list columns, never folded, were not.
+        pytest.param(
+            "range AS id, [range % 30] AS tags, range % 2 AS flag FROM range(2000)",
+            "events",
+            500,
+            "1,000",
+            " (tags: lists, structs and maps are not folded)",
+            id="nested",
+        ),
+        # (user, minute) is a key, so both are kept, and the decline said every column had
+        # 1,000 rows per value, which reads as false of a minute with 50.
+        pytest.param(
+            "range % 40 AS user_id, range // 40 AS minute, range % 2 AS flag FROM range(2000)",
+            "visits",
+            500,
+            "1,000",
+            "; user_id and minute, a key when taken together, are kept as they are",
+            id="joint key",
+        ),
+        # No column is unique, so the most distinct (200 rows per store) is kept for a
+        # tiebreak, beside a decline that said every column had 300 or more.
+        pytest.param(
+            "range % 3 AS store, range % 2 AS channel FROM range(600)",
+            "sales",
+            100,
+            "300",
+            "; store, the most distinct column, is kept as it is, so that a tiebreak on it "
+            "still works",
+            id="most distinct",
+        ),
+    ],
+)
+def test_a_decline_names_what_it_leaves_unfolded(
+    tmp_path, rows, artifact, rows_per_value, dense, said
+):
+    path = tmp_path / "in.parquet"
+    CON.execute(f"COPY (SELECT {rows}) TO '{path}' (FORMAT parquet)")
+    outcome = collapse_ties(
+        CON, path, tmp_path / "out.parquet", artifact=artifact, rows_per_value=rows_per_value
     )
-    outcome = collapse_ties(CON, path, tmp_path / "out.parquet", artifact="events")
     assert outcome == Declined(
-        "every column of events that could tie already has 1,000 or more rows per value, at or "
-        "past the 500 this amplifier aims for (tags: lists, structs and maps are not folded)"
+        f"every column of {artifact} that could tie already has {dense} or more rows per value, "
+        f"at or past the {rows_per_value} this amplifier aims for{said}"
     )
 
 
@@ -1888,39 +1923,3 @@ def test_the_amplifiers_keep_a_five_column_key_a_key(tmp_path):
         tmp_path, source, ["store", "product", "channel", "region", "day"],
         "regional.units into 29 values, from 14 to 497 rows per value",
     )  # fmt: skip
-
-
-def test_a_decline_names_the_columns_it_kept_as_a_key_when_they_are_sparser(tmp_path):
-    """(user, minute) is a key, so both are kept; the only other exact column has two
-    values. The decline said every column that could tie already had 1,000 rows per value,
-    which reads as false of a minute with 50."""
-    path = tmp_path / "visits.parquet"
-    CON.execute(
-        f"COPY (SELECT range % 40 AS user_id, range // 40 AS minute, range % 2 AS flag "
-        f"FROM range(2000)) TO '{path}' (FORMAT parquet)"
-    )
-    outcome = collapse_ties(CON, path, tmp_path / "out.parquet", artifact="visits")
-    assert outcome == Declined(
-        "every column of visits that could tie already has 1,000 or more rows per value, at or "
-        "past the 500 this amplifier aims for; user_id and minute, a key when taken together, "
-        "are kept as they are"
-    )
-
-
-def test_a_decline_names_the_most_distinct_column_it_kept_when_it_repeats_values(tmp_path):
-    """No column is unique, so the most distinct (200 rows per store) is kept for a
-    tiebreak, and the only other exact column has 300 per value: "every column that could
-    tie already has 300 or more" read as false of the store."""
-    path = tmp_path / "sales.parquet"
-    CON.execute(
-        f"COPY (SELECT range % 3 AS store, range % 2 AS channel FROM range(600)) "
-        f"TO '{path}' (FORMAT parquet)"
-    )
-    outcome = collapse_ties(
-        CON, path, tmp_path / "out.parquet", artifact="sales", rows_per_value=100
-    )
-    assert outcome == Declined(
-        "every column of sales that could tie already has 300 or more rows per value, at or "
-        "past the 100 this amplifier aims for; store, the most distinct column, is kept as it "
-        "is, so that a tiebreak on it still works"
-    )
