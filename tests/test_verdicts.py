@@ -2137,6 +2137,30 @@ def test_an_audit_does_not_credit_a_held_seed_with_a_draw_it_does_not_reach(
     assert "because `seed` was held" not in outcome.out
 
 
+def test_reproduce_says_when_the_column_that_moved_holds_when_each_run_was_written(
+    write_pipeline, twicerun, run_dir
+):
+    """A timestamp from now() moved between the recorded run and the re-execution, and the
+    ladder said only that the rows pair once it is left out."""
+    path = write_pipeline(
+        'def stamped(ctx):\n    ctx.write("stamped", "SELECT range AS id, now() AS loaded_at '
+        'FROM range(5)")\n\n\n'
+        # A timestamp from the data, picked at random: it moves too, and is no clock read.
+        'def picked(ctx):\n    ctx.read("stamped")\n    ctx.write("picked", "SELECT id, TIMESTAMP '
+        "'2024-01-01' + INTERVAL (floor(random() * 900)) DAY AS seen_at FROM stamped\")\n"
+    )
+    twicerun("run", path, "--runs", "2", "--no-amplify", "--run-dir", run_dir)
+    (invocation,) = [p for p in Path(run_dir).iterdir() if p.is_dir()]
+    out = twicerun("reproduce", str(invocation)).out
+    assert (
+        "they pair once loaded_at is left out; loaded_at holds the time each was written, a "
+        "clock read"
+    ) in out
+    picked = out.split("1 picked")[1]
+    assert "they pair once seen_at is left out" in picked
+    assert "clock" not in picked
+
+
 def test_diff_and_reproduce_quote_the_query_that_draws_at_random(write_pipeline, twicerun, run_dir):
     """A step ordering by random() "diverged with identical inputs" in diff and was
     DIVERGED in reproduce, with nothing said of why; both now quote the query."""
