@@ -910,6 +910,10 @@ def test_values_that_read_as_each_runs_own_time_get_a_wall_clock_hint(
 
         def epoch(ctx):
             ctx.write("meta", pa.table({"n": [1], "at": [time.time()]}))
+
+
+        def epoch_ns(ctx):
+            ctx.write("meta_ns", pa.table({"n": [1], "at": [time.time_ns()]}))
         """
     )
     document = tmp_path / "result.json"
@@ -917,7 +921,7 @@ def test_values_that_read_as_each_runs_own_time_get_a_wall_clock_hint(
     steps = json.loads(document.read_text())["steps"]
     assert [(s["status"], s["cause"], s["hints"]) for s in steps] == [
         ("DIVERGENT", "PERSISTS_SINGLE_THREADED", ["WALL_CLOCK"])
-    ] * 3
+    ] * 4
     assert [line for line in outcome.out.splitlines() if "hint WALL_CLOCK" in line] == [
         line for line in outcome.out.splitlines() if " 4 of 4  DIVERGENT" in line
     ]

@@ -29,6 +29,7 @@ from twicerun import sql
 from twicerun.compare import floats, matching
 from twicerun.compare.clock import read_as_clock
 from twicerun.compare.columns import (
+    INTEGER_IDS,
     TIMESTAMP_IDS,
     ColumnClass,
     canonical_expr,
@@ -1008,7 +1009,7 @@ def _reads_as_clock(con: duckdb.DuckDBPyConnection, table: str, j: int) -> bool:
     zone, and a number's its digits."""
     k = f"k{j}"
     (types,) = con.execute(f"SELECT typeof({k}) FROM {table} LIMIT 1").fetchone() or (None,)
-    number = types is not None and types.upper() in _NUMBER_TYPES
+    number = types is not None and types.lower() in INTEGER_IDS
     sides = []
     for condition in ("rn > ln", "ln > rn"):
         values = [
@@ -1025,10 +1026,6 @@ def _reads_as_clock(con: duckdb.DuckDBPyConnection, table: str, j: int) -> bool:
 # The unmatched values read back to decide whether they are clock readings: every one must
 # be, so a few from each side say as much as all of them would, at a fixed cost.
 CLOCK_SAMPLE = 20
-_NUMBER_TYPES = {
-    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-    "UINTEGER", "UBIGINT", "UHUGEINT",
-}  # fmt: skip
 
 
 def _number(text: str | None) -> float | None:
