@@ -658,25 +658,25 @@ def _cause_and_amplify(
             if result.cause is Cause.PERSISTS_SINGLE_THREADED or (threads == 1 and result.fired):
                 result = _left_on_default_connection(step, result, at_import)
                 result = _attached_for_writing(bench, result)
-                result = _draws_in_sql(bench, result, spark=pipeline.engine == "spark")
-            elif result.fired:
-                # One thread stopped it differing, but a draw that is all or nothing (a
-                # sample of a few hundred rows) can agree with itself in the bisect's few
-                # runs by chance: the query is named beside the cause, not left out.
-                result = _draws_in_sql(bench, result, spark=pipeline.engine == "spark")
-            else:
+            elif not result.fired:
                 result = _attached_for_writing(bench, result, quiet=True)
                 if result.index in past_containment:
                     result = _quiet_past_containment(
                         result, step.name, past_containment[result.index]
                     )
-                if result.status is Status.STABLE_ON_THIS_INPUT or result.seed is not None:
-                    # A draw the loop's runs happened to agree on (a sample of a few rows is
-                    # all or nothing) then differs in an amplifier's runs, which read as
-                    # the stress's doing unless the draw is named. And a seeded step's quiet
-                    # reads as the seed's doing, which it is not for a draw the seed does not
-                    # reach (setseed() and a USING SAMPLE).
-                    result = _draws_in_sql(bench, result, spark=pipeline.engine == "spark")
+            # A draw in the step's SQL is named wherever a difference was seen, and on a
+            # seeded step however it came out. A draw that is all or nothing (a sample of a
+            # few hundred rows) can agree with itself in a few runs by chance: the bisect's,
+            # which then read PARALLEL_ORDER and no more, or the loop's, which left an
+            # amplifier's difference to read as the stress's doing. And a seeded step's quiet
+            # reads as the seed's doing, which it is not for a draw the seed does not reach
+            # (setseed() and a USING SAMPLE).
+            if (
+                result.fired
+                or result.status is Status.STABLE_ON_THIS_INPUT
+                or result.seed is not None
+            ):
+                result = _draws_in_sql(bench, result, spark=pipeline.engine == "spark")
             final.append(result)
     finally:
         discard_directory(bench, AMPLIFIED_DIR)
