@@ -538,6 +538,48 @@ def test_an_unknown_option_is_a_usage_error_with_exit_2(write_pipeline, twicerun
     assert "--runs" in outcome.err
 
 
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (
+            ["--runs", "3"],
+            "Error: No such option '--runs' for `twicerun audit`, which runs every step "
+            "exactly twice, on the inputs of one run; `twicerun baseline compare`, "
+            "`twicerun baseline update`, `twicerun gate` and `twicerun run` take --runs.\n",
+        ),
+        (
+            ["--run-dir=runs"],
+            "Error: No such option '--run-dir' for `twicerun audit`, which keeps nothing: its "
+            "runs go to scratch files removed however it ends; `twicerun baseline compare`, "
+            "`twicerun baseline update`, `twicerun gate` and `twicerun run` take --run-dir.\n",
+        ),
+        (
+            ["--key", "t=id"],
+            "Error: No such option '--key' for `twicerun audit`; `twicerun run` takes --key.\n",
+        ),
+    ],
+)
+def test_an_option_carried_over_from_another_verb_names_the_verbs_that_take_it(
+    write_pipeline, twicerun, args, said
+):
+    """`audit --runs 3`, after `run --runs 3`, got click's bare "No such option", which
+    says neither that the option exists nor why audit has none. Nothing runs."""
+    path = write_pipeline("def a(ctx):\n    raise SystemExit('ran')\n")
+    outcome = twicerun("audit", path, *args)
+    assert outcome.code == 2
+    assert outcome.err.endswith(said)
+    assert outcome.out == ""
+
+
+def test_an_option_of_a_group_s_verb_is_named_with_the_group(twicerun):
+    outcome = twicerun("baseline", "update", "p.py", "--keep", "2")
+    assert outcome.code == 2
+    assert outcome.err.endswith(
+        "Error: No such option '--keep' for `twicerun baseline update`; "
+        "`twicerun run` takes --keep.\n"
+    )
+
+
 def test_an_attribute_ctx_lacks_is_named_with_what_ctx_has(write_pipeline, twicerun):
     """`ctx.con` (or any typo) used to crash with Python's bare "'StepContext' object has
     no attribute 'con'", which names neither what exists nor where SQL goes."""

@@ -21,6 +21,7 @@ from typing import ClassVar
 import click
 
 from twicerun._version import __version__
+from twicerun.cli.other_verbs import Verb, Verbs
 from twicerun.errors import UsageError
 from twicerun.github.commands import neutralize
 from twicerun.judge.policy import POLICIES, STRICT
@@ -435,6 +436,10 @@ class _LazyGroup(click.Group):
     `twicerun report --check` (the pre-commit hook) compares Markdown; it has no
     use for DuckDB or pyarrow, which the commands that run pipelines import.
     """
+
+    # An unknown option's refusal names the verbs that take it (other_verbs.py).
+    command_class = Verb
+    group_class = Verbs
 
     # command name -> the module that defines it (with @cli.command)
     MODULES: ClassVar[dict[str, str]] = {
