@@ -935,6 +935,33 @@ def test_a_relation_built_to_draw_at_random_is_noted_as_its_sql_would_be(tmp_pat
     assert seeded.output.sql_draws == []
 
 
+def test_a_long_query_is_quoted_where_it_draws_and_marked_where_it_was_cut(tmp_path):
+    """The note quoted a query's first 200 characters, cut without a mark: a draw past
+    them (random() in a subquery after a long column list) was left out of the very quote
+    that names the query as the one that draws, and the cut read as the query's end."""
+    columns = ", ".join(f"id + {i} AS c{i}" for i in range(30))
+    wanted = ", ".join(str(i) for i in range(60))
+    query = (
+        f"SELECT {columns} FROM (SELECT id + (random() * 2)::INT AS id FROM range(5) t(id)) "
+        f"WHERE c0 IN ({wanted})"
+    )
+    ctx = make_ctx(tmp_path)
+    ctx.write("wide", query)
+    (quoted,) = ctx.output.sql_draws
+    draw = query.index("random()")
+    assert draw > 400
+    assert quoted == f"…{query[draw - 66 : draw + 134]}…"
+    assert (
+        quoted.startswith("…id + 27 AS c27") and "FROM (SELECT id + (random() * 2)::INT" in quoted
+    )
+    # A draw at the end is quoted with the end, marked only where it was cut.
+    ctx.write("tail", query[: query.index(" WHERE")])
+    assert ctx.output.sql_draws[1].startswith("…") and ctx.output.sql_draws[1].endswith("t(id))")
+    # A short query is quoted whole, with no mark.
+    ctx.write("short", "SELECT uuid() AS u")
+    assert ctx.output.sql_draws[2] == "SELECT uuid() AS u"
+
+
 @pytest.mark.parametrize(
     ("query", "draws"),
     [

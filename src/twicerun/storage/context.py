@@ -92,18 +92,45 @@ _SPARK_SAMPLE = re.compile(
 )
 
 
+def spark_first_draw(text: str, seeded: bool = False) -> tuple[int, int] | None:
+    """Where Spark SQL `text` first draws at random with no seed (`first_draw` on Spark,
+    which has no setseed(), so `seeded` changes nothing); None where it does not."""
+    found = [m for m in (_SPARK_RANDOM.search(text), _SPARK_SAMPLE.search(text)) if m]
+    return min((m.span() for m in found), default=None)
+
+
 def spark_draws_unseeded(text: str, seeded: bool = False) -> bool:
-    """Whether Spark SQL `text` draws at random with no seed (`draws_unseeded` on Spark,
-    which has no setseed(), so `seeded` changes nothing)."""
-    return bool(_SPARK_RANDOM.search(text) or _SPARK_SAMPLE.search(text))
+    """Whether Spark SQL `text` draws at random with no seed."""
+    return spark_first_draw(text, seeded) is not None
+
+
+def first_draw(text: str, seeded: bool = False) -> tuple[int, int] | None:
+    """Where SQL `text` first draws at random with no seed, None where it does not: a
+    random() (unless `seeded`, a setseed() before it in the step), a uuid function, or a
+    sample without a seed."""
+    found = [_UUID.search(text), None if seeded else _RANDOM.search(text)]
+    found += [m for m in _SAMPLE.finditer(text) if not (m.group("seed") or m.group("repeatable"))]
+    return min((m.span() for m in found if m), default=None)
 
 
 def draws_unseeded(text: str, seeded: bool = False) -> bool:
-    """Whether SQL `text` draws at random with no seed: random() (unless `seeded`, a
-    setseed() before it in the step), a uuid function, or a sample without a seed."""
-    if _UUID.search(text) or (not seeded and _RANDOM.search(text)):
-        return True
-    return any(not (m.group("seed") or m.group("repeatable")) for m in _SAMPLE.finditer(text))
+    """Whether SQL `text` draws at random with no seed (`first_draw` says where)."""
+    return first_draw(text, seeded) is not None
+
+
+# How much of a query that draws the notes quote: the draw, and what leads up to it.
+QUOTED = 200
+
+
+def quoted_at(text: str, span: tuple[int, int] | None, width: int = QUOTED) -> str:
+    """`text` on one line, cut to `width` characters around `span` (the draw) where it is
+    longer, with an ellipsis where it was cut: a draw past the first 200 characters of a
+    long query was left out of the quote that names it."""
+    if len(text) <= width:
+        return text
+    start = 0 if span is None else max(0, min(span[0] - width // 3, len(text) - width))
+    end = start + width
+    return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
 
 
 def relation_sql(relation: duckdb.DuckDBPyRelation) -> str:
@@ -240,16 +267,18 @@ class ContractChecks:
     # What a step may use: the contract's calls, and what an engine adds (Spark's session).
     OFFERS: tuple[str, ...] = ("read", "state", "write", "sql", "source", "threads")
 
-    # Whether a query of this engine's SQL draws at random unseeded (given whether the
-    # step seeded the generator already).
-    _draws_unseeded: Callable[[str, bool], bool] = staticmethod(draws_unseeded)
+    # Where a query of this engine's SQL first draws at random unseeded, if it does (given
+    # whether the step seeded the generator already).
+    _first_draw: Callable[[str, bool], tuple[int, int] | None] = staticmethod(first_draw)
 
     def _note_draws(self, text: str, shown: str = "") -> None:
         """Note a query that draws at random unseeded: other values every execution.
         `shown` is how the query reads to the step's author, where that is not `text`."""
         self._seeded = self._seeded or bool(_SETSEED.search(text))
-        if self._draws_unseeded(text, self._seeded):
-            self.output.sql_draws.append(" ".join((shown or text).split())[:200])
+        if self._first_draw(text, self._seeded) is not None:
+            one_line = " ".join((shown or text).split())
+            at = self._first_draw(one_line, self._seeded)
+            self.output.sql_draws.append(quoted_at(one_line, at))
 
     def _threads_left(self) -> int | None:
         """The thread count the step left in force, where it set one of its own; None

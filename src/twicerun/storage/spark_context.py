@@ -40,7 +40,7 @@ from twicerun.storage.context import (
     ArtifactRef,
     ContractChecks,
     check_name,
-    spark_draws_unseeded,
+    spark_first_draw,
 )
 from twicerun.storage.source_files import SOURCE_COPY, checked_files, duckdb_glob, reader_of
 
@@ -297,7 +297,7 @@ class SparkStepContext(ContractChecks):
     """The `ctx` of one execution of one step, on a Spark session of its own."""
 
     OFFERS = (*ContractChecks.OFFERS, "spark")
-    _draws_unseeded = staticmethod(spark_draws_unseeded)
+    _first_draw = staticmethod(spark_first_draw)
 
     # A job Spark cancelled comes back within a fraction of a second in local mode; a signal
     # landing in the middle of a py4j call could leave its connection with an answer
