@@ -407,6 +407,77 @@ def test_no_hint_for_a_table_that_no_step_wrote(write_pipeline, twicerun, run_di
     assert "Table with name elsewhere does not exist" in outcome.err
 
 
+SHARES_CTX_ACROSS_THREADS = """
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+LOCKED = {locked}
+lock = threading.Lock() if LOCKED else None
+
+
+def totals(ctx):
+    def part(p):
+        for _ in range(100):
+            if LOCKED:
+                with lock:
+                    ctx.sql(f"SELECT sum(i) FROM range(20000) t(i) WHERE i % 4 = {{p}}").fetchall()
+            else:
+                ctx.sql(f"SELECT sum(i) FROM range(20000) t(i) WHERE i % 4 = {{p}}").fetchall()
+        return p
+
+    with ThreadPoolExecutor(4) as pool:
+        done = list(pool.map(part, range(4)))
+    ctx.write("parts", f"SELECT unnest({{done}}) AS p")
+"""
+
+
+def test_threads_sharing_ctx_are_told_to_take_turns_not_to_use_cursor(write_pipeline, twicerun):
+    """DuckDB 2.0 refuses a call on a connection another thread is using, and advises
+    cursor(), which ctx does not offer: a step whose thread pool shared ctx got only that.
+    Four threads of a hundred queries each meet on the connection every time, in one of
+    two ways; with the lock the hint advises, the same step runs."""
+    outcome = twicerun("run", write_pipeline(SHARES_CTX_ACROSS_THREADS.format(locked=False)))
+    assert outcome.code == 3
+    # Which of DuckDB's two refusals a thread meets is the threads' race.
+    if "connection is busy with another call" in outcome.err:
+        said = (
+            "twicerun: every ctx call runs on the step's one DuckDB connection, which takes "
+            "one call at a time (the cursor() DuckDB suggests is not part of ctx): "
+        )
+    else:
+        assert "connection has an open result" in outcome.err
+        said = (
+            "twicerun: every ctx call runs on the step's one DuckDB connection, which starts "
+            "no query while an earlier one's rows are still being read: read them to the end "
+            "(fetchall(), or all of an Arrow reader) before the next call; "
+        )
+    assert (
+        said + "where the step's threads share ctx, hold one lock around each ctx call and the "
+        "reading of its rows\n"
+    ) in outcome.err
+    fixed = twicerun(
+        "run", write_pipeline(SHARES_CTX_ACROSS_THREADS.format(locked=True)), "--runs", "2"
+    )
+    assert fixed.code == 0, fixed.err
+
+
+def test_a_query_started_while_rows_are_still_being_read_is_told_to_read_them_first(
+    write_pipeline, twicerun
+):
+    path = write_pipeline(
+        """
+        def streaming(ctx):
+            reader = ctx.sql("SELECT * FROM range(100000) t(i)").to_arrow_reader(1000)
+            reader.read_next_batch()
+            ctx.write("out", ctx.sql("SELECT 1 AS one"))
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 3
+    assert "connection has an open result" in outcome.err
+    assert "read them to the end (fetchall(), or all of an Arrow reader)" in outcome.err
+
+
 def test_a_write_whose_query_fails_leaves_no_file_and_no_temporary(
     write_pipeline, twicerun, run_dir
 ):

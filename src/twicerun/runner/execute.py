@@ -254,6 +254,7 @@ def execute_step(
                 full_disk_advice()
                 if disk_full(exc)
                 else missing_module_advice(exc, Path(step.file) if step.file else None)
+                or busy_connection_hint(exc)
                 or unread_artifact_hint(
                     exc, visible, {r.name for r in ctx.output.reads}, set(ctx.output.written)
                 )
@@ -400,6 +401,35 @@ def unread_artifact_hint(
         f"{name} is an artifact of step {ref.step_index} {ref.step_name}; call "
         f'ctx.read("{name}") in this step before its SQL uses it'
     )
+
+
+# DuckDB's refusals of a call on a connection that is in use (from 2.0 on; earlier
+# versions had no such check): another thread's call still running, or a result whose
+# rows are still being read. Its own advice, cursor(), is not part of ctx.
+_BUSY = "connection is busy with another call"
+_OPEN_RESULT = "connection has an open result"
+_TAKE_TURNS = (
+    "where the step's threads share ctx, hold one lock around each ctx call and the "
+    "reading of its rows"
+)
+
+
+def busy_connection_hint(exc: BaseException) -> str:
+    """What to do when a ctx call finds the step's one connection in use: by another of
+    the step's threads, or by rows of an earlier call not yet read to the end."""
+    said = str(exc)
+    if _BUSY in said:
+        return (
+            "every ctx call runs on the step's one DuckDB connection, which takes one call "
+            f"at a time (the cursor() DuckDB suggests is not part of ctx): {_TAKE_TURNS}"
+        )
+    if _OPEN_RESULT in said:
+        return (
+            "every ctx call runs on the step's one DuckDB connection, which starts no query "
+            "while an earlier one's rows are still being read: read them to the end "
+            f"(fetchall(), or all of an Arrow reader) before the next call; {_TAKE_TURNS}"
+        )
+    return ""
 
 
 def printable(exc: BaseException) -> BaseException:
