@@ -404,32 +404,23 @@ def unread_artifact_hint(
 
 
 # DuckDB's refusals of a call on a connection that is in use (from 2.0 on; earlier
-# versions had no such check): another thread's call still running, or a result whose
-# rows are still being read. Its own advice, cursor(), is not part of ctx.
-_BUSY = "connection is busy with another call"
-_OPEN_RESULT = "connection has an open result"
-_TAKE_TURNS = (
-    "where the step's threads share ctx, hold one lock around each ctx call and the "
-    "reading of its rows"
-)
+# versions waited): another call still running, or a result whose rows are still being
+# read. ctx's calls and the relations they hand out wait their turn (storage/relations.py),
+# so what is left is a read that streams. DuckDB's own advice, cursor(), is not in ctx.
+_IN_USE = ("connection is busy with another call", "connection has an open result")
 
 
 def busy_connection_hint(exc: BaseException) -> str:
-    """What to do when a ctx call finds the step's one connection in use: by another of
-    the step's threads, or by rows of an earlier call not yet read to the end."""
-    said = str(exc)
-    if _BUSY in said:
-        return (
-            "every ctx call runs on the step's one DuckDB connection, which takes one call "
-            f"at a time (the cursor() DuckDB suggests is not part of ctx): {_TAKE_TURNS}"
-        )
-    if _OPEN_RESULT in said:
-        return (
-            "every ctx call runs on the step's one DuckDB connection, which starts no query "
-            "while an earlier one's rows are still being read: read them to the end "
-            f"(fetchall(), or all of an Arrow reader) before the next call; {_TAKE_TURNS}"
-        )
-    return ""
+    """What to do when a ctx call finds the step's one connection still in use."""
+    if not any(said in str(exc) for said in _IN_USE):
+        return ""
+    return (
+        "every ctx call runs on the step's one DuckDB connection (the cursor() DuckDB "
+        "suggests is not part of ctx); ctx's calls and the relations they return wait their "
+        "turn on it, but a read that streams (an Arrow reader, iter_rows) holds it until it "
+        "is read to the end: read it to the end, or fetch the rows whole (fetchall(), "
+        "to_arrow_table()), before the next call"
+    )
 
 
 def printable(exc: BaseException) -> BaseException:

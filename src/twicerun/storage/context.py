@@ -517,7 +517,7 @@ class StepContext(ContractChecks):
                 f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS SELECT * FROM {sql.parquet(ref.path)}"
             )
             self._read_record(written_as, ref)
-            return handed_out(self._con.table(name))
+            return handed_out(self._con.table(name), self._turn)
 
     def source(self, name: str, files: Any, **options: Any) -> duckdb.DuckDBPyRelation:
         """Files from outside the pipeline (Parquet or CSV: a list, one path, or a glob) as the
@@ -555,7 +555,7 @@ class StepContext(ContractChecks):
                     SOURCE_ROWS[slot] = int(rows)
             relation = self._con.table(name)
             self._source_record(name, reader, listed, rows, options, order, relation.columns)
-            return handed_out(relation)
+            return handed_out(relation, self._turn)
 
     def _listed(self, head: str, files: Any) -> list[str]:
         """The files as a list of paths, a glob expanded in DuckDB's own order."""
@@ -579,7 +579,7 @@ class StepContext(ContractChecks):
                     self._con.extract_statements(initial)
                     raise
             self._state_record(name, ref)
-            return handed_out(self._con.table(name))
+            return handed_out(self._con.table(name), self._turn)
 
     def write(self, name: str, data: Any) -> None:
         """Make `data` (a SQL query, a DuckDB relation, a pyarrow Table or RecordBatchReader, or
@@ -633,10 +633,11 @@ class StepContext(ContractChecks):
             # The query on a line of its own, so DuckDB's error snippet (LINE n) shows the
             # step's SQL rather than this wrapper and its table name.
             caller.execute(f"CREATE TEMP TABLE {table} AS\n{last.query}\n", params)
-            return handed_out(self._con.table(table))
+            return handed_out(self._con.table(table), self._turn)
         if kind in _ROW_STATEMENTS or (kind in _CHANGES and _RETURNING.search(last.query)):
             return handed_out(
-                self._con.from_arrow(caller.sql(last.query, params=params).to_arrow_table())
+                self._con.from_arrow(caller.sql(last.query, params=params).to_arrow_table()),
+                self._turn,
             )
         caller.execute(last.query, params)
         return None
