@@ -979,9 +979,8 @@ def test_row_multiplication_keeps_a_float_key_distinct_with_the_next_float_up(tm
         "(nextafter(1.0::DOUBLE, 2.0::DOUBLE)), (5.0::DOUBLE)) t(x)",
     )
     assert multiply_rows(CON, adjacent, tmp_path / "out2.parquet", artifact="adjacent") == Applied(
-        "adjacent 3 rows to 6, score not moved (it spans too much of its type to move "
-        "past, or is of a type, or text in a form, that does not move), so the added copy "
-        "repeats it"
+        "adjacent 3 rows to 6, score not moved (some of its values repeat or lie a float "
+        "apart, so no next float up keeps the copies apart), so the added copy repeats it"
     )
 
 

@@ -134,13 +134,25 @@ def multiply_rows(
     raised = [sql.shown(k.name) for k, _ in shifts if k.type.id in _FLOATS]
     if raised:
         grown += f", {listed(raised)} raised to the next float up in the added {copies}"
-    if stuck:
-        one = len(stuck) == 1
+    repeats = f"{'copy repeats' if factor == 2 else 'copies repeat'}"
+    # A float that could not move has values alike or a float apart (_next_float): saying
+    # it spans too much of its type, or is of a type that does not move, was wrong of it.
+    floats = [c for c in stuck if c.type.id in _FLOATS]
+    others = [c for c in stuck if c not in floats]
+    if others:
+        one = len(others) == 1
         grown += (
-            f", {listed([sql.shown(c.name) for c in stuck])} not moved ({'it spans' if one else 'they span'} too much of "
+            f", {listed([sql.shown(c.name) for c in others])} not moved ({'it spans' if one else 'they span'} too much of "
             f"{'its type' if one else 'their types'} to move past, or {'is' if one else 'are'} "
             f"of a type, or text in a form, that does not move), so the added "
-            f"{'copy repeats' if factor == 2 else 'copies repeat'} {'it' if one else 'them'}"
+            f"{repeats} {'it' if one else 'them'}"
+        )
+    if floats:
+        one = len(floats) == 1
+        grown += (
+            f", {listed([sql.shown(c.name) for c in floats])} not moved (some of "
+            f"{'its' if one else 'their'} values repeat or lie a float apart, so no next "
+            f"float up keeps the copies apart), so the added {repeats} {'it' if one else 'them'}"
         )
     return Applied(grown)
 
