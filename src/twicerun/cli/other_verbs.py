@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import click
 
+from twicerun.vocabulary.audit import Repeatability
+
 # Why a verb has no such option, in its own terms, where a user is likely to carry one
 # over from `run`. Any other option another verb takes gets only the verbs that take it.
 WHY_NOT: dict[tuple[str, str], str] = {
@@ -25,8 +27,8 @@ WHY_NOT: dict[tuple[str, str], str] = {
     ("audit", "--no-amplify"): "which varies no input: it asks whether a step repeats itself",
     ("audit", "--without"): "which varies no input: it asks whether a step repeats itself",
     ("audit", "--policy"): (
-        "whose verdicts are about bytes and rows (deterministic, reproducible, "
-        "not reproducible), which no policy changes"
+        f"whose verdicts are about bytes and rows ({', '.join(map(str, Repeatability))}), "
+        "which no policy changes"
     ),
 }
 
