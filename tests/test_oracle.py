@@ -929,6 +929,59 @@ def test_rows_handed_each_others_floats_are_named_as_the_same_rows():
     assert measure(ref, replaced).reassigned == []
 
 
+def test_rows_that_pair_on_a_handed_out_number_by_chance_are_named_as_the_same_rows():
+    """`row_number() OVER ()` over rows that arrive in another order: most rows find no
+    partner, and the few whose group and number happen to coincide paired with another
+    row's float, which read as drift of whole values (the second class beside the rows
+    that went missing) with nothing to say that the floats are the same ones. Dropping the
+    number pairs every row with the same floats, and the explanation now says so, as it
+    does where every row paired."""
+    from twicerun.verdicts.explain import describe
+
+    ref = pa.table({"g": [1, 1, 2, 2], "v": [0.5, 0.25, 4.0, 8.0], "seq": [1, 2, 3, 4]})
+    later = pa.table({"g": [1, 2, 1, 2], "v": [0.25, 4.0, 0.5, 8.0], "seq": [1, 2, 3, 4]})
+    # Dropping g pairs the rows too (seq alone is a key); seq is the column no input has.
+    f = measure(ref, later, input_columns=["g", "v"])
+    assert (f.missing, f.extra, f.paired, f.drift[0].moved) == (2, 2, 2, 1)
+    assert (f.attribution.column, f.attribution.floats_differ) == ("seq", [])
+    assert (f.reassigned, f.reassigned_together) == (["seq"], False)
+    assert describe(f).endswith(
+        "; every row pairs with the same floats once seq is left out: the same rows"
+    )
+    # A float that moved as well is drift the number does not explain.
+    moved = later.set_column(1, "v", pa.array([0.25, 4.0, 0.5, math.nextafter(8.0, 9)]))
+    f = measure(ref, moved, input_columns=["g", "v"])
+    assert (f.attribution.column, f.attribution.floats_differ) == ("seq", ["v"])
+    assert f.reassigned == []
+
+
+def test_a_series_says_so_of_the_comparison_it_attributed(write_pipeline, twicerun):
+    """The loop and each series attribute one comparison, the worst, and that one's rows
+    paired by chance on (g, seq) too: the report said the step's kinds were ROW_MISSING
+    ROW_EXTRA VALUE_DRIFT and nothing of the floats being the same ones."""
+    path = write_pipeline(
+        """
+        def base(ctx):
+            ctx.write("t", "SELECT (i % 3)::INT AS g, (i * 0.5)::DOUBLE AS v FROM range(130000) t(i)")
+
+        def numbered(ctx):
+            ctx.read("t")
+            ctx.write("n", "SELECT g, v, row_number() OVER () AS seq FROM t")
+        """
+    )
+    without = ["--without", "tie-collapse", "--without", "row-multiplication"]
+    outcome = twicerun(
+        "run", path, "--runs", "3", "--amplify", *without, "--without", "thread-count"
+    )
+    assert (
+        "numbered  0 of 2  STABLE_ON_THIS_INPUT  ROW_MISSING ROW_EXTRA VALUE_DRIFT" in outcome.out
+    )
+    assert (
+        "comparisons that moved, every row pairs with the same floats to the bit once seq is "
+        "dropped from the key: the same rows with seq handed to other ones"
+    ) in outcome.out
+
+
 def test_rows_handed_floats_across_two_key_columns_name_both():
     # Only dropping both pairs the floats: g and rn moved together.
     from twicerun.render.evidence import evidence

@@ -187,6 +187,13 @@ def compare_artifacts(
             reassigned = _reassigned(
                 con, [n for n, _ in key_exprs], len(float_cols) + len(nested_float)
             )
+        elif attribution is not None and rows is not None:
+            reassigned = handed_floats(
+                attribution,
+                [n for n, _ in key_exprs],
+                drift,
+                {sql.shown(c.name) for c in float_cols},
+            )
         if keep_imbalance_as and unmatched and attributable:
             con.execute(f"DROP TABLE IF EXISTS {keep_imbalance_as}")
             con.execute(f"DROP TABLE IF EXISTS {keep_imbalance_as}{FLOAT_ROWS}")
@@ -804,6 +811,43 @@ def _keep_float_rows(con: duckdb.DuckDBPyConnection, n_key: int, floats: Sequenc
     return table
 
 
+def handed_floats(
+    a: Attribution, key_names: Sequence[str], drift: Sequence[Drift], checked: set[str]
+) -> tuple[list[str], bool]:
+    """The blamed key columns, as `reassigned` names them, where rows went unpaired because
+    those columns were handed to other rows (row_number() over rows in another order) and
+    the few that paired on the whole key by chance paired with another row's float: the
+    "drift" on them is one row's value against another's. Dropping the blamed columns
+    pairs every row with the same floats (`floats_differ` is empty), so no float moved,
+    and the report says so, as it does where every row paired. `checked` names the float
+    columns `floats_differ` looked at; drift in any other (a nested float) keeps this
+    from being said."""
+    blamed = _blamed(a)
+    moved = [d for d in drift if d.moved]
+    if not blamed or not moved or a.floats_differ or any(d.column not in checked for d in moved):
+        return [], False
+    return [n for n in key_names if n in blamed], a.chosen_by == "together"
+
+
+def float_rows_checked(con: duckdb.DuckDBPyConnection, rows: str) -> set[str]:
+    """The float columns a table of unpaired rows (FLOAT_ROWS) holds, as drift names them."""
+    return {
+        sql.shown(name.removeprefix(FLOAT_PREFIX))
+        for (name,) in con.execute(f"SELECT column_name FROM (DESCRIBE {rows})").fetchall()
+        if name.startswith(FLOAT_PREFIX)
+    }
+
+
+def _blamed(a: Attribution) -> set[str]:
+    """The key columns an attribution blames whose removal pairs every row; none where
+    it pairs only some, or blames nothing."""
+    if a.chosen_by == "together":
+        return set(a.tied)
+    if a.chosen_by in ("counts", "invented") and a.column and a.after.get(a.column) == 0:
+        return {a.column}
+    return set()
+
+
 def _floats_that_differ(
     con: duckdb.DuckDBPyConnection, rows: str, key_names: Sequence[str], a: Attribution
 ) -> list[str]:
@@ -812,11 +856,8 @@ def _floats_that_differ(
     another version, and its name and its balance both differ, where blaming the name
     alone reads as if only the name had changed. Empty unless the blamed columns pair
     every row."""
-    if a.chosen_by == "together":
-        blamed = set(a.tied)
-    elif a.chosen_by in ("counts", "invented") and a.column and a.after.get(a.column) == 0:
-        blamed = {a.column}
-    else:
+    blamed = _blamed(a)
+    if not blamed:
         return []
     kept = [f"k{j}" for j, name in enumerate(key_names) if name not in blamed]
     floats = [

@@ -17,6 +17,8 @@ from twicerun.compare.oracle import (
     ReferenceCache,
     attribute_table,
     compare_artifacts,
+    float_rows_checked,
+    handed_floats,
 )
 from twicerun.compare.pair import Side, settle
 from twicerun.findings import ArtifactFindings
@@ -171,15 +173,20 @@ class WorstComparisons:
             for a in comparison.artifacts:
                 if a.name == name and a.findings:
                     rows = f"{table}{FLOAT_ROWS}"
+                    kept_rows = rows if self._exists(rows) else None
                     attribution = attribute_table(
-                        self.con,
-                        table,
-                        a.findings.key,
-                        inputs,
-                        count,
-                        rows if self._exists(rows) else None,
+                        self.con, table, a.findings.key, inputs, count, kept_rows
                     )
-                    a = replace(a, findings=replace(a.findings, attribution=attribution))
+                    found = replace(a.findings, attribution=attribution)
+                    if kept_rows is not None and not found.reassigned:
+                        handed, together = handed_floats(
+                            attribution,
+                            found.key,
+                            found.drift,
+                            float_rows_checked(self.con, kept_rows),
+                        )
+                        found = replace(found, reassigned=handed, reassigned_together=together)
+                    a = replace(a, findings=found)
                 artifacts.append(a)
             updated[i] = replace(comparison, artifacts=artifacts)
             self._drop(table)
