@@ -124,6 +124,16 @@ def test_a_killed_invocation_is_whole_where_it_stopped_and_reaped_by_the_next(
         f"{run_dir.resolve() / killed}; remove it once read."
     ) in outcome.out.splitlines()
 
+    # The module the killed process made for spawned workers stayed in its temporary
+    # directory, one per kill; the next twicerun to use that directory removes it.
+    scratch = run_dir.parent / "scratch"
+    (left,) = scratch.iterdir()
+    assert left.name.startswith(f"twicerun-spawned-{process.pid}-")
+    if where == "step":
+        again = start(path, run_dir)
+        assert again.wait() == 0, again.stderr.read()
+        assert list(scratch.iterdir()) == []
+
 
 def test_a_live_invocation_is_left_alone(write_pipeline, twicerun, run_dir):
     path = write_pipeline(PIPELINE)

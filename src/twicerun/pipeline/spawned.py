@@ -49,7 +49,10 @@ def provide(module_name: str, path: Path) -> Path | None:
     if "." in module_name:
         return None
     if _directory is None or not _directory.is_dir():
-        _directory = Path(tempfile.mkdtemp(prefix="twicerun-spawned-", dir=_parent))
+        if _parent is None:
+            _sweep(Path(tempfile.gettempdir()))
+        # The owner's pid in the name, for the sweep of a later process.
+        _directory = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=_parent))
         # For a process that imports pipelines without the CLI around it (a test, a
         # library caller); only by this process, not by a child it forked that exits.
         atexit.register(_remove, _directory, os.getpid())
@@ -57,6 +60,35 @@ def provide(module_name: str, path: Path) -> Path | None:
         _MODULE.format(path=str(path.resolve())), encoding="utf-8"
     )
     return _directory
+
+
+PREFIX = "twicerun-spawned-"
+
+
+def _sweep(temporary: Path) -> None:
+    """Remove the directories a killed twicerun left in `temporary`: a process ended by
+    SIGKILL (an OOM kill, a CI job cancelled hard) runs no clean-up, and each left one
+    behind. Only this user's, and only where the pid in the name is no process's: a pid
+    taken again since by another process keeps its directory (until that one ends), which
+    errs toward leaving one too many."""
+    if not hasattr(os, "getuid"):
+        return  # no owner to tell apart
+    try:
+        found = list(temporary.glob(f"{PREFIX}*-*"))
+    except OSError:
+        return
+    for directory in found:
+        pid = directory.name.removeprefix(PREFIX).split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            if directory.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(directory, ignore_errors=True)
+        except (OSError, OverflowError):
+            continue  # alive under another user (PermissionError), or not ours to read
 
 
 def place_under(parent: Path) -> None:
