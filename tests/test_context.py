@@ -908,11 +908,11 @@ def test_which_sql_draws_at_random_without_a_seed(query, draws):
     """The queries the loop names for a step one thread did not quiet: a sample's seed is
     written after its size, as (method, seed) or REPEATABLE (seed), and a list after the
     sample is not one."""
-    from twicerun.storage.context import draws_unseeded
+    from twicerun.storage.context import first_draw
 
-    assert draws_unseeded(query) is draws
+    assert (first_draw(query) is not None) is draws
     if "random()" in query:
-        assert draws_unseeded(query, seeded=True) is False
+        assert first_draw(query, seeded=True) is None
 
 
 def test_a_relation_built_to_draw_at_random_is_noted_as_its_sql_would_be(tmp_path):
@@ -980,6 +980,6 @@ def test_a_long_query_is_quoted_where_it_draws_and_marked_where_it_was_cut(tmp_p
 def test_which_spark_sql_draws_at_random_without_a_seed(query, draws):
     """Spark's names for the same draws; rand(7) is seeded (per partition, which the
     thread-count amplifier varies), and a bucket of a column is no draw."""
-    from twicerun.storage.context import spark_draws_unseeded
+    from twicerun.storage.context import spark_first_draw
 
-    assert spark_draws_unseeded(query) is draws
+    assert (spark_first_draw(query) is not None) is draws

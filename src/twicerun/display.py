@@ -73,6 +73,6 @@ def unseeded_generator(generators: str) -> str:
 
 def unseeded_draw(query: str) -> str:
     """What the loop's notes and the verdicts say of a step whose SQL drew at random with
-    nothing in the step seeding it (storage/context.py's draws_unseeded), quoting the
+    nothing in the step seeding it (storage/context.py's first_draw), quoting the
     query: one sentence, so that every report names it alike."""
     return f"its SQL draws at random and nothing in the step seeds the draw: {query}"

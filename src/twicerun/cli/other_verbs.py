@@ -15,17 +15,15 @@ from twicerun.vocabulary.audit import Repeatability
 
 # Why a verb has no such option, in its own terms, where a user is likely to carry one
 # over from `run`. Any other option another verb takes gets only the verbs that take it.
+_AUDIT_KEEPS_NOTHING = "which keeps nothing: its runs go to scratch files removed however it ends"
+_AUDIT_VARIES_NOTHING = "which varies no input: it asks whether a step repeats itself"
 WHY_NOT: dict[tuple[str, str], str] = {
     ("audit", "--runs"): "which runs every step exactly twice, on the inputs of one run",
-    ("audit", "--run-dir"): (
-        "which keeps nothing: its runs go to scratch files removed however it ends"
-    ),
-    ("audit", "--keep"): (
-        "which keeps nothing: its runs go to scratch files removed however it ends"
-    ),
-    ("audit", "--amplify"): "which varies no input: it asks whether a step repeats itself",
-    ("audit", "--no-amplify"): "which varies no input: it asks whether a step repeats itself",
-    ("audit", "--without"): "which varies no input: it asks whether a step repeats itself",
+    ("audit", "--run-dir"): _AUDIT_KEEPS_NOTHING,
+    ("audit", "--keep"): _AUDIT_KEEPS_NOTHING,
+    ("audit", "--amplify"): _AUDIT_VARIES_NOTHING,
+    ("audit", "--no-amplify"): _AUDIT_VARIES_NOTHING,
+    ("audit", "--without"): _AUDIT_VARIES_NOTHING,
     ("audit", "--policy"): (
         f"whose verdicts are about bytes and rows ({', '.join(map(str, Repeatability))}), "
         "which no policy changes"

@@ -178,7 +178,9 @@ class WorstComparisons:
                         self.con, table, a.findings.key, inputs, count, kept_rows
                     )
                     found = replace(a.findings, attribution=attribution)
-                    if kept_rows is not None and not found.reassigned:
+                    # Only where floats moved: the check reads the kept table's columns.
+                    moved = any(d.moved for d in found.drift)
+                    if kept_rows is not None and moved and not found.reassigned:
                         handed, together = handed_floats(
                             attribution,
                             found.key,

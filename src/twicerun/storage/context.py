@@ -99,11 +99,6 @@ def spark_first_draw(text: str, seeded: bool = False) -> tuple[int, int] | None:
     return min((m.span() for m in found), default=None)
 
 
-def spark_draws_unseeded(text: str, seeded: bool = False) -> bool:
-    """Whether Spark SQL `text` draws at random with no seed."""
-    return spark_first_draw(text, seeded) is not None
-
-
 def first_draw(text: str, seeded: bool = False) -> tuple[int, int] | None:
     """Where SQL `text` first draws at random with no seed, None where it does not: a
     random() (unless `seeded`, a setseed() before it in the step), a uuid function, or a
@@ -111,11 +106,6 @@ def first_draw(text: str, seeded: bool = False) -> tuple[int, int] | None:
     found = [_UUID.search(text), None if seeded else _RANDOM.search(text)]
     found += [m for m in _SAMPLE.finditer(text) if not (m.group("seed") or m.group("repeatable"))]
     return min((m.span() for m in found if m), default=None)
-
-
-def draws_unseeded(text: str, seeded: bool = False) -> bool:
-    """Whether SQL `text` draws at random with no seed (`first_draw` says where)."""
-    return first_draw(text, seeded) is not None
 
 
 # How much of a query that draws the notes quote: the draw, and what leads up to it.
