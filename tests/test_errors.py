@@ -319,14 +319,83 @@ def test_sql_naming_an_artifact_never_read_says_to_read_it(
     assert lines[0].startswith(
         f"twicerun: step 1 second raised in run 1 (at {path}:5): CatalogException"
     )
-    # DuckDB's snippet shows the step's own SQL, not the table ctx.sql wraps it in.
-    assert f"LINE 2: {line}" in lines
+    # DuckDB's snippet shows the step's own SQL, not the table ctx.sql wraps it in, at
+    # the line it is on in the step's string (it said LINE 2, counting ctx's wrapper).
+    assert f"LINE 1: {line}" in lines
     assert "__twicerun" not in outcome.err
     assert lines[-2:] == [
         'twicerun: upstream is an artifact of step 0 first; call ctx.read("upstream") in this '
         "step before its SQL uses it",
         f"twicerun: the invocation directory is kept: {kept}",
     ]
+
+
+LINES = {
+    "a one-line write": ('ctx.write("u", "SELECT idd FROM t")', "LINE 1: SELECT idd FROM t"),
+    "a one-line query": ('ctx.sql("SELECT idd FROM t")', "LINE 1: SELECT idd FROM t"),
+    # Each statement of several is run alone, and DuckDB counted lines within it.
+    "a statement after another on its line": (
+        'ctx.sql("SELECT 1;\\nSELECT 2; SELECT idd FROM t; SELECT 4")',
+        "LINE 2:  SELECT idd FROM t;",
+    ),
+    "a query after a blank line": (
+        'ctx.sql("SELECT 1;\\n\\nSELECT idd FROM t")',
+        "LINE 3: SELECT idd FROM t",
+    ),
+    # A query in triple quotes starts with a line break (written here as \n), which the
+    # COPY around it used to lose.
+    "a write in triple quotes": (
+        'ctx.write("u", "\\n    SELECT id,\\n        idd + 1 AS y\\n    FROM t")',
+        "LINE 3:         idd + 1 AS y",
+    ),
+    "a write after a blank line": (
+        'ctx.write("u", "\\n\\n    SELECT idd FROM t")',
+        "LINE 3: SELECT idd FROM t",
+    ),
+    # It quoted twicerun's CREATE OR REPLACE VIEW around it.
+    "the initial query of ctx.state": (
+        'ctx.state("led", "SELECT 0 AS n WHERE nope")',
+        "LINE 1: SELECT 0 AS n WHERE nope",
+    ),
+}
+
+
+@pytest.mark.parametrize("call, line", list(LINES.values()), ids=list(LINES))
+def test_duckdbs_line_numbers_count_the_lines_of_the_steps_own_string(
+    write_pipeline, twicerun, call, line
+):
+    path = write_pipeline(
+        f"""
+        def first(ctx):
+            ctx.write("t", "SELECT 1 AS id")
+
+        def second(ctx):
+            ctx.read("t")
+            {call}
+        """
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 3
+    lines = outcome.err.splitlines()
+    at = lines.index(line)
+    # The caret still points into the step's line, under the name DuckDB could not bind.
+    caret = lines[at + 1]
+    assert set(caret.strip()) == {"^"}
+    assert line[len(caret) - len(caret.lstrip()) :].startswith(("idd", "nope"))
+    assert "__twicerun" not in outcome.err and "CREATE OR REPLACE VIEW" not in outcome.err
+
+
+def test_a_line_number_that_changes_width_keeps_its_caret_under_the_same_character():
+    from twicerun.storage.error_lines import renumbered
+
+    message = "Binder Error: no\n\nLINE 10:   WHERE idd > 0\n                 ^^^"
+    assert (
+        renumbered(message, -1, 1)
+        == "Binder Error: no\n\nLINE 9:   WHERE idd > 0\n                ^^^"
+    )
+    assert renumbered("LINE 9: x\n        ^", 1, 0) == "LINE 10: x\n         ^"
+    # A line of ctx's own SQL above the step's is left as DuckDB numbered it.
+    assert renumbered("LINE 1: COPY (\n        ^", -1, 1) == "LINE 1: COPY (\n        ^"
 
 
 def test_an_unread_artifact_named_like_the_step_that_wrote_it_gets_the_same_hint(

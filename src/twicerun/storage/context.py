@@ -24,6 +24,7 @@ import duckdb
 from twicerun import sql
 from twicerun.errors import ContractError, UnknownArtifact
 from twicerun.storage.atomic import atomic_path
+from twicerun.storage.error_lines import as_written, line_offset
 from twicerun.storage.exact_integers import exact_casts, projection, too_wide
 from twicerun.storage.fingerprints import fingerprint
 from twicerun.storage.receipts import ReadRecord, SourceRecord
@@ -562,7 +563,11 @@ class StepContext(ContractChecks):
                 )
             else:
                 try:
-                    self._con.execute(f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS {initial}")
+                    # The step's query on lines of its own, numbered as it wrote them.
+                    with as_written(1):
+                        self._con.execute(
+                            f"CREATE OR REPLACE VIEW {sql.identifier(name)} AS\n{initial}"
+                        )
                 except duckdb.ParserException:
                     # Parsed again alone (parsed, never run), so that the error shows the
                     # step's SQL and not twicerun's view around it.
@@ -614,7 +619,8 @@ class StepContext(ContractChecks):
     def _run_statements(self, statements: list[_Statement], caller: _Caller, params: Any) -> Any:
         *before, last = statements
         for statement in before:
-            caller.execute(statement.query)
+            with as_written(0, statement.offset):
+                caller.execute(statement.query)
         kind = last.kind
         if kind == "SELECT" or self._is_query(last):
             self._results += 1
@@ -622,14 +628,15 @@ class StepContext(ContractChecks):
             self._held[table] = last.query
             # The query on a line of its own, so DuckDB's error snippet (LINE n) shows the
             # step's SQL rather than this wrapper and its table name.
-            caller.execute(f"CREATE TEMP TABLE {table} AS\n{last.query}\n", params)
+            with as_written(1, last.offset):
+                caller.execute(f"CREATE TEMP TABLE {table} AS\n{last.query}\n", params)
             return handed_out(self._con.table(table), self._turn)
         if kind in _ROW_STATEMENTS or (kind in _CHANGES and _RETURNING.search(last.query)):
-            return handed_out(
-                self._con.from_arrow(caller.sql(last.query, params=params).to_arrow_table()),
-                self._turn,
-            )
-        caller.execute(last.query, params)
+            with as_written(0, last.offset):
+                rows = caller.sql(last.query, params=params).to_arrow_table()
+            return handed_out(self._con.from_arrow(rows), self._turn)
+        with as_written(0, last.offset):
+            caller.execute(last.query, params)
         return None
 
     def _note_attached(self) -> None:
@@ -654,7 +661,10 @@ class StepContext(ContractChecks):
                 self.output.sql_outside_ctx.append(" ".join(data.split())[:200])
                 self._stamp_files(data)
             self._note_draws(data)
-            query = self._one_query(name, data)
+            query, offset = self._one_query(name, data)
+            # Lines of twicerun's own SQL above the step's query in the COPY that runs it;
+            # None once the COPY reads rows kept from it (its errors are not the step's).
+            added: int | None = 1
             try:
                 bound = caller.sql(query)
                 casts = exact_casts(bound.columns, bound.types)
@@ -669,16 +679,21 @@ class StepContext(ContractChecks):
                 # Its rows are kept once, and the casts named from what they are.
                 self._results += 1
                 kept = f"__twicerun_write_{self._results}"
-                caller.execute(f"CREATE TEMP TABLE {kept} AS\n{query}\n")
+                with as_written(1, offset):
+                    caller.execute(f"CREATE TEMP TABLE {kept} AS\n{query}\n")
                 bound = self._con.table(kept)
                 casts = exact_casts(bound.columns, bound.types)
                 query = f"SELECT * FROM {kept}"
+                added = None
             if casts:
                 # The step's query stays on lines of its own inside the cast around it.
-                query = f"SELECT {', '.join(projection(bound.columns, casts))} FROM (\n{query}\n)"
+                cast = f"SELECT {', '.join(projection(bound.columns, casts))} FROM (\n"
+                query = f"{cast}{query}\n)"
+                added = None if added is None else added + cast.count("\n")
             # On lines of their own, so a trailing `-- comment` cannot swallow the `)`.
+            numbered = contextlib.nullcontext() if added is None else as_written(added, offset)
             try:
-                with self._exactly(name, casts):
+                with self._exactly(name, casts), numbered:
                     caller.execute(f"COPY (\n{query}\n) TO {destination} (FORMAT parquet)")
             finally:
                 if kept is not None:
@@ -768,8 +783,9 @@ class StepContext(ContractChecks):
                 raise refused from exc
             raise
 
-    def _one_query(self, name: str, sql: str) -> str:
-        """`sql` as exactly one query, its trailing semicolon gone.
+    def _one_query(self, name: str, sql: str) -> tuple[str, int]:
+        """`sql` as exactly one query, its trailing semicolon gone, and the lines of `sql`
+        before it.
 
         Parsed first, so nothing in it can close the COPY around it and add a
         statement of its own (such as a second COPY to a path outside the run).
@@ -787,7 +803,9 @@ class StepContext(ContractChecks):
                 f"{head}: give a query (SELECT, WITH, VALUES or FROM), got a "
                 f"{statement.kind} statement; run it with ctx.sql and write a query of its result"
             )
-        return _without_final_semicolons(statement.query)
+        # The query loses the blank lines it started with, which the offset counts instead.
+        lead = statement.query[: len(statement.query) - len(statement.query.lstrip())]
+        return _without_final_semicolons(statement.query), statement.offset + lead.count("\n")
 
     def _outside(self, query: str, statements: list[_Statement]) -> None:
         """Note SQL that moves rows past ctx: a read of a file or database, and a file
@@ -852,7 +870,11 @@ class StepContext(ContractChecks):
                 f"{head}: DuckDB {duckdb.__version__} cannot tell a PIVOT without an IN list "
                 f"apart from the statements around it; give it a call of its own"
             )
-        return [_Statement(st.type.name, st.query) for st in statements]
+        parsed, start = [], 0
+        for st in statements:
+            offset, start = line_offset(text, st.query, start)
+            parsed.append(_Statement(st.type.name, st.query, offset))
+        return parsed
 
     def _is_query(self, statement: _Statement) -> bool:
         """A statement DuckDB files as MULTI that is nonetheless one query.
@@ -920,6 +942,9 @@ class _Statement:
 
     kind: str
     query: str
+    # Lines of the step's string before this statement: DuckDB numbers an error's
+    # lines within the statement it ran (storage/error_lines.py).
+    offset: int = 0
 
 
 def _is_arrow(data: Any) -> bool:
