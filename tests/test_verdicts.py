@@ -2161,6 +2161,25 @@ def test_reproduce_says_when_the_column_that_moved_holds_when_each_run_was_writt
     assert "clock" not in picked
 
 
+def test_diff_says_a_column_holds_a_clock_read_whichever_run_is_named_first(
+    write_pipeline, twicerun, run_dir
+):
+    """`diff NEW OLD` left the clause out: the clock test wanted the second side's instants
+    after the first's, as they are in a run's own comparisons, where run 1 ran first."""
+    path = write_pipeline(
+        'def stamped(ctx):\n    ctx.write("stamped", "SELECT range AS id, now() AS loaded_at '
+        'FROM range(5)")\n'
+    )
+    for _ in range(2):
+        twicerun("run", path, "--runs", "2", "--no-amplify", "--keep", "0", "--run-dir", run_dir)
+    older, newer = sorted(p for p in Path(run_dir).iterdir() if p.is_dir())
+    said = "loaded_at holds the time each was written, a clock read"
+    for first, second in ((older, newer), (newer, older)):
+        outcome = twicerun("diff", str(first), str(second))
+        assert outcome.code == 1
+        assert said in outcome.out, outcome.out
+
+
 def test_diff_and_reproduce_quote_the_query_that_draws_at_random(write_pipeline, twicerun, run_dir):
     """A step ordering by random() "diverged with identical inputs" in diff and was
     DIVERGED in reproduce, with nothing said of why; both now quote the query."""

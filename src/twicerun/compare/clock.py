@@ -4,16 +4,19 @@ A step that stamps its rows with `now()`, `datetime.now()` or `time.time()` writ
 value that is new on every run, and what differs is when the run happened. The values
 themselves say so, whatever their type: each is an instant from the last few days and
 not from the future, and every later run's is after every value of run 1's, since the
-later run executed after run 1. A timestamp from the data that a parallel step picked
+later run executed after run 1 (for two recorded runs named in either order, one side's
+are all after the other's). A timestamp from the data that a parallel step picked
 differently (`first(ts)` over ties) is neither: it comes from wherever the data does, and
 the later run's pick is as likely earlier as later.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from datetime import UTC, datetime
 
 # A clock read by an earlier run of the same invocation: long backfills run for hours, and
@@ -27,6 +30,20 @@ ZONE_SECONDS = 14 * 3600
 EPOCH_SCALES = (1, 1_000, 1_000_000, 1_000_000_000)
 
 _FRACTION = re.compile(r"(\.\d{6})\d+")
+
+# Whether the two sides may have run in either order: `diff A B` takes two recorded runs
+# in the order the user named them, which need not be the order they ran in.
+_EITHER_ORDER: ContextVar[bool] = ContextVar("either_order", default=False)
+
+
+@contextlib.contextmanager
+def sides_in_either_order() -> Iterator[None]:
+    """Inside, one side's instants all after the other's read as a clock, whichever side."""
+    token = _EITHER_ORDER.set(True)
+    try:
+        yield
+    finally:
+        _EITHER_ORDER.reset(token)
 
 
 def _instant(value: object, now: float) -> tuple[float, bool] | None:
@@ -81,4 +98,6 @@ def read_as_clock(reference: Iterable[object], later: Iterable[object], now: flo
         if not instants:
             return False
         sides.append(instants)
+    if _EITHER_ORDER.get() and min(sides[0]) > max(sides[1]):
+        return True
     return min(sides[1]) > max(sides[0])

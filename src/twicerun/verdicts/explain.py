@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import duckdb
 
+from twicerun.compare.clock import sides_in_either_order
 from twicerun.compare.oracle import compare_artifacts
 from twicerun.findings import NAMED_TOGETHER, ArtifactFindings
 from twicerun.sql import shown
@@ -31,7 +33,11 @@ def explain(
         )
     # Attribution too: one artifact is explained, once, and which columns moved (or that a
     # list only came back in another order) is what the reader of a diff looks for next.
-    findings = compare_artifacts(con, name, a, b, attribute_above=0)
+    # Two recorded runs come in the order they were named, which may be newest first; a
+    # re-execution always ran after its record.
+    ordered = sides_in_either_order() if sides == BETWEEN_RUNS else contextlib.nullcontext()
+    with ordered:
+        findings = compare_artifacts(con, name, a, b, attribute_above=0)
     return findings, describe(findings, sides)
 
 
