@@ -277,6 +277,18 @@ def test_a_spark_sql_error_is_reported_once_not_also_as_pyspark_s_json_log(
     assert logged.getvalue() == ""
 
 
+def test_a_spark_sql_error_names_the_line_of_the_steps_own_string(write_pipeline, twicerun):
+    """Spark counted from the query with its first line break trimmed off, so the column
+    a query in triple quotes got wrong on its line 3 was reported at line 2."""
+    path = write_pipeline(
+        'ENGINE = "spark"\n\n\ndef broken(ctx):\n'
+        '    ctx.write("x", "\\nSELECT id,\\n       idd + 1 AS y\\nFROM range(3)")\n'
+    )
+    outcome = twicerun("run", path, "--runs", "2")
+    assert outcome.code == 3
+    assert "UNRESOLVED_COLUMN" in outcome.err and "line 3 pos 7" in outcome.err
+
+
 def test_diff_of_a_duckdb_run_and_a_spark_run_names_the_engine_as_what_differed(
     write_pipeline, twicerun
 ):

@@ -425,7 +425,9 @@ class SparkStepContext(ContractChecks):
         final = self._check_write(name, "Spark")
         if isinstance(data, str):
             self._note_draws(data)
-            frame = self.session.sql(data.strip().removesuffix(";"))
+            # Only the end is trimmed: Spark numbers an error's line in the text it is
+            # given, and a query in triple quotes starts with a line break.
+            frame = self.session.sql(data.rstrip().removesuffix(";"))
         elif type(data).__module__.startswith("pyspark.sql"):
             frame = data
         else:
