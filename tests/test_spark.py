@@ -277,16 +277,27 @@ def test_a_spark_sql_error_is_reported_once_not_also_as_pyspark_s_json_log(
     assert logged.getvalue() == ""
 
 
-def test_a_spark_sql_error_names_the_line_of_the_steps_own_string(write_pipeline, twicerun):
+def test_a_spark_sql_error_names_the_line_of_the_steps_own_string(
+    write_pipeline, twicerun, run_dir
+):
     """Spark counted from the query with its first line break trimmed off, so the column
-    a query in triple quotes got wrong on its line 3 was reported at line 2."""
+    a query in triple quotes got wrong on its line 3 was reported at line 2; and the
+    report went on with Spark's plan of the query, in which the artifact it read is a
+    tree of twicerun's own columns (`__twicerun_partition_key`)."""
     path = write_pipeline(
-        'ENGINE = "spark"\n\n\ndef broken(ctx):\n'
-        '    ctx.write("x", "\\nSELECT id,\\n       idd + 1 AS y\\nFROM range(3)")\n'
+        'ENGINE = "spark"\n\n\ndef src(ctx):\n    ctx.write("t", "SELECT 1 AS id")\n\n\n'
+        'def broken(ctx):\n    ctx.read("t")\n'
+        '    ctx.write("x", "\\nSELECT id,\\n       idd + 1 AS y\\nFROM t")\n'
     )
     outcome = twicerun("run", path, "--runs", "2")
     assert outcome.code == 3
-    assert "UNRESOLVED_COLUMN" in outcome.err and "line 3 pos 7" in outcome.err
+    first = outcome.err.splitlines()[0]
+    assert "UNRESOLVED_COLUMN" in first and first.endswith(
+        "line 3 pos 7; (Spark's plan of the query is in the step's receipt.json)"
+    )
+    assert "__twicerun" not in outcome.err and "+- " not in outcome.err
+    (receipt,) = run_dir.glob("*/loop/1/01-broken/receipt.json")
+    assert "__twicerun_partition_key" in json.loads(receipt.read_text())["error"]
 
 
 def test_diff_of_a_duckdb_run_and_a_spark_run_names_the_engine_as_what_differed(

@@ -71,13 +71,26 @@ class StepCrashed(TwicerunError):
     """A step raised; that run stopped and the invocation directory was kept (exit 3)."""
 
     def __init__(
-        self, *, index: int, name: str, run: int, error: BaseException, where: str, hint: str = ""
+        self,
+        *,
+        index: int,
+        name: str,
+        run: int,
+        error: BaseException,
+        where: str,
+        hint: str = "",
+        shown: str = "",
     ):
         self.index = index
         self.name = name
         self.run = run
         self.error = error
         self.where = where
+        # The error's message as reports show it, where that is not all of str(error)
+        # (Spark's, without the query plan it appends); the receipt keeps all of it.
+        self.shown = shown or str(error)
+        # Its type and message, as every report of the step's failure names it.
+        self.said = f"{type(error).__name__}: {self.shown}"
         # What to do about it, when twicerun can tell: printed on a line of its own.
         self.hint = hint
         # What an audit had found before the step raised (replay.audit_runs), to report.
@@ -86,6 +99,4 @@ class StepCrashed(TwicerunError):
         if isinstance(error, StepTimedOut):
             super().__init__(f"step {index} {name} was stopped in run {run}{at}: {error}")
             return
-        super().__init__(
-            f"step {index} {name} raised in run {run}{at}: {type(error).__name__}: {error}".rstrip()
-        )
+        super().__init__(f"step {index} {name} raised in run {run}{at}: {self.said}".rstrip())

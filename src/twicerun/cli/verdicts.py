@@ -455,8 +455,7 @@ def _unfinished(step, exc: StepCrashed) -> Replayed:
         step.index,
         step.name,
         Replay.DIVERGED,
-        f"it raised{at}, where the recorded run wrote its artifacts: "
-        f"{type(exc.error).__name__}: {exc.error}",
+        f"it raised{at}, where the recorded run wrote its artifacts: {exc.said}",
     )
 
 

@@ -250,6 +250,7 @@ def execute_step(
             run=address.run,
             error=exc,
             where=where,
+            shown=without_plan(exc),
             hint=(
                 full_disk_advice()
                 if disk_full(exc)
@@ -421,6 +422,20 @@ def busy_connection_hint(exc: BaseException) -> str:
         "is read to the end: read it to the end, or fetch the rows whole (fetchall(), "
         "to_arrow_table()), before the next call"
     )
+
+
+def without_plan(exc: BaseException) -> str:
+    """Spark's message up to the query plan it appends to an analysis error, or "" where
+    there is none. The plan names twicerun's own columns (how an artifact is read into
+    partitions), runs to dozens of lines, and stays whole in the receipt's error."""
+    if not (type(exc).__module__ or "").startswith("pyspark"):
+        return ""
+    lines = str(exc).split("\n")
+    for i in range(1, len(lines) - 1):
+        if lines[i - 1].rstrip().endswith(";") and lines[i + 1].lstrip().startswith(("+- ", ":- ")):
+            kept = "\n".join(lines[:i]).rstrip()
+            return f"{kept} (Spark's plan of the query is in the step's receipt.json)"
+    return ""
 
 
 def printable(exc: BaseException) -> BaseException:

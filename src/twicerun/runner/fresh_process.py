@@ -211,7 +211,7 @@ def serve(requests_fd: int, replies_fd: int, config: dict[str, Any]) -> int:
                 except StepCrashed as exc:
                     crashed = {
                         "type": type(exc.error).__name__,
-                        "message": str(exc.error),
+                        "message": exc.shown,
                         "where": exc.where,
                         "hint": exc.hint,
                         # Sent so that the parent says it was stopped, not that it raised.

@@ -202,9 +202,7 @@ def recompute(
                 timeout=bench.timeout,
             )
         except StepCrashed as exc:
-            return (
-                f"step {index} {step.name} raised on them: {type(exc.error).__name__}: {exc.error}"
-            )
+            return f"step {index} {step.name} raised on them: {exc.said}"
         except BadInput as exc:  # a series reports these as its error; so does this
             return f"step {index} {step.name} could not run on them: {exc}"
         records.add(address, receipt)

@@ -349,5 +349,5 @@ def _raised(exc: StepCrashed, seconds: float) -> AuditRun:
         seconds=round(seconds, 3),
         bytes={},
         canonical={},
-        raised=f"{type(exc.error).__name__}: {exc.error}{at}",
+        raised=f"{exc.said}{at}",
     )

@@ -367,7 +367,7 @@ def _raised(reference, run: int, exc: StepCrashed) -> Comparison:
         )
         for a in (reference.artifacts if reference else [])
     ]
-    error = " ".join(f"{type(exc.error).__name__}: {exc.error}".split())
+    error = " ".join(exc.said.split())
     return Comparison(run=run, fired=True, artifacts=artifacts, error=error[:400])
 
 
