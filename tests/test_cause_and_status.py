@@ -11,6 +11,7 @@ import json
 import os
 import textwrap
 
+import duckdb
 import pytest
 from conftest import FILLS_A_DICT
 
@@ -2403,18 +2404,25 @@ def test_a_step_whose_sql_draws_at_random_is_told_which_query_draws(write_pipeli
     for name, query in (
         ("shuffled_top", "SELECT id FROM t ORDER BY random() LIMIT 10"),
         ("sampled", "SELECT id FROM t USING SAMPLE 10 ROWS"),
-        # Built with the relation API: the query DuckDB renders for it.
+        # Built with the relation API: the query DuckDB renders for it, which is this on
+        # DuckDB 2 (1.x renders the view's rows inline, and the quote ends the same way).
         ("shuffled_by_relation", 'SELECT * FROM "t" ORDER BY random() LIMIT 10'),
     ):
         assert steps[name]["cause"] == "PERSISTS_SINGLE_THREADED"
-        assert steps[name]["notes"] == [
-            f"its SQL draws at random and nothing in the step seeds the draw: {query}; "
+        (note,) = steps[name]["notes"]
+        head = "its SQL draws at random and nothing in the step seeds the draw: "
+        rendered = name == "shuffled_by_relation" and duckdb.__version__.startswith("1.")
+        quoted = note[len(head) :].split("; random(), ")[0]
+        assert note.startswith(head)
+        assert quoted.endswith(" ORDER BY random() LIMIT 10") if rendered else quoted == query
+        assert note == (
+            f"{head}{quoted}; "
             "random(), the uuid functions and a sample without a seed give other values in "
             "every execution, at any thread count (a draw meant to happen is declared with "
             "@step(stochastic=True, seed=...) and seeded from it, by setseed() or the "
             "sample's seed; the uuid functions take no seed, and an id meant to stay is "
             "derived from the row, md5(key)::UUID for one)"
-        ]
+        )
     for name in ("sampled_with_a_seed", "seeded_draw"):
         assert (steps[name]["fired"], steps[name]["notes"]) == (0, [])
 

@@ -925,10 +925,12 @@ def test_a_relation_built_to_draw_at_random_is_noted_as_its_sql_would_be(tmp_pat
     ctx.write("shuffled", base.order("random()").limit(5))
     ctx.write("kept", base.filter("id % 2 = 0").order("id"))
     ctx.write("drawn", ctx.sql("SELECT id, uuid() AS u FROM range(3) t(id)"))
-    assert ctx.output.sql_draws == [
-        "SELECT * FROM (SELECT * FROM range(20) t(id)) ORDER BY random() LIMIT 5",
-        "SELECT id, uuid() AS u FROM range(3) t(id)",
-    ]
+    shuffled, drawn = ctx.output.sql_draws
+    # As DuckDB renders the relation: 2.x gives this, 1.x names the subquery `main.(...)`.
+    assert shuffled.replace("main.(", "(") == (
+        "SELECT * FROM (SELECT * FROM range(20) t(id)) ORDER BY random() LIMIT 5"
+    )
+    assert drawn == "SELECT id, uuid() AS u FROM range(3) t(id)"
     seeded = make_ctx(tmp_path / "seeded")
     seeded.sql("SELECT setseed(0.25)")
     seeded.write("shuffled", seeded.sql("SELECT * FROM range(20) t(id)").order("random()"))

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pyarrow.parquet as pq
 import pytest
 
@@ -219,9 +220,14 @@ def test_a_typo_in_states_initial_query_shows_the_steps_sql_not_twiceruns_view(
     )
     outcome = twicerun("run", path, "--runs", "2")
     assert outcome.code == 3
+    # Exactly what DuckDB says of the step's SQL on its own (DuckDB 1.x marks the place
+    # with one caret, 2.x underlines the word).
+    with pytest.raises(duckdb.ParserException) as own:
+        duckdb.connect().extract_statements("SELEC 1 AS a")
+    assert "LINE 1: SELEC 1 AS a" in str(own.value)
     assert outcome.err == (
-        f"twicerun: step 0 accumulate raised in run 1 (at {path}:2): ParserException: Parser "
-        f'Error: syntax error at or near "SELEC"\n\nLINE 1: SELEC 1 AS a\n        ^^^^^\n'
+        f"twicerun: step 0 accumulate raised in run 1 (at {path}:2): ParserException: "
+        f"{own.value}\n"
         f"twicerun: the invocation directory is kept: {only_invocation(run_dir)}\n"
     )
 
@@ -336,7 +342,7 @@ LINES = {
     # Each statement of several is run alone, and DuckDB counted lines within it.
     "a statement after another on its line": (
         'ctx.sql("SELECT 1;\\nSELECT 2; SELECT idd FROM t; SELECT 4")',
-        "LINE 2:  SELECT idd FROM t;",
+        "LINE 2:  SELECT idd FROM t",
     ),
     "a query after a blank line": (
         'ctx.sql("SELECT 1;\\n\\nSELECT idd FROM t")',
@@ -377,7 +383,8 @@ def test_duckdbs_line_numbers_count_the_lines_of_the_steps_own_string(
     outcome = twicerun("run", path, "--runs", "2")
     assert outcome.code == 3
     lines = outcome.err.splitlines()
-    at = lines.index(line)
+    # Up to a statement's semicolon, which DuckDB 2 keeps in its text and 1.x does not.
+    (at,) = [i for i, said in enumerate(lines) if said.removesuffix(";") == line]
     # The caret still points into the step's line, under the name DuckDB could not bind.
     caret = lines[at + 1]
     assert set(caret.strip()) == {"^"}
@@ -502,6 +509,14 @@ def totals(ctx):
 """
 
 
+# A DuckDB 1.x relation cannot be given a lock (its class takes no Python subclass for
+# an instance), so there its reads from two threads can still close each other's results.
+ON_DUCKDB_1 = pytest.mark.skipif(
+    duckdb.__version__.startswith("1."), reason="DuckDB 1.x relations are DuckDB's own"
+)
+
+
+@ON_DUCKDB_1
 def test_threads_sharing_ctx_take_turns_on_its_connection(write_pipeline, twicerun, run_dir):
     """DuckDB 2.0 refuses a call on a connection another thread's call is using, where
     DuckDB 1 waited. ctx's own calls took turns from 0.7.14, but the relations they hand
@@ -515,6 +530,7 @@ def test_threads_sharing_ctx_take_turns_on_its_connection(write_pipeline, twicer
     assert pq.read_table(parts).to_pylist()[3] == {"p": 3, "total": total, "n": 5000, "r": 5000}
 
 
+@ON_DUCKDB_1  # which has no to_arrow_reader, and ends a stream a later query interrupts
 def test_a_query_started_while_rows_are_still_being_read_is_told_to_read_them_first(
     write_pipeline, twicerun
 ):

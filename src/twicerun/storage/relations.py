@@ -16,7 +16,9 @@ connection another thread's call is using, where DuckDB 1 waited; ctx's own call
 already wait for each other (storage/context.py), and so do these relations' reads:
 `ctx.sql(query).fetchall()` from a thread pool runs as it did on DuckDB 1. A read that
 streams (`iter_rows`, `to_arrow_reader`) holds the connection until it is read to the
-end, which no lock can wait out; the crash report says so (runner/execute.py).
+end, which no lock can wait out; the crash report says so (runner/execute.py). On
+DuckDB 1.x relations are handed back as DuckDB made them: an instance of its relation
+class cannot be given a Python subclass, so their reads take no turn (docs/pipelines.md).
 """
 
 from __future__ import annotations
