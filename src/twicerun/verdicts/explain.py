@@ -105,7 +105,7 @@ def _columns_that_moved(f: ArtifactFindings) -> str:
         elif a.column is not None and a.after.get(a.column) == 0:
             clauses.append(f"they pair once {shown(a.column)} is left out")
             if a.clock:
-                # compare/clock.py: recent instants, the second side's after the first's.
+                # compare/clock.py: recent instants, one side's all after the other's.
                 clauses.append(f"{shown(a.column)} holds the time each was written, a clock read")
         elif len(a.tied) > 1 and a.after.get(a.tied[0]) == 0:
             # A surrogate and the id it was assigned to, whose pairing moved: either, dropped,
