@@ -26,7 +26,7 @@ def test_the_readme_names_the_hook_it_offers():
 @pytest.mark.parametrize(
     ("kinds", "doc"),
     [
-        (("gate-calibration", "gate-coins"), "docs/action.md"),
+        (("gate-calibration", "gate-coins", "gate-resampled"), "docs/action.md"),
         (("verdicts",), "docs/verdicts.md"),
         (("tlc",), "docs/data.md"),
         (("bench-overlap",), "docs/runs.md"),
@@ -100,6 +100,8 @@ def _builder(schema: str):
         return lambda _path, d: _script("gate_calibration").tables(d)
     if schema == "twicerun.gate-coins/1":
         return lambda _path, d: [_script("gate_coins").table(d)]
+    if schema == "twicerun.gate-resampled/1":
+        return lambda _path, d: [_script("gate_resampled").table(d)]
     return None
 
 

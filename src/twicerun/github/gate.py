@@ -427,10 +427,9 @@ def _pipeline(
     # its floats moved past the reassociation bound. Trial t of each is trial t of the
     # step's score. A statistic some baseline trial did not record is not tested for that
     # step: its trials would read as 0 and any 1 now as new.
-    tested: dict[str, list[Kind]] = {}
+    tested = tested_kinds(baseline, key, [s.name for s in common])
     for s in common:
         records = baseline.records(key, s.name)
-        tested[s.name] = [k for k in KINDS if all(k.of(r) is not None for r in records)]
         for kind in tested[s.name]:
             now_scores[kind.key(s.name)] = kind.of(s) or 0.0
             scores[kind.key(s.name)] = [kind.of(r) or 0.0 for r in records]
@@ -450,11 +449,7 @@ def _pipeline(
             )
             for kind in tested[n]:
                 fresh_kinds[kind.key(n)].append((kind.of(record) or 0.0) if record else 0.0)
-        found = {n: r.score for n, r in again.items()}
-        found.update(
-            {kind.key(n): kind.of(r) or 0.0 for n, r in again.items() for kind in tested.get(n, ())}
-        )
-        return found
+        return trial_statistics(again, tested)
 
     started = time.monotonic()
     outcomes, ran = decide_pipeline(
@@ -465,7 +460,7 @@ def _pipeline(
         screen_level=options.screen,
         confirm=options.confirm,
         better_level=options.alpha,
-        implied={kind.key(s.name): s.name for s in common for kind in tested[s.name]},
+        implied=implied_by(tested),
     )
     suspects = list(
         dict.fromkeys(n.partition(KIND_MARK)[0] for n, o in outcomes.items() if o.screened.suspect)
@@ -639,6 +634,34 @@ OUTSIDE_BOUND = Kind(
     lambda trial: trial.outside_bound,
 )
 KINDS = (ROWS, ONE_THREAD, OUTSIDE_BOUND)
+
+
+def tested_kinds(baseline: Baseline, key: str, names: Sequence[str]) -> dict[str, list[Kind]]:
+    """The statistics tested beside each step's score: those every baseline trial of it
+    recorded. One some trial lacks (a baseline written before it existed) would read as 0
+    there, and any 1 now as new."""
+    return {
+        n: [k for k in KINDS if all(k.of(r) is not None for r in baseline.records(key, n))]
+        for n in names
+    }
+
+
+def trial_statistics(
+    records: Mapping[str, StepRecord], tested: Mapping[str, Sequence[Kind]]
+) -> dict[str, float]:
+    """One trial of a pipeline as the decision takes it: each step's score, and each of its
+    tested statistics under its own key. The gate's fresh trials go through here, and so do
+    scripts/gate_resampled.py's trials, which the real CLI recorded."""
+    found = {n: r.score for n, r in records.items()}
+    found.update(
+        {kind.key(n): kind.of(r) or 0.0 for n, r in records.items() for kind in tested.get(n, ())}
+    )
+    return found
+
+
+def implied_by(tested: Mapping[str, Sequence[Kind]]) -> dict[str, str]:
+    """Each tested statistic, mapped to the score it may merely restate."""
+    return {kind.key(n): n for n, kinds in tested.items() for kind in kinds}
 
 
 def _answers_spread(history: Sequence[float], outcome: Outcome, runs: int) -> list[str]:

@@ -1,0 +1,240 @@
+"""The gate's decision on trials the real CLI recorded, drawn again many times.
+
+scripts/gate_calibration.py drives the decision on trials it makes up from models of a
+step (a coin at 0.2 a run, a burst, a drift); scripts/gate_coins.py runs the real CLI, but
+forty calls cannot tell a failure rate of one percent from one of five. This script sits
+between them. It records many trials of gate_coins.py's pipeline with `twicerun baseline
+update`, each a real invocation (the loop, the bisect, the thread-count amplifier), and
+fewer of its worse version; then it draws pull requests from those trials: a baseline of
+the gate's default size, the pull request's own trial and its confirmation trials, drawn
+without replacement, each decided by the gate's own function
+(`twicerun.github.decision.decide_pipeline`, on the figures
+`twicerun.github.gate.trial_statistics` makes of a trial, as the gate makes them).
+
+So the trials are the ones twicerun really records, models or no models. What it does
+not vary: the draws share one pool, so the intervals printed are over the draws, and the
+pool of recorded trials is itself one sample of each step's behaviour.
+
+    python scripts/gate_resampled.py --json results/gate-resampled-$(date +%F).json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+from gate_calibration import FAILING, _pct, rate
+from gate_coins import pipeline, twicerun
+
+from twicerun import __version__
+from twicerun.github.baseline import load
+from twicerun.github.decision import (
+    DEFAULT_ALPHA,
+    DEFAULT_CONFIRM,
+    DEFAULT_SCREEN,
+    decide_pipeline,
+    default_trials,
+)
+from twicerun.github.gate import KIND_MARK, implied_by, tested_kinds, trial_statistics
+
+SCHEMA = "twicerun.gate-resampled/1"
+PIPELINE = "coins.py"
+UNCHANGED = "steady, and coins at 0.05, 0.1, 0.2, 0.3"
+WORSE = "the steady step now at 0.5, the 0.1 coin at 0.6"
+
+
+def record(cwd: Path, source: str, trials: int, name: str) -> tuple[list[dict], dict, float]:
+    """`trials` real trials of the pipeline `source`, as the decision takes them, with the
+    statistics tested for each step and how long the recording took."""
+    (cwd / PIPELINE).write_text(source)
+    _, seconds = twicerun(
+        "baseline", "update", PIPELINE, "--trials", str(trials), "--output", name, cwd=cwd
+    )
+    baseline = load(cwd / name, "baseline update")
+    (key,) = baseline.pipelines
+    names = [s.name for s in baseline.pipelines[key].steps]
+    tested = tested_kinds(baseline, key, names)
+    return [trial_statistics(t.pipelines[key], tested) for t in baseline.trials], tested, seconds
+
+
+def draw(
+    pool: list[dict],
+    after: list[dict] | None,
+    *,
+    trials: int,
+    confirm: int,
+    implied: dict[str, str],
+    rng: random.Random,
+) -> tuple[set[str], int]:
+    """One pull request: a baseline from `pool`, its trials from `after` (or from `pool` too,
+    none of them reused). The steps it failed, and how many confirmation trials it ran."""
+    if after is None:
+        picked = rng.sample(pool, trials + 1 + confirm)
+        baseline_trials, now, fresh = picked[:trials], picked[trials], picked[trials + 1 :]
+    else:
+        baseline_trials = rng.sample(pool, trials)
+        now, *fresh = rng.sample(after, 1 + confirm)
+    baseline = {s: [t[s] for t in baseline_trials] for s in pool[0]}
+    again = iter(fresh)
+    outcomes, ran = decide_pipeline(
+        baseline,
+        now,
+        lambda: next(again),
+        level=DEFAULT_ALPHA,
+        screen_level=DEFAULT_SCREEN,
+        confirm=confirm,
+        seed=rng.randrange(1 << 30),
+        implied=implied,
+    )
+    failed = {s.partition(KIND_MARK)[0] for s, o in outcomes.items() if o.verdict in FAILING}
+    return failed, ran
+
+
+def resample(
+    pool: list[dict], after: list[dict] | None, draws: int, trials: int, implied: dict, seed: int
+) -> dict:
+    rng = random.Random(seed)
+    per_step: Counter[str] = Counter()
+    failed_any = extra = 0
+    for _ in range(draws):
+        failed, ran = draw(
+            pool, after, trials=trials, confirm=DEFAULT_CONFIRM, implied=implied, rng=rng
+        )
+        failed_any += bool(failed)
+        extra += ran
+        per_step.update(failed)
+    steps = [s for s in pool[0] if KIND_MARK not in s]
+    return {
+        "draws": draws,
+        "failed": rate(failed_any, draws),
+        "per_step": {s: rate(per_step[s], draws) for s in steps},
+        "mean_extra_trials": extra / draws,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--unchanged-trials", type=int, default=150)
+    parser.add_argument("--worse-trials", type=int, default=40)
+    parser.add_argument("--draws", type=int, default=4000, help="pull requests drawn, each way")
+    parser.add_argument("--seed", type=int, default=20261207)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    trials = default_trials(DEFAULT_ALPHA, 5, DEFAULT_CONFIRM)
+    if (
+        args.unchanged_trials < trials + 1 + DEFAULT_CONFIRM
+        or args.worse_trials < 1 + DEFAULT_CONFIRM
+    ):
+        parser.error(
+            f"--unchanged-trials needs at least {trials + 1 + DEFAULT_CONFIRM} (a baseline of "
+            f"{trials}, a pull request and {DEFAULT_CONFIRM} confirmations drawn without "
+            f"replacement) and --worse-trials at least {1 + DEFAULT_CONFIRM}"
+        )
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        cwd = Path(tmp).resolve()
+        unchanged, tested, unchanged_seconds = record(
+            cwd, pipeline(None, 0.1), args.unchanged_trials, "unchanged.json"
+        )
+        worse, _, worse_seconds = record(cwd, pipeline(0.5, 0.6), args.worse_trials, "worse.json")
+    print(f"recorded {len(unchanged)} and {len(worse)} trials", file=sys.stderr)
+    implied = implied_by(tested)
+    null = resample(unchanged, None, args.draws, trials, implied, args.seed)
+    power = resample(unchanged, worse, args.draws, trials, implied, args.seed + 1)
+    document = {
+        "schema": SCHEMA,
+        "written": time.strftime("%Y-%m-%d"),
+        "command": " ".join(["python", "scripts/gate_resampled.py", *(argv or sys.argv[1:])]),
+        "environment": {
+            "twicerun": __version__,
+            "duckdb": duckdb.__version__,
+            "python": platform.python_version(),
+            "platform": f"{platform.system()}-{platform.machine()}",
+            "cpus": os.cpu_count(),
+        },
+        "seconds": round(time.monotonic() - started, 1),
+        "settings": {
+            "alpha": DEFAULT_ALPHA,
+            "screen": DEFAULT_SCREEN,
+            "confirm": DEFAULT_CONFIRM,
+            "baseline_trials": trials,
+            "seed": args.seed,
+        },
+        "recorded": {
+            "unchanged": {"trials": len(unchanged), "seconds": round(unchanged_seconds, 1)},
+            "worse": {"trials": len(worse), "seconds": round(worse_seconds, 1)},
+        },
+        "unchanged": null,
+        "worse": power,
+    }
+    document["tables"] = [table(document)]
+    if args.json:
+        out = args.json.with_name(f".{args.json.name}.tmp")
+        out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        out.replace(args.json)
+    print(
+        f"unchanged: failed {null['failed']['rate']:.2%} of {args.draws}; "
+        f"worse: failed {power['failed']['rate']:.2%} of {args.draws}"
+    )
+    return 0
+
+
+def table(d: dict) -> dict:
+    e, s, rec = d["environment"], d["settings"], d["recorded"]
+    stamp = (
+        f"Generated by `twicerun report` from `{d['command']}` ({d['written']}, "
+        f"{d['seconds']:.0f}s in all), twicerun {e['twicerun']}, DuckDB {e['duckdb']}, "
+        f"{e['cpus']} cores. Recorded with `twicerun baseline update`: "
+        f"{rec['unchanged']['trials']} trials of the unchanged pipeline in "
+        f"{rec['unchanged']['seconds']:.0f}s and {rec['worse']['trials']} of the worse one in "
+        f"{rec['worse']['seconds']:.0f}s. Each pull request drawn: a baseline of "
+        f"{s['baseline_trials']} trials, its own trial and {s['confirm']} confirmation "
+        f"trials, none reused; alpha {s['alpha']:g}, screen {s['screen']:g}. Rates with "
+        f"their 95% interval over the draws."
+    )
+
+    def worst(summary: dict) -> str:
+        name, r = max(summary["per_step"].items(), key=lambda item: item[1]["k"])
+        return f"`{name}` {_pct(r)}"
+
+    u, w = d["unchanged"], d["worse"]
+    return {
+        "name": "gate-resampled",
+        "stamp": stamp,
+        "headers": [
+            "pull request's trials drawn from",
+            "pull requests",
+            "failed the check",
+            "worst single step",
+            "extra trials a pull request",
+        ],
+        "rows": [
+            [
+                f"unchanged: {UNCHANGED}",
+                f"{u['draws']:,}",
+                _pct(u["failed"]),
+                worst(u),
+                f"{u['mean_extra_trials']:.2f}",
+            ],
+            [
+                f"worse: {WORSE}",
+                f"{w['draws']:,}",
+                _pct(w["failed"]),
+                worst(w),
+                f"{w['mean_extra_trials']:.2f}",
+            ],
+        ],
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
