@@ -106,6 +106,17 @@ def compare(cwd: Path, n: int, label: str) -> list[dict]:
     return outcomes
 
 
+def environment() -> dict:
+    """What a recording ran on, for its stamp (scripts/gate_resampled.py's too)."""
+    return {
+        "twicerun": __version__,
+        "duckdb": duckdb.__version__,
+        "python": platform.python_version(),
+        "platform": f"{platform.system()}-{platform.machine()}",
+        "cpus": os.cpu_count(),
+    }
+
+
 def summarise(outcomes: list[dict]) -> dict:
     return {
         "n": len(outcomes),
@@ -136,13 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         "schema": SCHEMA,
         "written": time.strftime("%Y-%m-%d"),
         "command": " ".join(["python", "scripts/gate_coins.py", *(argv or sys.argv[1:])]),
-        "environment": {
-            "twicerun": __version__,
-            "duckdb": duckdb.__version__,
-            "python": platform.python_version(),
-            "platform": f"{platform.system()}-{platform.machine()}",
-            "cpus": os.cpu_count(),
-        },
+        "environment": environment(),
         "seconds": round(time.monotonic() - started, 1),
         "baseline": {"trials": trials, "seconds": round(baseline_seconds, 1)},
         "unchanged": {"summary": summarise(unchanged), "calls": unchanged},

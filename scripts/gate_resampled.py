@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
 import sys
 import tempfile
@@ -31,11 +29,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import duckdb
 from gate_calibration import FAILING, _pct, rate
-from gate_coins import pipeline, twicerun
+from gate_coins import environment, pipeline, twicerun
 
-from twicerun import __version__
 from twicerun.github.baseline import load
 from twicerun.github.decision import (
     DEFAULT_ALPHA,
@@ -154,13 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         "schema": SCHEMA,
         "written": time.strftime("%Y-%m-%d"),
         "command": " ".join(["python", "scripts/gate_resampled.py", *(argv or sys.argv[1:])]),
-        "environment": {
-            "twicerun": __version__,
-            "duckdb": duckdb.__version__,
-            "python": platform.python_version(),
-            "platform": f"{platform.system()}-{platform.machine()}",
-            "cpus": os.cpu_count(),
-        },
+        "environment": environment(),
         "seconds": round(time.monotonic() - started, 1),
         "settings": {
             "alpha": DEFAULT_ALPHA,
