@@ -229,6 +229,41 @@ def test_the_amplifiers_connections_are_opened_ahead(write_pipeline, twicerun, m
     assert len(opened_here) == 2, opened_here
 
 
+def test_the_bisect_opens_no_connection_past_the_executions_it_can_make(
+    write_pipeline, twicerun, opened_connections
+):
+    """The bisect expected the loop's full count of executions, though its stopping rule
+    settles a step the loop saw differ every time in three; the helpers kept opening for
+    the rest, and most invocations whose steps fired ended with connections nobody used."""
+    path = write_pipeline(
+        """
+        def by_threads(ctx):
+            # Another answer on every run at more threads than one, the same one at one.
+            ctx.write("x", "SELECT random() AS v" if ctx.threads > 1 else "SELECT 0.5 AS v")
+        """
+    )
+    outcome = twicerun("run", path, "--json", "-")
+    (step,) = outcome.json()["steps"]
+    assert (step["fired"], step["cause"]) == (4, "PARALLEL_ORDER")
+    assert step["bisect"]["compared"] == 2
+    assert opened_connections.count(1) == 3
+
+
+def test_the_bisects_expected_executions_are_where_its_stopping_rule_stops_it():
+    from types import SimpleNamespace
+
+    from twicerun.runner.bisect import enough, most_executions
+
+    quiet = SimpleNamespace(differs=False, error=None)
+    for compared in range(1, 9):
+        for differed in range(compared + 1):
+            for runs in range(2, 7):
+                stop, comparisons = enough(differed, compared), []
+                while len(comparisons) + 1 < runs and not stop(comparisons):
+                    comparisons.append(quiet)
+                assert most_executions(differed, compared, runs) == len(comparisons) + 1
+
+
 def test_keep_copies_keeps_the_latest_differing_copy_of_each_step(write_pipeline, twicerun):
     path = write_pipeline(DRIFTING)
     root = Path(twicerun("run", path, "--keep-copies", "--json", "-").json()["artifacts"])

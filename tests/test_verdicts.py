@@ -1845,6 +1845,29 @@ def test_audit_opens_a_connection_for_each_execution_and_none_besides(
     assert len(opened_connections) == 2 + 1
 
 
+def test_reproduce_opens_a_connection_for_each_execution_and_none_besides(
+    twicerun, write_pipeline, run_dir, opened_connections
+):
+    """Reproduce told the helpers nothing of what was coming, so they kept three
+    connections opened ahead to the end, and every reproduce ended with three that no
+    step used (each costs a tiny step's time to open, and the process waited for them)."""
+    path = write_pipeline(STEADY)
+    recorded = record(twicerun, path, run_dir, "--no-amplify")
+    opened_connections.clear()
+    outcome = twicerun("reproduce", recorded)
+    assert outcome.code == 0, outcome.err
+    assert len(opened_connections) == 2
+    opened_connections.clear()
+    assert twicerun("reproduce", recorded, "--step", "second").code == 0
+    assert len(opened_connections) == 1
+    # A step it cannot check is not executed, and no connection is opened for it.
+    write_pipeline(STEADY.replace("SELECT range AS n", "SELECT range + 1 AS n"))
+    opened_connections.clear()
+    outcome = twicerun("reproduce", recorded, "--json", "-")
+    assert [s["verdict"] for s in outcome.json()["steps"]] == ["COULD NOT CHECK", "REPRODUCED"]
+    assert len(opened_connections) == 1
+
+
 def test_an_explanation_counts_one_row_and_one_value_in_the_singular():
     from twicerun.findings import ArtifactFindings
     from twicerun.verdicts.explain import describe

@@ -13,7 +13,8 @@ import functools
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,7 +37,7 @@ from twicerun.cli.app import (
 from twicerun.display import differ_too
 from twicerun.errors import BadInput, EngineUnavailable, StepCrashed, StepTimedOut, UsageError
 from twicerun.github.commands import neutralize
-from twicerun.pipeline import Pipeline, load_pipeline
+from twicerun.pipeline import Pipeline, Step, load_pipeline
 from twicerun.render.evidence import step_evidence
 from twicerun.render.instrument import engine as engine_named
 from twicerun.render.instrument import is_spark
@@ -46,9 +47,10 @@ from twicerun.runner.engines import check_engine, session_time_zone
 from twicerun.runner.environment import default_threads
 from twicerun.runner.generators import drew_unseeded
 from twicerun.runner.progress import ProgressEvent
-from twicerun.runner.replay import Scratch, audit_runs, recorded_inputs
+from twicerun.runner.replay import RecordedInputs, Scratch, audit_runs, recorded_inputs
 from twicerun.runner.step_output import imports_print_to_stderr
 from twicerun.storage.layout import LOOP, RunAddress
+from twicerun.storage.receipts import Receipt
 from twicerun.verdicts.audit import AuditReport, audit_step
 from twicerun.verdicts.ladder import Located, localize_one
 from twicerun.verdicts.ladder import diff as diff_runs
@@ -336,40 +338,15 @@ def reproduce(
                 ) from exc
             raise
         with scratch_space as scratch:
-            for step in pipeline.steps:
-                if only and step.name not in only:
-                    continue
+            plan = _reproduce_plan(pipeline, recorded, recorded_steps, only)
+            # What can be checked is known before anything executes, so the helpers are told
+            # how many executions come at which thread count and open none that none uses.
+            for at, count in Counter(r.threads for _, _, r, why, _ in plan if not why).items():
+                scratch.connections.expect(at, count)
+            for step, record, receipt, why, inputs in plan:
                 progress(
                     ProgressEvent("reproduce", 1, 1, step.index, len(pipeline.steps), step.name)
                 )
-                record = recorded_steps.get(step.index)
-                receipt = record.receipt if record and record.name == step.name else None
-                if record is None:
-                    why = (
-                        "the recorded run stopped before this step"
-                        if recorded.stopped()
-                        else f"the recorded run has no step {step.index}: the file has more steps now"
-                    )
-                elif record.name != step.name:
-                    why = f"the recorded run's step {step.index} is {record.name}"
-                    moved = [i for i, r in recorded_steps.items() if r.name == step.name]
-                    if moved:
-                        why += f"; it has this step as step {moved[0]}: the steps before it changed"
-                elif receipt is None and record.why:
-                    why = record.why  # why there is none: unreadable, say, naming the value
-                else:
-                    why = cannot_check(
-                        receipt,
-                        step.code_digest,
-                        duckdb.__version__,
-                        directory=pipeline.path.resolve().parent,
-                        modules_now=step.own.digests() if step.own is not None else None,
-                        time_zone_now=session_time_zone(pipeline.engine),
-                        uses_now=step.uses,
-                    )
-                inputs = recorded_inputs(recorded.invocation, receipt) if not why else None
-                if inputs is not None and inputs.missing:
-                    why = "; ".join(inputs.missing)
                 if why:
                     report_steps.append(
                         Replayed(step.index, step.name, Replay.COULD_NOT_CHECK, why)
@@ -439,6 +416,50 @@ def _with_steps_gone(
         if (r.index, r.name) not in now
     ]
     return sorted([*replayed, *gone], key=lambda s: s.index)
+
+
+def _reproduce_plan(
+    pipeline: Pipeline,
+    recorded: RecordedRun,
+    recorded_steps: dict[int, RecordedStep],
+    only: Collection[str],
+) -> list[tuple[Step, RecordedStep | None, Receipt | None, str, RecordedInputs | None]]:
+    """Each step to look at, with its record, its receipt, why it cannot be checked ("" when
+    it can) and the recorded inputs it would read."""
+    plan: list[tuple[Step, RecordedStep | None, Receipt | None, str, RecordedInputs | None]] = []
+    for step in pipeline.steps:
+        if only and step.name not in only:
+            continue
+        record = recorded_steps.get(step.index)
+        receipt = record.receipt if record and record.name == step.name else None
+        if record is None:
+            why = (
+                "the recorded run stopped before this step"
+                if recorded.stopped()
+                else f"the recorded run has no step {step.index}: the file has more steps now"
+            )
+        elif record.name != step.name:
+            why = f"the recorded run's step {step.index} is {record.name}"
+            moved = [i for i, r in recorded_steps.items() if r.name == step.name]
+            if moved:
+                why += f"; it has this step as step {moved[0]}: the steps before it changed"
+        elif receipt is None and record.why:
+            why = record.why  # why there is none: unreadable, say, naming the value
+        else:
+            why = cannot_check(
+                receipt,
+                step.code_digest,
+                duckdb.__version__,
+                directory=pipeline.path.resolve().parent,
+                modules_now=step.own.digests() if step.own is not None else None,
+                time_zone_now=session_time_zone(pipeline.engine),
+                uses_now=step.uses,
+            )
+        inputs = recorded_inputs(recorded.invocation, receipt) if not why else None
+        if inputs is not None and inputs.missing:
+            why = "; ".join(inputs.missing)
+        plan.append((step, record, receipt, why, inputs))
+    return plan
 
 
 def _unfinished(step, exc: StepCrashed) -> Replayed:

@@ -83,6 +83,7 @@ def run_series(
     holds_threads: bool = False,
     state_from_run_1: bool = False,
     loop: Sequence[Comparison] = (),
+    expect: int | None = None,
 ) -> Series:
     """`source_order_for(run)` gives the order each ctx.source list is read in on that run.
     With `raise_is_answer`, a later run that raises where run 1 did not is a comparison
@@ -94,7 +95,8 @@ def run_series(
     copy as their ctx.state, as the contained loop's do; without, every run starts from
     the `initial` rows, as run 1 did. `loop` is the loop's comparisons for a series that
     explains them (the bisect), which say how the later runs' answers went alongside what
-    each found past ctx."""
+    each found past ctx. `expect` is how many executions a series that `stop` may end early
+    makes at most when it is not (the connections opened ahead for it)."""
     records = bench.records
     reference = RunAddress(label, 1)
     loop_reference = RunAddress(LOOP, 1)
@@ -111,7 +113,7 @@ def run_series(
     )
     target = min(probe, runs) if probe else runs
     if threads_for is None:
-        bench.connections.expect(threads, target)
+        bench.connections.expect(threads, min(expect, target) if expect else target)
     started = time.perf_counter()
     executed = 0
     rows_read = 0
