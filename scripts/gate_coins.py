@@ -106,15 +106,29 @@ def compare(cwd: Path, n: int, label: str) -> list[dict]:
     return outcomes
 
 
-def environment() -> dict:
-    """What a recording ran on, for its stamp (scripts/gate_resampled.py's too)."""
+def recording(schema: str, script: str, argv: list[str] | None, started: float) -> dict:
+    """The fields a recording of these scripts opens with: what wrote it, when, on what
+    (scripts/gate_resampled.py's too)."""
     return {
-        "twicerun": __version__,
-        "duckdb": duckdb.__version__,
-        "python": platform.python_version(),
-        "platform": f"{platform.system()}-{platform.machine()}",
-        "cpus": os.cpu_count(),
+        "schema": schema,
+        "written": time.strftime("%Y-%m-%d"),
+        "command": " ".join(["python", f"scripts/{script}", *(argv or sys.argv[1:])]),
+        "environment": {
+            "twicerun": __version__,
+            "duckdb": duckdb.__version__,
+            "python": platform.python_version(),
+            "platform": f"{platform.system()}-{platform.machine()}",
+            "cpus": os.cpu_count(),
+        },
+        "seconds": round(time.monotonic() - started, 1),
     }
+
+
+def write(path: Path, document: dict) -> None:
+    """The artifact, under a temporary name first, so a reader never finds half of it."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
 
 
 def summarise(outcomes: list[dict]) -> dict:
@@ -144,20 +158,14 @@ def main(argv: list[str] | None = None) -> int:
         (cwd / "coins.py").write_text(pipeline(0.5, 0.6))
         worse = compare(cwd.resolve(), args.worse, "worse")
     document = {
-        "schema": SCHEMA,
-        "written": time.strftime("%Y-%m-%d"),
-        "command": " ".join(["python", "scripts/gate_coins.py", *(argv or sys.argv[1:])]),
-        "environment": environment(),
-        "seconds": round(time.monotonic() - started, 1),
+        **recording(SCHEMA, "gate_coins.py", argv, started),
         "baseline": {"trials": trials, "seconds": round(baseline_seconds, 1)},
         "unchanged": {"summary": summarise(unchanged), "calls": unchanged},
         "worse": {"summary": summarise(worse), "calls": worse},
     }
     document["tables"] = [table(document)]
     if args.json:
-        tmp = args.json.with_name(f".{args.json.name}.tmp")
-        tmp.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-        tmp.replace(args.json)
+        write(args.json, document)
     u, w = document["unchanged"]["summary"], document["worse"]["summary"]
     print(f"unchanged: {u['failed']} of {u['n']} failed; worse: {w['failed']} of {w['n']} failed")
     return 0

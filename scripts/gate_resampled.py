@@ -27,7 +27,6 @@ pool of recorded trials is itself one sample of each step's behaviour.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import tempfile
@@ -36,7 +35,7 @@ from collections import Counter
 from pathlib import Path
 
 from gate_calibration import FAILING, _pct, rate
-from gate_coins import environment, pipeline, twicerun
+from gate_coins import pipeline, recording, twicerun, write
 
 from twicerun.github.baseline import load
 from twicerun.github.decision import (
@@ -208,11 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             "worse": resample(unchanged, worse, args.draws, trials, implied, args.seed + 1),
         }
     document = {
-        "schema": SCHEMA,
-        "written": time.strftime("%Y-%m-%d"),
-        "command": " ".join(["python", "scripts/gate_resampled.py", *(argv or sys.argv[1:])]),
-        "environment": environment(),
-        "seconds": round(time.monotonic() - started, 1),
+        **recording(SCHEMA, "gate_resampled.py", argv, started),
         "settings": {
             "alpha": DEFAULT_ALPHA,
             "screen": DEFAULT_SCREEN,
@@ -226,9 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     document["tables"] = [table(document)]
     if args.json:
-        out = args.json.with_name(f".{args.json.name}.tmp")
-        out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-        out.replace(args.json)
+        write(args.json, document)
     for family, f in families.items():
         print(
             f"{family}: unchanged failed {f['unchanged']['failed']['rate']:.2%} of "
