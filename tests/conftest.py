@@ -24,6 +24,10 @@ REPO = Path(__file__).resolve().parent.parent
 # test_verdicts.py (44 s) came up near the end of the alphabet, and a simulation of the
 # two workers over `pytest --durations=0`'s per-file sums (503 s of tests on 2 cores,
 # 2026-12-05) had one worker finish 29 s after the other, against 3 s in this order.
+# A third worker on two cores, to fill the time tests spend waiting on JVMs and child
+# processes, was measured against two, the counts alternating (`python -m bench.suite`,
+# results/experiments/bench-suite-2026-12-07.json): the suite took longer with three in
+# every pair, so `-n auto` stays at one worker per core.
 STARTED_FIRST = (
     "test_spark.py",
     "test_gate_cli.py",
