@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -38,6 +39,22 @@ def retable_option(parser) -> None:
         default=None,
         help="rebuild the tables of an existing artifact from its own figures, measuring nothing",
     )
+
+
+def parse_measuring(
+    parser: argparse.ArgumentParser,
+    argv: list[str] | None,
+    tables: Callable[[str, dict[str, Any]], list[dict]],
+) -> argparse.Namespace | None:
+    """`parser` with `--json PATH` (where the artifact goes) and `--retable PATH` added, parsed.
+    None once `--retable` has rebuilt an artifact's tables: there is nothing to measure."""
+    parser.add_argument("--json", dest="json_path", default=None)
+    retable_option(parser)
+    args = parser.parse_args(argv)
+    if args.retable:
+        retable(args.retable, tables)
+        return None
+    return args
 
 
 def retable(path: str, tables: Callable[[str, dict[str, Any]], list[dict]]) -> None:

@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import environment, retable, retable_option, write_artifact
+from bench.common import environment, parse_measuring, write_artifact
 from twicerun.render.tables import Artifact, Table, carry, stamp
 
 REPO = Path(__file__).resolve().parent.parent
@@ -79,11 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--json", dest="json_path", default=None)
-    retable_option(parser)
-    args = parser.parse_args(argv)
-    if args.retable:
-        retable(args.retable, tables)
+    args = parse_measuring(parser, argv, tables)
+    if args is None:
         return 0
     installs: dict[str, list[dict]] = {kind: [] for kind in KINDS}
     scratch = Path(tempfile.mkdtemp(prefix="twicerun-bench-hook-"))

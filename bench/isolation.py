@@ -35,7 +35,7 @@ from pathlib import Path
 
 import duckdb
 
-from bench.common import environment, print_tables, retable, retable_option, write_artifact
+from bench.common import environment, parse_measuring, print_tables, write_artifact
 from twicerun.render.tables import Artifact, Table, carry, stamp
 
 THREADS = 2
@@ -168,11 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         "--trials", type=int, default=100, help="executions per setting and input (default 100)"
     )
     parser.add_argument("--setups", type=int, default=100)
-    parser.add_argument("--json", dest="json_path", default=None)
-    retable_option(parser)
-    args = parser.parse_args(argv)
-    if args.retable:
-        retable(args.retable, tables)
+    args = parse_measuring(parser, argv, tables)
+    if args is None:
         return 0
     figures = measure(args.trials, args.setups)
     document = {

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import duckdb
 
-from bench.common import environment, retable, retable_option, write_artifact
+from bench.common import environment, parse_measuring, write_artifact
 from twicerun.render.tables import Artifact, Table, carry, stamp
 
 
@@ -85,11 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=500_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--json", dest="json_path", default=None)
-    retable_option(parser)
-    args = parser.parse_args(argv)
-    if args.retable:
-        retable(args.retable, tables)
+    args = parse_measuring(parser, argv, tables)
+    if args is None:
         return 0
 
     from twicerun.compare.digest import canonical_digest

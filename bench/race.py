@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import environment, print_tables, retable, retable_option, write_artifact
+from bench.common import environment, parse_measuring, print_tables, write_artifact
 from twicerun.render.tables import Artifact, Table, carry, stamp
 
 REPO = Path(__file__).resolve().parent.parent
@@ -132,11 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     args_in = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--executions", type=int, default=200)
-    parser.add_argument("--json", dest="json_path", default=None)
-    retable_option(parser)
-    args = parser.parse_args(args_in)
-    if args.retable:
-        retable(args.retable, tables)
+    args = parse_measuring(parser, args_in, tables)
+    if args is None:
         return 0
     from twicerun.runner.environment import default_threads
 

@@ -26,7 +26,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from bench.common import environment, retable, retable_option, write_artifact
+from bench.common import environment, parse_measuring, write_artifact
 from twicerun.render.tables import Artifact, Table, carry, stamp
 
 REPO = Path(__file__).resolve().parent.parent
@@ -62,11 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 3])
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--json", dest="json_path", default=None)
-    retable_option(parser)
-    args = parser.parse_args(argv)
-    if args.retable:
-        retable(args.retable, tables)
+    args = parse_measuring(parser, argv, tables)
+    if args is None:
         return 0
     runs: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="twicerun-bench-suite-") as scratch:

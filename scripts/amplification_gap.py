@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 from eval_tables import gap_tables  # noqa: E402
 from gap_pass import LOOP_SOURCE, one_pass  # noqa: E402
 
-from bench.common import retable, retable_option, write_artifact  # noqa: E402
+from bench.common import parse_measuring, write_artifact  # noqa: E402
 from twicerun.judge.policy import Policy  # noqa: E402
 from twicerun.pipeline import load_pipeline  # noqa: E402
 from twicerun.runner.environment import default_threads, stamp  # noqa: E402
@@ -45,11 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--step", default="assign_sparse_keys")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--json", dest="json_path", default=None)
-    retable_option(parser)
-    args = parser.parse_args(argv)
-    if args.retable:
-        retable(args.retable, gap_tables)
+    args = parse_measuring(parser, argv, gap_tables)
+    if args is None:
         return 0
 
     pipeline = load_pipeline(args.pipeline)

@@ -43,7 +43,7 @@ from eval_tables import eval_tables  # noqa: E402
 from gap_pass import LOOP_SOURCE, one_pass  # noqa: E402
 from tlc_partitions import generate  # noqa: E402
 
-from bench.common import retable, retable_option, write_artifact  # noqa: E402
+from bench.common import parse_measuring, write_artifact  # noqa: E402
 from twicerun.cli import exit_code  # noqa: E402
 from twicerun.judge.policy import REDUCTION_ORDER, Policy  # noqa: E402
 from twicerun.pipeline import load_pipeline  # noqa: E402
@@ -569,11 +569,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--json", dest="json_path", default=None)
-    retable_option(parser)
-    args = parser.parse_args(argv)
-    if args.retable:
-        retable(args.retable, eval_tables)
+    args = parse_measuring(parser, argv, eval_tables)
+    if args is None:
         return 0
     threads = args.threads or default_threads()
     started = time.time()

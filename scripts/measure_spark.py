@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO))
 
 
-from bench.common import retable, retable_option, write_artifact  # noqa: E402
+from bench.common import parse_measuring, write_artifact  # noqa: E402
 from twicerun.render.markdown import code  # noqa: E402
 from twicerun.render.tables import Artifact, Table, carry, stamp  # noqa: E402
 
@@ -183,11 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--partitions", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--json", dest="json_path", default=None)
-    retable_option(parser)
-    args = parser.parse_args(argv)
-    if args.retable:
-        retable(args.retable, tables)
+    args = parse_measuring(parser, argv, tables)
+    if args is None:
         return 0
     try:
         import pyspark  # noqa: F401

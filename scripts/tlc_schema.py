@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import duckdb  # noqa: E402
 from tlc_partitions import MONTHS, file_name, generate  # noqa: E402
 
-from bench.common import retable, retable_option, write_artifact  # noqa: E402
+from bench.common import parse_measuring, write_artifact  # noqa: E402
 from twicerun import sql  # noqa: E402
 from twicerun.render.markdown import cell, code  # noqa: E402
 from twicerun.render.tables import Artifact, Table, carry, stamp  # noqa: E402
@@ -223,11 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--rows", type=int, default=2000)
-    parser.add_argument("--json", dest="json_path", default=None)
-    retable_option(parser)
-    args = parser.parse_args(argv)
-    if args.retable:
-        retable(args.retable, tables)
+    args = parse_measuring(parser, argv, tables)
+    if args is None:
         return 0
     with tempfile.TemporaryDirectory(prefix="twicerun-tlc-data-") as scratch:
         directory = args.dir or Path(scratch)

@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO))
 
 
-from bench.common import retable, retable_option, write_artifact  # noqa: E402
+from bench.common import parse_measuring, write_artifact  # noqa: E402
 from twicerun.render.markdown import cell, code  # noqa: E402
 from twicerun.render.tables import Artifact, Table, carry, stamp  # noqa: E402
 from twicerun.runner.environment import default_threads  # noqa: E402
@@ -163,11 +163,8 @@ def tables(path: str, d: dict) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pipeline", default="pipelines/reference.py")
-    parser.add_argument("--json", dest="json_path", default=None)
-    retable_option(parser)
-    args = parser.parse_args(argv)
-    if args.retable:
-        retable(args.retable, tables)
+    args = parse_measuring(parser, argv, tables)
+    if args is None:
         return 0
     pipeline = (REPO / args.pipeline).resolve()
     document = {
