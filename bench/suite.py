@@ -26,7 +26,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from bench.common import environment, parse_measuring, write_artifact
+from bench.common import environment, parse_measuring, print_tables, write_artifact
 from twicerun.render.tables import Artifact, Table, carry, stamp
 
 REPO = Path(__file__).resolve().parent.parent
@@ -88,9 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.json_path:
         write_artifact(args.json_path, document, tables)
-    for table in tables(args.json_path or "", document):
-        for row in table["rows"]:
-            print("  ".join(row))
+    print_tables(tables, document)
     return 0
 
 

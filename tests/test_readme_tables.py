@@ -78,10 +78,6 @@ def _builder(schema: str):
         from bench.hook import tables
 
         return tables
-    if schema == "twicerun.bench-suite/1":
-        from bench.suite import tables
-
-        return tables
     if schema in ("twicerun.bench-isolation/1", "twicerun.bench-isolation/2"):
         from bench.isolation import tables
 
