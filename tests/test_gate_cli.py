@@ -397,11 +397,25 @@ def test_a_baseline_measured_with_other_runs_policy_amplifiers_or_threads_is_not
     # differs by parallel order goes quiet, and the check passed it as `better`.
     threads = update(twicerun, "pipelines/coins.py")["settings"]["threads"]
     other = ["--threads", str(threads + 1)]
-    for flags in (["--runs", "4"], ["--policy", "reduction-order"], ["--amplify"], other):
+    # Each refusal names the one setting that differs, as the option that puts it back
+    # and the action input that sets it: both settings in full left the reader to diff six.
+    for flags, alike in (
+        (["--runs", "4"], "give --runs 3, in the action runs: 3"),
+        (["--policy", "reduction-order"], "give --policy strict, in the action policy: strict"),
+        (["--amplify"], "give --no-amplify, in the action amplify: false"),
+        (other, "give no --threads, in the action threads left empty"),
+    ):
         outcome, document = compare(twicerun, *flags)
         assert outcome.code == 1, flags
         assert set(verdicts(document).values()) == {"not comparable: measured otherwise"}
+        (evidence,) = {e for d in document["decisions"] for e in d["evidence"]}
+        assert evidence.endswith(
+            f"; to measure as the baseline did, {alike}; or update the baseline"
+        )
     assert f"threads={threads}, this check with runs=3, policy strict" in outcome.out
+    # Put back as the refusal said, the check compares again.
+    outcome, document = compare(twicerun)
+    assert "not comparable" not in outcome.out
 
 
 def test_a_check_that_compared_nothing_says_so_even_when_fail_on_lets_it_pass(repo, twicerun):
@@ -587,7 +601,26 @@ def test_trials_can_be_added_to_a_baseline_but_only_measured_alike(repo, twiceru
         "baseline", "update", "pipelines/coins.py", "--add", "--trials", "2", "--runs", "4",
         "--output", "baseline.json", "--no-amplify",
     )  # fmt: skip
-    assert outcome.code == 2 and "same --runs" in outcome.err
+    assert outcome.code == 2
+    assert outcome.err.rstrip().endswith(
+        "; to measure as the baseline did, give --runs 5; or measure a new baseline without --add"
+    )
+    # Another thread count was measured trial by trial and refused only then, and another
+    # policy was dropped for the baseline's without a word; both are refused before any
+    # trial runs now, and a count or policy left out is still the baseline's.
+    threads = document["settings"]["threads"]
+    for flags, alike in (
+        (["--threads", str(threads + 1)], "give no --threads"),
+        (["--policy", "reduction-order"], "give --policy strict"),
+    ):
+        outcome = twicerun(
+            "baseline", "update", "pipelines/coins.py", "--add", "--trials", "1",
+            "--output", "baseline.json", "--no-amplify", *flags,
+        )  # fmt: skip
+        assert outcome.code == 2, flags
+        assert f"; to measure as the baseline did, {alike}; or measure" in outcome.err
+        assert "trial 1 of 1" not in outcome.err
+    assert Path("baseline.json").read_bytes() == before
     Path("pipelines/coins.py").write_text(STEADY)
     outcome = twicerun(
         "baseline", "update", "pipelines/coins.py", "--add", "--trials", "1",
@@ -1007,6 +1040,7 @@ def test_a_baseline_measured_without_an_amplifier_is_checked_without_it(repo, tw
     assert outcome.code == 1
     assert set(verdicts(document).values()) == {"not comparable: measured otherwise"}
     assert "without file order, this check with runs=3" in outcome.out
+    assert "give --without file-order, in the action without: file-order; or" in outcome.out
     outcome, document = compare(twicerun, "--amplify", "--without", "file-order")
     assert outcome.code == 0, outcome.out
     assert "not comparable" not in outcome.out

@@ -12,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from twicerun.github.baseline import Baseline, StepRecord, build
+from twicerun.github.baseline import Baseline, Settings, StepRecord, build, measure_alike
 from twicerun.github.commands import (
     Annotation,
     commands,
@@ -1527,3 +1527,28 @@ def test_who_edited_the_baseline_is_read_back_from_a_closed_set():
         Gate.from_document(document)
     del document["changed_by"]  # a document written before it existed
     assert Gate.from_document(document).changed_by == "pull request"
+
+
+def test_a_check_measured_otherwise_is_told_what_to_give_and_stays_unescaped():
+    measured = Settings(runs=5, policy="strict", amplify=True, threads=2)
+    spark = Settings(runs=5, policy="strict", amplify=True, threads=2, engine="spark")
+    assert measure_alike(measured, spark) == (
+        "to measure as the baseline did, run the pipelines on duckdb as they were; "
+        "or update the baseline"
+    )
+    left_out = Settings(runs=5, policy="strict", amplify=True, threads=2, without=("file order",))
+    assert measure_alike(measured, left_out) == (
+        "to measure as the baseline did, give no --without, in the action without left "
+        "empty; or update the baseline"
+    )
+    # Without amplifiers on either side, which ones were left out does not matter.
+    off = Settings(runs=5, policy="strict", amplify=False, threads=2)
+    assert measure_alike(off, Settings(5, "strict", False, 2, without=("file order",))) == (
+        "measure both alike or update the baseline"
+    )
+    # The job summary shows it as written: nothing in it is markup.
+    from twicerun.render.markdown import bare
+
+    for now in (spark, left_out, Settings(3, "reduction-order", False, 4)):
+        said = measure_alike(measured, now)
+        assert bare(said) == said

@@ -3,6 +3,7 @@ and the gate's decision made against it off a runner."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -116,14 +117,16 @@ def baseline() -> None:
     "--threads",
     type=THREADS,
     default=None,
-    help="DuckDB threads; the gate measures at the baseline's count unless told otherwise.",
+    help="DuckDB threads; the gate measures at the baseline's count unless told otherwise. "
+    "With --add, the baseline's count unless given, and refused if given otherwise.",
 )
 @click.option(
     "--policy",
     type=click.Choice(POLICIES),
     default=STRICT,
     show_default=True,
-    help="What counts as a difference; the gate must then judge alike.",
+    help="What counts as a difference; the gate must then judge alike. With --add, the "
+    "baseline's policy unless given, and refused if given otherwise.",
 )
 @click.option(
     "--alpha",
@@ -183,10 +186,27 @@ def baseline_update(
             existing = baseline_module.load(output, create)
         except BaselineError as exc:
             raise UsageError(f"--add: {exc}") from exc
-        if existing.settings.runs != runs or existing.settings.amplify != amplify:
+        # Threads and policy left out are the baseline's; given otherwise, every trial
+        # used to be measured before the mismatch was refused (threads), or the policy
+        # given was dropped for the baseline's without a word.
+        given = click.get_current_context().get_parameter_source("policy")
+        asked = dataclasses.replace(
+            existing.settings,
+            runs=runs,
+            amplify=amplify,
+            threads=threads or existing.settings.threads,
+            policy=policy if given is ParameterSource.COMMANDLINE else existing.settings.policy,
+        )
+        if asked != existing.settings:
+            alike = baseline_module.measure_alike(
+                existing.settings,
+                asked,
+                action=False,
+                otherwise="measure a new baseline without --add",
+            )
             raise UsageError(
                 f"--add: the baseline at {output} was measured with "
-                f"{baseline_module.describe_settings(existing.settings)}; add trials with the same --runs and --amplify"
+                f"{baseline_module.describe_settings(existing.settings)}; {alike}"
             )
         kept = frozenset(Amplifier(a) for a in existing.settings.without)
         if without and without != kept:

@@ -320,6 +320,45 @@ def describe_settings(s: Settings) -> str:
     return _describe(s)
 
 
+def measure_alike(
+    baseline: Settings,
+    now: Settings,
+    *,
+    action: bool = True,
+    otherwise: str = "update the baseline",
+) -> str:
+    """What to give the check so that it measures as `baseline` did, option by option,
+    with the action inputs that set them; both descriptions in full left a reader to
+    find the one setting in six that differed. Worded without brackets or quotes, so
+    the job summary can show it unescaped."""
+    b = baseline
+    given: list[tuple[str, str]] = []
+    if now.runs != b.runs:
+        given.append((f"--runs {b.runs}", f"runs: {b.runs}"))
+    if now.policy != b.policy:
+        given.append((f"--policy {b.policy}", f"policy: {b.policy}"))
+    if now.amplify != b.amplify:
+        flag = "--amplify" if b.amplify else "--no-amplify"
+        given.append((flag, f"amplify: {'true' if b.amplify else 'false'}"))
+    if now.threads != b.threads:
+        # Left out, the check takes the baseline's count.
+        given.append(("no --threads", "threads left empty"))
+    if b.amplify and now.amplify and now.without != b.without:
+        names = [w.replace(" ", "-") for w in b.without]
+        flags = " ".join(f"--without {n}" for n in names) or "no --without"
+        given.append((flags, f"without: {' '.join(names)}" if names else "without left empty"))
+    parts = []
+    if given:
+        flags = " ".join(f for f, _ in given)
+        inputs = ", ".join(i for _, i in given)
+        parts.append(f"give {flags}, in the action {inputs}" if action else f"give {flags}")
+    if now.engine != b.engine:
+        parts.append(f"run the pipelines on {b.engine} as they were")
+    if not parts:
+        return f"measure both alike or {otherwise}"
+    return f"to measure as the baseline did, {'; '.join(parts)}; or {otherwise}"
+
+
 def _shape(result: Result) -> PipelineShape:
     return PipelineShape(
         digest=result.pipeline_digest,

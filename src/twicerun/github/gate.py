@@ -23,6 +23,7 @@ from twicerun.github.baseline import (
     StepRecord,
     StepShape,
     describe_settings,
+    measure_alike,
     settings_of,
 )
 from twicerun.github.commands import Annotation
@@ -370,7 +371,7 @@ def _settings_differ(baseline: Baseline, results: Mapping[str, Result]) -> str |
         ):
             return (
                 f"the baseline was measured with {describe_settings(b)}, this check with "
-                f"{describe_settings(now)}; measure both alike or update the baseline"
+                f"{describe_settings(now)}; {measure_alike(b, now)}"
             )
     return None
 
