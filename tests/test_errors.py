@@ -718,6 +718,32 @@ def test_an_option_carried_over_from_another_verb_names_the_verbs_that_take_it(
     assert outcome.out == ""
 
 
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["runn", "p.py"], "Error: No such command 'runn'; did you mean `twicerun run`?\n"),
+        (
+            ["baseline", "updat"],
+            "Error: No such command 'updat'; did you mean `twicerun baseline update`?\n",
+        ),
+        (
+            ["pipelines/my pipe.py"],
+            "Error: No such command 'pipelines/my pipe.py'; to run a pipeline, "
+            "`twicerun run 'pipelines/my pipe.py'`.\n",
+        ),
+        # Nothing close: click's own sentence, unchanged.
+        (["bogus"], "Error: No such command 'bogus'.\n"),
+    ],
+)
+def test_a_mistyped_or_missing_verb_is_named(twicerun, args, said):
+    """`twicerun runn` and `twicerun pipelines/p.py` got click's bare "No such command",
+    which names neither the verb meant nor that a pipeline is run with `run`."""
+    outcome = twicerun(*args)
+    assert outcome.code == 2
+    assert outcome.err.endswith(said)
+    assert outcome.out == ""
+
+
 def test_an_option_of_a_group_s_verb_is_named_with_the_group(twicerun):
     outcome = twicerun("baseline", "update", "p.py", "--keep", "2")
     assert outcome.code == 2

@@ -430,7 +430,7 @@ def parse_seeds(values: Sequence[str]) -> dict[str, int]:
     return seeds
 
 
-class _LazyGroup(click.Group):
+class _LazyGroup(Verbs):
     """A group whose commands' modules are imported when a command is asked for.
 
     `twicerun report --check` (the pre-commit hook) compares Markdown; it has no

@@ -9,6 +9,10 @@ still the one for bad input.
 
 from __future__ import annotations
 
+import difflib
+import os
+import shlex
+
 import click
 
 from twicerun.vocabulary.audit import Repeatability
@@ -45,9 +49,32 @@ class Verb(click.Command):
 
 
 class Verbs(click.Group):
-    """A group of verbs (`baseline`), whose commands refuse as Verb does."""
+    """A group of verbs (`baseline`), whose commands refuse as Verb does, and which names
+    the verb a mistyped one was likely meant to be."""
 
     command_class = Verb
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            name = args[0] if args else ""
+            hint = _verb_hint(ctx, self, name) if str(exc).startswith("No such command") else None
+            if hint is None:
+                raise
+            raise click.UsageError(f"No such command {name!r}; {hint}", ctx=ctx) from None
+
+
+def _verb_hint(ctx: click.Context, group: click.Group, name: str) -> str | None:
+    """`twicerun pipelines/p.py` (the verb left out) says how to run it; a verb mistyped
+    (`twicerun runn`) says which one it is close to. Click's sentence names neither."""
+    path = ctx.command_path
+    if ctx.parent is None and (name.endswith(".py") or os.path.exists(name)):
+        return f"to run a pipeline, `{path} run {shlex.quote(name)}`."
+    close = difflib.get_close_matches(name, group.list_commands(ctx), n=1, cutoff=0.6)
+    if close:
+        return f"did you mean `{path} {close[0]}`?"
+    return None
 
 
 def _taught(ctx: click.Context, exc: click.NoSuchOption) -> click.NoSuchOption | None:
