@@ -1541,10 +1541,15 @@ def test_a_check_measured_otherwise_is_told_what_to_give_and_stays_unescaped():
         "to measure as the baseline did, give no --without, in the action without left "
         "empty; or update the baseline"
     )
-    # Without amplifiers on either side, which ones were left out does not matter.
+    # Amplifiers back on, and the one the baseline left out left out again, in one sentence.
+    assert measure_alike(left_out, Settings(5, "strict", False, 2)) == (
+        "to measure as the baseline did, give --amplify and --without file-order, in the "
+        "action amplify: true and without: file-order; or update the baseline"
+    )
     off = Settings(runs=5, policy="strict", amplify=False, threads=2)
-    assert measure_alike(off, Settings(5, "strict", False, 2, without=("file order",))) == (
-        "measure both alike or update the baseline"
+    assert measure_alike(off, left_out) == (
+        "to measure as the baseline did, give --no-amplify and no --without, in the action "
+        "amplify: false and without left empty; or update the baseline"
     )
     # The job summary shows it as written: nothing in it is markup.
     from twicerun.render.markdown import bare

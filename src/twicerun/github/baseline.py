@@ -343,14 +343,20 @@ def measure_alike(
     if now.threads != b.threads:
         # Left out, the check takes the baseline's count.
         given.append(("no --threads", "threads left empty"))
-    if b.amplify and now.amplify and now.without != b.without:
+    # Compared whenever the baseline amplified, so that one sentence puts back both
+    # --amplify and what it left out; a baseline without amplifiers takes no --without.
+    if now.without != b.without:
         names = [w.replace(" ", "-") for w in b.without]
         flags = " ".join(f"--without {n}" for n in names) or "no --without"
         given.append((flags, f"without: {' '.join(names)}" if names else "without left empty"))
+
+    def listed(items: list[str]) -> str:
+        return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
     parts = []
     if given:
-        flags = " ".join(f for f, _ in given)
-        inputs = ", ".join(i for _, i in given)
+        flags = listed([f for f, _ in given])
+        inputs = listed([i for _, i in given])
         parts.append(f"give {flags}, in the action {inputs}" if action else f"give {flags}")
     if now.engine != b.engine:
         parts.append(f"run the pipelines on {b.engine} as they were")
