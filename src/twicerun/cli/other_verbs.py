@@ -69,7 +69,7 @@ def _verb_hint(ctx: click.Context, group: click.Group, name: str) -> str | None:
     """`twicerun pipelines/p.py` (the verb left out) says how to run it; a verb mistyped
     (`twicerun runn`) says which one it is close to. Click's sentence names neither."""
     path = ctx.command_path
-    if ctx.parent is None and (name.endswith(".py") or os.path.exists(name)):
+    if ctx.parent is None and (name.endswith(".py") or os.path.isfile(name)):
         return f"to run a pipeline, `{path} run {shlex.quote(name)}`."
     close = difflib.get_close_matches(name, group.list_commands(ctx), n=1, cutoff=0.6)
     if close:

@@ -343,8 +343,8 @@ def measure_alike(
     if now.threads != b.threads:
         # Left out, the check takes the baseline's count.
         given.append(("no --threads", "threads left empty"))
-    # Compared whenever the baseline amplified, so that one sentence puts back both
-    # --amplify and what it left out; a baseline without amplifiers takes no --without.
+    # Whatever the check's --amplify: one sentence then puts back --amplify and what the
+    # baseline left out together, and a baseline without amplifiers takes no --without.
     if now.without != b.without:
         names = [w.replace(" ", "-") for w in b.without]
         flags = " ".join(f"--without {n}" for n in names) or "no --without"
