@@ -70,3 +70,17 @@ def print_tables(tables: Callable[[str, dict[str, Any]], list[dict]], document: 
 
     for table in tables("", document):
         print(Table(**{k: table[k] for k in ("name", "stamp", "headers", "rows")}).text())
+
+
+def bare_context(engine, threads: int, index: int, name: str, out_dir: Path, visible: dict):
+    """A ctx of twicerun's own for one step, reading only `visible` and keeping no state:
+    what a plain execution runs a step with, nothing compared or recorded around it."""
+    return engine.context(
+        threads,
+        step_index=index,
+        step_name=name,
+        out_dir=out_dir,
+        visible=visible,
+        state_source=lambda _name: None,
+        owners={},
+    )

@@ -44,7 +44,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from bench.common import environment, retable, retable_option, write_artifact
+from bench.common import bare_context, environment, retable, retable_option, write_artifact
 from twicerun.render.tables import Artifact, Table, carry, stamp
 
 REPO = Path(__file__).resolve().parent.parent
@@ -233,15 +233,7 @@ def plain_run(pipeline_path: str, threads: int) -> float:
             for step in pipeline.steps:
                 out = Path(scratch) / f"{step.index:02d}"
                 out.mkdir()
-                ctx = engine.context(
-                    threads,
-                    step_index=step.index,
-                    step_name=step.name,
-                    out_dir=out,
-                    visible=visible,
-                    state_source=lambda _name: None,
-                    owners={},
-                )
+                ctx = bare_context(engine, threads, step.index, step.name, out, visible)
                 step.call(ctx)
                 engine.release(ctx)
                 for name, path in ctx.output.written.items():

@@ -29,7 +29,8 @@ from pathlib import Path
 
 import duckdb
 
-from bench.common import environment, write_document
+from bench.common import bare_context, environment, write_document
+from twicerun import sql
 
 QUERY = "SELECT day, count(*) AS trips, sum(fare) AS fares FROM trips GROUP BY day"
 
@@ -44,14 +45,14 @@ def make_files(directory: Path, files: int, rows: int) -> dict[str, list[str]]:
         )
         for kind, options in (("csv", "HEADER"), ("parquet", "FORMAT parquet")):
             path = directory / f"part{i:03d}.{kind}"
-            con.execute(f"COPY ({rows_sql}) TO '{path}' ({options})")
+            con.execute(f"COPY ({rows_sql}) TO {sql.string(path)} ({options})")
             made[kind].append(str(path))
     con.close()
     return made
 
 
 def reader(kind: str, files: list[str]) -> str:
-    listed = ", ".join(f"'{f}'" for f in files)
+    listed = ", ".join(sql.string(f) for f in files)
     return f"read_{kind}([{listed}])"
 
 
@@ -59,22 +60,14 @@ def bare(kind: str, files: list[str], out: Path, threads: int) -> float:
     con = duckdb.connect(":memory:", config={"threads": threads})
     started = time.perf_counter()
     con.execute(f"CREATE OR REPLACE VIEW trips AS SELECT * FROM {reader(kind, files)}")
-    con.execute(f"COPY ({QUERY}) TO '{out}' (FORMAT parquet)")
+    con.execute(f"COPY ({QUERY}) TO {sql.string(out)} (FORMAT parquet)")
     seconds = time.perf_counter() - started
     con.close()
     return seconds
 
 
 def through_ctx(files: list[str], out_dir: Path, threads: int, engine) -> float:
-    ctx = engine.context(
-        threads,
-        step_index=0,
-        step_name="totals",
-        out_dir=out_dir,
-        visible={},
-        state_source=lambda _name: None,
-        owners={},
-    )
+    ctx = bare_context(engine, threads, 0, "totals", out_dir, {})
     started = time.perf_counter()
     ctx.source("trips", files)
     ctx.write("totals", QUERY)
